@@ -1,0 +1,157 @@
+"""The one interface every model adapter implements, and the types that cross it.
+
+Adapters translate a :class:`ModelRequest` into a provider's wire format and the provider's reply
+into a :class:`ModelReply`. They *classify* failures (:class:`ModelCallError` with ``retry`` and
+``retry_after``) but never sleep, retry or hold semaphores: the engine owns all of that.
+
+Images travel by reference to their content hash; ``ImagePart.b64`` is the cached base64 of the
+state's encoded bytes (the engine encodes each state once and shares the string).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+__all__ = [
+    "AdapterError",
+    "AdapterOptions",
+    "ImagePart",
+    "Message",
+    "ModelAdapter",
+    "ModelCallError",
+    "ModelReply",
+    "ModelRequest",
+    "TextPart",
+    "ToolCall",
+    "Usage",
+    "request_hash",
+]
+
+
+class TextPart(msgspec.Struct, frozen=True, tag="text", tag_field="type"):
+    text: str
+
+
+class ImagePart(msgspec.Struct, frozen=True, tag="image", tag_field="type"):
+    sha: str
+    """Hex sha256 of the state's pixels (the blob key)."""
+    media_type: str = "image/png"
+    b64: str = ""
+    """Base64 of the encoded image; excluded from the request hash (``sha`` stands for it)."""
+
+
+Part = TextPart | ImagePart
+
+
+class Message(msgspec.Struct, frozen=True):
+    role: Literal["system", "user", "assistant"]
+    content: tuple[Part, ...]
+
+
+class ModelRequest(msgspec.Struct, frozen=True):
+    """A provider-neutral chat request."""
+
+    messages: tuple[Message, ...]
+    max_tokens: int = 2048
+    temperature: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    extra: dict[str, Any] = {}
+    """Provider-specific body fields, merged last (e.g. vLLM's ``top_k``)."""
+
+
+class Usage(msgspec.Struct, frozen=True):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    name: str
+    arguments: str
+    """The raw JSON text of the arguments, as the provider sent it."""
+    id: str = ""
+
+
+class ModelReply(msgspec.Struct, frozen=True):
+    text: str
+    finish_reason: str = "stop"
+    usage: Usage = Usage()
+    tool_calls: tuple[ToolCall, ...] = ()
+    top_logprobs: tuple[dict[str, float], ...] = ()
+    """Per generated token: candidate token → log-probability (when requested)."""
+    model: str = ""
+
+
+class AdapterOptions(msgspec.Struct, frozen=True):
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    detail: str | None = None
+    """OpenAI image detail: low | high | auto."""
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    api_version: str | None = None
+    extra_headers: dict[str, str] = {}
+    extra: dict[str, Any] = {}
+
+
+class AdapterError(Exception):
+    """Root of every error raised by an adapter."""
+
+
+class ModelCallError(AdapterError):
+    """A failed model call, classified for the engine's retry loop.
+
+    Attributes:
+        retry: ``"no"`` (do not retry), ``"transient"`` or ``"rate_limit"``.
+        retry_after: seconds the server asked us to wait, if it said.
+        status: HTTP status, if there was one.
+        kind: a short machine-readable label (``http_503``, ``timeout``, ``context_length`` …).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry: Literal["no", "transient", "rate_limit"],
+        kind: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retry = retry
+        self.kind = kind
+        self.retry_after = retry_after
+        self.status = status
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """What the engine needs from a model."""
+
+    name: str
+    """The spec it was created from, e.g. ``openai:gpt-4o``."""
+    connection_key: str
+    """Requests sharing this key share rate limits (base URL + model)."""
+
+    async def generate(self, request: ModelRequest) -> ModelReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+_hash_encoder = msgspec.msgpack.Encoder(order="deterministic")
+
+
+def request_hash(model: str, request: ModelRequest) -> str:
+    """A stable hex digest of what was asked: images by pixel hash, never by their base64."""
+    messages = [
+        [m.role, [(p.text if isinstance(p, TextPart) else ("img", p.sha)) for p in m.content]]
+        for m in request.messages
+    ]
+    body = msgspec.structs.replace(request, messages=())
+    payload = _hash_encoder.encode([model, messages, body])
+    return hashlib.sha256(payload).hexdigest()

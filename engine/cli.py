@@ -1,0 +1,73 @@
+"""The ``vaot`` command line: one sub-command per module under ``engine/commands``.
+
+Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported lazily so ``vaot --help`` stays fast and a broken optional command cannot
+break the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Order is the order shown in --help.
+COMMANDS: dict[str, str] = {
+    "run": "engine.commands.run",
+    "parse": "engine.commands.parse",
+    "render": "engine.commands.render",
+    "tail": "engine.commands.tail",
+    "verify": "engine.commands.verify",
+    "export": "engine.commands.export",
+}
+
+COMMAND_HELP: dict[str, str] = {
+    "run": "run models through the VAoT loop (no arguments: the embedded demo)",
+    "parse": "parse one raw model reply and print thought, actions, answer and warnings",
+    "render": "apply one visual action to an image and print the state hash",
+    "tail": "print the events of a store, optionally following new ones",
+    "verify": "check every hash chain and every image blob of a store",
+    "export": "export a store as JSONL",
+}
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog="vaot",
+        description=(
+            "Measure whether multimodal models use the intermediate images they ask for. "
+            "Run `vaot run` with no arguments for the embedded demo."
+        ),
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subs: dict[str, argparse.ArgumentParser] = {}
+    for name, help_text in COMMAND_HELP.items():
+        subs[name] = subparsers.add_parser(name, help=help_text, description=help_text)
+    return parser, subs
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser, subs = build_parser()
+    # Only the chosen command's module is imported (and asked for its arguments).
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if chosen in COMMANDS:
+        module = importlib.import_module(COMMANDS[chosen])
+        module.add_arguments(subs[chosen])
+    elif not argv:
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    module = importlib.import_module(COMMANDS[args.command])
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
