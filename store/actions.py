@@ -1,0 +1,298 @@
+"""The visual-action schema: what a model may ask the renderer to draw, in canonical form.
+
+Every action is a frozen msgspec Struct in one tagged union (:data:`Action`) whose tag is the
+action name the VAoT prompts use (``"type": "annotate"`` …). Coordinates are integers on the
+0–1000 scale of the *current* canvas: boxes ``(x1, y1, x2, y2)`` with ``x1 < x2`` and ``y1 < y2``,
+points ``(x, y)``. Styles carry the paper's defaults; a model that omits a style gets them.
+
+A :class:`CanonicalAction` is what a ``Step`` event stores: the action in the current canvas plus
+its target mapped into the original image's 0–1000 frame through the canvas's :class:`Frame`
+(crop and zoom chains compose, so an action on a zoomed canvas can still be compared with a
+benchmark's key regions).
+
+Schema evolution follows the events' rules: new fields go last with defaults, a field never
+changes type, a tag is never reused.
+
+This module checks types only; :mod:`engine.actions` turns untrusted model JSON into these
+Structs (dropping bad style values with warnings, clamping coordinates).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+__all__ = [
+    "ACTION_TYPES",
+    "Action",
+    "Annotate",
+    "AnnotateStyle",
+    "Box",
+    "CanonicalAction",
+    "Coord",
+    "Crop",
+    "DrawLine",
+    "Ellipse",
+    "Frame",
+    "GlobalStyle",
+    "Highlight",
+    "Mask",
+    "OverlayText",
+    "Point",
+    "RegionStyle",
+    "StrokeStyle",
+    "TextStyle",
+    "TraceHighlight",
+    "TraceStyle",
+    "Zoom",
+    "action_decoder",
+    "canonicalize",
+    "target_box",
+]
+
+SCALE = 1000
+"""Coordinates run from 0 to SCALE on both axes of a canvas, whatever its pixel size."""
+
+Coord = Annotated[int, msgspec.Meta(ge=0, le=SCALE)]
+Box = tuple[Coord, Coord, Coord, Coord]
+"""``(x1, y1, x2, y2)`` on the 0–1000 scale, x1 < x2, y1 < y2."""
+Point = tuple[Coord, Coord]
+"""``(x, y)`` on the 0–1000 scale."""
+Color = Annotated[str, msgspec.Meta(pattern=r"^#[0-9a-f]{6}$")]
+"""``#rrggbb`` lower case; ``None`` in a style means "the theme's colour"."""
+Opacity = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Styles. Ranges come from the paper's action table; sizes are in units of the 0–1000 frame of
+# the canvas's longer side, never below the stated pixel value, so a style looks the same on a
+# thumbnail and on a 4k photo.
+
+
+class StrokeStyle(msgspec.Struct, frozen=True, kw_only=True):
+    """Outline style shared by ``draw_line`` and ``ellipse`` (and extended by ``annotate``)."""
+
+    stroke_width: Annotated[int, msgspec.Meta(ge=2, le=5)] = 3
+    dash: Literal["solid", "dashed"] = "solid"
+    color: Color | None = None
+
+
+class AnnotateStyle(StrokeStyle, frozen=True, kw_only=True):
+    """Style of ``annotate``: an outline plus rounded corners and an optional drop shadow."""
+
+    corner_radius: Annotated[int, msgspec.Meta(ge=0, le=6)] = 0
+    shadow: bool = False
+
+
+class RegionStyle(msgspec.Struct, frozen=True, kw_only=True):
+    """Style of ``highlight`` and ``mask``."""
+
+    feather: Literal["none", "soft", "gradient"] = "none"
+    texture: Literal["none", "micro_dot"] = "none"
+    color: Color | None = None
+
+
+class TraceStyle(msgspec.Struct, frozen=True, kw_only=True):
+    """Style of ``trace_highlight``: a translucent brush stroke along a spine."""
+
+    color: Color | None = None
+    width: Annotated[int, msgspec.Meta(ge=1, le=60)] = 12
+    opacity: Opacity = 0.55
+    feather: Literal["uniform", "gradient"] = "uniform"
+    jitter: bool = False
+
+
+class TextStyle(msgspec.Struct, frozen=True, kw_only=True):
+    """Style of ``overlay_text``."""
+
+    font_size: Annotated[int, msgspec.Meta(ge=8, le=120)] = 22
+    font_weight: Literal["normal", "bold"] = "normal"
+    bg_adaptive: bool = True
+    """Pick the label background from the pixels under it (dark text on light, and vice versa)."""
+    bg_opacity: Opacity = 0.75
+    padding: Annotated[int, msgspec.Meta(ge=0, le=40)] = 4
+    border: bool = False
+    color: Color | None = None
+
+
+class GlobalStyle(msgspec.Struct, frozen=True, kw_only=True):
+    """The optional top-level ``global_style`` of a step: a palette and decorations."""
+
+    theme: Literal["default", "biology", "engineering", "geoscience"] = "default"
+    enable_decor: bool = False
+    text_font: str | None = None
+    """Recorded as asked; the Pillow renderer always uses its bundled font (determinism)."""
+    bg_gradient: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions.
+
+_TAG = {"tag_field": "type", "frozen": True, "kw_only": True}
+
+
+class Annotate(msgspec.Struct, tag="annotate", **_TAG):
+    """Outline a region and label it; ``callout`` adds a pointer from the label to the anchor."""
+
+    target: Box
+    content: str
+    shape: Literal["box", "ellipse", "callout"] = "box"
+    anchor_point: Point | None = None
+    """Where a callout's pointer ends; defaults to the target's centre."""
+    style: AnnotateStyle = AnnotateStyle()
+
+
+class Highlight(msgspec.Struct, tag="highlight", **_TAG):
+    """Tint a region so it stands out."""
+
+    target: Box
+    content: str = ""
+    style: RegionStyle = RegionStyle()
+
+
+class Mask(msgspec.Struct, tag="mask", **_TAG):
+    """Dim everything except the target (a spotlight)."""
+
+    target: Box
+    content: str = ""
+    style: RegionStyle = RegionStyle()
+
+
+class TraceHighlight(msgspec.Struct, tag="trace_highlight", **_TAG):
+    """A translucent stroke along an irregular path (vessel, river, wire)."""
+
+    target: Annotated[tuple[Point, ...], msgspec.Meta(min_length=3, max_length=5)]
+    content: str
+    style: TraceStyle = TraceStyle()
+
+
+class OverlayText(msgspec.Struct, tag="overlay_text", **_TAG):
+    """A text label placed at the target box's top-left corner."""
+
+    target: Box
+    content: str
+    style: TextStyle = TextStyle()
+
+
+class DrawLine(msgspec.Struct, tag="draw_line", **_TAG):
+    """An auxiliary line between two points, labelled at its midpoint."""
+
+    target: tuple[Point, Point]
+    content: str = ""
+    style: StrokeStyle = StrokeStyle()
+
+
+class Ellipse(msgspec.Struct, tag="ellipse", **_TAG):
+    """An ellipse inscribed in the target box."""
+
+    target: Box
+    content: str = ""
+    style: StrokeStyle = StrokeStyle()
+
+
+class Crop(msgspec.Struct, tag="crop", **_TAG):
+    """A new canvas: the target region at its native resolution."""
+
+    target: Box
+
+
+class Zoom(msgspec.Struct, tag="zoom", **_TAG):
+    """A new canvas: the target region upsampled so its longer side matches the canvas's."""
+
+    target: Box
+
+
+Action = (
+    Annotate | Highlight | Mask | TraceHighlight | OverlayText | DrawLine | Ellipse | Crop | Zoom
+)
+
+ACTION_TYPES: tuple[str, ...] = tuple(
+    t.__struct_config__.tag
+    for t in (Annotate, Highlight, Mask, TraceHighlight, OverlayText, DrawLine, Ellipse, Crop, Zoom)
+)
+
+action_decoder = msgspec.json.Decoder(Action)
+"""Strict decoder for stored canonical actions (use :mod:`engine.actions` for model output)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames: where the current canvas sits in the original image.
+
+
+class Frame(msgspec.Struct, frozen=True):
+    """The current canvas's extent in the original image's 0–1000 frame (an axis-aligned map).
+
+    Crop and zoom are axis-aligned, so current → original is ``x_o = x1 + x * (x2 - x1) / 1000``
+    (likewise for y). Floats keep chained crops exact enough; mapped coordinates are rounded
+    once, at the end.
+    """
+
+    x1: float = 0.0
+    y1: float = 0.0
+    x2: float = float(SCALE)
+    y2: float = float(SCALE)
+
+    def point_to_original(self, x: float, y: float) -> tuple[float, float]:
+        """Map a current-canvas point (0–1000) into the original frame, unrounded."""
+        return (
+            self.x1 + x * (self.x2 - self.x1) / SCALE,
+            self.y1 + y * (self.y2 - self.y1) / SCALE,
+        )
+
+    def compose(self, x1: float, y1: float, x2: float, y2: float) -> Frame:
+        """The frame of a sub-canvas cut from this one at ``(x1, y1, x2, y2)`` (current frame)."""
+        ox1, oy1 = self.point_to_original(x1, y1)
+        ox2, oy2 = self.point_to_original(x2, y2)
+        return Frame(ox1, oy1, ox2, oy2)
+
+    @property
+    def is_identity(self) -> bool:
+        """True when the canvas is the whole original image."""
+        return (self.x1, self.y1, self.x2, self.y2) == (0.0, 0.0, float(SCALE), float(SCALE))
+
+
+def _round_coord(v: float) -> int:
+    # round-half-even would make 0.5 boundaries depend on parity; floor(v + 0.5) is stable.
+    return min(SCALE, max(0, int(v + 0.5)))
+
+
+def target_box(action: Action) -> Box:
+    """The bounding box of an action's target in its own (current) frame."""
+    target = action.target
+    if isinstance(action, TraceHighlight | DrawLine):
+        xs = [p[0] for p in target]
+        ys = [p[1] for p in target]
+        return (min(xs), min(ys), max(xs), max(ys))
+    return target  # type: ignore[return-value]
+
+
+class CanonicalAction(msgspec.Struct, frozen=True, kw_only=True):
+    """An action in the current canvas plus its target in the original image's frame."""
+
+    action: Action
+    original_box: Box
+    """Bounding box of the target in the original image's 0–1000 frame."""
+    original_points: tuple[Point, ...] = ()
+    """For point targets (``trace_highlight``, ``draw_line``), the points in the original frame."""
+
+
+def canonicalize(action: Action, frame: Frame | None = None) -> CanonicalAction:
+    """Attach the original-frame target to an action drawn on a canvas with ``frame``."""
+    frame = frame or Frame()
+    if isinstance(action, TraceHighlight | DrawLine):
+        points = tuple(
+            tuple(_round_coord(v) for v in frame.point_to_original(x, y)) for x, y in action.target
+        )
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        return CanonicalAction(
+            action=action,
+            original_box=(min(xs), min(ys), max(xs), max(ys)),
+            original_points=points,  # type: ignore[arg-type]
+        )
+    x1, y1, x2, y2 = action.target
+    ox1, oy1 = frame.point_to_original(x1, y1)
+    ox2, oy2 = frame.point_to_original(x2, y2)
+    box = (_round_coord(ox1), _round_coord(oy1), _round_coord(ox2), _round_coord(oy2))
+    return CanonicalAction(action=action, original_box=box)
