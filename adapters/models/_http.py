@@ -1,0 +1,288 @@
+"""Shared HTTP plumbing for the provider adapters: one session, JSON, and error classification.
+
+Every provider adapter owns one :class:`JsonClient`. It creates its aiohttp session lazily inside the
+running loop (a session is bound to the loop it was made in), posts msgspec-encoded JSON and turns
+every way a call can fail into a :class:`ModelCallError` the engine can act on. It never sleeps or
+retries: that is the engine's job (engine/retry.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from adapters.models._secrets import redact
+from adapters.models.base import AdapterError, ModelCallError
+
+__all__ = [
+    "JsonClient",
+    "classify_status",
+    "error_message",
+    "parse_retry_after",
+    "provider_reply_error",
+]
+
+_json_encoder = msgspec.json.Encoder()
+
+# Phrases providers use when the prompt does not fit: OpenAI/vLLM/SGLang, Anthropic, Gemini, Ollama.
+_CONTEXT_LENGTH_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "exceeds the maximum number of tokens",
+    "input token count",
+)
+
+# 408/409 are what OpenAI documents as safe to retry; 529 is Anthropic's "overloaded".
+_TRANSIENT_4XX = {408, 409}
+
+
+def parse_retry_after(
+    headers: Mapping[str, str], now: Callable[[], float] = time.time
+) -> float | None:
+    """Seconds to wait from ``Retry-After`` (seconds or HTTP-date) or ``retry-after-ms``.
+
+    An HTTP-date is measured against the response's own ``Date`` header when present, so clock skew
+    between us and the server does not matter; otherwise against ``now()``.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(float(millis) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("Retry-After")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    reference = now()
+    date = headers.get("Date")
+    if date:
+        try:
+            reference = email.utils.parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError):
+            pass
+    return max(when - reference, 0.0)
+
+
+def error_message(body: bytes) -> str:
+    """The human part of a provider error body (``error.message`` in all three formats), redacted."""
+    text = ""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            text = str(err.get("message") or err.get("type") or "")
+        elif isinstance(err, str):
+            text = err
+        if not text and isinstance(data.get("message"), str):
+            text = data["message"]
+    if not text:
+        text = body[:300].decode("utf-8", "replace").strip()
+    if len(text) > 500:
+        text = text[:500] + "…"
+    return redact(text)
+
+
+def classify_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str,
+    model: str,
+    url: str,
+    key_env: str | None,
+    now: Callable[[], float] = time.time,
+) -> ModelCallError:
+    """Map a non-2xx HTTP reply to a classified :class:`ModelCallError`."""
+    detail = error_message(body)
+    where = f"{provider}:{model}"
+    if status == 429:
+        return ModelCallError(
+            f"{where}: rate limited (HTTP 429): {detail}",
+            retry="rate_limit",
+            kind="http_429",
+            retry_after=parse_retry_after(headers, now),
+            status=status,
+        )
+    if status >= 500 or status in _TRANSIENT_4XX:
+        return ModelCallError(
+            f"{where}: server error (HTTP {status}): {detail}",
+            retry="transient",
+            kind=f"http_{status}",
+            retry_after=parse_retry_after(headers, now),
+            status=status,
+        )
+    if status in (401, 403):
+        if key_env:
+            hint = f"the API key read from ${key_env} was rejected; check that variable"
+        else:
+            hint = "no API key was sent; set api_key_env to the variable holding one"
+        return ModelCallError(
+            f"{where}: not authorised (HTTP {status}): {hint}. Server said: {detail}",
+            retry="no",
+            kind="auth",
+            status=status,
+        )
+    lowered = detail.lower() + body[:2000].decode("utf-8", "replace").lower()
+    if status in (400, 413) and any(m in lowered for m in _CONTEXT_LENGTH_MARKERS):
+        return ModelCallError(
+            f"{where}: the request does not fit the model's context window (HTTP {status}): "
+            f"{detail}. Send fewer images (image history last-k) or lower max_tokens.",
+            retry="no",
+            kind="context_length",
+            status=status,
+        )
+    if status == 404:
+        return ModelCallError(
+            f"{where}: not found (HTTP 404) at {url}: {detail}. Check the model name and base_url.",
+            retry="no",
+            kind="not_found",
+            status=status,
+        )
+    return ModelCallError(
+        f"{where}: request rejected (HTTP {status}): {detail}",
+        retry="no",
+        kind="bad_request" if status == 400 else f"http_{status}",
+        status=status,
+    )
+
+
+class JsonClient:
+    """POSTs JSON to one base URL through one lazily created aiohttp session.
+
+    Args:
+        base_url: e.g. ``https://api.openai.com/v1`` (no trailing slash needed).
+        headers: sent with every request (auth included; never logged by this class).
+        timeout_s: total time for one request, connect to last byte.
+        provider, model: named in error messages.
+        key_env: the variable the key came from, named (never its value) in auth errors.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        provider: str,
+        model: str,
+        key_env: str | None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"Content-Type": "application/json", **headers}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._provider = provider
+        self._model = model
+        self._key_env = key_env
+        self._now = now
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is not None and not self._session.closed:
+            if self._loop is not loop:
+                raise AdapterError(
+                    f"{self._provider}:{self._model}: adapter used from a second event loop; "
+                    "call aclose() in the first loop before reusing it"
+                )
+            return self._session
+        # The engine's limiter bounds concurrency; aiohttp's default cap of 100 connections would
+        # silently throttle a run with more requests in flight.
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
+        self._session = aiohttp.ClientSession(
+            connector=connector, timeout=self._timeout, headers=self._headers
+        )
+        self._loop = loop
+        return self._session
+
+    def _fail(self, message: str, kind: str) -> ModelCallError:
+        return ModelCallError(
+            redact(f"{self._provider}:{self._model}: {message}"), retry="transient", kind=kind
+        )
+
+    async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` to ``base_url + path`` and return the decoded JSON reply.
+
+        Raises:
+            ModelCallError: every failure, classified (see :func:`classify_status`).
+        """
+        url = self.base_url + path
+        payload = _json_encoder.encode(body)
+        session = self._get_session()
+        try:
+            async with session.post(url, data=payload) as resp:
+                raw = await resp.read()
+                if resp.status >= 300:
+                    raise classify_status(
+                        resp.status,
+                        resp.headers,
+                        raw,
+                        provider=self._provider,
+                        model=self._model,
+                        url=url,
+                        key_env=self._key_env,
+                        now=self._now,
+                    )
+        except ModelCallError:
+            raise
+        except aiohttp.ClientPayloadError as exc:
+            raise self._fail(f"reply body cut short ({exc})", "truncated") from None
+        except (aiohttp.ServerDisconnectedError, ConnectionResetError) as exc:
+            raise self._fail(f"connection reset by {url} ({exc})", "connection_reset") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise self._fail(f"cannot connect to {url} ({exc})", "connect") from None
+        except TimeoutError:
+            # aiohttp's ServerTimeoutError and the ClientTimeout's total both land here.
+            raise self._fail(
+                f"no complete reply from {url} within {self._timeout.total:g} s", "timeout"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise self._fail(f"transport error talking to {url} ({exc})", "connection") from None
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            snippet = raw[:80].decode("utf-8", "replace")
+            raise self._fail(f"reply is not JSON: {snippet!r}", "bad_json") from None
+
+    async def aclose(self) -> None:
+        """Close the session (idempotent); the next call opens a new one."""
+        if self._session is not None:
+            await self._session.close()
+        self._session = None
+        self._loop = None
+
+
+def provider_reply_error(
+    message: str, *, kind: str, retry: str = "transient", provider: str, model: str
+) -> ModelCallError:
+    """An error for a 200 reply that carries no usable answer (empty, blocked, malformed)."""
+    return ModelCallError(
+        redact(f"{provider}:{model}: {message}"),
+        retry=retry,  # type: ignore[arg-type]
+        kind=kind,
+    )

@@ -1,0 +1,173 @@
+"""OpenAI Chat Completions adapter, for OpenAI and every compatible server.
+
+``base_url`` points it at vLLM, SGLang, Ollama, LM Studio or any other server that speaks
+``POST {base_url}/chat/completions``. Images go as ``image_url`` data URIs (with ``detail`` when
+configured); ``logprobs``/``top_logprobs`` come back per generated token for candidate scoring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.models._http import JsonClient, provider_reply_error
+from adapters.models._secrets import read_key
+from adapters.models.base import (
+    AdapterOptions,
+    ImagePart,
+    Message,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "OpenAIAdapter", "create"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+}
+
+
+def _text_of(message: Message) -> str:
+    return "".join(p.text for p in message.content if isinstance(p, TextPart))
+
+
+class OpenAIAdapter:
+    """Chat Completions over aiohttp. Build with :func:`create`."""
+
+    def __init__(self, model: str, options: AdapterOptions) -> None:
+        self.model = model
+        self.options = options
+        self.name = f"openai:{model}"
+        base_url = (options.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.connection_key = f"{base_url}|{model}"
+        # A local server usually needs no key; the hosted API always does.
+        hosted = base_url == DEFAULT_BASE_URL
+        key_env = options.api_key_env or DEFAULT_KEY_ENV
+        key = read_key(
+            key_env, provider="openai", required=hosted or options.api_key_env is not None
+        )
+        headers = dict(options.extra_headers)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = JsonClient(
+            base_url,
+            headers=headers,
+            timeout_s=options.timeout_s,
+            provider="openai",
+            model=model,
+            key_env=key_env if key else None,
+        )
+
+    # -- translation (pure; tested directly) -------------------------------------------------
+
+    def _image(self, part: ImagePart) -> dict[str, Any]:
+        image_url: dict[str, Any] = {"url": f"data:{part.media_type};base64,{part.b64}"}
+        if self.options.detail:
+            image_url["detail"] = self.options.detail
+        return {"type": "image_url", "image_url": image_url}
+
+    def _message(self, message: Message) -> dict[str, Any]:
+        has_image = any(isinstance(p, ImagePart) for p in message.content)
+        if message.role != "user" or not has_image:
+            # Plain strings are what every compatible server accepts; assistant and system turns
+            # cannot carry images in this API anyway.
+            return {"role": message.role, "content": _text_of(message)}
+        parts = [
+            {"type": "text", "text": p.text} if isinstance(p, TextPart) else self._image(p)
+            for p in message.content
+        ]
+        return {"role": "user", "content": parts}
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for ``request``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._message(m) for m in request.messages],
+            self.options.max_tokens_field: request.max_tokens,
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.logprobs:
+            body["logprobs"] = True
+            if request.top_logprobs is not None:
+                body["top_logprobs"] = request.top_logprobs
+        body.update(self.options.extra)
+        body.update(request.extra)
+        return body
+
+    def parse_reply(self, data: Any) -> ModelReply:
+        """The :class:`ModelReply` for a decoded 200 body; odd shapes raise classified errors."""
+        try:
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+            tool_calls = tuple(
+                ToolCall(
+                    name=call["function"]["name"],
+                    arguments=call["function"].get("arguments") or "",
+                    id=call.get("id") or "",
+                )
+                for call in message.get("tool_calls") or ()
+            )
+            raw_finish = choice.get("finish_reason") or "stop"
+            usage = data.get("usage") or {}
+            logprobs = (choice.get("logprobs") or {}).get("content") or ()
+            top = tuple(
+                {c["token"]: float(c["logprob"]) for c in entry.get("top_logprobs") or ()}
+                or {entry["token"]: float(entry["logprob"])}
+                for entry in logprobs
+            )
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            raise provider_reply_error(
+                "reply has no choices[0].message",
+                kind="bad_reply",
+                provider="openai",
+                model=self.model,
+            ) from None
+        if raw_finish == "content_filter" and not text and not tool_calls:
+            raise provider_reply_error(
+                "the reply was withheld by the provider's content filter",
+                kind="safety_block",
+                retry="no",
+                provider="openai",
+                model=self.model,
+            )
+        return ModelReply(
+            text=text,
+            finish_reason=_FINISH.get(raw_finish, raw_finish),
+            usage=Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+            ),
+            tool_calls=tool_calls,
+            top_logprobs=top,
+            model=str(data.get("model") or self.model),
+        )
+
+    # -- the ModelAdapter protocol -----------------------------------------------------------
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        """One Chat Completions call; failures raise a classified ``ModelCallError``."""
+        data = await self._client.post_json("/chat/completions", self.build_body(request))
+        return self.parse_reply(data)
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        await self._client.aclose()
+
+
+def create(model: str, options: AdapterOptions) -> OpenAIAdapter:
+    """Registry entry point: ``openai:MODEL``."""
+    return OpenAIAdapter(model, options)

@@ -1,0 +1,192 @@
+"""A fake Gemini server (``POST /v1beta/models/{model}:generateContent``).
+
+Validates what the real API requires — ``x-goog-api-key`` (or ``?key=``), ``contents`` with roles
+``user``/``model``, parts holding ``text`` or ``inline_data`` with valid base64 images, a text-only
+``systemInstruction``, known ``generationConfig`` fields — and answers in the real reply shape,
+with ``logprobsResult`` on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
+``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from tests.fakes.faults import register_extra_faults
+from tests.fakes.server import (
+    FakeServer,
+    ReplySpec,
+    RequestView,
+    check_image_b64,
+    logprobs_for,
+    main,
+)
+
+__all__ = ["FakeGemini"]
+
+_CONFIG_FIELDS = {
+    "maxOutputTokens", "temperature", "topP", "topK", "seed", "stopSequences", "candidateCount",
+    "responseLogprobs", "logprobs", "responseMimeType", "presencePenalty", "frequencyPenalty",
+    "thinkingConfig", "responseSchema",
+}  # fmt: skip
+
+register_extra_faults(["safety_block", "finish_safety", "empty_candidates"])
+
+
+class FakeGemini(FakeServer):
+    """Speaks generateContent; see :class:`tests.fakes.server.FakeServer` for the arguments."""
+
+    provider = "gemini"
+    prefix = "/v1beta"
+    auth_headers = ("x-goog-api-key",)
+
+    def _routes(self) -> list[web.RouteDef]:
+        return [web.post("/v1beta/models/{model_action}", self.handle)]
+
+    def _presented_key(self, request: web.Request) -> str | None:
+        return request.headers.get("x-goog-api-key") or request.query.get("key") or None
+
+    def _error_body(self, status: int, message: str, etype: str) -> dict:
+        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
+                 504: "DEADLINE_EXCEEDED"}  # fmt: skip
+        if "context length" in message:
+            message = (
+                "The input token count (99999) exceeds the maximum number of tokens allowed (8192)."
+            )
+        return {
+            "error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}
+        }
+
+    def _validate(self, request: web.Request, body: Any) -> list[str]:
+        problems: list[str] = []
+        model, _, action = request.match_info["model_action"].partition(":")
+        if action != "generateContent" or not model:
+            return [f"unknown method {request.match_info['model_action']!r}"]
+        if not isinstance(body, dict):
+            return ["body must be a JSON object"]
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not contents:
+            return ["contents must be a non-empty array"]
+        for i, content in enumerate(contents):
+            where = f"contents[{i}]"
+            if not isinstance(content, dict) or content.get("role") not in ("user", "model"):
+                problems.append(f"{where}.role must be 'user' or 'model'")
+                continue
+            self._check_parts(content.get("parts"), where, problems, allow_images=True)
+        system = body.get("systemInstruction", body.get("system_instruction"))
+        if system is not None:
+            self._check_parts(system.get("parts") if isinstance(system, dict) else None,
+                              "systemInstruction", problems, allow_images=False)  # fmt: skip
+        config = body.get("generationConfig", {})
+        if not isinstance(config, dict):
+            problems.append("generationConfig must be an object")
+        else:
+            unknown = set(config) - _CONFIG_FIELDS
+            if unknown:
+                problems.append(f"unknown generationConfig fields {sorted(unknown)}")
+            if "logprobs" in config and not config.get("responseLogprobs"):
+                problems.append("logprobs requires responseLogprobs=true")
+        return problems
+
+    def _check_parts(
+        self, parts: Any, where: str, problems: list[str], *, allow_images: bool
+    ) -> None:
+        if not isinstance(parts, list) or not parts:
+            problems.append(f"{where}.parts must be a non-empty array")
+            return
+        for j, part in enumerate(parts):
+            at = f"{where}.parts[{j}]"
+            if not isinstance(part, dict):
+                problems.append(f"{at} must be an object")
+            elif "text" in part:
+                if not isinstance(part["text"], str):
+                    problems.append(f"{at}.text must be a string")
+            elif "inline_data" in part or "inlineData" in part:
+                if not allow_images:
+                    problems.append(f"{at}: only text is allowed here")
+                    continue
+                blob = part.get("inline_data") or part.get("inlineData") or {}
+                check_image_b64(
+                    blob.get("data"), blob.get("mime_type", blob.get("mimeType")), at, problems
+                )
+            else:
+                problems.append(f"{at}: unknown part {sorted(part)}")
+
+    def _view(self, request: web.Request, body: Any) -> RequestView:
+        texts: list[str] = []
+        images = 0
+        system = body.get("systemInstruction") or body.get("system_instruction") or {}
+        texts.extend(p["text"] for p in system.get("parts", []))
+        for content in body["contents"]:
+            for part in content["parts"]:
+                if "text" in part:
+                    texts.append(part["text"])
+                else:
+                    images += 1
+        config = body.get("generationConfig", {})
+        return RequestView(
+            model=request.match_info["model_action"].partition(":")[0],
+            roles=["assistant" if c["role"] == "model" else "user" for c in body["contents"]],
+            texts=texts,
+            n_images=images,
+            wants_logprobs=bool(config.get("responseLogprobs")),
+            top_logprobs=int(config.get("logprobs") or 0),
+            body=body,
+        )
+
+    def _render(self, view: RequestView, spec: ReplySpec) -> dict:
+        parts: list[dict[str, Any]] = [{"text": spec.text}] if spec.text else []
+        for call in spec.tool_calls:
+            args = call.get("arguments") or {}
+            if isinstance(args, str):
+                args = msgspec.json.decode(args)
+            parts.append({"functionCall": {"name": call["name"], "args": args}})
+        finish = {"stop": "STOP", "length": "MAX_TOKENS"}.get(
+            spec.finish_reason, spec.finish_reason
+        )
+        candidate: dict[str, Any] = {
+            "content": {"role": "model", "parts": parts},
+            "finishReason": finish,
+            "index": 0,
+        }
+        if view.wants_logprobs:
+            entries = logprobs_for(spec, view.top_logprobs)
+            candidate["logprobsResult"] = {
+                "topCandidates": [
+                    {"candidates": [{"token": t, "logProbability": v} for t, v in alts.items()]}
+                    for _, _, alts in entries
+                ],
+                "chosenCandidates": [{"token": t, "logProbability": lp} for t, lp, _ in entries],
+            }
+        prompt_tokens = sum(len(t.split()) for t in view.texts) + 258 * view.n_images
+        output_tokens = len(spec.text.split())
+        return {
+            "candidates": [candidate],
+            "usageMetadata": {
+                "promptTokenCount": prompt_tokens,
+                "candidatesTokenCount": output_tokens,
+                "totalTokenCount": prompt_tokens + output_tokens,
+            },
+            "modelVersion": view.model,
+        }
+
+    async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
+        usage = {"promptTokenCount": 10, "totalTokenCount": 10}
+        if fault == "safety_block":
+            return web.json_response(
+                {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": usage}
+            )
+        if fault == "finish_safety":
+            return web.json_response(
+                {"candidates": [{"finishReason": "SAFETY", "index": 0}], "usageMetadata": usage}
+            )
+        if fault == "empty_candidates":
+            return web.json_response({"candidates": [], "usageMetadata": usage})
+        return None
+
+
+if __name__ == "__main__":
+    main(FakeGemini)
