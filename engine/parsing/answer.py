@@ -1,0 +1,134 @@
+"""Find the final answer in a reply: ``Final Answer:``, ``<answer>``, ``\\boxed{}``."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+__all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"]
+
+_EMPH = r"(?:\*\*|__|\*|_)?"
+_MARKER = re.compile(
+    rf"{_EMPH}[ \t]*(?:final[ \t]+answer|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
+    rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
+    re.IGNORECASE,
+)
+_ANSWER_IS = re.compile(
+    r"\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)[ \t]*:?[ \t]*",
+    re.IGNORECASE,
+)
+_LINE_LEAD = re.compile(r"(?:^|\n)[ \t]*(?:[#>*\-+]+[ \t]*|\d+[.)][ \t]*)*$")
+_NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
+_ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_CHOICE = re.compile(r"^(?:\(([A-J])\)|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+([A-J])\b)", re.I)
+
+
+class FoundAnswer(msgspec.Struct, frozen=True):
+    text: str
+    """The answer as written, emphasis and math wrappers removed."""
+    source: str
+    """``final_answer`` | ``answer_tag`` | ``boxed`` | ``answer_is``."""
+    start: int
+    """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
+    end: int
+    choice: str | None = None
+    """A multiple-choice letter when the answer starts with one (``(B) 42`` → ``B``)."""
+    warnings: tuple[str, ...] = ()
+
+
+def boxed_contents(text: str) -> list[tuple[int, int, str]]:
+    """Every ``\\boxed{…}`` with nested braces balanced: (start, end, content)."""
+    found = []
+    for m in _BOXED.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        content = text[m.end() : i - 1] if depth == 0 else text[m.end() :]
+        found.append((m.start(), i, content))
+    return found
+
+
+def choice_letter(answer: str) -> str | None:
+    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
+    m = _CHOICE.match(answer.strip())
+    if not m:
+        return None
+    return next(g for g in m.groups() if g).upper()
+
+
+def _clean(answer: str) -> str:
+    answer = answer.strip()
+    if boxes := boxed_contents(answer):
+        answer = boxes[-1][2]
+    for _ in range(3):  # peel nested wrappers such as **$42$**
+        stripped = answer.strip()
+        for pair in ("**", "__", "$$", "$", "`", "*", "_"):
+            if (
+                len(stripped) > 2 * len(pair)
+                and stripped.startswith(pair)
+                and stripped.endswith(pair)
+            ):
+                stripped = stripped[len(pair) : -len(pair)]
+                break
+        stripped = stripped.strip()
+        if stripped == answer:
+            break
+        answer = stripped
+    return answer.strip().strip("*").strip()
+
+
+def _marker_answers(text: str) -> list[tuple[int, int, str]]:
+    out = []
+    for m in _MARKER.finditer(text):
+        at_line_start = _LINE_LEAD.search(text, 0, m.start()) is not None or m.start() == 0
+        if m.group("sep") is None and not at_line_start:
+            continue  # "…before giving the final answer we…" is prose, not a marker
+        line_end = text.find("\n", m.end())
+        line_end = len(text) if line_end < 0 else line_end
+        answer, end = text[m.end() : line_end], line_end
+        if not _clean(answer):
+            # "Final Answer:" alone on its line: the answer is the next non-empty line.
+            nxt = _NEXT_LINE.match(text, line_end)
+            if nxt:
+                answer, end = nxt.group(1), nxt.end()
+        out.append((m.start(), end, answer))
+    return out
+
+
+def find_final_answer(text: str) -> FoundAnswer | None:
+    """The final answer of a reply, or ``None``.
+
+    Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``),
+    then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose.
+    """
+    warnings: list[str] = []
+    markers = [(s, e, a) for s, e, a in _marker_answers(text) if _clean(a)]
+    if markers:
+        distinct = {_clean(a) for _, _, a in markers}
+        if len(distinct) > 1:
+            warnings.append(f"{len(distinct)} different final answers; kept the last")
+        start, end, answer = markers[-1]
+        return _found(answer, "final_answer", start, end, warnings)
+    tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
+    if tags:
+        m = tags[-1]
+        return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
+    if boxes := boxed_contents(text):
+        start, end, content = boxes[-1]
+        if _clean(content):
+            return _found(content, "boxed", start, end, warnings)
+    said = list(_ANSWER_IS.finditer(text))
+    if said:
+        m = said[-1]
+        stop = re.compile(r"[^\n]*").match(text, m.end())
+        if stop and _clean(stop.group().rstrip(".")):
+            return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
+    return None
+
+
+def _found(raw: str, source: str, start: int, end: int, warnings: list[str]) -> FoundAnswer:
+    text = _clean(raw)
+    return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings))

@@ -1,0 +1,127 @@
+"""Find the structured pieces inside a free-text reply: code fences, bare JSON, tagged blocks.
+
+Every finder returns :class:`Block` spans so the caller can both decode the pieces and cut them out
+of the text that becomes the thought. Finders are linear in the text length and never raise.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+__all__ = ["Block", "bare_json_blocks", "fenced_blocks", "tagged_blocks"]
+
+_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:(?P<close>\1)|\Z)", re.DOTALL)
+_QUOTES = "\"'“”‘’"
+_CLOSER = {'"': '"', "'": "'", "“": "”", "”": "”", "‘": "’", "’": "’"}
+
+
+class Block(msgspec.Struct, frozen=True):
+    """One piece of a reply: where it is and what is inside it."""
+
+    start: int
+    end: int
+    body: str
+    kind: str
+    """``fence`` | ``bare`` | the tag name of a tagged block."""
+    lang: str = ""
+    """The info string of a code fence (``json``, ``python``, …)."""
+    closed: bool = True
+    """False when the reply ended before the block's closing fence or tag."""
+
+
+def fenced_blocks(text: str) -> list[Block]:
+    """Markdown code fences (``` or ~~~), including one left open at the end of the reply."""
+    blocks = []
+    for m in _FENCE.finditer(text):
+        closed = m.group("close") is not None
+        blocks.append(
+            Block(m.start(), m.end(), m.group(3), "fence", m.group(2).lower(), closed=closed)
+        )
+    return blocks
+
+
+def tagged_blocks(text: str, tag: str) -> list[Block]:
+    """``<tag>…</tag>`` blocks; a block the reply never closed runs to the next tag or the end."""
+    blocks = []
+    opener = re.compile(rf"<\s*{re.escape(tag)}\s*>", re.IGNORECASE)
+    closer = re.compile(rf"<\s*/\s*{re.escape(tag)}\s*>", re.IGNORECASE)
+    pos = 0
+    while (m := opener.search(text, pos)) is not None:
+        end_m = closer.search(text, m.end())
+        next_open = opener.search(text, m.end())
+        if end_m is not None and (next_open is None or end_m.start() < next_open.start()):
+            blocks.append(Block(m.start(), end_m.end(), text[m.end() : end_m.start()], tag))
+            pos = end_m.end()
+        else:
+            stop = next_open.start() if next_open is not None else len(text)
+            blocks.append(Block(m.start(), stop, text[m.end() : stop], tag, closed=False))
+            pos = stop
+    return blocks
+
+
+def _balanced_end(text: str, start: int) -> tuple[int, bool]:
+    """End offset of the bracketed value opening at ``start`` and whether it was closed.
+
+    Quote-aware in the same lenient way as the JSON repair: a quote closes a string only where a
+    string could end, so an apostrophe inside a single-quoted word does not derail the scan.
+    """
+    depth = 0
+    i, n = start, len(text)
+    while i < n:
+        c = text[i]
+        if c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+            if depth == 0:
+                return i + 1, True
+        elif c in _QUOTES:
+            closer = _CLOSER[c]
+            j = i + 1
+            while j < n:
+                d = text[j]
+                if d == "\\":
+                    j += 2
+                    continue
+                if d == "\n" and c not in '"“”':
+                    break  # an apostrophe in prose, not a string: resume scanning after it
+                if d in (closer, c) and _may_end(text, j + 1):
+                    break
+                j += 1
+            i = j if j < n and text[j] != "\n" else i
+        i += 1
+    return n, False
+
+
+def _may_end(text: str, j: int) -> bool:
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    return j >= len(text) or text[j] in ",}]):" or text[j] in _QUOTES
+
+
+def bare_json_blocks(text: str, looks_relevant: re.Pattern[str]) -> list[Block]:
+    """JSON objects (or arrays of objects) written without a fence.
+
+    Only candidates whose text matches ``looks_relevant`` are returned, so braces in prose or
+    LaTeX are not mistaken for actions. A candidate the reply never closed runs to the end.
+    """
+    blocks = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "{" or (c == "[" and re.match(r"\[\s*\{", text[i : i + 64])):
+            end, closed = _balanced_end(text, i)
+            body = text[i:end]
+            if looks_relevant.search(body):
+                blocks.append(Block(i, end, body, "bare", closed=closed))
+                i = end
+                continue
+            if not closed:
+                i += 1
+                continue
+            i = end
+            continue
+        i += 1
+    return blocks

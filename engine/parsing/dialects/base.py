@@ -1,0 +1,135 @@
+"""What every dialect returns, and helpers the zoom dialects share.
+
+A dialect turns a reply's text (and, for tool-native models, the provider's tool-call objects)
+into :class:`Candidate` actions: the object as the model wrote it plus the same action rewritten in
+VAoT form (``{"type": …, "target": […]}``) for :func:`engine.actions.validate_action`, which does
+all clamping, normalising and style checking. Dialects only change coordinate frames and names.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+from engine.parsing.jsonrepair import loads
+
+__all__ = [
+    "Candidate",
+    "Extraction",
+    "decode_block",
+    "round_to_grid",
+    "source_from_index",
+    "source_to_index",
+]
+
+
+class Candidate(msgspec.Struct, kw_only=True):
+    """One proposed action, before validation."""
+
+    raw: Any
+    """As the model wrote it (decoded JSON)."""
+    vaot: Any = None
+    """The same action as a VAoT action object, or ``None`` if the dialect could not convert it."""
+    convention: str = "xyxy"
+    """How ``vaot``'s coordinates are ordered."""
+    source: str = "current"
+    """The image the coordinates refer to: ``current`` | ``original`` | ``observation_<k>``."""
+    warnings: list[str] = []
+    """Conversion problems; when ``vaot`` is ``None`` the last one says why."""
+
+
+class Extraction(msgspec.Struct, kw_only=True):
+    """Everything a dialect found in one reply."""
+
+    candidates: list[Candidate] = []
+    spans: list[tuple[int, int]] = []
+    """Text ranges that held actions, cut out of the thought."""
+    warnings: list[str] = []
+    flags: list[str] = []
+    step: int | None = None
+    visual_rationale: str | None = None
+    global_style: Any = None
+    """The raw ``global_style`` object, validated by the step parser."""
+
+
+def decode_block(body: str, what: str, warnings: list[str], flags: list[str]) -> Any:
+    """Leniently decode one block's JSON, recording repairs; ``None`` (with a warning) on failure."""
+    result = loads(body)
+    if result.error is not None:
+        warnings.append(f"{what}: could not read JSON ({result.error})")
+        return None
+    if result.repairs:
+        flags.append("json_repaired")
+        warnings.append(f"{what}: JSON repaired ({'; '.join(result.repairs)})")
+    return result.value
+
+
+def round_to_grid(value: Any) -> Any:
+    """Round a scaled coordinate to the 0–1000 integer grid (as the validator would, silently).
+
+    Scaling from pixels or [0, 1] makes fractions by construction, so rounding here is not news;
+    out-of-range values are left alone for the validator to clamp and warn about.
+    """
+    if isinstance(value, float) and math.isfinite(value):
+        return math.floor(value + 0.5)
+    return value
+
+
+def source_from_index(index: Any, warnings: list[str], what: str) -> str:
+    """Map an image index (0 = the original, k = the k-th returned image) to a source name."""
+    if index is None:
+        return "current"
+    if isinstance(index, str) and index.strip().isdigit():
+        index = int(index.strip())
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        warnings.append(
+            f"{what}: image index {index!r} is not a non-negative integer; used the current image"
+        )
+        return "current"
+    return "original" if index == 0 else f"observation_{index}"
+
+
+def source_to_index(source: str) -> int | None:
+    """Inverse of :func:`source_from_index` (``None`` for ``current``)."""
+    if source == "original":
+        return 0
+    if source.startswith("observation_") and source[12:].isdigit():
+        return int(source[12:])
+    return None
+
+
+def number(value: Any) -> float | None:
+    """A finite number, or ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            return None
+        return parsed if math.isfinite(parsed) else None
+    return None
+
+
+def scaled_box(bbox: Any, sx: float, sy: float, what: str, warnings: list[str]) -> list[Any] | None:
+    """Multiply an ``[x1, y1, x2, y2]`` box by (sx, sy) onto the grid; ``None`` if unreadable."""
+    if isinstance(bbox, str):
+        decoded = loads(bbox).value
+        bbox = decoded if isinstance(decoded, list) else bbox
+    if not isinstance(bbox, list | tuple) or len(bbox) != 4:
+        warnings.append(f"{what}: bbox_2d must be 4 numbers [x1, y1, x2, y2], got {_short(bbox)}")
+        return None
+    values = [number(v) for v in bbox]
+    if any(v is None for v in values):
+        warnings.append(f"{what}: bbox_2d {_short(bbox)} holds a non-number")
+        return None
+    return [round_to_grid(v * (sx if i % 2 == 0 else sy)) for i, v in enumerate(values)]  # type: ignore[operator]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,190 @@
+"""The VAoT dialect: step text with a JSON block ``{"step", "visual_rationale", "action": [...]}``.
+
+Coordinates are on the 0–1000 scale of the current canvas, ordered ``xyxy`` (default) or
+``yxyx`` as configured per model. The block may be fenced or bare; its JSON may be broken in the
+ways models break it (see :mod:`engine.parsing.jsonrepair`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from engine.parsing.blocks import Block, bare_json_blocks, fenced_blocks
+from engine.parsing.dialects.base import Candidate, Extraction, decode_block
+from store.actions import Action
+
+__all__ = ["EXPRESSES", "NAME", "format", "parse"]
+
+NAME = "vaot"
+EXPRESSES = frozenset(
+    {"annotate", "highlight", "mask", "trace_highlight", "overlay_text", "draw_line", "ellipse",
+     "crop", "zoom"}
+)  # fmt: skip
+"""Action types this dialect can write (all of them)."""
+
+_Q = "[\"'“”‘’]?"
+_RELEVANT = re.compile(rf"{_Q}(?:action|actions|type|target){_Q}\s*[:=]", re.IGNORECASE)
+_NOT_JSON_LANGS = {"python", "py", "bash", "sh", "latex", "tex", "text", "markdown", "md"}
+
+
+def _interpret(value: Any, convention: str, out: Extraction, what: str) -> int:
+    """Add the actions held by one decoded block to ``out``; return how many."""
+    items: list[Any]
+    if isinstance(value, dict):
+        key = next((k for k in ("action", "actions") if k in value), None)
+        if key is not None:
+            _record_block_fields(value, out, what)
+            held = value[key]
+            if held is None:
+                return 0
+            if isinstance(held, dict):
+                out.warnings.append(f"{what}: '{key}' is an object, not a list; read as one action")
+                items = [held]
+            elif isinstance(held, list):
+                items = held
+            else:
+                out.warnings.append(f"{what}: '{key}' is neither a list nor an object; ignored")
+                return 0
+        elif "type" in value:
+            out.flags.append("bare_action_object")
+            items = [value]
+        else:
+            return 0
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        if not any("type" in v for v in value):
+            return 0
+        out.flags.append("bare_action_object")
+        items = value
+    else:
+        return 0
+    for item in items:
+        out.candidates.append(Candidate(raw=item, vaot=item, convention=convention))
+    return len(items)
+
+
+def _record_block_fields(value: dict[str, Any], out: Extraction, what: str) -> None:
+    step = value.get("step")
+    if isinstance(step, str) and step.strip().isdigit():
+        step = int(step.strip())
+    if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+        if out.step is not None and out.step != step:
+            out.warnings.append(f"{what}: says step {step} after a block saying step {out.step}")
+        out.step = out.step if out.step is not None else step
+    rationale = value.get("visual_rationale")
+    if isinstance(rationale, str) and rationale.strip() and out.visual_rationale is None:
+        out.visual_rationale = rationale.strip()
+    if value.get("global_style") is not None:
+        if out.global_style is not None:
+            out.warnings.append(f"{what}: a second global_style; kept the first")
+        else:
+            out.global_style = value["global_style"]
+
+
+def _blank(text: str, blocks: Sequence[Block]) -> str:
+    """``text`` with each block replaced by spaces, so offsets stay valid."""
+    chars = list(text)
+    for b in blocks:
+        chars[b.start : b.end] = " " * (b.end - b.start)
+    return "".join(chars)
+
+
+def parse(
+    text: str,
+    *,
+    convention: str = "xyxy",
+    canvas_size: tuple[int, int] | None = None,
+    tool_calls: Sequence[Any] = (),
+) -> Extraction:
+    """Find every action block in a VAoT reply."""
+    del canvas_size, tool_calls  # VAoT coordinates are already on the 0–1000 grid
+    out = Extraction()
+    blocks_with_actions = 0
+    fences = fenced_blocks(text)
+    for n, fence in enumerate(fences, 1):
+        if fence.lang in _NOT_JSON_LANGS or not _RELEVANT.search(fence.body):
+            continue
+        what = f"JSON block {n}"
+        if not fence.closed:
+            out.warnings.append(f"{what}: code fence never closed")
+        warnings: list[str] = []
+        flags: list[str] = []
+        value = decode_block(fence.body, what, warnings, flags)
+        inner: list[Block] = []
+        if value is None:
+            # Prose or two objects inside one fence: look for objects within it.
+            inner = bare_json_blocks(fence.body, _RELEVANT)
+            if inner:
+                warnings.clear()
+        found = 0
+        if value is not None:
+            found = _interpret(value, convention, out, what)
+        for b in inner:
+            v = decode_block(b.body, what, warnings, flags)
+            if v is not None:
+                found += _interpret(v, convention, out, what)
+        out.warnings.extend(warnings)
+        out.flags.extend(flags)
+        if found or value is not None or inner:
+            out.spans.append((fence.start, fence.end))
+        if found:
+            blocks_with_actions += 1
+            out.flags.append("fenced_json")
+        elif value is not None and "action" not in str(value)[:200]:
+            out.warnings.append(f"{what}: holds no action; ignored")
+    outside = _blank(text, fences)
+    for n, block in enumerate(bare_json_blocks(outside, _RELEVANT), 1):
+        what = f"unfenced JSON {n}"
+        warnings, flags = [], []
+        value = decode_block(block.body, what, warnings, flags)
+        found = _interpret(value, convention, out, what) if value is not None else 0
+        if found or (value is not None and isinstance(value, dict) and "action" in value):
+            out.warnings.extend(warnings)
+            out.flags.extend(flags)
+            out.spans.append((block.start, block.end))
+        if found:
+            blocks_with_actions += 1
+            out.flags.append("bare_json")
+    if blocks_with_actions > 1:
+        out.flags.append("multiple_json_blocks")
+        out.warnings.append(f"{blocks_with_actions} blocks carry actions; kept the actions of all")
+    return out
+
+
+def action_object(action: Action, convention: str = "xyxy") -> dict[str, Any]:
+    """One canonical action as the JSON object a model would write (``yxyx`` swaps pairs)."""
+    obj = msgspec.to_builtins(action)
+    if convention == "yxyx":
+        obj["target"] = _swap(obj["target"])
+        if obj.get("anchor_point") is not None:
+            obj["anchor_point"] = _swap(obj["anchor_point"])
+    return obj
+
+
+def _swap(target: list[Any]) -> list[Any]:
+    if target and isinstance(target[0], list):
+        return [[p[1], p[0]] for p in target]
+    return [target[i + 1 - 2 * (i % 2)] for i in range(len(target))]
+
+
+def format(
+    action: Action,
+    *,
+    convention: str = "xyxy",
+    step: int = 1,
+    thought: str = "",
+    rationale: str = "",
+    **_: Any,
+) -> str:
+    """Write a canonical action as a VAoT step the way the prompts ask for it."""
+    block = {
+        "step": step,
+        "visual_rationale": rationale,
+        "action": [action_object(action, convention)],
+    }
+    body = msgspec.json.format(msgspec.json.encode(block), indent=2).decode()
+    lines = [f"Step {step} (Text): {thought}".rstrip(), f"Step {step} (Action Description):"]
+    return "\n".join([*lines, "```json", body, "```", ""])

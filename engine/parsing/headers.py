@@ -1,0 +1,52 @@
+"""Find the ``Step N (Text):`` / ``Step N (Action Description):`` markers of a VAoT reply."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+__all__ = ["StepHeader", "find_step_headers"]
+
+_EMPH = r"(?:\*\*|__|\*)?"
+_HEADER = re.compile(
+    rf"{_EMPH}[ \t]*(?:step|步骤|第)[ \t]*(?P<num>\d{{1,4}})[ \t]*步?[ \t]*"
+    rf"(?:[(（\[][ \t]*(?P<kind>[^)）\]\n]{{1,40}}?)[ \t]*[)）\]])?"
+    rf"[ \t]*(?P<close>{_EMPH})[ \t]*(?P<colon>[:：]|[-–—](?=\s))?[ \t]*{_EMPH}",
+    re.IGNORECASE,
+)
+_KIND_WORDS = re.compile(r"text|thought|reason|action|descr|visual|文本|动作|描述|思考", re.I)
+_ACTION_WORDS = re.compile(r"action|visual|动作", re.I)
+_LINE_LEAD = re.compile(r"(?:^|\n)[ \t]*(?:[#>\-+]+[ \t]*)*$")
+
+
+class StepHeader(msgspec.Struct, frozen=True):
+    start: int
+    end: int
+    number: int
+    kind: str
+    """``text`` or ``action``."""
+    bold: bool
+    colon: bool
+
+
+def find_step_headers(text: str) -> list[StepHeader]:
+    """Step markers in order.
+
+    A marker naming its section (``(Text)``, ``(Action Description)``) counts anywhere; a bare
+    ``Step N`` counts only at the start of a line and with a colon or bold, so prose such as
+    "as in step 2 we…" is not split.
+    """
+    headers = []
+    for m in _HEADER.finditer(text):
+        kind_text = m.group("kind")
+        named = kind_text is not None and _KIND_WORDS.search(kind_text) is not None
+        at_line_start = m.start() == 0 or _LINE_LEAD.search(text, 0, m.start()) is not None
+        matched = m.group()
+        bold = "*" in matched or "__" in matched
+        colon = m.group("colon") is not None
+        if not named and not (at_line_start and (colon or bold)):
+            continue
+        kind = "action" if kind_text and _ACTION_WORDS.search(kind_text) else "text"
+        headers.append(StepHeader(m.start(), m.end(), int(m.group("num")), kind, bold, colon))
+    return headers

@@ -1,0 +1,207 @@
+"""Parse one raw model reply into a :class:`ParsedStep`; never raises on any text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from engine.actions import validate_action, validate_global_style
+from engine.parsing.answer import find_final_answer
+from engine.parsing.dialects import get_dialect
+from engine.parsing.dialects.base import Extraction
+from engine.parsing.headers import find_step_headers
+from engine.parsing.result import FLAGS, ParsedStep
+from engine.parsing.think import split_think
+
+__all__ = ["parse_step"]
+
+_CONVENTIONS = ("xyxy", "yxyx")
+_NOISE_LINE = re.compile(r"^[\s*_#>=~`\-]*$")
+_HINTS = (
+    (re.compile(r"<\s*tool_call\s*>", re.I), {"deepeyes", "qwen3vl", "openai"}, "<tool_call> blocks",
+     "deepeyes, qwen3vl or openai"),
+    (re.compile(r"<\s*grounding\s*>", re.I), {"minio3"}, "<grounding> blocks", "minio3"),
+    (re.compile(r"[\"'“”]action[\"'“”]\s*:"), {"vaot"}, "a VAoT action block", "vaot"),
+)  # fmt: skip
+
+
+def parse_step(
+    text: str,
+    *,
+    dialect: str = "vaot",
+    convention: str = "xyxy",
+    canvas_size: tuple[int, int] | None = None,
+    tool_calls: Sequence[Any] = (),
+) -> ParsedStep:
+    """Parse one model reply: thought, actions, final answer, warnings.
+
+    Args:
+        text: the reply's text, exactly as the model returned it.
+        dialect: a key of :data:`engine.parsing.DIALECTS`.
+        convention: ``xyxy`` or ``yxyx``, the order of coordinates in VAoT action objects.
+        canvas_size: ``(width, height)`` in pixels of the image the model was last shown; needed
+            by dialects whose boxes are in pixels (``deepeyes``).
+        tool_calls: the provider's tool-call objects (``ToolCall``) for tool-native models.
+
+    Raises:
+        ValueError: for an unknown ``dialect`` or ``convention`` (a configuration error). Nothing
+            about ``text`` or ``tool_calls`` ever raises: problems become warnings.
+    """
+    module = get_dialect(dialect)
+    if convention not in _CONVENTIONS:
+        raise ValueError(f"unknown coordinate convention {convention!r} (known: xyxy, yxyx)")
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    try:
+        return _parse(text, module, dialect, convention, canvas_size, tuple(tool_calls))
+    except Exception as exc:  # the contract is "never raises": report instead
+        return ParsedStep(
+            thought=text.strip(),
+            warnings=(f"parser error ({type(exc).__name__}: {exc}); nothing was extracted",),
+            flags=("parser_error",),
+            dialect=dialect,
+            convention=convention,
+        )
+
+
+def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by a line break (keeping the surrounding paragraphs)."""
+    pieces, pos = [], 0
+    for start, end in sorted(spans):
+        start = max(start, pos)
+        if end <= start:
+            continue
+        pieces.append(text[pos:start])
+        pieces.append("\n")
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _tidy(text: str) -> str:
+    lines = ["" if _NOISE_LINE.match(line) else line.rstrip() for line in text.split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line.strip() if not out or not out[-1] else line.rstrip())
+    return "\n".join(out).strip()
+
+
+def _parse(
+    text: str,
+    module: Any,
+    dialect: str,
+    convention: str,
+    canvas_size: tuple[int, int] | None,
+    tool_calls: tuple[Any, ...],
+) -> ParsedStep:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    think = split_think(text)
+    flags = set(think.flags)
+    warnings = list(think.warnings)
+    visible = think.visible
+
+    ext: Extraction = module.parse(
+        visible, convention=convention, canvas_size=canvas_size, tool_calls=tool_calls
+    )
+    flags.update(ext.flags)
+    warnings.extend(ext.warnings)
+
+    # The answer and the step markers are looked for outside the action blocks only.
+    rest = _blank(visible, ext.spans)
+    cuts = list(ext.spans)
+    answer = find_final_answer(rest)
+    if answer is not None:
+        cuts.append((answer.start, answer.end))
+        flags.add("final_answer")
+        flags.update(
+            {"boxed": {"boxed_answer"}, "answer_tag": {"answer_tag"}}.get(answer.source, set())
+        )
+        warnings.extend(answer.warnings)
+        if answer.source == "answer_is":
+            warnings.append(
+                "no 'Final Answer:' marker; took the answer from 'the final answer is …'"
+            )
+    headers = find_step_headers(_blank(rest, [(answer.start, answer.end)] if answer else []))
+    cuts.extend((h.start, h.end) for h in headers)
+    if headers:
+        flags.add("step_headers")
+        if any(h.bold for h in headers):
+            flags.add("bold_markers")
+        if any(not h.colon for h in headers):
+            flags.add("missing_colon")
+    numbers = list(dict.fromkeys(h.number for h in headers))
+    if len(numbers) > 1:
+        flags.add("multiple_steps")
+        warnings.append(f"the reply holds steps {', '.join(map(str, numbers))}; parsed them as one")
+    step = numbers[0] if numbers else ext.step
+    if numbers and ext.step is not None and ext.step not in numbers:
+        warnings.append(f"the marker says step {numbers[0]} but the JSON says step {ext.step}")
+
+    thought = _tidy(_cut(visible, cuts))
+    if not thought and think.reasoning and "unclosed_think" not in flags:
+        thought = think.reasoning.strip()
+        flags.add("thought_from_think")
+
+    actions, sources, raws = [], [], []
+    several = len(ext.candidates) > 1
+    for i, cand in enumerate(ext.candidates, 1):
+        prefix = f"action {i}: " if several else ""
+        raws.append(cand.raw)
+        notes = list(cand.warnings)
+        action = None
+        if cand.vaot is not None:
+            action, more = validate_action(cand.vaot, cand.convention)  # type: ignore[arg-type]
+            notes.extend(more)
+        if action is None:
+            flags.add("invalid_action")
+            if not any(n.startswith("invalid action") for n in notes):
+                notes.append("invalid action: could not be converted")
+        else:
+            actions.append(action)
+            sources.append(cand.source)
+        warnings.extend(prefix + n for n in notes)
+    if len(actions) > 1:
+        flags.add("multiple_actions")
+        warnings.append(f"{len(actions)} actions in one step (the protocol asks for one); kept all")
+    if actions and answer is not None:
+        flags.add("action_and_answer")
+        warnings.append("the reply both proposes an action and gives a final answer")
+
+    global_style, style_warnings = validate_global_style(ext.global_style)
+    warnings.extend(style_warnings)
+
+    if not ext.candidates:
+        for pattern, readers, what, suggestion in _HINTS:
+            if dialect not in readers and pattern.search(visible):
+                warnings.append(
+                    f"the reply holds {what}, which the {dialect!r} dialect does not read "
+                    f"(try: {suggestion})"
+                )
+
+    unknown = flags - FLAGS.keys()
+    assert not unknown, unknown  # a flag outside the documented vocabulary is a bug here
+    return ParsedStep(
+        thought=thought,
+        actions=tuple(actions),
+        action_sources=tuple(sources),
+        raw_actions=tuple(raws),
+        final_answer=answer.text if answer else None,
+        answer_choice=answer.choice if answer else None,
+        step=step,
+        global_style=global_style,
+        visual_rationale=ext.visual_rationale,
+        reasoning=think.reasoning,
+        warnings=tuple(dict.fromkeys(warnings)),
+        flags=tuple(sorted(flags)),
+        dialect=dialect,
+        convention=convention,
+    )
