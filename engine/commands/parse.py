@@ -1,0 +1,83 @@
+"""``vaot parse``: print how one raw model reply is parsed, as JSON.
+
+For people writing prompts: paste a reply into a file (or pipe it in) and see the thought, the
+canonical actions, the final answer and every warning the engine would record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+import msgspec
+
+NAME = "parse"
+HELP = "parse one raw model reply and print thought, actions, answer and warnings"
+
+_CANVAS = re.compile(r"^\s*(\d{1,6})\s*[xX×,]\s*(\d{1,6})\s*$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the command's arguments."""
+    from engine.parsing import DIALECTS
+
+    parser.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="the reply text; '-' or none: stdin"
+    )
+    parser.add_argument(
+        "--dialect", default="vaot", choices=sorted(DIALECTS), help="action dialect (default vaot)"
+    )
+    parser.add_argument(
+        "--convention",
+        default="xyxy",
+        choices=("xyxy", "yxyx"),
+        help="coordinate order of VAoT boxes and points (default xyxy)",
+    )
+    parser.add_argument(
+        "--canvas",
+        metavar="WxH",
+        help="pixel size of the image the model saw (needed by the deepeyes dialect)",
+    )
+
+
+def _canvas(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    m = _CANVAS.match(value)
+    if not m or int(m.group(1)) == 0 or int(m.group(2)) == 0:
+        raise ValueError(f"--canvas {value!r} is not a size like 1024x768")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        where = "stdin"
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        where = path
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{where} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Parse the reply and print the result; 2 on bad input, with one line on stderr."""
+    from engine.parsing import parse_step
+
+    try:
+        canvas = _canvas(args.canvas)
+        text = _read(args.file)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        where = f"{args.file}: " if isinstance(exc, OSError) else ""
+        print(f"vaot parse: {where}{reason}", file=sys.stderr)
+        return 2
+    parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas)
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode() + "\n")
+    return 0
