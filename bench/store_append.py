@@ -1,0 +1,144 @@
+"""Append throughput of the store against raw py-lmdb writing the same bytes in the same batches.
+
+Both sides write durable transactions (LMDB's default sync) of ``--batch`` events each into a
+fresh environment on the same disk. Ours: ``await store.append(batch)`` — encoding, hash chain,
+the per-trajectory index and the writer-thread hand-off included. Raw: ``putmulti(append=True)``
+of the already-encoded records into one database, nothing else. Then read-back throughput.
+
+    python bench/store_append.py [--events 1000000] [--batch 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import string
+import struct
+import tempfile
+import time
+from pathlib import Path
+
+import lmdb
+
+from store import LmdbStore, Step, TokenUsage
+from store.chain import prepare_events
+
+_U64 = struct.Struct(">Q")
+
+
+def make_events(n: int, in_flight: int, steps: int, seed: int = 0) -> list[Step]:
+    """Realistic step events: ~500-char thought, one action, two state hashes.
+
+    Like the engine's output: ``in_flight`` trajectories (random ids, as the real derived ids
+    are) each append ``steps`` steps round-robin; a finished one is replaced by a new one.
+    """
+    rng = random.Random(seed)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(500)]
+    thoughts = [" ".join(rng.choices(words, k=90))[:500] for _ in range(64)]
+    events = []
+    active = [[f"{rng.getrandbits(128):032x}", 0] for _ in range(in_flight)]
+    for i in range(n):
+        slot = active[i % in_flight]
+        if slot[1] == steps:
+            slot[0], slot[1] = f"{rng.getrandbits(128):032x}", 0
+        traj, pos = slot
+        x = rng.randint(0, 800)
+        y = rng.randint(0, 800)
+        action = {"type": "zoom", "target": [x, y, x + 150, y + 150]}
+        thought = thoughts[i % len(thoughts)]
+        events.append(Step(
+            traj=traj, pos=pos, step=pos + 1, request_hash=f"{rng.getrandbits(256):064x}",
+            raw_text=f"Step {pos + 1} (Text): {thought}", thought=thought,
+            actions_raw=(action,), actions=(action,),
+            faithful_state=f"{rng.getrandbits(256):064x}", returned_state=f"{rng.getrandbits(256):064x}",
+            usage=TokenUsage(1200, 180), latency_ms=812.5, finish_reason="stop",
+        ))
+        slot[1] += 1
+    return events
+
+
+async def ours(path: Path, events: list[Step], batch: int, depth: int) -> float:
+    # max_batch = batch: the writer never merges two appends, so every transaction holds the
+    # same number of events as the raw side's; ``depth`` appends are in flight at once, as when
+    # many trajectories append concurrently, so encoding overlaps the previous commit's fsync.
+    store = LmdbStore(path, map_size=8 << 30, max_batch=batch)
+    start = time.perf_counter()
+    pending: set[asyncio.Task] = set()
+    for i in range(0, len(events), batch):
+        if len(pending) >= depth:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
+        pending.add(asyncio.create_task(store.append(events[i:i + batch])))
+    for task in pending:
+        await task
+    elapsed = time.perf_counter() - start
+    store.close()
+    return elapsed
+
+
+def raw(path: Path, records: list[bytes], batch: int) -> float:
+    env = lmdb.open(str(path), map_size=8 << 30, max_dbs=2)
+    db = env.open_db(b"events")
+    start = time.perf_counter()
+    seq = 0
+    for i in range(0, len(records), batch):
+        chunk = records[i:i + batch]
+        with env.begin(write=True) as txn:
+            txn.cursor(db=db).putmulti(
+                [(_U64.pack(seq + j), r) for j, r in enumerate(chunk)], append=True)
+        seq += len(chunk)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return elapsed
+
+
+def read_back(path: Path) -> tuple[int, float]:
+    store = LmdbStore(path, create=False)
+    start = time.perf_counter()
+    n = sum(1 for _ in store.iter_events())
+    elapsed = time.perf_counter() - start
+    store.close()
+    return n, elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--in-flight", type=int, default=256,
+                        help="trajectories appending concurrently (default 256)")
+    parser.add_argument("--depth", type=int, default=4,
+                        help="appends in flight at once (default 4; 1 = strictly sequential)")
+    parser.add_argument("--steps", type=int, default=8, help="events per trajectory")
+    args = parser.parse_args()
+
+    events = make_events(args.events, args.in_flight, args.steps)
+    # The raw side writes exactly the bytes our store persists (header + chained body).
+    records = [b"\x01" + bytes(32) + p.body for p in prepare_events(events)]
+    size = sum(len(r) for r in records) / len(records)
+    root = Path(tempfile.mkdtemp(prefix="vaot-bench-"))
+    try:
+        t_raw = raw(root / "raw", records, args.batch)
+        t_ours = asyncio.run(ours(root / "ours", events, args.batch, args.depth))
+        t_seq = asyncio.run(ours(root / "seq", events, args.batch, 1))
+        n_read, t_read = read_back(root / "ours")
+    finally:
+        shutil.rmtree(root)
+    rate_ours = args.events / t_ours
+    rate_raw = args.events / t_raw
+    print(f"events: {args.events:,} x ~{size:.0f} B, batch {args.batch}, durable commits, "
+          f"{args.in_flight} trajectories in flight")
+    print(f"raw py-lmdb putmulti(append=True): {rate_raw:>12,.0f} events/s")
+    print(f"vaot store.append:                 {rate_ours:>12,.0f} events/s")
+    print(f"ratio ours/raw: {rate_ours / rate_raw:.2f}  (goal >= 0.5; {args.depth} appends in flight)")
+    rate_seq = args.events / t_seq
+    print(f"vaot, one append in flight:        {rate_seq:>12,.0f} events/s "
+          f"(ratio {rate_seq / rate_raw:.2f})")
+    print(f"read-back (iter_events, decoded):  {n_read / t_read:>12,.0f} events/s")
+
+
+if __name__ == "__main__":
+    main()

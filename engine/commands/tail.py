@@ -1,0 +1,99 @@
+"""``vaot tail STORE [--from N] [--follow] [--json]``: the log, one line per event."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from engine.commands._store_arg import open_existing_store
+from store.events import (
+    CallFailed,
+    Judged,
+    RunStarted,
+    Step,
+    StoredEvent,
+    TrajectoryFinished,
+    TrajectoryStarted,
+    decode_record,
+)
+from store.export import event_line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("store", metavar="STORE", help="path of the store")
+    parser.add_argument("--from", dest="start", type=int, default=0, metavar="N",
+                        help="start at sequence number N (default 0)")
+    parser.add_argument("-f", "--follow", action="store_true",
+                        help="keep running and print new events as they are committed")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per line (for machines) instead of text")
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe(stored: StoredEvent) -> str:
+    """One human-readable line for an event."""
+    e = stored.event
+    head = f"{stored.seq:>8}  {e.traj[:16]:<16} {e.pos:>3}  "
+    if isinstance(e, Step):
+        kinds = ",".join(_action_kind(a) for a in e.actions) or "-"
+        answer = f" answer={_short(e.final_answer, 30)!r}" if e.final_answer is not None else ""
+        warn = f" warnings={len(e.parse_warnings)}" if e.parse_warnings else ""
+        return f"{head}step {e.step} actions={kinds}{answer}{warn}  {_short(e.thought, 50)}"
+    if isinstance(e, TrajectoryStarted):
+        fork = f" fork of {e.parent[:12]}@{e.fork_step} {e.intervention}" if e.parent else ""
+        return f"{head}started {e.model} {e.setting} sample={e.sample_id}{fork}"
+    if isinstance(e, TrajectoryFinished):
+        return f"{head}finished {e.status} answer={_short(e.answer, 40)!r} steps={e.steps}"
+    if isinstance(e, CallFailed):
+        retried = "retried" if e.retried else "gave up"
+        return f"{head}call failed step {e.step} attempt {e.attempt} {e.kind} ({retried})"
+    if isinstance(e, RunStarted):
+        return f"{head}run started {e.run_id}"
+    if isinstance(e, Judged):
+        return f"{head}judged {e.judge} {_short(str(e.verdict), 60)}"
+    return f"{head}{type(e).__name__}"
+
+
+def _action_kind(action: object) -> str:
+    if isinstance(action, dict):
+        return str(action.get("type", "?"))
+    inner = getattr(action, "action", action)
+    return str(getattr(inner, "type", type(inner).__name__))
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_existing_store(args.store)
+    if store is None:
+        return 2
+    out = sys.stdout
+
+    def emit(stored: StoredEvent, record: bytes | None = None) -> None:
+        if args.json:
+            out.write(event_line(stored.seq, record).decode() + "\n")
+        else:
+            out.write(describe(stored) + "\n")
+
+    with store:
+        last = args.start - 1
+        for seq, record in store.iter_records(after=last):
+            emit(decode_record(seq, record), record)
+            last = seq
+        out.flush()
+        if not args.follow:
+            return 0
+
+        async def follow() -> None:
+            async for seq, record in store.subscribe_records(after=last):
+                emit(decode_record(seq, record), record)
+                out.flush()
+
+        try:
+            asyncio.run(follow())
+        except KeyboardInterrupt:
+            pass
+    return 0

@@ -1,0 +1,61 @@
+"""Errors raised by the event store. Every one inherits :class:`StoreError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BlobMissingError",
+    "NotAStoreError",
+    "SchemaVersionError",
+    "SequenceConflictError",
+    "SequenceGapError",
+    "StoreClosedError",
+    "StoreError",
+]
+
+
+class StoreError(Exception):
+    """Root of every store error."""
+
+
+class NotAStoreError(StoreError, FileNotFoundError):
+    """The path is not a vaot store (or does not exist and creation was not asked for)."""
+
+
+class SchemaVersionError(StoreError):
+    """The store was written by a newer vaot whose schema this version cannot read safely."""
+
+
+class SequenceConflictError(StoreError):
+    """An event already exists at this position of its trajectory (a step was appended twice).
+
+    Attributes:
+        traj: the trajectory id.
+        pos: the position that was already taken.
+    """
+
+    def __init__(self, traj: str, pos: int, existing: int) -> None:
+        super().__init__(
+            f"trajectory {traj}: position {pos} already holds an event "
+            f"(last position is {existing}); events are never overwritten"
+        )
+        self.traj = traj
+        self.pos = pos
+        self.existing = existing
+
+
+class SequenceGapError(StoreError):
+    """An event skips positions of its trajectory (the previous event is missing)."""
+
+    def __init__(self, traj: str, pos: int, expected: int) -> None:
+        super().__init__(f"trajectory {traj}: got position {pos}, expected {expected}")
+        self.traj = traj
+        self.pos = pos
+        self.expected = expected
+
+
+class BlobMissingError(StoreError, KeyError):
+    """No blob is stored under this hash."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed (or its writer thread died) before the operation completed."""

@@ -1,0 +1,446 @@
+"""The event store on LMDB: one writer thread with group commit, readers anywhere.
+
+Sub-databases (DESIGN.md §3.2):
+
+- ``events``  u64 big-endian global sequence → record (header + msgpack event, see events.py)
+- ``by_traj`` stream key + u32 big-endian position → u64 seq
+- ``heads``   stream key → u32 last position + sha256 of its last record (the chain's tip, so
+  ``verify`` also catches a changed *last* event, which no later ``prev`` covers)
+- ``blobs``   32-byte pixel hash → format byte + sha256 of the encoded bytes + encoded image
+- ``runs``    run id → u64 seq of its RunStarted event
+- ``cache``   request hash → raw reply bytes (a reply paid for is never paid for again)
+- ``meta``    magic and schema version
+
+LMDB binds a write transaction to its thread, so every write goes through one writer thread that
+drains its queue into one transaction (group commit): many concurrent appenders share one pair of
+fsyncs. ``await store.append(...)`` returns once the transaction holding the events has committed,
+which with LMDB's default sync settings means they are on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import queue
+import struct
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import lmdb
+
+from store.chain import Head, chain_batch, prepare_events
+from store.errors import (
+    NotAStoreError,
+    SchemaVersionError,
+    StoreClosedError,
+    StoreError,
+)
+from store.events import SCHEMA_VERSION, Event, StoredEvent, decode_record
+from store.recorder import Recorder, blob_record, split_stream_key, stream_key
+
+__all__ = ["LmdbStore"]
+
+MAGIC = b"vaot-store"
+_U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
+_STOP = object()
+
+
+class _Job:
+    __slots__ = ("future", "items", "kind")
+
+    def __init__(self, kind: str, items: Sequence) -> None:
+        self.kind = kind
+        self.items = items
+        self.future: concurrent.futures.Future = concurrent.futures.Future()
+
+
+class _ReadGate:
+    """Lets the writer resize the map only while no read transaction of this process is open."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._resizing = False
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._resizing = True
+            while self._readers:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._resizing = False
+                self._cond.notify_all()
+
+
+class LmdbStore(Recorder):
+    """An event store in an LMDB environment (a directory holding data.mdb and lock.mdb)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        map_size: int = 1 << 30,
+        max_batch: int = 10_000,
+        linger_ms: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self._max_batch = max_batch
+        self._linger = linger_ms / 1000.0
+        self._env = self._open_env(create, map_size)
+        self._gate = _ReadGate()
+        self._heads: dict[str, Head] = {}
+        self._last_txnid: int | None = None
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        self._writer_error: BaseException | None = None
+        self._writer = threading.Thread(target=self._write_loop, name="vaot-store-writer", daemon=True)
+        self._writer.start()
+
+    # ------------------------------------------------------------------ opening
+    def _open_env(self, create: bool, map_size: int) -> lmdb.Environment:
+        path = self.path
+        data_file = path / "data.mdb"
+        if path.exists() and not path.is_dir():
+            raise NotAStoreError(f"{path}: not a vaot store (it is a file, a store is a directory)")
+        if not data_file.exists():
+            if not create:
+                raise NotAStoreError(f"{path}: no vaot store here (no data.mdb)")
+            if path.exists() and any(path.iterdir()):
+                raise NotAStoreError(
+                    f"{path}: directory is not empty and holds no vaot store; "
+                    "choose an empty or new path"
+                )
+        try:
+            env = lmdb.open(
+                str(path), map_size=map_size, max_dbs=8, subdir=True, create=create,
+                readahead=False, max_readers=256,
+            )
+        except lmdb.Error as exc:
+            raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
+        try:
+            self._check_meta(env, create)
+        except BaseException:
+            env.close()
+            raise
+        return env
+
+    def _check_meta(self, env: lmdb.Environment, create: bool) -> None:
+        path = self.path
+        try:
+            with env.begin(write=True) as txn:
+                # Named databases live as keys of the main one: a fresh environment has none.
+                fresh = not txn.cursor().first()
+                self._meta = env.open_db(b"meta", txn=txn)
+                magic = txn.get(b"magic", db=self._meta)
+                if magic is None:
+                    if not create or not fresh:
+                        raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
+                    txn.put(b"magic", MAGIC, db=self._meta)
+                    txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=self._meta)
+                elif magic != MAGIC:
+                    raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
+                version = int(txn.get(b"schema_version", db=self._meta) or b"0")
+                if version > SCHEMA_VERSION:
+                    raise SchemaVersionError(
+                        f"{path}: written with schema version {version}, this vaot reads up "
+                        f"to {SCHEMA_VERSION}; upgrade vaot to open it"
+                    )
+                self._events = env.open_db(b"events", txn=txn)
+                self._by_traj = env.open_db(b"by_traj", txn=txn)
+                self._heads_db = env.open_db(b"heads", txn=txn)
+                self._blobs = env.open_db(b"blobs", txn=txn)
+                self._runs = env.open_db(b"runs", txn=txn)
+                self._cache = env.open_db(b"cache", txn=txn)
+        except lmdb.Error as exc:
+            raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
+
+    # ------------------------------------------------------------------ writing
+    def _submit(self, kind: str, items: Sequence) -> concurrent.futures.Future:
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: store is closed")
+        if self._writer_error is not None:
+            raise StoreClosedError(f"{self.path}: writer failed: {self._writer_error!r}")
+        job = _Job(kind, items)
+        self._queue.put(job)
+        return job.future
+
+    async def append(self, events: Sequence[Event]) -> list[int]:
+        """Append events; returns their sequence numbers once they are durable."""
+        if not events:
+            return []
+        future = self._submit("events", prepare_events(events))
+        return await asyncio.wrap_future(future)
+
+    def append_sync(self, events: Sequence[Event]) -> list[int]:
+        if not events:
+            return []
+        return self._submit("events", prepare_events(events)).result()
+
+    async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
+        return await asyncio.wrap_future(self._submit("blobs", [(key, blob_record(data, fmt))]))
+
+    def put_blob_sync(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
+        return self._submit("blobs", [(key, blob_record(data, fmt))]).result()
+
+    async def cache_put(self, key: bytes, value: bytes) -> None:
+        await asyncio.wrap_future(self._submit("cache", [(key, value)]))
+
+    def _write_loop(self) -> None:
+        stop = False
+        try:
+            while not stop:
+                job = self._queue.get()
+                if job is _STOP:
+                    break
+                jobs = [job]
+                size = len(job.items)
+                deadline = time.monotonic() + self._linger
+                while size < self._max_batch:
+                    try:
+                        remaining = deadline - time.monotonic()
+                        nxt = (self._queue.get(timeout=remaining) if remaining > 0
+                               else self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                    if nxt is _STOP:
+                        stop = True
+                        break
+                    jobs.append(nxt)
+                    size += len(nxt.items)
+                self._commit(jobs)
+        except BaseException as exc:  # the writer must never die silently
+            self._writer_error = exc
+            self._fail_pending(exc)
+            raise
+
+    def _fail_pending(self, exc: BaseException) -> None:
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not _STOP and not job.future.done():
+                job.future.set_exception(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+
+    def _commit(self, jobs: list[_Job]) -> None:
+        while True:
+            results: list[object] = []
+            new_heads: dict[str, Head] = {}
+            try:
+                with self._env.begin(write=True) as txn:
+                    self._refresh_caches(txn)
+                    next_seq = self._next_seq(txn)
+                    for job in jobs:
+                        try:
+                            result, next_seq = self._apply(txn, job, next_seq, new_heads)
+                        except StoreError as exc:
+                            result = exc
+                        results.append(result)
+                    txnid = txn.id()
+            except lmdb.MapFullError:
+                self._grow()
+                continue
+            break
+        self._last_txnid = txnid
+        self._heads.update(new_heads)
+        for job, result in zip(jobs, results, strict=True):
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+            else:
+                job.future.set_result(result)
+        if any(job.kind == "events" for job in jobs):
+            self._notify_subscribers()
+
+    def _refresh_caches(self, txn: lmdb.Transaction) -> None:
+        # Another process may have written since our last commit: then our cached heads are stale.
+        if self._last_txnid is None or txn.id() != self._last_txnid + 1:
+            self._heads.clear()
+
+    def _next_seq(self, txn: lmdb.Transaction) -> int:
+        cursor = txn.cursor(db=self._events)
+        return _U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+
+    def _lookup_head(self, txn: lmdb.Transaction, traj: str) -> Head | None:
+        value = txn.get(stream_key(traj), db=self._heads_db)
+        if value is None:
+            return None
+        return _U32.unpack(value[:4])[0], bytes(value[4:36])
+
+    def _apply(self, txn, job: _Job, next_seq: int, new_heads: dict[str, Head]):
+        if job.kind == "events":
+            def lookup(traj: str) -> Head | None:
+                head = new_heads.get(traj) or self._heads.get(traj)
+                return head if head is not None else self._lookup_head(txn, traj)
+
+            chained, heads = chain_batch(job.items, lookup)
+            seqs = list(range(next_seq, next_seq + len(chained)))
+            events_items = []
+            index_items = []
+            runs = []
+            for seq, (item, record, _digest) in zip(seqs, chained, strict=True):
+                seq_key = _U64.pack(seq)
+                events_items.append((seq_key, record))
+                index_items.append((item.key + _U32.pack(item.pos), seq_key))
+                if item.run_id is not None:
+                    runs.append((item.run_id.encode(), seq_key))
+            txn.cursor(db=self._events).putmulti(events_items, append=True)
+            index_items.sort()
+            txn.cursor(db=self._by_traj).putmulti(index_items)
+            keys = {item.traj: item.key for item in job.items}
+            txn.cursor(db=self._heads_db).putmulti(sorted(
+                (keys[traj], _U32.pack(pos) + digest) for traj, (pos, digest) in heads.items()
+            ))
+            for key, value in runs:
+                txn.put(key, value, db=self._runs, overwrite=False)
+            new_heads.update(heads)
+            return seqs, next_seq + len(seqs)
+        db = self._blobs if job.kind == "blobs" else self._cache
+        added = False
+        for key, value in job.items:
+            added = txn.put(key, value, db=db, overwrite=False) or added
+        return added, next_seq
+
+    def _grow(self) -> None:
+        with self._gate.exclusive():
+            current = self._env.info()["map_size"]
+            self._env.set_mapsize(current * 2)
+
+    # ------------------------------------------------------------------ reading
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[lmdb.Transaction]:
+        with self._gate.reading():
+            try:
+                txn = self._env.begin(buffers=True)
+            except lmdb.MapResizedError:
+                # Another process grew the map: adopt its size and retry once.
+                self._env.set_mapsize(0)
+                txn = self._env.begin(buffers=True)
+            try:
+                yield txn
+            finally:
+                txn.abort()
+
+    def last_seq(self) -> int:
+        with self._read() as txn:
+            cursor = txn.cursor(db=self._events)
+            return _U64.unpack(cursor.key())[0] if cursor.last() else -1
+
+    def head(self, traj: str) -> Head | None:
+        with self._read() as txn:
+            return self._lookup_head(txn, traj)
+
+    def read_trajectory(self, traj: str) -> list[StoredEvent]:
+        prefix = stream_key(traj)
+        out = []
+        with self._read() as txn:
+            cursor = txn.cursor(db=self._by_traj)
+            events = txn.cursor(db=self._events)
+            if cursor.set_range(prefix):
+                for key, value in cursor:
+                    if len(key) != len(prefix) + 4 or bytes(key[: len(prefix)]) != prefix:
+                        break
+                    seq_key = bytes(value[:8])
+                    out.append(decode_record(_U64.unpack(seq_key)[0], events.get(seq_key)))
+        return out
+
+    def iter_records(self, after: int = -1, chunk: int = 4096) -> Iterator[tuple[int, bytes]]:
+        """Raw (seq, record) pairs with seq > ``after``, in chunks of short read transactions."""
+        start = after + 1
+        while True:
+            batch = []
+            with self._read() as txn:
+                cursor = txn.cursor(db=self._events)
+                if cursor.set_range(_U64.pack(start)):
+                    for key, value in cursor:
+                        batch.append((_U64.unpack(key)[0], bytes(value)))
+                        if len(batch) >= chunk:
+                            break
+            if not batch:
+                return
+            yield from batch
+            start = batch[-1][0] + 1
+            if len(batch) < chunk:
+                return
+
+    def iter_events(self, after: int = -1) -> Iterator[StoredEvent]:
+        for seq, record in self.iter_records(after):
+            yield decode_record(seq, record)
+
+    def iter_index(self) -> Iterator[tuple[str, int, int]]:
+        """(stream, pos, seq) for every index entry, in key order."""
+        with self._read() as txn:
+            for key, value in txn.cursor(db=self._by_traj):
+                traj, rest = split_stream_key(bytes(key))
+                yield traj, _U32.unpack(rest)[0], _U64.unpack(value[:8])[0]
+
+    def iter_heads(self) -> Iterator[tuple[str, int, bytes]]:
+        """(stream, last pos, sha256 of its last record) for every stream."""
+        with self._read() as txn:
+            for key, value in txn.cursor(db=self._heads_db):
+                traj, _ = split_stream_key(bytes(key))
+                yield traj, _U32.unpack(value[:4])[0], bytes(value[4:36])
+
+    def trajectory_ids(self) -> list[str]:
+        return [traj for traj, _, _ in self.iter_heads()]
+
+    def get_blob_record(self, key: bytes) -> bytes | None:
+        with self._read() as txn:
+            value = txn.get(key, db=self._blobs)
+            return None if value is None else bytes(value)
+
+    def iter_blob_records(self) -> Iterator[tuple[bytes, bytes]]:
+        with self._read() as txn:
+            for key, value in txn.cursor(db=self._blobs):
+                yield bytes(key), bytes(value)
+
+    def cache_get(self, key: bytes) -> bytes | None:
+        with self._read() as txn:
+            value = txn.get(key, db=self._cache)
+            return None if value is None else bytes(value)
+
+    def run_ids(self) -> list[str]:
+        with self._read() as txn:
+            return [bytes(k).decode() for k, _ in txn.cursor(db=self._runs)]
+
+    def corrupt_for_test(self, db: str, key: bytes, value: bytes) -> None:
+        """Overwrite a raw record, bypassing every check (tests of ``verify`` only)."""
+        with self._env.begin(write=True) as txn:
+            txn.put(key, value, db={"events": self._events, "blobs": self._blobs}[db])
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._writer.join()
+        self._env.close()
+
+    def __repr__(self) -> str:
+        return f"LmdbStore({str(self.path)!r})"
+

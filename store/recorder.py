@@ -1,0 +1,182 @@
+"""What every recorder (LMDB, memory) shares: the contract, blob records, subscriber wake-ups.
+
+The contract (tested once, in tests/store/contract.py, against every recorder):
+
+- ``await append(events)`` / ``append_sync(events)`` → global sequence numbers, durable on return;
+  a taken position raises :class:`~store.errors.SequenceConflictError`, a skipped one
+  :class:`~store.errors.SequenceGapError`, and then nothing of that call is written.
+- ``read_trajectory(id)``, ``iter_events(after)``, ``iter_records(after)``, ``last_seq()``,
+  ``head(id)``, ``iter_index()`` (stream, pos, seq), ``iter_heads()`` (stream, pos, hash).
+- ``put_blob`` / ``get_blob`` / ``has_blob`` (dedup by key), ``cache_put`` / ``cache_get``.
+- ``subscribe(after)``: an async iterator of every later event, in order, exactly once.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import hashlib
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+
+from store.errors import BlobMissingError, StoreError
+from store.events import Event, StoredEvent, decode_record
+from store.recorder_keys import split_stream_key, stream_key
+
+__all__ = [
+    "BLOB_FORMAT",
+    "Recorder",
+    "blob_record",
+    "parse_blob_record",
+    "split_stream_key",
+    "stream_key",
+]
+
+BLOB_FORMAT = {"png": 1, "webp": 2, "jpeg": 3, "raw": 4}
+_FORMAT_NAME = {v: k for k, v in BLOB_FORMAT.items()}
+
+
+def blob_record(data: bytes, fmt: str = "png") -> bytes:
+    """format byte + sha256 of the encoded bytes + the bytes (lets verify work without Pillow)."""
+    try:
+        code = BLOB_FORMAT[fmt]
+    except KeyError:
+        raise StoreError(f"unknown blob format {fmt!r} (known: {', '.join(BLOB_FORMAT)})") from None
+    return bytes([code]) + hashlib.sha256(data).digest() + data
+
+
+def parse_blob_record(record: bytes) -> tuple[str, bytes, bytes]:
+    """(format, recorded sha256 of the bytes, bytes)."""
+    return _FORMAT_NAME.get(record[0], f"unknown:{record[0]}"), record[1:33], record[33:]
+
+
+class _Waker:
+    """An asyncio.Event that the writer thread can set from outside the loop."""
+
+    __slots__ = ("event", "loop")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+
+    def clear(self) -> None:
+        self.event.clear()
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+    def wake(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # the loop was closed; the subscriber is gone
+            pass
+
+
+class Recorder(abc.ABC):
+    """Base class of the recorders: subscriber bookkeeping and the blob/context helpers."""
+
+    def __init__(self) -> None:
+        self._wakers: set[_Waker] = set()
+        self._wakers_lock = threading.Lock()
+
+    # Subclasses implement these.
+    @abc.abstractmethod
+    async def append(self, events: Sequence[Event]) -> list[int]:
+        ...
+
+    @abc.abstractmethod
+    def append_sync(self, events: Sequence[Event]) -> list[int]:
+        ...
+
+    @abc.abstractmethod
+    def iter_records(self, after: int = -1, chunk: int = 4096) -> Iterator[tuple[int, bytes]]:
+        ...
+
+    @abc.abstractmethod
+    def iter_events(self, after: int = -1) -> Iterator[StoredEvent]:
+        ...
+
+    @abc.abstractmethod
+    def read_trajectory(self, traj: str) -> list[StoredEvent]:
+        ...
+
+    @abc.abstractmethod
+    def get_blob_record(self, key: bytes) -> bytes | None:
+        ...
+
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        ...
+
+    # Shared.
+    async def subscribe_records(
+        self, after: int = -1, *, poll_interval: float = 0.05, chunk: int = 1024
+    ) -> AsyncIterator[tuple[int, bytes]]:
+        """Yield every (seq, record) with seq > ``after`` as it commits, forever, in order.
+
+        Appends in this process wake the subscriber at once; appends by another process are seen
+        by polling every ``poll_interval`` seconds. A consumer keeps its own position and passes
+        it back as ``after`` to resume.
+        """
+        waker = self._add_waker()
+        try:
+            position = after
+            while True:
+                # Clear before reading: a commit landing during the read sets it again.
+                waker.clear()
+                produced = False
+                for seq, record in self.iter_records(position, chunk=chunk):
+                    yield seq, record
+                    position = seq
+                    produced = True
+                if produced:
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(poll_interval):
+                        await waker.wait()
+        finally:
+            self._remove_waker(waker)
+
+    async def subscribe(self, after: int = -1, **options) -> AsyncIterator[StoredEvent]:
+        """Like :meth:`subscribe_records`, decoded."""
+        async for seq, record in self.subscribe_records(after, **options):
+            yield decode_record(seq, record)
+
+    def get_blob(self, key: bytes) -> bytes:
+        record = self.get_blob_record(key)
+        if record is None:
+            raise BlobMissingError(f"no blob {key.hex()}")
+        return parse_blob_record(record)[2]
+
+    def has_blob(self, key: bytes) -> bool:
+        return self.get_blob_record(key) is not None
+
+    def _add_waker(self) -> _Waker:
+        waker = _Waker()
+        with self._wakers_lock:
+            self._wakers.add(waker)
+        return waker
+
+    def _remove_waker(self, waker: _Waker) -> None:
+        with self._wakers_lock:
+            self._wakers.discard(waker)
+
+    def _notify_subscribers(self) -> None:
+        with self._wakers_lock:
+            wakers = list(self._wakers)
+        for waker in wakers:
+            waker.wake()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await asyncio.to_thread(self.close)
