@@ -129,8 +129,10 @@ def logprobs_for(spec: ReplySpec, k: int) -> list[tuple[str, float, dict[str, fl
     out = []
     for token in _tokens(spec.text):
         alts = {token: -0.05}
-        for j, alt in enumerate(("A", "B", "C", "D", "E")[: max(k - 1, 0)]):
-            alts.setdefault(f" {alt}", -2.0 - j)
+        for alt in (" A", " B", " C", " D", " E", " F"):
+            if len(alts) >= max(k, 1):
+                break
+            alts.setdefault(alt, -2.0 - len(alts))
         out.append((token, -0.05, alts))
     return out
 

@@ -1,0 +1,145 @@
+"""Cassette adapter: replies recorded by request hash in the store's reply cache, served back.
+
+``record`` mode wraps a real adapter: a cached reply is served without a call (so a crash never
+costs a second paid call), otherwise the inner adapter is called and its reply stored. ``replay``
+mode never touches the network: a miss is a ``ModelCallError(retry="no", kind="cassette_miss")``.
+
+Keys are :func:`cache_key` — the 32-byte ``request_hash`` of the *inner* model spec — so a run
+recorded with ``openai:gpt-4o`` replays as ``cassette:openai:gpt-4o``. Values are msgpack-encoded
+:class:`ModelReply` (:func:`encode_reply` / :func:`decode_reply`); the engine should use the same
+pair if it writes the cache itself.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from adapters.models.base import (
+    AdapterError,
+    AdapterOptions,
+    ModelAdapter,
+    ModelCallError,
+    ModelReply,
+    ModelRequest,
+    request_hash,
+)
+
+__all__ = [
+    "CassetteAdapter",
+    "ReplyCache",
+    "cache_key",
+    "create",
+    "decode_reply",
+    "encode_reply",
+]
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(ModelReply)
+
+
+@runtime_checkable
+class ReplyCache(Protocol):
+    """The slice of the store the cassette needs (``store.cache_get`` / ``store.cache_put``)."""
+
+    def cache_get(self, key: bytes) -> bytes | None: ...
+
+    async def cache_put(self, key: bytes, value: bytes) -> None: ...
+
+
+def cache_key(model: str, request: ModelRequest) -> bytes:
+    """The cache key of ``request`` sent to ``model`` (a ``provider:name`` spec)."""
+    return bytes.fromhex(request_hash(model, request))
+
+
+def encode_reply(reply: ModelReply) -> bytes:
+    """A reply as cache bytes."""
+    return _encoder.encode(reply)
+
+
+def decode_reply(data: bytes) -> ModelReply:
+    """Cache bytes back to a reply."""
+    return _decoder.decode(data)
+
+
+class CassetteAdapter:
+    """Serves replies from a :class:`ReplyCache`; in ``record`` mode, fills it from ``inner``.
+
+    Args:
+        model: the recorded model's spec, e.g. ``openai:gpt-4o`` (part of every key).
+        cache: the reply cache; may be attached later with :meth:`attach`.
+        mode: ``replay`` (cache only) or ``record`` (cache, else ``inner``).
+        inner: the real adapter, required for ``record``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        cache: ReplyCache | None = None,
+        mode: Literal["record", "replay"] = "replay",
+        inner: ModelAdapter | None = None,
+    ) -> None:
+        if mode not in ("record", "replay"):
+            raise AdapterError(f"cassette mode must be 'record' or 'replay', got {mode!r}")
+        if mode == "record" and inner is None:
+            raise AdapterError("cassette record mode needs the adapter to record (inner)")
+        self.model = model
+        self.mode = mode
+        self.inner = inner
+        self._cache = cache
+        self.name = f"cassette:{model}"
+        # Replays share no remote limits; recording goes through the real endpoint's limits.
+        self.connection_key = inner.connection_key if inner is not None else self.name
+        self.hits = 0
+        self.misses = 0
+
+    def attach(self, cache: ReplyCache) -> None:
+        """Give the adapter its cache (when the store is opened after the adapter is built)."""
+        self._cache = cache
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        """The recorded reply, or (record mode) a fresh one that is then recorded."""
+        if self._cache is None:
+            raise AdapterError(f"{self.name}: no reply cache attached; call attach(store) first")
+        key = cache_key(self.model, request)
+        data = self._cache.cache_get(key)
+        if data is not None:
+            self.hits += 1
+            return decode_reply(data)
+        self.misses += 1
+        if self.mode == "replay" or self.inner is None:
+            raise ModelCallError(
+                f"{self.name}: no recorded reply for request {key.hex()[:16]}…; record it first "
+                f"(cassette record mode) or run against the real model",
+                retry="no",
+                kind="cassette_miss",
+            )
+        reply = await self.inner.generate(request)
+        await self._cache.cache_put(key, encode_reply(reply))
+        return reply
+
+    async def aclose(self) -> None:
+        """Close the inner adapter, if any."""
+        if self.inner is not None:
+            await self.inner.aclose()
+
+
+def create(model: str, options: AdapterOptions) -> CassetteAdapter:
+    """Registry entry point: ``cassette:PROVIDER:MODEL`` (replay; attach the store's cache).
+
+    ``options.extra["cassette_mode"] == "record"`` wraps the real ``PROVIDER:MODEL`` adapter,
+    built through the registry with the same options.
+    """
+    mode = options.extra.get("cassette_mode", "replay")
+    inner = None
+    if mode == "record":
+        # Through the registry, not a direct import: adapters never import one another.
+        from adapters.models.registry import create_adapter
+
+        inner_options = msgspec.structs.replace(
+            options, extra={k: v for k, v in options.extra.items() if k != "cassette_mode"}
+        )
+        inner = create_adapter(model, inner_options)
+    return CassetteAdapter(model, mode=mode, inner=inner)

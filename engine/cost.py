@@ -1,0 +1,114 @@
+"""Token usage per model, and an optional price table that turns it into a cost line.
+
+The price table comes from the run config, e.g.::
+
+    prices:
+      "openai:gpt-4o": {input_per_mtok: 2.5, output_per_mtok: 10}
+      "gemini:*":      {input_per_mtok: 0.3, output_per_mtok: 2.5}
+
+Keys match a model spec exactly, then as a glob (longest pattern wins). No table, or no matching
+entry, means the cost is unknown — reported as such, never guessed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from adapters.models.base import Usage
+
+__all__ = ["CostLine", "Price", "PriceTable", "UsageTally", "format_cost_lines"]
+
+
+class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Price of one model per million tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+class PriceTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Model spec (or glob) → price."""
+
+    prices: dict[str, Price] = {}
+    currency: str = "USD"
+
+    @classmethod
+    def from_config(cls, prices: Mapping[str, Any] | None, currency: str = "USD") -> PriceTable:
+        """Build from the config's plain mapping; a malformed entry raises ``msgspec.ValidationError``."""
+        return msgspec.convert({"prices": dict(prices or {}), "currency": currency}, cls)
+
+    def lookup(self, model: str) -> Price | None:
+        """The price for ``model`` (exact key first, then the longest matching glob)."""
+        if model in self.prices:
+            return self.prices[model]
+        matches = [k for k in self.prices if fnmatch.fnmatchcase(model, k)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+
+class CostLine(msgspec.Struct, frozen=True):
+    """Usage and cost of one model in a run."""
+
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    """``None`` when the price table has no entry for the model."""
+    currency: str = "USD"
+
+
+class UsageTally:
+    """Accumulates usage per model as steps complete (or as the log is read back)."""
+
+    def __init__(self) -> None:
+        self._totals: dict[str, list[int]] = {}
+
+    def add(self, model: str, usage: Usage) -> None:
+        """Count one call's usage."""
+        totals = self._totals.setdefault(model, [0, 0, 0])
+        totals[0] += 1
+        totals[1] += usage.input_tokens
+        totals[2] += usage.output_tokens
+
+    def lines(self, table: PriceTable | None = None) -> list[CostLine]:
+        """One line per model, sorted by model."""
+        out = []
+        for model in sorted(self._totals):
+            calls, tin, tout = self._totals[model]
+            price = table.lookup(model) if table is not None else None
+            cost = (
+                (tin * price.input_per_mtok + tout * price.output_per_mtok) / 1e6
+                if price is not None
+                else None
+            )
+            out.append(
+                CostLine(
+                    model=model,
+                    calls=calls,
+                    input_tokens=tin,
+                    output_tokens=tout,
+                    cost=cost,
+                    currency=table.currency if table is not None else "USD",
+                )
+            )
+        return out
+
+
+def format_cost_lines(lines: Iterable[CostLine]) -> str:
+    """The run summary's cost lines, plus a total when every model was priced."""
+    lines = list(lines)
+    rows = []
+    for line in lines:
+        cost = f"{line.cost:.4f} {line.currency}" if line.cost is not None else "cost unknown"
+        rows.append(
+            f"{line.model}: {line.calls} calls, {line.input_tokens:,} in / "
+            f"{line.output_tokens:,} out tokens, {cost}"
+        )
+    if lines and all(line.cost is not None for line in lines):
+        total = sum(line.cost or 0.0 for line in lines)
+        rows.append(f"total: {total:.4f} {lines[0].currency}")
+    return "\n".join(rows)

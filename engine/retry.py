@@ -1,0 +1,167 @@
+"""The engine's retry loop around one model call: classified faults, jittered backoff, Retry-After.
+
+Adapters classify each failure (``ModelCallError.retry``: ``no`` | ``transient`` | ``rate_limit``);
+:func:`call_with_retries` decides what to do about it. ``no`` is raised at once; the others are
+retried up to ``max_attempts`` with jittered exponential backoff, or exactly the server's
+Retry-After (plus a little jitter) when it named one. Every retried fault is reported to
+``on_failure`` before the wait, so the caller can record a ``CallFailed`` event.
+
+Randomness and waiting are injected (``rng``, ``sleep``) — nothing here reads the wall clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from adapters.models.base import ModelAdapter, ModelCallError, ModelReply, ModelRequest
+from engine.limits import ConnectionLimiter, Sleep, estimate_tokens
+
+__all__ = ["DEFAULT_POLICY", "CallFailedInfo", "OnFailure", "RetryPolicy", "call_with_retries"]
+
+
+class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How hard to try one call."""
+
+    max_attempts: int = 6
+    """Attempts in total, the first included."""
+    base_delay_s: float = 1.0
+    multiplier: float = 2.0
+    max_delay_s: float = 60.0
+    jitter: float = 0.5
+    """Fraction of each backoff that is random: the delay is drawn from [(1 - jitter) d, d]."""
+    rate_limit_multiplier: float = 2.0
+    """A 429 with no Retry-After waits this much longer than a plain transient fault."""
+    retry_after_jitter_s: float = 0.25
+    """Added (uniformly 0..this) to a server's Retry-After, so callers told the same instant
+    do not all return together."""
+    max_retry_after_s: float = 600.0
+    """A Retry-After beyond this (a daily quota, say) gives up instead of waiting."""
+    call_timeout_s: float | None = 300.0
+    """Bound on one attempt, on top of the adapter's own HTTP timeout."""
+
+    def backoff_s(self, attempt: int, error: ModelCallError, rng: random.Random) -> float | None:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based); ``None`` = give up."""
+        if error.retry_after is not None:
+            if error.retry_after > self.max_retry_after_s:
+                return None
+            return error.retry_after + rng.uniform(0.0, self.retry_after_jitter_s)
+        delay = self.base_delay_s * self.multiplier ** (attempt - 1)
+        if error.retry == "rate_limit":
+            delay *= self.rate_limit_multiplier
+        delay = min(delay, self.max_delay_s)
+        return delay * (1.0 - self.jitter + self.jitter * rng.random())
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+class CallFailedInfo(msgspec.Struct, frozen=True):
+    """One retried fault: what the engine records as a ``CallFailed`` event."""
+
+    model: str
+    """The adapter's spec, e.g. ``openai:gpt-4o``."""
+    attempt: int
+    """Which attempt failed (1-based)."""
+    kind: str
+    """The adapter's label: ``http_429``, ``timeout``, ``connection_reset`` …"""
+    retry: str
+    """``transient`` or ``rate_limit``."""
+    status: int | None
+    retry_after: float | None
+    """What the server asked for, if it did."""
+    delay_s: float
+    """How long the engine waits before the next attempt."""
+    message: str
+    """The error text (keys already redacted by the adapter)."""
+
+
+OnFailure = Callable[[CallFailedInfo], Awaitable[None]]
+
+
+async def _attempt(
+    adapter: ModelAdapter, request: ModelRequest, timeout_s: float | None
+) -> ModelReply:
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await adapter.generate(request)
+    except TimeoutError:
+        # Adapters turn their own timeouts into ModelCallError, so this is the engine's bound.
+        raise ModelCallError(
+            f"{adapter.name}: no reply within the per-call timeout of {timeout_s:g} s",
+            retry="transient",
+            kind="call_timeout",
+        ) from None
+
+
+async def call_with_retries(
+    adapter: ModelAdapter,
+    request: ModelRequest,
+    *,
+    rng: random.Random,
+    policy: RetryPolicy = DEFAULT_POLICY,
+    on_failure: OnFailure | None = None,
+    sleep: Sleep = asyncio.sleep,
+    limiter: ConnectionLimiter | None = None,
+    estimated_tokens: int | None = None,
+) -> ModelReply:
+    """Call ``adapter.generate(request)`` until it succeeds or the policy gives up.
+
+    Args:
+        adapter: the model.
+        request: what to ask.
+        rng: the seeded source of jitter (e.g. the trajectory's context rng).
+        policy: attempts, backoff and timeouts.
+        on_failure: awaited with a :class:`CallFailedInfo` for each fault that will be retried,
+            before the wait.
+        sleep: how to wait (``asyncio.sleep``; a fake in tests). The limiter has its own.
+        limiter: if given, each attempt holds one of its slots; 429s and successes are reported
+            to it and the tokens/min charge is corrected with the reply's usage.
+        estimated_tokens: the tokens/min charge per attempt (default: :func:`estimate_tokens`).
+
+    Returns:
+        The reply of the first successful attempt.
+
+    Raises:
+        ModelCallError: a fault classified ``no``, or the last fault once attempts (or the
+            Retry-After ceiling) ran out; a note on the exception says how many attempts were made.
+    """
+    tokens = estimated_tokens if estimated_tokens is not None else estimate_tokens(request)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            if limiter is None:
+                return await _attempt(adapter, request, policy.call_timeout_s)
+            async with limiter.slot(tokens) as permit:
+                reply = await _attempt(adapter, request, policy.call_timeout_s)
+                permit.used = reply.usage.input_tokens + reply.usage.output_tokens or None
+            limiter.on_success()
+            return reply
+        except ModelCallError as exc:
+            error = exc
+        if limiter is not None and error.retry == "rate_limit":
+            limiter.on_rate_limited(error.retry_after)
+        if error.retry == "no":
+            raise error
+        delay = policy.backoff_s(attempt, error, rng) if attempt < policy.max_attempts else None
+        if delay is None:
+            error.add_note(f"gave up after {attempt} attempt(s)")
+            raise error
+        if on_failure is not None:
+            await on_failure(
+                CallFailedInfo(
+                    model=adapter.name,
+                    attempt=attempt,
+                    kind=error.kind,
+                    retry=error.retry,
+                    status=error.status,
+                    retry_after=error.retry_after,
+                    delay_s=delay,
+                    message=str(error),
+                )
+            )
+        await sleep(delay)

@@ -1,0 +1,181 @@
+"""Every fault class, per adapter: classification, and what the engine's retry loop does with it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from adapters.models.base import ModelCallError
+from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
+from tests.adapters.models.conftest import KEY_ENVS, KEYS, PROVIDERS, vaot_request
+from tests.fakes.faults import FaultPlan
+
+pytestmark = pytest.mark.asyncio
+
+RETRY_AFTER = 7
+
+# fault → (retry, kind, retry_after)
+GENERIC = {
+    "429": ("rate_limit", "http_429", None),
+    "429_retry_after": ("rate_limit", "http_429", RETRY_AFTER),
+    "429_retry_after_date": ("rate_limit", "http_429", RETRY_AFTER),
+    "500": ("transient", "http_500", None),
+    "502": ("transient", "http_502", None),
+    "503": ("transient", "http_503", None),
+    "504": ("transient", "http_504", None),
+    "reset": ("transient", "connection_reset", None),
+    "truncated": ("transient", "truncated", None),
+    "non_json": ("transient", "bad_json", None),
+    "partial_json": ("transient", "bad_json", None),
+    "timeout": ("transient", "timeout", None),
+    "context_length": ("no", "context_length", None),
+    "400": ("no", "bad_request", None),
+    "401": ("no", "auth", None),
+    "403": ("no", "auth", None),
+    "404": ("no", "not_found", None),
+}
+SPECIFIC = {
+    "openai": {"content_filter": ("no", "safety_block", None)},
+    "gemini": {
+        "safety_block": ("no", "safety_block", None),
+        "finish_safety": ("no", "safety_block", None),
+        "empty_candidates": ("transient", "empty_reply", None),
+    },
+    "anthropic": {
+        "overloaded": ("transient", "http_529", None),
+        "refusal": ("no", "safety_block", None),
+    },
+}
+CASES = [(p, f, *want) for p in PROVIDERS for f, want in {**GENERIC, **SPECIFIC[p]}.items()]
+
+
+@pytest.mark.parametrize(("provider", "fault", "retry", "kind", "retry_after"), CASES)
+async def test_fault_is_classified(serve, provider, fault, retry, kind, retry_after) -> None:
+    server, adapter = await serve(
+        provider,
+        faults=FaultPlan([fault]),
+        retry_after_s=RETRY_AFTER,
+        hang_s=5.0,
+        adapter_options={"timeout_s": 0.2},
+    )
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(vaot_request())
+    error = info.value
+    assert (error.retry, error.kind, error.retry_after) == (retry, kind, retry_after), str(error)
+    assert server.requests[0].fault == fault
+    text = str(error)
+    assert KEYS[provider] not in text and KEYS[provider] not in repr(error.args)
+    if kind == "auth":
+        assert KEY_ENVS[provider] in text  # names the variable, never its value
+    if kind == "context_length":
+        assert "context window" in text
+
+
+class FakeSleep:
+    """Records requested delays instead of waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_retries_honour_retry_after_then_succeed(serve, provider) -> None:
+    server, adapter = await serve(
+        provider,
+        faults=FaultPlan(["429_retry_after", "503", "429_retry_after_date", "reset"]),
+        retry_after_s=RETRY_AFTER,
+    )
+    sleep = FakeSleep()
+    failures: list[CallFailedInfo] = []
+
+    async def on_failure(info: CallFailedInfo) -> None:
+        failures.append(info)
+
+    policy = RetryPolicy(base_delay_s=1.0, multiplier=2.0, jitter=0.5, retry_after_jitter_s=0.25)
+    reply = await call_with_retries(
+        adapter,
+        vaot_request(),
+        policy=policy,
+        rng=random.Random(1),
+        on_failure=on_failure,
+        sleep=sleep,
+    )
+    assert reply.text
+    assert [f.kind for f in failures] == ["http_429", "http_503", "http_429", "connection_reset"]
+    assert [f.attempt for f in failures] == [1, 2, 3, 4]
+    d = sleep.delays
+    assert RETRY_AFTER <= d[0] <= RETRY_AFTER + 0.25
+    assert 1.0 <= d[1] <= 2.0  # attempt 2: base 2 s, half of it jittered
+    assert RETRY_AFTER <= d[2] <= RETRY_AFTER + 0.25
+    assert 4.0 <= d[3] <= 8.0
+    assert [f.delay_s for f in failures] == d
+    # Five requests reached the server, the same body each time, and only the last was answered.
+    assert [r.ok for r in server.requests] == [False] * 4 + [True]
+    assert len({r.body_sha256 for r in server.requests}) == 1
+    assert server.duplicated() == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("fault", ["400", "401", "403", "404", "context_length"])
+async def test_no_retry_on_4xx_other_than_429(serve, provider, fault) -> None:
+    server, adapter = await serve(provider, faults=FaultPlan([fault]))
+    sleep = FakeSleep()
+    failures: list[CallFailedInfo] = []
+
+    async def on_failure(info: CallFailedInfo) -> None:
+        failures.append(info)
+
+    with pytest.raises(ModelCallError) as info:
+        await call_with_retries(
+            adapter, vaot_request(), rng=random.Random(0), on_failure=on_failure, sleep=sleep
+        )
+    assert info.value.retry == "no"
+    assert len(server.requests) == 1
+    assert sleep.delays == [] and failures == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_gives_up_after_max_attempts(serve, provider) -> None:
+    server, adapter = await serve(provider, faults=FaultPlan(["500", "502", "503", "504"]))
+    sleep = FakeSleep()
+    with pytest.raises(ModelCallError) as info:
+        await call_with_retries(
+            adapter,
+            vaot_request(),
+            policy=RetryPolicy(max_attempts=3),
+            rng=random.Random(0),
+            sleep=sleep,
+        )
+    assert info.value.kind == "http_503"
+    assert "gave up after 3 attempt(s)" in info.value.__notes__[0]
+    assert len(server.requests) == 3 and len(sleep.delays) == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_random_faults_all_recovered(serve, provider) -> None:
+    """Against a 30% fault rate every call still completes, and no request is answered twice."""
+    server, adapter = await serve(provider, faults=FaultPlan(rate=0.3, seed=5))
+    sleep = FakeSleep()
+    failures: list[CallFailedInfo] = []
+
+    async def on_failure(info: CallFailedInfo) -> None:
+        failures.append(info)
+
+    policy = RetryPolicy(max_attempts=10)
+    for n in range(20):
+        request = vaot_request(temperature=n / 20)
+        await call_with_retries(
+            adapter,
+            request,
+            policy=policy,
+            rng=random.Random(n),
+            on_failure=on_failure,
+            sleep=sleep,
+        )
+    assert len(server.ok_requests()) == 20
+    assert server.duplicated() == []
+    assert len(failures) == sum(1 for r in server.requests if r.fault) > 0

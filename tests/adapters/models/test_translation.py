@@ -1,0 +1,186 @@
+"""Request and reply translation of each adapter, checked against what the fake server received."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from adapters.models.base import ToolCall
+from tests.adapters.models.conftest import KEYS, image, vaot_request
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_openai_request_shape(serve) -> None:
+    server, adapter = await serve(
+        "openai", adapter_options={"detail": "low", "extra": {"top_k": 5}}
+    )
+    request = vaot_request(temperature=0.2, seed=7, stop=("Final Answer:",), extra={"min_p": 0.1})
+    reply = await adapter.generate(request)
+    assert reply.text.startswith("Step")
+    (seen,) = server.requests
+    assert seen.ok, seen.problems
+    assert seen.headers["Authorization"] == f"Bearer {KEYS['openai']}"
+    body = seen.body
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "user"]
+    assert body["messages"][0]["content"] == "You solve visual puzzles step by step."
+    assert body["messages"][2]["content"] == "Step 1 (Text): zoom on the bars."
+    parts = body["messages"][1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url", "image_url"]
+    assert parts[1]["image_url"]["url"] == f"data:image/png;base64,{image(1).b64}"
+    assert parts[2]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert parts[1]["image_url"]["detail"] == "low"
+    assert body["max_tokens"] == 2048 and "max_completion_tokens" not in body
+    assert (body["temperature"], body["seed"], body["stop"]) == (0.2, 7, ["Final Answer:"])
+    assert (body["top_k"], body["min_p"]) == (5, 0.1)
+
+
+async def test_openai_max_completion_tokens_field(serve) -> None:
+    server, adapter = await serve(
+        "openai", adapter_options={"max_tokens_field": "max_completion_tokens"}
+    )
+    await adapter.generate(vaot_request(max_tokens=99))
+    body = server.requests[0].body
+    assert body["max_completion_tokens"] == 99 and "max_tokens" not in body
+
+
+async def test_openai_reply_with_logprobs_and_usage(serve) -> None:
+    server, adapter = await serve("openai", replies=["Final Answer: B"])
+    reply = await adapter.generate(vaot_request(logprobs=True, top_logprobs=3))
+    assert reply.text == "Final Answer: B"
+    assert reply.finish_reason == "stop"
+    assert reply.usage.output_tokens == 3 and reply.usage.input_tokens > 3 * 85
+    assert len(reply.top_logprobs) == 3
+    last = reply.top_logprobs[-1]
+    assert last[" B"] == pytest.approx(-0.05) and len(last) == 3
+    assert server.requests[0].body["top_logprobs"] == 3
+
+
+async def test_openai_tool_calls(serve) -> None:
+    call = {"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [1, 2, 3, 4]}, "id": "c1"}
+    _, adapter = await serve("openai", replies=[{"text": "", "tool_calls": [call]}])
+    reply = await adapter.generate(vaot_request())
+    assert reply.finish_reason == "tool_calls"
+    assert reply.tool_calls == (
+        ToolCall(name="image_zoom_in_tool", arguments='{"bbox_2d":[1,2,3,4]}', id="c1"),
+    )
+
+
+async def test_openai_local_server_needs_no_key(monkeypatch) -> None:
+    from adapters.models.base import AdapterOptions
+    from adapters.models.openai import create
+    from tests.fakes.openai_server import FakeOpenAI
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with FakeOpenAI() as server:
+        adapter = create("m", AdapterOptions(base_url=server.base_url))
+        try:
+            assert "Authorization" not in adapter._client._headers
+        finally:
+            await adapter.aclose()
+
+
+async def test_gemini_request_shape(serve) -> None:
+    server, adapter = await serve("gemini")
+    request = vaot_request(temperature=0.0, seed=3, stop=("END",), logprobs=True, top_logprobs=2)
+    reply = await adapter.generate(request)
+    (seen,) = server.requests
+    assert seen.ok, seen.problems
+    assert seen.path == "/v1beta/models/test-model:generateContent"
+    assert seen.headers["x-goog-api-key"] == KEYS["gemini"]
+    assert KEYS["gemini"] not in seen.path
+    body = seen.body
+    assert body["systemInstruction"] == {
+        "parts": [{"text": "You solve visual puzzles step by step."}]
+    }
+    assert [c["role"] for c in body["contents"]] == ["user", "model", "user"]
+    first = body["contents"][0]["parts"]
+    assert first[0] == {"text": "Which bar is longer? (A) left (B) right"}
+    assert first[1]["inline_data"] == {"mime_type": "image/png", "data": image(1).b64}
+    assert first[2]["inline_data"]["mime_type"] == "image/jpeg"
+    assert body["generationConfig"] == {
+        "maxOutputTokens": 2048,
+        "temperature": 0.0,
+        "seed": 3,
+        "stopSequences": ["END"],
+        "responseLogprobs": True,
+        "logprobs": 2,
+    }
+    assert reply.top_logprobs and all(len(step) <= 2 for step in reply.top_logprobs)
+    assert reply.usage.input_tokens > 0 and reply.usage.output_tokens > 0
+
+
+async def test_gemini_tool_calls(serve) -> None:
+    call = {"name": "zoom", "arguments": {"box": [1, 2, 3, 4]}}
+    _, adapter = await serve("gemini", replies=[{"tool_calls": [call]}])
+    reply = await adapter.generate(vaot_request())
+    assert reply.tool_calls[0].name == "zoom"
+    assert msgspec.json.decode(reply.tool_calls[0].arguments) == {"box": [1, 2, 3, 4]}
+    assert reply.finish_reason == "tool_calls"
+
+
+async def test_anthropic_request_shape(serve) -> None:
+    server, adapter = await serve("anthropic")
+    reply = await adapter.generate(vaot_request(temperature=0.5, seed=1, stop=("END",)))
+    (seen,) = server.requests
+    assert seen.ok, seen.problems
+    assert seen.headers["x-api-key"] == KEYS["anthropic"]
+    assert seen.headers["anthropic-version"] == "2023-06-01"
+    body = seen.body
+    assert body["system"] == "You solve visual puzzles step by step."
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    blocks = body["messages"][0]["content"]
+    assert [b["type"] for b in blocks] == ["text", "image", "image"]
+    assert blocks[1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": image(1).b64,
+    }
+    assert (body["max_tokens"], body["temperature"], body["stop_sequences"]) == (2048, 0.5, ["END"])
+    assert "seed" not in body  # the Messages API has none
+    assert reply.finish_reason == "stop" and reply.usage.input_tokens >= 3 * 1600
+
+
+@pytest.mark.parametrize(
+    ("spec", "finish"),
+    [
+        ({"text": "cut", "finish_reason": "length"}, "length"),
+        ({"text": "x", "finish_reason": "stop_sequence"}, "stop"),
+    ],
+)
+async def test_anthropic_stop_reasons(serve, spec, finish) -> None:
+    _, adapter = await serve("anthropic", replies=[spec])
+    assert (await adapter.generate(vaot_request())).finish_reason == finish
+
+
+async def test_anthropic_tool_use(serve) -> None:
+    call = {"name": "zoom", "arguments": {"box": [1, 2, 3, 4]}, "id": "toolu_1"}
+    _, adapter = await serve("anthropic", replies=[{"text": "Zooming.", "tool_calls": [call]}])
+    reply = await adapter.generate(vaot_request())
+    assert reply.text == "Zooming." and reply.finish_reason == "tool_calls"
+    assert reply.tool_calls[0].id == "toolu_1"
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_default_reply_is_vaot_shaped(serve, provider) -> None:
+    from adapters.models.base import Message, ModelRequest, TextPart
+
+    _, adapter = await serve(provider)
+    first = ModelRequest(messages=(Message("user", (TextPart("Question (A) or (B)?"), image(1))),))
+    step1 = await adapter.generate(first)
+    assert "Step 1 (Action Description)" in step1.text and '"action"' in step1.text
+    step2 = await adapter.generate(vaot_request())
+    assert "Final Answer: A" in step2.text
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_fake_server_rejects_invalid_image(serve, provider) -> None:
+    from adapters.models.base import ImagePart, Message, ModelCallError, ModelRequest
+
+    server, adapter = await serve(provider)
+    bad = ModelRequest(messages=(Message("user", (ImagePart(sha="0" * 64, b64="not base64!!"),)),))
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(bad)
+    assert info.value.retry == "no" and info.value.status == 400
+    assert "base64" in str(info.value)
+    assert server.requests[0].problems
