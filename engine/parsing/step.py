@@ -17,7 +17,7 @@ from engine.parsing.think import split_think
 __all__ = ["parse_step"]
 
 _CONVENTIONS = ("xyxy", "yxyx")
-_NOISE_LINE = re.compile(r"^[\s*_#>=~`\-]*$")
+_NOISE_LINE = re.compile(r"^[\s*_#>=~\-]*$")  # emphasis or rules left behind by a cut
 _HINTS = (
     (re.compile(r"<\s*tool_call\s*>", re.I), {"deepeyes", "qwen3vl", "openai"}, "<tool_call> blocks",
      "deepeyes, qwen3vl or openai"),
@@ -72,8 +72,20 @@ def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
         start = max(start, pos)
         if end <= start:
             continue
-        pieces.append(text[pos:start])
-        pieces.append("\n")
+        # A span inside a sentence leaves one space; one that starts or ends a line, a break.
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        inline = (
+            text[line_start:start].strip()
+            and text[end : len(text) if line_end < 0 else line_end].strip()
+        )
+        if inline:
+            pieces.append(text[pos:start].rstrip(" \t") + " ")
+            while end < len(text) and text[end] in " \t":
+                end += 1
+        else:
+            pieces.append(text[pos:start])
+            pieces.append("\n")
         pos = end
     pieces.append(text[pos:])
     return "".join(pieces)
@@ -120,7 +132,8 @@ def _parse(
     cuts = list(ext.spans)
     answer = find_final_answer(rest)
     if answer is not None:
-        cuts.append((answer.start, answer.end))
+        if answer.source != "boxed":  # \boxed{} sits inside a sentence of the reasoning
+            cuts.append((answer.start, answer.end))
         flags.add("final_answer")
         flags.update(
             {"boxed": {"boxed_answer"}, "answer_tag": {"answer_tag"}}.get(answer.source, set())
@@ -163,8 +176,8 @@ def _parse(
             notes.extend(more)
         if action is None:
             flags.add("invalid_action")
-            if not any(n.startswith("invalid action") for n in notes):
-                notes.append("invalid action: could not be converted")
+            if cand.vaot is None:  # the dialect's last note says why it could not convert
+                notes[-1:] = [f"invalid action: {notes[-1] if notes else 'could not be converted'}"]
         else:
             actions.append(action)
             sources.append(cand.source)

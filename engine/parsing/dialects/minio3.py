@@ -65,6 +65,10 @@ def parse(
         if bbox is None:
             cand.warnings.append(f"{what}: missing bbox_2d")
             continue
+        if isinstance(bbox, list) and any(isinstance(v, int | float) and v > 1 for v in bbox):
+            cand.warnings.append(
+                f"{what}: bbox_2d values above 1; Mini-o3 boxes are relative [0, 1]"
+            )
         box = scaled_box(bbox, 1000.0, 1000.0, what, cand.warnings)
         if box is not None:
             cand.vaot = {"type": "zoom", "target": box}

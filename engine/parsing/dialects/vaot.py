@@ -28,7 +28,6 @@ EXPRESSES = frozenset(
 
 _Q = "[\"'“”‘’]?"
 _RELEVANT = re.compile(rf"{_Q}(?:action|actions|type|target){_Q}\s*[:=]", re.IGNORECASE)
-_NOT_JSON_LANGS = {"python", "py", "bash", "sh", "latex", "tex", "text", "markdown", "md"}
 
 
 def _interpret(value: Any, convention: str, out: Extraction, what: str) -> int:
@@ -105,36 +104,35 @@ def parse(
     blocks_with_actions = 0
     fences = fenced_blocks(text)
     for n, fence in enumerate(fences, 1):
-        if fence.lang in _NOT_JSON_LANGS or not _RELEVANT.search(fence.body):
+        if not _RELEVANT.search(fence.body):
             continue
         what = f"JSON block {n}"
-        if not fence.closed:
-            out.warnings.append(f"{what}: code fence never closed")
-        warnings: list[str] = []
+        # Models label JSON as python or leave the fence bare; only a fence that yields actions,
+        # or is labelled JSON, is reported on.
+        meant_as_json = fence.lang.startswith("json") or fence.lang == ""
+        warnings: list[str] = [] if fence.closed else [f"{what}: code fence never closed"]
         flags: list[str] = []
         value = decode_block(fence.body, what, warnings, flags)
-        inner: list[Block] = []
+        found = _interpret(value, convention, out, what) if value is not None else 0
         if value is None:
-            # Prose or two objects inside one fence: look for objects within it.
+            # Prose, or two objects, inside one fence: look for objects within it.
             inner = bare_json_blocks(fence.body, _RELEVANT)
             if inner:
-                warnings.clear()
-        found = 0
-        if value is not None:
-            found = _interpret(value, convention, out, what)
-        for b in inner:
-            v = decode_block(b.body, what, warnings, flags)
-            if v is not None:
-                found += _interpret(v, convention, out, what)
-        out.warnings.extend(warnings)
-        out.flags.extend(flags)
-        if found or value is not None or inner:
+                warnings = [w for w in warnings if "could not read JSON" not in w]
+            for b in inner:
+                v = decode_block(b.body, what, warnings, flags)
+                found += _interpret(v, convention, out, what) if v is not None else 0
+        holds_block = isinstance(value, dict) and ("action" in value or "actions" in value)
+        if found or holds_block:
             out.spans.append((fence.start, fence.end))
         if found:
             blocks_with_actions += 1
-            out.flags.append("fenced_json")
-        elif value is not None and "action" not in str(value)[:200]:
-            out.warnings.append(f"{what}: holds no action; ignored")
+            flags.append("fenced_json")
+        elif meant_as_json and value is not None and not holds_block:
+            warnings.append(f"{what}: holds no action; ignored")
+        if found or holds_block or meant_as_json:
+            out.warnings.extend(warnings)
+            out.flags.extend(flags)
     outside = _blank(text, fences)
     for n, block in enumerate(bare_json_blocks(outside, _RELEVANT), 1):
         what = f"unfenced JSON {n}"
