@@ -58,8 +58,9 @@ def make_sample(family: str, index: int, seed: int = 0) -> Sample:
     )
 
 
-def generate(n_per_family: int = 20, seed: int = 0,
-             families: Iterable[str] | None = None) -> list[Sample]:
+def generate(
+    n_per_family: int = 20, seed: int = 0, families: Iterable[str] | None = None
+) -> list[Sample]:
     """``n_per_family`` samples of each family (all families by default), family by family."""
     if n_per_family < 0:
         raise DatasetError(f"n_per_family must be >= 0, got {n_per_family}")
@@ -81,8 +82,9 @@ def _family(name: str) -> Family:
 class SyntheticLoader:
     """A :class:`~adapters.datasets.base.DatasetLoader` over :func:`generate` (drawn on first use)."""
 
-    def __init__(self, n_per_family: int = 20, seed: int = 0,
-                 families: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, n_per_family: int = 20, seed: int = 0, families: Sequence[str] | None = None
+    ) -> None:
         self.n_per_family = n_per_family
         self.seed = seed
         self.families = tuple(families) if families is not None else tuple(FAMILIES)
@@ -100,5 +102,7 @@ class SyntheticLoader:
         return []
 
     def __repr__(self) -> str:
-        return (f"SyntheticLoader(n_per_family={self.n_per_family}, seed={self.seed}, "
-                f"families={list(self.families)!r})")
+        return (
+            f"SyntheticLoader(n_per_family={self.n_per_family}, seed={self.seed}, "
+            f"families={list(self.families)!r})"
+        )

@@ -23,7 +23,6 @@ __all__ = [
     "derive_seed",
     "encode_png",
     "gradient",
-    "options_text",
     "pad_box",
     "shaded_sphere",
     "soft_shadow",
@@ -64,8 +63,9 @@ def derive_seed(seed: int, family: str, index: int) -> int:
     return int.from_bytes(digest.digest(), "big") >> 1
 
 
-def gradient(top: tuple[int, int, int], bottom: tuple[int, int, int], height: int = SIZE,
-             width: int = SIZE) -> np.ndarray:
+def gradient(
+    top: tuple[int, int, int], bottom: tuple[int, int, int], height: int = SIZE, width: int = SIZE
+) -> np.ndarray:
     """A vertical colour gradient as a float32 (H, W, 3) array."""
     t = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
     column = (1 - t) * np.asarray(top, np.float32) + t * np.asarray(bottom, np.float32)
@@ -94,18 +94,15 @@ def pad_box(x1: float, y1: float, x2: float, y2: float, pad: float, size: int = 
     )
 
 
-def options_text(choices: tuple[str, ...]) -> str:
-    return "Options: " + ", ".join(choices) + "."
-
-
 _LIGHT = np.array([-0.45, -0.65, 0.62], np.float32)
 _LIGHT /= np.linalg.norm(_LIGHT)
 _HALF = _LIGHT + np.array([0.0, 0.0, 1.0], np.float32)
 _HALF /= np.linalg.norm(_HALF)
 
 
-def shaded_sphere(arr: np.ndarray, cx: float, cy: float, r: float,
-                  rgb: tuple[int, int, int]) -> None:
+def shaded_sphere(
+    arr: np.ndarray, cx: float, cy: float, r: float, rgb: tuple[int, int, int]
+) -> None:
     """Paint a Lambert + specular shaded sphere into ``arr`` in place (anti-aliased edge)."""
     h, w = arr.shape[:2]
     x0, x1 = max(0, int(cx - r - 2)), min(w, int(cx + r + 3))
@@ -125,8 +122,9 @@ def shaded_sphere(arr: np.ndarray, cx: float, cy: float, r: float,
     patch[...] = patch * (1 - alpha) + np.minimum(colour, 255.0) * alpha
 
 
-def soft_shadow(arr: np.ndarray, cx: float, cy: float, rx: float, ry: float,
-                strength: float = 0.35) -> None:
+def soft_shadow(
+    arr: np.ndarray, cx: float, cy: float, rx: float, ry: float, strength: float = 0.35
+) -> None:
     """Darken a soft-edged ellipse in place (a contact shadow on the floor)."""
     h, w = arr.shape[:2]
     x0, x1 = max(0, int(cx - rx * 1.4)), min(w, int(cx + rx * 1.4) + 1)

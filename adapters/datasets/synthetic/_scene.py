@@ -26,8 +26,14 @@ BALL_COLOURS = {
     "purple": (130, 60, 190),
 }
 # No yellow: the relation family's anchor is the one yellow thing in the scene.
-_BIG = ((190, 60, 50), (70, 120, 190), (90, 160, 100), (150, 150, 160), (160, 90, 170),
-        (60, 150, 150))
+_BIG = (
+    (190, 60, 50),
+    (70, 120, 190),
+    (90, 160, 100),
+    (150, 150, 160),
+    (160, 90, 170),
+    (60, 150, 150),
+)
 
 
 def _overlaps(box, boxes) -> bool:
@@ -80,10 +86,19 @@ class Scene:
             c = np.asarray(colour, float)
             top = tuple(int(v) for v in np.minimum(255, c * 1.25))
             side = tuple(int(v) for v in c * 0.62)
-            draw.polygon([(x, y), (x + depth, y - depth), (x + size + depth, y - depth),
-                          (x + size, y)], fill=top)
-            draw.polygon([(x + size, y), (x + size + depth, y - depth),
-                          (x + size + depth, y + size - depth), (x + size, y + size)], fill=side)
+            draw.polygon(
+                [(x, y), (x + depth, y - depth), (x + size + depth, y - depth), (x + size, y)],
+                fill=top,
+            )
+            draw.polygon(
+                [
+                    (x + size, y),
+                    (x + size + depth, y - depth),
+                    (x + size + depth, y + size - depth),
+                    (x + size, y + size),
+                ],
+                fill=side,
+            )
             draw.rectangle((x, y, x + size, y + size), fill=colour)
         arr = np.asarray(img, np.float32).copy()
         for cx, cy, r, colour in self._spheres:

@@ -14,7 +14,6 @@ from adapters.datasets.synthetic._canvas import (
     Drawn,
     Family,
     gradient,
-    options_text,
     pad_box,
     to_image,
 )
@@ -24,8 +23,14 @@ __all__ = ["FAMILY"]
 UNIT = 3
 BASE_Y, LEFT, RIGHT = 440, 60, 492
 RED = (222, 30, 30)
-OTHER_BARS = ((70, 110, 180), (60, 150, 90), (130, 130, 130), (140, 90, 170), (40, 150, 160),
-              (150, 110, 60))
+OTHER_BARS = (
+    (70, 110, 180),
+    (60, 150, 90),
+    (130, 130, 130),
+    (140, 90, 170),
+    (40, 150, 160),
+    (150, 110, 60),
+)
 MINOR, MAJOR = (226, 226, 226), (160, 160, 160)
 
 
@@ -38,7 +43,9 @@ def _draw(rng: np.random.Generator) -> Drawn:
     draw.rectangle((LEFT - 1, BASE_Y - 100 * UNIT - 4, LEFT, BASE_Y), fill=(20, 20, 20))
     draw.rectangle((LEFT - 1, BASE_Y, RIGHT, BASE_Y + 1), fill=(20, 20, 20))
     for unit in range(0, 101, 10):  # tick marks on the axis (no labels: the text says the scale)
-        draw.line((LEFT - 6, BASE_Y - unit * UNIT, LEFT - 2, BASE_Y - unit * UNIT), fill=(20, 20, 20))
+        draw.line(
+            (LEFT - 6, BASE_Y - unit * UNIT, LEFT - 2, BASE_Y - unit * UNIT), fill=(20, 20, 20)
+        )
     n_bars = 9
     slots = np.linspace(LEFT + 25, RIGHT - 25, n_bars).astype(int)
     red_slot = int(rng.integers(n_bars))
@@ -59,8 +66,7 @@ def _draw(rng: np.random.Generator) -> Drawn:
     choices = tuple(str(major + k) for k in range(5))
     question = (
         "In the bar chart the light gridlines mark every unit and the darker gridlines every 5 "
-        "units, starting from 0 at the axis. What is the value of the thin red bar? "
-        + options_text(choices)
+        "units, starting from 0 at the axis. What is the value of the thin red bar?"
     )
     return Drawn(img, question, str(value), choices, (key,))
 

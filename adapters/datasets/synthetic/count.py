@@ -13,7 +13,6 @@ from adapters.datasets.synthetic._canvas import (
     SIZE,
     Drawn,
     Family,
-    options_text,
     pad_box,
     shaded_sphere,
     soft_shadow,
@@ -39,15 +38,14 @@ def _draw(rng: np.random.Generator) -> Drawn:
     soft_shadow(arr, tx + tw / 2 + 6, ty + th + 2, tw * 0.55, 8, 0.3)
     img = to_image(arr)
     draw = ImageDraw.Draw(img)
-    draw.rounded_rectangle((tx, ty, tx + tw, ty + th), radius=6, fill=TRAY, outline=TRAY_RIM,
-                           width=2)
+    draw.rounded_rectangle(
+        (tx, ty, tx + tw, ty + th), radius=6, fill=TRAY, outline=TRAY_RIM, width=2
+    )
     arr = np.asarray(img, np.float32).copy()
     n_red = int(rng.integers(1, 7))
     n_decoy = int(rng.integers(5, 11))
     cells = rng.permutation(COLS * ROWS)[: n_red + n_decoy]
-    colours = ["red"] * n_red + [
-        _DECOYS[int(i)] for i in rng.integers(0, len(_DECOYS), n_decoy)
-    ]
+    colours = ["red"] * n_red + [_DECOYS[int(i)] for i in rng.integers(0, len(_DECOYS), n_decoy)]
     balls = []
     for cell, name in zip(cells, colours, strict=True):
         cx = tx + 5 + (int(cell) % COLS) * PITCH + PITCH / 2 + float(rng.uniform(-1, 1))
@@ -59,7 +57,7 @@ def _draw(rng: np.random.Generator) -> Drawn:
     key = pad_box(tx, ty, tx + tw, ty + th, 6)
     question = (
         "A tray on the table holds small balls of several colours. "
-        "How many red balls are in the tray? " + options_text(CHOICES)
+        "How many red balls are in the tray?"
     )
     return Drawn(to_image(arr), question, str(n_red), CHOICES, (key,))
 

@@ -14,7 +14,6 @@ from adapters.datasets.synthetic._canvas import (
     Drawn,
     Family,
     gradient,
-    options_text,
     pad_box,
     to_image,
 )
@@ -35,8 +34,9 @@ RED = (214, 32, 38)
 DECOY_FRAMES = ((40, 92, 200), (118, 118, 118), (36, 140, 72))
 
 
-def draw_digit(draw: ImageDraw.ImageDraw, x: int, y: int, digit: str,
-               ink: tuple[int, int, int] = (28, 28, 28)) -> None:
+def draw_digit(
+    draw: ImageDraw.ImageDraw, x: int, y: int, digit: str, ink: tuple[int, int, int] = (28, 28, 28)
+) -> None:
     """Draw a seven-segment digit with its cell's top-left corner at (x, y)."""
     w, h, t = CELL_W, CELL_H, STROKE
     mid = h // 2
@@ -50,10 +50,13 @@ def draw_digit(draw: ImageDraw.ImageDraw, x: int, y: int, digit: str,
         draw.rectangle((x + x1, y + y1, x + x2 - 1, y + y2 - 1), fill=ink)
 
 
-def _tag(draw: ImageDraw.ImageDraw, x: int, y: int, frame: tuple[int, int, int], digit: str) -> None:
+def _tag(
+    draw: ImageDraw.ImageDraw, x: int, y: int, frame: tuple[int, int, int], digit: str
+) -> None:
     draw.rectangle((x, y, x + TAG_W - 1, y + TAG_H - 1), fill=frame)
-    draw.rectangle((x + FRAME, y + FRAME, x + TAG_W - FRAME - 1, y + TAG_H - FRAME - 1),
-                   fill=(250, 250, 247))
+    draw.rectangle(
+        (x + FRAME, y + FRAME, x + TAG_W - FRAME - 1, y + TAG_H - FRAME - 1), fill=(250, 250, 247)
+    )
     draw_digit(draw, x + (TAG_W - CELL_W) // 2, y + (TAG_H - CELL_H) // 2, digit)
 
 
@@ -74,7 +77,10 @@ def _draw(rng: np.random.Generator) -> Drawn:
     key = None
     for i, cell in enumerate(cells):
         cx, cy = int(cell % 6) * 84 + 10, int(cell // 6) * 84 + 10
-        x, y = cx + int(rng.integers(0, 84 - TAG_W - 16)), cy + int(rng.integers(0, 84 - TAG_H - 16))
+        x, y = (
+            cx + int(rng.integers(0, 84 - TAG_W - 16)),
+            cy + int(rng.integers(0, 84 - TAG_H - 16)),
+        )
         if i == 0:
             _tag(draw, x, y, RED, digit)
             key = pad_box(x, y, x + TAG_W, y + TAG_H, 6)
@@ -84,7 +90,7 @@ def _draw(rng: np.random.Generator) -> Drawn:
     assert key is not None
     question = (
         "Several small tags are scattered over the picture. "
-        "What digit is written on the small tag with the red border? " + options_text(CHOICES)
+        "What digit is written on the small tag with the red border?"
     )
     return Drawn(img, question, digit, CHOICES, (key,))
 

@@ -17,7 +17,6 @@ from adapters.datasets.synthetic._canvas import (
     Drawn,
     Family,
     gradient,
-    options_text,
     pad_box,
     to_image,
 )
@@ -80,14 +79,20 @@ def _draw(rng: np.random.Generator) -> Drawn:
         if ox - 60 < x < ox + span + 20 and oy - 60 < y < oy + span + 20:
             continue
         w, h = rng.integers(20, 90, 2)
-        draw.ellipse((int(x), int(y), int(x + w), int(y + h)),
-                     fill=tuple(int(v) for v in rng.integers(222, 240, 3)))
+        draw.ellipse(
+            (int(x), int(y), int(x + w), int(y + h)),
+            fill=tuple(int(v) for v in rng.integers(222, 240, 3)),
+        )
     # One exit per side, at a random position along it.
     positions = rng.integers(1, N - 1, 4)
-    exits = [(int(positions[0]), 0), (N - 1, int(positions[1])), (int(positions[2]), N - 1),
-             (0, int(positions[3]))]
+    exits = [
+        (int(positions[0]), 0),
+        (N - 1, int(positions[1])),
+        (int(positions[2]), N - 1),
+        (0, int(positions[3])),
+    ]
     colours = [CHOICES[i] for i in rng.permutation(4)]
-    owner, opened = _grow(rng, exits)
+    _, opened = _grow(rng, exits)
     answer_tree = int(rng.integers(4))
     dist = _distances(exits[answer_tree], opened)
     far = [cell for cell, d in dist.items() if d >= 5] or [max(dist, key=dist.get)]
@@ -100,15 +105,29 @@ def _draw(rng: np.random.Generator) -> Drawn:
             above, below = (x, y - 1), (x, y)
             if 0 < y < N and (above, below) in opened:
                 continue
-            draw.rectangle((ox + x * CELL, oy + y * CELL, ox + x * CELL + CELL + WALL - 1,
-                            oy + y * CELL + WALL - 1), fill=ink)
+            draw.rectangle(
+                (
+                    ox + x * CELL,
+                    oy + y * CELL,
+                    ox + x * CELL + CELL + WALL - 1,
+                    oy + y * CELL + WALL - 1,
+                ),
+                fill=ink,
+            )
     for y in range(N):
         for x in range(N + 1):
             left, right = (x - 1, y), (x, y)
             if 0 < x < N and (left, right) in opened:
                 continue
-            draw.rectangle((ox + x * CELL, oy + y * CELL, ox + x * CELL + WALL - 1,
-                            oy + y * CELL + CELL + WALL - 1), fill=ink)
+            draw.rectangle(
+                (
+                    ox + x * CELL,
+                    oy + y * CELL,
+                    ox + x * CELL + WALL - 1,
+                    oy + y * CELL + CELL + WALL - 1,
+                ),
+                fill=ink,
+            )
     # Exits: the outer wall of the exit cell is replaced by a coloured marker sticking out.
     reach = 7
     for side, ((ex, ey), name) in enumerate(zip(exits, colours, strict=True)):
@@ -123,12 +142,19 @@ def _draw(rng: np.random.Generator) -> Drawn:
         else:
             box = (px - reach, py + WALL, px + WALL - 1, py + CELL - 1)
         draw.rectangle(box, fill=colour)
-    draw.rectangle((ox + sx * CELL + WALL, oy + sy * CELL + WALL, ox + sx * CELL + CELL - 1,
-                    oy + sy * CELL + CELL - 1), fill=START)
+    draw.rectangle(
+        (
+            ox + sx * CELL + WALL,
+            oy + sy * CELL + WALL,
+            ox + sx * CELL + CELL - 1,
+            oy + sy * CELL + CELL - 1,
+        ),
+        fill=START,
+    )
     key = pad_box(ox - reach, oy - reach, ox + span + reach, oy + span + reach, 4)
     question = (
         "Start at the green square in the small maze and move only through open corridors. "
-        "Which coloured exit can you reach? " + options_text(CHOICES)
+        "Which coloured exit can you reach?"
     )
     return Drawn(img, question, colours[answer_tree], CHOICES, (key,))
 

@@ -15,7 +15,6 @@ from adapters.datasets.synthetic._canvas import (
     Drawn,
     Family,
     gradient,
-    options_text,
     pad_box,
     to_image,
 )
@@ -39,11 +38,13 @@ def _draw(rng: np.random.Generator) -> Drawn:
         x, y = rng.integers(20, SIZE - 140, 2)
         length = int(rng.integers(60, 200))
         if rng.random() < 0.5:
-            draw.rectangle((int(x), int(y), int(min(SIZE - 5, x + length)), int(y + 2)),
-                           fill=(150, 150, 150))
+            draw.rectangle(
+                (int(x), int(y), int(min(SIZE - 5, x + length)), int(y + 2)), fill=(150, 150, 150)
+            )
         else:
-            draw.rectangle((int(x), int(y), int(x + 2), int(min(SIZE - 5, y + length))),
-                           fill=(150, 150, 150))
+            draw.rectangle(
+                (int(x), int(y), int(x + 2), int(min(SIZE - 5, y + length))), fill=(150, 150, 150)
+            )
     x0 = int(rng.integers(30, 120))
     top = int(rng.integers(40, SIZE - 80))
     longest = int(rng.integers(170, SIZE - x0 - 40))
@@ -52,8 +53,9 @@ def _draw(rng: np.random.Generator) -> Drawn:
     names = [CHOICES[i] for i in rng.permutation(len(CHOICES))]  # names[0] is the longest
     order = rng.permutation(4)  # vertical order of the four segments
     # A clean band around the bundle so distractors never touch it.
-    draw.rectangle((x0 - 12, top - 12, x0 + longest + 16, top + 3 * PITCH + THICK + 12),
-                   fill=(248, 247, 243))
+    draw.rectangle(
+        (x0 - 12, top - 12, x0 + longest + 16, top + 3 * PITCH + THICK + 12), fill=(248, 247, 243)
+    )
     draw.rectangle((x0 - 3, top - 8, x0 - 1, top + 3 * PITCH + THICK + 8), fill=(105, 105, 105))
     ends = []
     for name, deficit, row in zip(names, deficits, order, strict=True):
@@ -63,8 +65,7 @@ def _draw(rng: np.random.Generator) -> Drawn:
         ends.append(end)
     key = pad_box(min(ends) - 8, top, max(ends) + 8, top + 3 * PITCH + THICK, 5)
     question = (
-        "Four coloured segments start at the same grey vertical line. "
-        "Which segment is the longest? " + options_text(CHOICES)
+        "Four coloured segments start at the same grey vertical line. Which segment is the longest?"
     )
     return Drawn(img, question, names[0], CHOICES, (key,))
 

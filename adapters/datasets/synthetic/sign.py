@@ -15,7 +15,6 @@ from adapters.datasets.synthetic._canvas import (
     Drawn,
     Family,
     gradient,
-    options_text,
     pad_box,
     to_image,
 )
@@ -25,10 +24,22 @@ __all__ = ["ARROW", "FAMILY"]
 CHOICES = ("left", "right", "up", "down")
 PLATE = 18
 BLUE = (30, 80, 200)
-ARROW = ((-0.38, -0.07), (0.02, -0.07), (0.02, -0.25), (0.38, 0.0), (0.02, 0.25), (0.02, 0.07),
-         (-0.38, 0.07))
+ARROW = (
+    (-0.38, -0.07),
+    (0.02, -0.07),
+    (0.02, -0.25),
+    (0.38, 0.0),
+    (0.02, 0.25),
+    (0.02, 0.07),
+    (-0.38, 0.07),
+)
 """The arrow pointing right, as a polygon in plate-relative coordinates (plate centre = 0)."""
-_ROTATE = {"right": (1, 0, 0, 1), "left": (-1, 0, 0, -1), "down": (0, -1, 1, 0), "up": (0, 1, -1, 0)}
+_ROTATE = {
+    "right": (1, 0, 0, 1),
+    "left": (-1, 0, 0, -1),
+    "down": (0, -1, 1, 0),
+    "up": (0, 1, -1, 0),
+}
 STREET_Y = 360
 
 
@@ -70,8 +81,10 @@ def _draw(rng: np.random.Generator) -> Drawn:
             draw.rectangle((px, py, px + PLATE - 1, py + PLATE - 1), fill=BLUE)
             a, b, c, d = _ROTATE[direction]
             centre = (px + PLATE / 2, py + PLATE / 2)
-            poly = [(centre[0] + PLATE * (a * u + b * v), centre[1] + PLATE * (c * u + d * v))
-                    for u, v in ARROW]
+            poly = [
+                (centre[0] + PLATE * (a * u + b * v), centre[1] + PLATE * (c * u + d * v))
+                for u, v in ARROW
+            ]
             draw.polygon(poly, fill=(245, 245, 245))
             key = pad_box(px, py, px + PLATE, py + PLATE, 6)
         elif rng.random() < 0.5:
@@ -83,7 +96,7 @@ def _draw(rng: np.random.Generator) -> Drawn:
     assert key is not None
     question = (
         "A small blue street sign with a white arrow stands among other signs. "
-        "Which way does the arrow on the blue sign point? " + options_text(CHOICES)
+        "Which way does the arrow on the blue sign point?"
     )
     return Drawn(img, question, direction, CHOICES, (key,))
 

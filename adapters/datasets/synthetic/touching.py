@@ -14,7 +14,6 @@ from adapters.datasets.synthetic._canvas import (
     SIZE,
     Drawn,
     Family,
-    options_text,
     pad_box,
     shaded_sphere,
     soft_shadow,
@@ -32,8 +31,10 @@ def _draw(rng: np.random.Generator) -> Drawn:
     reach = R_YELLOW + 6 + 2 * R_OTHER + 2
     cx = float(rng.uniform(reach + 20, SIZE - reach - 20))
     cy = float(rng.uniform(HORIZON + reach + 20, SIZE - reach - 20))
-    scene = Scene(rng, (int(cx - reach - 16), int(cy - reach - 16), int(cx + reach + 16),
-                        int(cy + reach + 20)))
+    scene = Scene(
+        rng,
+        (int(cx - reach - 16), int(cy - reach - 16), int(cx + reach + 16), int(cy + reach + 20)),
+    )
     arr, _ = scene.render_base()
     names = [CHOICES[i] for i in rng.permutation(4)]
     touching = names[0]
@@ -49,11 +50,16 @@ def _draw(rng: np.random.Generator) -> Drawn:
         soft_shadow(arr, bx + r * 0.4, by + r * 0.85, r * 1.05, r * 0.4, 0.28)
     for by, bx, r, name in sorted(balls):
         shaded_sphere(arr, bx, by, r, BALL_COLOURS[name])
-    key = pad_box(min(b[1] - b[2] for b in balls), min(b[0] - b[2] for b in balls),
-                  max(b[1] + b[2] for b in balls), max(b[0] + b[2] for b in balls), 5)
+    key = pad_box(
+        min(b[1] - b[2] for b in balls),
+        min(b[0] - b[2] for b in balls),
+        max(b[1] + b[2] for b in balls),
+        max(b[0] + b[2] for b in balls),
+        5,
+    )
     question = (
         "Four small balls sit around a small yellow ball on the floor. "
-        "Which ball is touching the yellow ball? " + options_text(CHOICES)
+        "Which ball is touching the yellow ball?"
     )
     return Drawn(to_image(arr), question, touching, CHOICES, (key,))
 
