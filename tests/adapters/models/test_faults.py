@@ -11,8 +11,6 @@ from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
 from tests.adapters.models.conftest import KEY_ENVS, KEYS, PROVIDERS, vaot_request
 from tests.fakes.faults import FaultPlan
 
-pytestmark = pytest.mark.asyncio
-
 RETRY_AFTER = 7
 
 # fault → (retry, kind, retry_after)

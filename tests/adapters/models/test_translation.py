@@ -8,8 +8,6 @@ import pytest
 from adapters.models.base import ToolCall
 from tests.adapters.models.conftest import KEYS, image, vaot_request
 
-pytestmark = pytest.mark.asyncio
-
 
 async def test_openai_request_shape(serve) -> None:
     server, adapter = await serve(

@@ -1,0 +1,96 @@
+"""The cassette adapter over a dict-backed reply cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.models.base import AdapterError, AdapterOptions, ModelCallError, ModelReply, Usage
+from adapters.models.cassette import (
+    CassetteAdapter,
+    ReplyCache,
+    cache_key,
+    decode_reply,
+    encode_reply,
+)
+from adapters.models.registry import create_adapter
+from tests.adapters.models.conftest import options_for, vaot_request
+
+
+class DictCache:
+    """The store's reply-cache API over a dict."""
+
+    def __init__(self) -> None:
+        self.data: dict[bytes, bytes] = {}
+        self.puts = 0
+
+    def cache_get(self, key: bytes) -> bytes | None:
+        return self.data.get(key)
+
+    async def cache_put(self, key: bytes, value: bytes) -> None:
+        self.puts += 1
+        self.data[key] = value
+
+
+def test_dict_cache_satisfies_the_protocol() -> None:
+    assert isinstance(DictCache(), ReplyCache)
+
+
+def test_reply_round_trip() -> None:
+    reply = ModelReply(text="t", usage=Usage(1, 2), top_logprobs=({"a": -0.1},), model="m")
+    assert decode_reply(encode_reply(reply)) == reply
+
+
+async def test_record_then_replay_without_network(serve) -> None:
+    server, inner = await serve("openai", replies=["first", "second"])
+    cache = DictCache()
+    recorder = CassetteAdapter("openai:test-model", cache=cache, mode="record", inner=inner)
+    assert recorder.connection_key == inner.connection_key
+    request = vaot_request()
+    recorded = await recorder.generate(request)
+    again = await recorder.generate(request)  # served from the cache: no second paid call
+    assert recorded == again and recorded.text == "first"
+    assert len(server.requests) == 1 and cache.puts == 1
+    assert list(cache.data) == [cache_key("openai:test-model", request)]
+
+    replay = create_adapter("cassette:openai:test-model")
+    replay.attach(cache)
+    assert replay.name == "cassette:openai:test-model"
+    assert await replay.generate(request) == recorded
+    with pytest.raises(ModelCallError) as info:
+        await replay.generate(vaot_request(temperature=0.9))
+    assert (info.value.retry, info.value.kind) == ("no", "cassette_miss")
+    assert len(server.requests) == 1
+    await replay.aclose()
+
+
+async def test_key_ignores_base64_but_not_content() -> None:
+    request = vaot_request()
+    assert len(cache_key("openai:m", request)) == 32
+    assert cache_key("openai:m", request) != cache_key("gemini:m", request)
+    assert cache_key("openai:m", request) != cache_key("openai:m", vaot_request(max_tokens=5))
+
+
+async def test_unattached_cassette_says_what_to_do() -> None:
+    adapter = CassetteAdapter("openai:m")
+    with pytest.raises(AdapterError, match="attach"):
+        await adapter.generate(vaot_request())
+
+
+def test_record_mode_needs_an_inner_adapter() -> None:
+    with pytest.raises(AdapterError, match="inner"):
+        CassetteAdapter("openai:m", mode="record")
+
+
+async def test_registry_record_mode_wraps_the_real_adapter(serve) -> None:
+    server, _ = await serve("anthropic")
+    base = options_for("anthropic", server)
+    options = AdapterOptions(
+        base_url=base.base_url, api_key_env=base.api_key_env, extra={"cassette_mode": "record"}
+    )
+    adapter = create_adapter("cassette:anthropic:test-model", options)
+    adapter.attach(DictCache())
+    try:
+        reply = await adapter.generate(vaot_request())
+        assert reply.text and "cassette_mode" not in server.requests[0].body
+    finally:
+        await adapter.aclose()

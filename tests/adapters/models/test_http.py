@@ -1,0 +1,137 @@
+"""The shared HTTP module's pure parts: Retry-After parsing and status classification."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.models._http import JsonClient, classify_status, error_message, parse_retry_after
+from adapters.models.base import AdapterError
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "12"}, 12.0),
+        ({"Retry-After": "1.5"}, 1.5),
+        ({"Retry-After": "-3"}, 0.0),
+        ({"retry-after-ms": "250", "Retry-After": "9"}, 0.25),
+        (
+            {
+                "Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT",
+                "Date": "Wed, 21 Oct 2015 07:28:00 GMT",
+            },
+            30.0,
+        ),
+        (
+            {
+                "Retry-After": "Wed, 21 Oct 2015 07:27:00 GMT",
+                "Date": "Wed, 21 Oct 2015 07:28:00 GMT",
+            },
+            0.0,
+        ),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_parse_retry_after(headers, expected) -> None:
+    assert parse_retry_after(headers) == expected
+
+
+def test_http_date_without_date_header_uses_the_injected_clock() -> None:
+    headers = {"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"}
+    assert parse_retry_after(headers, now=lambda: 1445412500.0) == pytest.approx(10.0)
+
+
+def classify(
+    status: int, body: bytes = b"{}", headers: dict | None = None, key_env: str | None = "K"
+):
+    return classify_status(
+        status,
+        headers or {},
+        body,
+        provider="openai",
+        model="m",
+        url="http://x/v1",
+        key_env=key_env,
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "retry", "kind"),
+    [
+        (429, "rate_limit", "http_429"),
+        (500, "transient", "http_500"),
+        (502, "transient", "http_502"),
+        (503, "transient", "http_503"),
+        (504, "transient", "http_504"),
+        (529, "transient", "http_529"),
+        (408, "transient", "http_408"),
+        (400, "no", "bad_request"),
+        (401, "no", "auth"),
+        (403, "no", "auth"),
+        (404, "no", "not_found"),
+        (422, "no", "http_422"),
+    ],
+)
+def test_classify_status(status, retry, kind) -> None:
+    error = classify(status)
+    assert (error.retry, error.kind, error.status) == (retry, kind, status)
+
+
+def test_503_retry_after_is_kept() -> None:
+    assert classify(503, headers={"Retry-After": "4"}).retry_after == 4.0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"error": {"message": "maximum context length is 8192 tokens", "code": "context_length_exceeded"}}',
+        b'{"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 300000 tokens > 200000 maximum"}}',
+        b'{"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}',
+    ],
+)
+def test_context_length_in_each_dialect(body) -> None:
+    error = classify(400, body)
+    assert (error.retry, error.kind) == ("no", "context_length")
+    assert "context window" in str(error)
+
+
+def test_auth_message_without_a_key() -> None:
+    assert "no API key was sent" in str(classify(401, key_env=None))
+
+
+def test_error_message_falls_back_to_text_and_truncates() -> None:
+    assert error_message(b"<html>oops</html>") == "<html>oops</html>"
+    assert error_message(b'{"error": "plain string"}') == "plain string"
+    assert len(error_message(b'{"error": {"message": "' + b"x" * 2000 + b'"}}')) <= 501
+
+
+async def test_session_is_bound_to_one_loop_and_reopens_after_close() -> None:
+    client = JsonClient(
+        "http://127.0.0.1:9", headers={}, timeout_s=1, provider="p", model="m", key_env=None
+    )
+    session = client._get_session()
+    assert client._get_session() is session
+    client._loop = object()  # as if created in another loop
+    with pytest.raises(AdapterError, match="second event loop"):
+        client._get_session()
+    client._loop = None
+    await client.aclose()
+    await client.aclose()  # idempotent
+    reopened = client._get_session()
+    assert reopened is not session
+    await client.aclose()
+
+
+async def test_connection_refused_is_transient() -> None:
+    from adapters.models.base import ModelCallError
+
+    client = JsonClient(
+        "http://127.0.0.1:9", headers={}, timeout_s=2, provider="p", model="m", key_env=None
+    )
+    try:
+        with pytest.raises(ModelCallError) as info:
+            await client.post_json("/x", {})
+    finally:
+        await client.aclose()
+    assert (info.value.retry, info.value.kind) == ("transient", "connect")

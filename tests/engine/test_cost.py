@@ -1,0 +1,56 @@
+"""Usage tallies and the optional price table."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from adapters.models.base import Usage
+from engine.cost import PriceTable, UsageTally, format_cost_lines
+
+
+def test_price_lookup_exact_then_longest_glob() -> None:
+    table = PriceTable.from_config(
+        {
+            "openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10},
+            "openai:*": {"input_per_mtok": 1, "output_per_mtok": 1},
+            "openai:gpt-4o-*": {"input_per_mtok": 0.15, "output_per_mtok": 0.6},
+        }
+    )
+    assert table.lookup("openai:gpt-4o").input_per_mtok == 2.5
+    assert table.lookup("openai:gpt-4o-mini").input_per_mtok == 0.15
+    assert table.lookup("openai:o3").input_per_mtok == 1
+    assert table.lookup("gemini:flash") is None
+
+
+def test_bad_price_entry_is_a_validation_error() -> None:
+    with pytest.raises(msgspec.ValidationError):
+        PriceTable.from_config({"m": {"input_per_mtok": "cheap", "output_per_mtok": 1}})
+
+
+def test_cost_lines_and_total() -> None:
+    tally = UsageTally()
+    tally.add("openai:gpt-4o", Usage(input_tokens=1_000_000, output_tokens=100_000))
+    tally.add("openai:gpt-4o", Usage(input_tokens=500_000, output_tokens=0))
+    tally.add("anthropic:claude", Usage(input_tokens=2_000, output_tokens=1_000))
+    table = PriceTable.from_config(
+        {
+            "openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10},
+            "anthropic:*": {"input_per_mtok": 3, "output_per_mtok": 15},
+        }
+    )
+    lines = tally.lines(table)
+    assert [line.model for line in lines] == ["anthropic:claude", "openai:gpt-4o"]
+    gpt = lines[1]
+    assert (gpt.calls, gpt.input_tokens, gpt.output_tokens) == (2, 1_500_000, 100_000)
+    assert gpt.cost == pytest.approx(1.5 * 2.5 + 0.1 * 10)
+    text = format_cost_lines(lines)
+    assert "openai:gpt-4o: 2 calls, 1,500,000 in / 100,000 out tokens, 4.7500 USD" in text
+    assert text.endswith(f"total: {4.75 + 0.006 + 0.015:.4f} USD")
+
+
+def test_unpriced_model_reports_unknown_and_no_total() -> None:
+    tally = UsageTally()
+    tally.add("reference:calibrated", Usage(input_tokens=10, output_tokens=5))
+    text = format_cost_lines(tally.lines(None))
+    assert "cost unknown" in text and "total" not in text

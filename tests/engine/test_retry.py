@@ -1,0 +1,177 @@
+"""The retry loop against a scripted in-memory adapter: no HTTP, no real waits."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from adapters.models.base import Message, ModelCallError, ModelReply, ModelRequest, TextPart, Usage
+from engine.limits import ConnectionLimiter, LimitConfig
+from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
+
+REQUEST = ModelRequest(messages=(Message("user", (TextPart("hi"),)),))
+
+
+class ScriptedAdapter:
+    """Raises the scripted errors in order, then replies."""
+
+    name = "scripted:test"
+    connection_key = "scripted"
+
+    def __init__(self, *outcomes: ModelCallError | None, hang: bool = False) -> None:
+        self.outcomes = list(outcomes)
+        self.calls = 0
+        self.hang = hang
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        if self.hang:
+            await asyncio.Event().wait()
+        outcome = self.outcomes.pop(0) if self.outcomes else None
+        if outcome is not None:
+            raise outcome
+        return ModelReply(text="ok", usage=Usage(input_tokens=10, output_tokens=5))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def err(retry: str, kind: str = "x", retry_after: float | None = None, status: int | None = None):
+    return ModelCallError(
+        f"failed: {kind}", retry=retry, kind=kind, retry_after=retry_after, status=status
+    )
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self.failures: list[CallFailedInfo] = []
+
+    async def sleep(self, delay: float) -> None:
+        self.delays.append(delay)
+
+    async def on_failure(self, info: CallFailedInfo) -> None:
+        self.failures.append(info)
+
+
+async def run(adapter, rec: Recorder, seed: int = 0, **kw) -> ModelReply:
+    return await call_with_retries(
+        adapter, REQUEST, rng=random.Random(seed), sleep=rec.sleep, on_failure=rec.on_failure, **kw
+    )
+
+
+async def test_exponential_backoff_with_bounded_jitter() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(*[err("transient", "http_503", status=503)] * 5)
+    policy = RetryPolicy(
+        max_attempts=6, base_delay_s=1.0, multiplier=2.0, max_delay_s=10.0, jitter=0.5
+    )
+    reply = await run(adapter, rec, policy=policy)
+    assert reply.text == "ok" and adapter.calls == 6
+    for delay, nominal in zip(rec.delays, [1, 2, 4, 8, 10], strict=True):
+        assert nominal / 2 <= delay <= nominal
+    assert [f.attempt for f in rec.failures] == [1, 2, 3, 4, 5]
+    assert rec.failures[0] == CallFailedInfo(
+        model="scripted:test",
+        attempt=1,
+        kind="http_503",
+        retry="transient",
+        status=503,
+        retry_after=None,
+        delay_s=rec.delays[0],
+        message="failed: http_503",
+    )
+
+
+async def test_delays_are_reproducible_from_the_seed() -> None:
+    first, second, other = Recorder(), Recorder(), Recorder()
+    errors = [err("transient")] * 3
+    await run(ScriptedAdapter(*errors), first, seed=42)
+    await run(ScriptedAdapter(*errors), second, seed=42)
+    await run(ScriptedAdapter(*errors), other, seed=43)
+    assert first.delays == second.delays != other.delays
+
+
+async def test_retry_after_is_honoured() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(err("rate_limit", "http_429", retry_after=30.0, status=429))
+    await run(adapter, rec, policy=RetryPolicy(retry_after_jitter_s=0.0))
+    assert rec.delays == [30.0]
+    assert rec.failures[0].retry_after == 30.0
+
+
+async def test_rate_limit_without_retry_after_waits_longer() -> None:
+    rec = Recorder()
+    policy = RetryPolicy(base_delay_s=1.0, jitter=0.0, rate_limit_multiplier=3.0)
+    await run(ScriptedAdapter(err("rate_limit", "http_429")), rec, policy=policy)
+    assert rec.delays == [3.0]
+
+
+async def test_retry_after_beyond_the_ceiling_gives_up() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(err("rate_limit", retry_after=86400.0))
+    with pytest.raises(ModelCallError):
+        await run(adapter, rec, policy=RetryPolicy(max_retry_after_s=600))
+    assert adapter.calls == 1 and rec.delays == []
+
+
+async def test_no_retry_is_raised_at_once() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(err("no", "auth", status=401))
+    with pytest.raises(ModelCallError) as info:
+        await run(adapter, rec)
+    assert info.value.kind == "auth" and adapter.calls == 1
+    assert rec.delays == [] and rec.failures == []
+
+
+async def test_exhaustion_raises_the_last_error_with_a_note() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(err("transient", "a"), err("transient", "b"), err("transient", "c"))
+    with pytest.raises(ModelCallError) as info:
+        await run(adapter, rec, policy=RetryPolicy(max_attempts=3))
+    assert info.value.kind == "c"
+    assert info.value.__notes__ == ["gave up after 3 attempt(s)"]
+    assert len(rec.failures) == 2  # only faults that were retried are reported
+
+
+async def test_per_call_timeout_is_a_transient_fault() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(hang=True)
+    with pytest.raises(ModelCallError) as info:
+        await run(adapter, rec, policy=RetryPolicy(max_attempts=2, call_timeout_s=0.01))
+    assert info.value.kind == "call_timeout" and info.value.retry == "transient"
+    assert adapter.calls == 2 and [f.kind for f in rec.failures] == ["call_timeout"]
+
+
+async def test_limiter_sees_429s_and_usage() -> None:
+    rec = Recorder()
+    # The limiter's clock must advance when it sleeps, or a back-off pause would never end.
+    now = [0.0]
+
+    async def advance(delay: float) -> None:
+        now[0] += delay
+
+    limiter = ConnectionLimiter(
+        "scripted",
+        LimitConfig(burst_429s=2, tokens_per_minute=60000),
+        clock=lambda: now[0],
+        sleep=advance,
+    )
+    adapter = ScriptedAdapter(err("rate_limit", "http_429"), err("rate_limit", "http_429"))
+    reply = await run(adapter, rec, limiter=limiter, estimated_tokens=500)
+    assert reply.text == "ok"
+    assert limiter.backoffs == 1 and limiter.factor == 0.5
+    assert limiter.in_flight == 0
+    assert now[0] >= LimitConfig().pause_s  # the third attempt waited out the key's pause
+
+
+async def test_cancellation_is_not_swallowed() -> None:
+    rec = Recorder()
+    task = asyncio.create_task(run(ScriptedAdapter(hang=True), rec))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert rec.failures == []
