@@ -137,13 +137,14 @@ def logprobs_for(spec: ReplySpec, k: int) -> list[tuple[str, float, dict[str, fl
     return out
 
 
-def summarize(body: Any) -> Any:
-    """``body`` with long base64 strings replaced by their sha256, for logs and the JSON endpoint."""
+def summarize(body: Any, key: str = "") -> Any:
+    """``body`` with image payloads (and any very long string) replaced by their sha256."""
     if isinstance(body, dict):
-        return {k: summarize(v) for k, v in body.items()}
+        return {k: summarize(v, k) for k, v in body.items()}
     if isinstance(body, list):
         return [summarize(v) for v in body]
-    if isinstance(body, str) and len(body) > 512:
+    # "data" holds Gemini's and Anthropic's base64; OpenAI's is a data: URI.
+    if isinstance(body, str) and (key == "data" or body.startswith("data:") or len(body) > 512):
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
     return body
 
@@ -161,6 +162,9 @@ class FakeServer:
         api_key: the key to demand (any non-empty key passes when ``None``).
         retry_after_s: what ``429_retry_after*`` faults ask for.
         hang_s: how long a ``timeout`` fault stalls (it ends early when the server closes).
+        requests_log: append one JSON line per request seen to this file.
+        bodies: what ``requests`` keeps of each body: ``full``, ``summary`` (base64 replaced by
+            its sha256, so a long benchmark does not hold every image) or ``none``.
     """
 
     provider = "fake"
@@ -179,7 +183,11 @@ class FakeServer:
         host: str = "127.0.0.1",
         port: int = 0,
         requests_log: str | None = None,
+        bodies: str = "full",
     ) -> None:
+        if bodies not in ("full", "summary", "none"):
+            raise ValueError(f"bodies must be full, summary or none, not {bodies!r}")
+        self.bodies = bodies
         self.replies = replies
         self.faults = faults or FaultPlan()
         self.latency_s = latency_s
@@ -312,7 +320,11 @@ class FakeServer:
             index=len(self.requests),
             path=request.path,
             headers=dict(request.headers),
-            body=body,
+            body=body
+            if self.bodies == "full"
+            else summarize(body)
+            if self.bodies == "summary"
+            else None,
             body_sha256=hashlib.sha256(raw).hexdigest(),
         )
         self.requests.append(seen)
@@ -384,6 +396,9 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
     parser.add_argument("--retry-after", type=int, default=0, help="seconds 429 faults ask for")
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--requests-log", help="append one JSON line per request seen")
+    parser.add_argument(
+        "--bodies", default="summary", choices=["full", "summary", "none"], help="what to keep"
+    )
     args = parser.parse_args(argv)
 
     replies: list | None = None
@@ -414,6 +429,7 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
         host=args.host,
         port=args.port,
         requests_log=args.requests_log,
+        bodies=args.bodies,
     )
 
     async def serve() -> None:

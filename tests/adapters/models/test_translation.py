@@ -182,3 +182,20 @@ async def test_fake_server_rejects_invalid_image(serve, provider) -> None:
     assert info.value.retry == "no" and info.value.status == 400
     assert "base64" in str(info.value)
     assert server.requests[0].problems
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_adapters_implement_the_protocol(serve, provider) -> None:
+    from adapters.models.base import ModelAdapter
+
+    server, adapter = await serve(provider)
+    assert isinstance(adapter, ModelAdapter)
+    assert adapter.name == f"{provider}:test-model"
+    assert adapter.connection_key == f"{server.base_url}|test-model"
+
+
+async def test_server_can_keep_summaries_instead_of_images(serve) -> None:
+    server, adapter = await serve("openai", bodies="summary")
+    await adapter.generate(vaot_request())
+    url = server.requests[0].body["messages"][1]["content"][1]["image_url"]["url"]
+    assert url.startswith("sha256:")
