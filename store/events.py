@@ -35,6 +35,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from store.actions import CanonicalAction
+
 __all__ = [
     "GENESIS_PREFIX",
     "RECORD_VERSION",
@@ -130,7 +132,7 @@ class Step(_EventBase, frozen=True, tag="step"):
     thought: str = ""
     actions_raw: tuple[Any, ...] = ()
     """The action objects as the model wrote them (parsed JSON, before validation)."""
-    actions: tuple[Any, ...] = ()
+    actions: tuple[CanonicalAction, ...] = ()
     """The validated canonical actions (0–1000 of the current canvas + original frame)."""
     parse_warnings: tuple[str, ...] = ()
     final_answer: str | None = None
@@ -145,6 +147,9 @@ class Step(_EventBase, frozen=True, tag="step"):
     finish_reason: str = ""
     from_cache: bool = False
     """The reply came from the store's reply cache (it was paid for before a crash)."""
+    returned_frame: tuple[float, float, float, float] | None = None
+    """Where the returned canvas sits in the original image (0–1000 box), for crop/zoom chains."""
+    render_ms: float = 0.0
 
 
 class TrajectoryFinished(_EventBase, frozen=True, tag="trajectory_finished"):

@@ -61,9 +61,11 @@ def describe(stored: StoredEvent) -> str:
 
 def _action_kind(action: object) -> str:
     if isinstance(action, dict):
-        return str(action.get("type", "?"))
+        inner = action.get("action", action)
+        return str(inner.get("type", "?")) if isinstance(inner, dict) else "?"
     inner = getattr(action, "action", action)
-    return str(getattr(inner, "type", type(inner).__name__))
+    config = getattr(type(inner), "__struct_config__", None)
+    return str(config.tag) if config is not None and config.tag else type(inner).__name__
 
 
 def run(args: argparse.Namespace) -> int:

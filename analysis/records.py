@@ -1,0 +1,77 @@
+"""Projection of the log into one record per trajectory: the input of every table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from analysis.scoring import score_answer
+from store.events import (
+    CallFailed,
+    Event,
+    Step,
+    StoredEvent,
+    TrajectoryFinished,
+    TrajectoryStarted,
+)
+
+__all__ = ["TrajectoryRecord", "project"]
+
+
+class TrajectoryRecord(msgspec.Struct):
+    traj: str
+    run_id: str
+    sample_id: str
+    model: str
+    setting: str
+    category: str = ""
+    group: str = ""
+    family: str = ""
+    truth: str = ""
+    parent: str | None = None
+    status: str | None = None
+    """None while unfinished."""
+    answer: str | None = None
+    correct: bool | None = None
+    steps: int = 0
+    actions: int = 0
+    call_failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    hit_max_steps: bool = False
+
+
+def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str, ...]] | None = None
+            ) -> dict[str, TrajectoryRecord]:
+    """Fold events (in log order) into records keyed by trajectory id."""
+    records: dict[str, TrajectoryRecord] = {}
+    for item in events:
+        event = item.event if isinstance(item, StoredEvent) else item
+        if isinstance(event, TrajectoryStarted):
+            meta = event.sample_meta
+            records[event.traj] = TrajectoryRecord(
+                traj=event.traj, run_id=event.run_id, sample_id=event.sample_id,
+                model=event.model, setting=event.setting, category=meta.get("category", ""),
+                group=meta.get("group", ""), family=meta.get("family", ""),
+                truth=meta.get("answer", ""), parent=event.parent,
+            )
+            continue
+        record = records.get(event.traj)
+        if record is None:
+            continue
+        if isinstance(event, Step):
+            record.steps += 1
+            record.actions += 1 if event.actions else 0
+            record.input_tokens += event.usage.input_tokens
+            record.output_tokens += event.usage.output_tokens
+        elif isinstance(event, CallFailed):
+            record.call_failures += 1
+        elif isinstance(event, TrajectoryFinished):
+            record.status = event.status
+            record.answer = event.answer
+            record.hit_max_steps = event.status == "max_steps"
+            if event.status != "failed":
+                opts = (choices or {}).get(record.sample_id, ())
+                record.correct = bool(score_answer(event.answer, record.truth, opts))
+    return records

@@ -1,0 +1,232 @@
+"""``vaot run``: run models through the VAoT loop; with no arguments, the embedded demo.
+
+The demo is a control experiment with known causal structure: four built-in reference agents
+(programs, not real models) on the synthetic benchmark in all four settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+import msgspec
+from rich.console import Console
+
+from adapters.datasets.base import DatasetError
+from adapters.datasets.loading import load_dataset
+from adapters.models.base import AdapterError
+from analysis.records import project
+from engine.config import ConfigError, RunConfig, load_toml
+from engine.cost import PriceTable, UsageTally, format_cost_lines
+from engine.logs import configure_logging, log_path_for
+from engine.prompts import SETTINGS
+from store import StoreError, open_store
+
+DEMO_MODELS = ("reference:calibrated", "reference:ignore", "reference:overcall", "reference:blind")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = (
+        "examples:\n"
+        "  vaot run                                  # the embedded demo (no network, no keys)\n"
+        "  vaot run --model openai:gpt-4o --api-key-env OPENAI_API_KEY --limit 50\n"
+        "  vaot run --model openai:Qwen/Qwen3-VL-8B --base-url http://127.0.0.1:8000/v1 \\\n"
+        "           --dataset jsonl:data/val.jsonl --settings vaot,no_render\n"
+        "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
+        "continue from their last committed step, and replies already received are not paid for\n"
+        "again."
+    )
+    p.add_argument("--config", metavar="FILE", help="TOML file with any of the options below "
+                   "(flags override it); [[models]] tables may set base_url, api_key_env, "
+                   "dialect, convention, max_concurrency, requests_per_minute, tokens_per_minute")
+    p.add_argument("--model", action="append", metavar="SPEC", dest="models",
+                   help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
+                   "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL "
+                   "(default: the four reference agents)")
+    p.add_argument("--base-url", metavar="URL",
+                   help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1)")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="environment variable holding the API key (its value is never logged)")
+    p.add_argument("--dataset", metavar="SPEC",
+                   help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
+                   "(default: synthetic)")
+    p.add_argument("--settings", metavar="LIST",
+                   help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four)")
+    p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
+                   "structured logs go beside it, in PATH without .lmdb + .log")
+    p.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
+    p.add_argument("--concurrency", type=int, metavar="N",
+                   help="trajectories in flight (default 64)")
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="model calls per trajectory before it ends as max_steps (default 10)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="output tokens per call (2048)")
+    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature")
+    p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0)")
+    p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (1)")
+    p.add_argument("--shape", choices=("see2think", "chat"),
+                   help="conversation shape (default see2think: one message per step)")
+    p.add_argument("--image-history", metavar="H",
+                   help="'all' (default) or 'original+last:K'")
+    p.add_argument("--render-base", choices=("current", "original"),
+                   help="draw on the current canvas (default) or always on the original image")
+    p.add_argument("--convention", choices=("xyxy", "yxyx"),
+                   help="box coordinate order the models write (default xyxy)")
+    p.add_argument("--dialect", metavar="D",
+                   help="action dialect of the models: vaot (default), deepeyes, qwen3vl, "
+                   "minio3, openai")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds (300)")
+    p.add_argument("--run-name", metavar="NAME",
+                   help="name the run explicitly (default: derived from the options)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _config_from(args: argparse.Namespace) -> RunConfig:
+    raw: dict = load_toml(args.config) if args.config else {}
+    models = raw.pop("models", None)
+    flags = {
+        "dataset": args.dataset, "store": args.store, "limit": args.limit,
+        "concurrency": args.concurrency, "max_steps": args.max_steps,
+        "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
+        "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
+        "render_base": args.render_base, "call_timeout_s": args.timeout,
+        "run_name": args.run_name,
+    }
+    raw.update({k: v for k, v in flags.items() if v is not None})
+    if args.settings:
+        raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
+    model_tables = []
+    if args.models:
+        model_tables = [{"spec": spec} for spec in args.models]
+    elif models:
+        model_tables = [m if isinstance(m, dict) else {"spec": str(m)} for m in models]
+    else:
+        model_tables = [{"spec": spec} for spec in DEMO_MODELS]
+    for table in model_tables:
+        api = not str(table.get("spec", "")).startswith("reference:")
+        if api and args.base_url:
+            table.setdefault("base_url", args.base_url)
+        if api and args.api_key_env:
+            table.setdefault("api_key_env", args.api_key_env)
+        if args.convention:
+            table.setdefault("convention", args.convention)
+        if args.dialect:
+            table.setdefault("dialect", args.dialect)
+    raw["models"] = model_tables
+    try:
+        config = msgspec.convert(raw, RunConfig)
+    except msgspec.ValidationError as exc:
+        where = f" in {args.config}" if args.config else ""
+        raise ConfigError(f"bad configuration{where}: {exc}") from None
+    return config.validate()
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(stderr=False, highlight=False, emoji=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
+    try:
+        config = _config_from(args)
+    except ConfigError as exc:
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
+    try:
+        samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    except DatasetError as exc:
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
+    for row in skipped[:5]:
+        err.print(f"skipped {row.source}:{row.line}: {row.reason}", markup=False)
+    if len(skipped) > 5:
+        err.print(f"… and {len(skipped) - 5} more skipped rows (see the log)", markup=False)
+    if not samples:
+        err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
+        return 2
+    log = configure_logging(log_path_for(config.store))
+    try:
+        store = open_store(config.store)
+    except StoreError as exc:
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
+    from engine.ids import run_id_for
+    from engine.runner import build_jobs, run_identity, run_jobs
+
+    run_id = run_id_for(run_identity(config))
+    totals: dict[str, int] = {}
+    for job in build_jobs(config, run_id, samples):
+        totals[job.setting] = totals.get(job.setting, 0) + 1
+    models = ", ".join(m.spec for m in config.models)
+    console.print(f"run {run_id}: {len(samples)} samples × {len(config.settings)} settings × "
+                  f"{len(config.models)} model(s) [{models}] → {config.store}", markup=False)
+    log.info("run_start", run_id=run_id, samples=len(samples), skipped=len(skipped),
+             models=[m.spec for m in config.models], settings=list(config.settings),
+             store=config.store)
+    for row in skipped:
+        log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
+    from engine.progress import RunProgress, summary_tables
+
+    started = time.monotonic()
+    interrupted = False
+    result = None
+    with store:
+        try:
+            with RunProgress(console, totals, enabled=not args.no_progress) as progress:
+                def on_outcome(job, outcome):
+                    progress.update(job, outcome)
+                    if outcome.status == "failed":
+                        log.warning("trajectory_failed", traj=job.traj, model=job.model,
+                                    setting=job.setting, sample=job.sample.id, error=outcome.error)
+
+                result = asyncio.run(run_jobs(config, store, samples, on_outcome=on_outcome))
+        except KeyboardInterrupt:
+            interrupted = True
+        except AdapterError as exc:
+            err.print(f"vaot run: {exc}", markup=False)
+            return 2
+        records = [r for r in project(store.iter_events()).values() if r.run_id == run_id]
+    wall = time.monotonic() - started
+    for table in summary_tables(records, list(config.settings)):
+        console.print(table)
+    finished = [r for r in records if r.status is not None]
+    failed = sum(1 for r in records if r.status == "failed")
+    retried = sum(r.call_failures for r in records)
+    tokens = sum(r.input_tokens + r.output_tokens for r in records)
+    calls = result.calls if result else 0
+    console.print(
+        f"trajectories {len(finished)}/{len(records)} finished, {failed} failed, "
+        f"{retried} call faults recorded; model calls this session {calls}; tokens {tokens:,}; "
+        f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
+    if config.prices:
+        try:
+            prices = PriceTable.from_config(config.prices)
+        except msgspec.ValidationError as exc:
+            err.print(f"vaot run: bad price table: {exc}", markup=False)
+            prices = None
+        if prices is not None:
+            console.print(format_cost_lines(_usage(config.store, run_id).lines(prices)),
+                          markup=False)
+    log.info("run_end", run_id=run_id, finished=len(finished), failed=failed, calls=calls,
+             wall_s=round(wall, 3), interrupted=interrupted)
+    if interrupted:
+        err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "
+                  "command to resume where it stopped", markup=False)
+        return 130
+    return 0
+
+
+def _usage(store_path: str, run_id: str) -> UsageTally:
+    """Usage per model of one run, from its Step events."""
+    from adapters.models.base import Usage
+    from store.events import Step, TrajectoryStarted
+
+    tally = UsageTally()
+    models: dict[str, str] = {}
+    with open_store(store_path, create=False) as store:
+        for stored in store.iter_events():
+            event = stored.event
+            if isinstance(event, TrajectoryStarted) and event.run_id == run_id:
+                models[event.traj] = event.model
+            elif isinstance(event, Step) and event.traj in models and not event.from_cache:
+                tally.add(models[event.traj],
+                          Usage(event.usage.input_tokens, event.usage.output_tokens))
+    return tally

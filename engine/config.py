@@ -1,0 +1,97 @@
+"""The run configuration: from flags or a TOML file, validated with messages that name the input."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from engine.prompts import SETTINGS
+
+__all__ = ["ConfigError", "ModelConfig", "RunConfig", "load_toml"]
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names it and says what is expected."""
+
+
+class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    spec: str
+    """``provider:model`` — ``reference:calibrated``, ``openai:gpt-4o`` …"""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    dialect: str = "vaot"
+    convention: str = "xyxy"
+    """Order of box coordinates the model writes: ``xyxy`` (default) or ``yxyx``."""
+    max_concurrency: int | None = None
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    extra: dict[str, Any] = {}
+
+
+class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    models: tuple[ModelConfig, ...] = (ModelConfig("reference:calibrated"),)
+    dataset: str = "synthetic"
+    settings: tuple[str, ...] = SETTINGS
+    store: str = "runs/demo.lmdb"
+    limit: int | None = None
+    concurrency: int = 64
+    max_steps: int = 10
+    max_tokens: int = 2048
+    temperature: float | None = None
+    seed: int = 0
+    epochs: int = 1
+    shape: str = "see2think"
+    image_history: str = "all"
+    render_base: str = "current"
+    call_timeout_s: float = 300.0
+    max_attempts: int = 6
+    prices: dict[str, Any] = {}
+    """``{"openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}}`` (model spec or
+    glob → price per million tokens); turns usage into a cost line in the summary."""
+    run_name: str | None = None
+
+    def validate(self) -> RunConfig:
+        for setting in self.settings:
+            if setting not in SETTINGS:
+                raise ConfigError(
+                    f"--settings: unknown setting {setting!r} (choose from {', '.join(SETTINGS)})"
+                )
+        if not self.settings:
+            raise ConfigError("--settings: at least one setting is needed")
+        for name, value, low in (("--concurrency", self.concurrency, 1),
+                                 ("--max-steps", self.max_steps, 1), ("--epochs", self.epochs, 1),
+                                 ("--max-tokens", self.max_tokens, 1)):
+            if value < low:
+                raise ConfigError(f"{name}: must be at least {low}, got {value}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit: must be at least 1, got {self.limit}")
+        if self.shape not in ("see2think", "chat"):
+            raise ConfigError(f"--shape: {self.shape!r} is not 'see2think' or 'chat'")
+        if self.render_base not in ("current", "original"):
+            raise ConfigError(f"--render-base: {self.render_base!r} is not 'current' or 'original'")
+        from engine.conversation import parse_image_history
+
+        try:
+            parse_image_history(self.image_history)
+        except ValueError as exc:
+            raise ConfigError(f"--image-history: {exc}") from None
+        for model in self.models:
+            if model.convention not in ("xyxy", "yxyx"):
+                raise ConfigError(f"model {model.spec}: convention {model.convention!r} is not "
+                                  "'xyxy' or 'yxyx'")
+        return self
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """The raw table of a TOML config file (validated later by :class:`RunConfig`)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {path}: not valid TOML ({exc})") from None

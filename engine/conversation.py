@@ -1,0 +1,128 @@
+"""Building the request for step t from a trajectory's history, in one of two shapes.
+
+- ``see2think``: one user message per call carrying the instructions, the question, the original
+  image, every previous step's text and each image that came back (the authors' shape).
+- ``chat``: alternating turns — the instructions and question first, each previous reply as an
+  assistant turn, each observation as a user turn (for chat- and tool-native models).
+
+Image history ``all`` sends every image; ``original+last:k`` the original plus the last k returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from adapters.models.base import ImagePart, Message, ModelRequest, TextPart
+from engine.prompts import prompt_for
+
+__all__ = ["HistoryStep", "RequestSpec", "build_request", "parse_image_history"]
+
+
+class HistoryStep(msgspec.Struct, frozen=True):
+    """What a later request needs of an earlier step."""
+
+    step: int
+    raw_text: str
+    acted: bool
+    """The step proposed a usable action."""
+    returned_state: str | None
+    """Hex hash of the image that came back, if any."""
+
+
+class RequestSpec(msgspec.Struct, frozen=True):
+    shape: str = "see2think"
+    image_history: str = "all"
+    max_tokens: int = 2048
+    temperature: float | None = None
+    seed: int | None = None
+
+
+def parse_image_history(value: str) -> int | None:
+    """``all`` → None (keep all); ``original+last:k`` → k."""
+    if value == "all":
+        return None
+    prefix = "original+last:"
+    if value.startswith(prefix) and value[len(prefix):].isdigit():
+        return int(value[len(prefix):])
+    raise ValueError(f"image history {value!r}: expected 'all' or 'original+last:K'")
+
+
+def _question_text(question: str, choices: Sequence[str]) -> str:
+    text = f"Question: {question.strip()}"
+    if choices:
+        text += "\nOptions: " + "; ".join(choices)
+    return text
+
+
+def build_request(
+    *,
+    setting: str,
+    question: str,
+    choices: Sequence[str],
+    original_state: str,
+    history: Sequence[HistoryStep],
+    step: int,
+    max_steps: int,
+    spec: RequestSpec,
+    image: Callable[[str], ImagePart],
+) -> ModelRequest:
+    """The request for model call number ``step`` (1-based)."""
+    keep = parse_image_history(spec.image_history)
+    returned = [h.returned_state for h in history if h.returned_state is not None]
+    shown = set(returned if keep is None else returned[len(returned) - keep:] if keep else [])
+    instructions = prompt_for(setting)
+    question_text = _question_text(question, choices)
+    last_call = step >= max_steps and setting != "cot"
+    closing = (
+        f"Now write Step {step}."
+        + (" This is your last step: give the Final Answer." if last_call else "")
+        if setting != "cot"
+        else "Solve it now."
+    )
+
+    def observation(h: HistoryStep) -> list:
+        if h.returned_state is not None:
+            if h.returned_state in shown:
+                return [TextPart(f"Image returned after Step {h.step}:"), image(h.returned_state)]
+            return [TextPart(f"(The image returned after Step {h.step} is omitted.)")]
+        if h.acted:
+            return [TextPart(f"(The action of Step {h.step} was not executed; no image.)")]
+        return []
+
+    if spec.shape == "chat":
+        messages = [
+            Message("system", (TextPart(instructions),)),
+            Message("user", (TextPart(question_text), image(original_state))),
+        ]
+        for h in history:
+            messages.append(Message("assistant", (TextPart(h.raw_text),)))
+            obs = observation(h)
+            messages.append(Message("user", (*obs, TextPart(closing_for(h.step + 1, max_steps)))))
+        if not history:
+            messages[-1] = Message("user", (*messages[-1].content, TextPart(closing)))
+    elif spec.shape == "see2think":
+        parts: list = [TextPart(instructions + "\n" + question_text), image(original_state)]
+        if history:
+            parts.append(TextPart("Your previous steps:"))
+        for h in history:
+            parts.append(TextPart(h.raw_text.strip()))
+            parts.extend(observation(h))
+        parts.append(TextPart(closing))
+        messages = [Message("user", tuple(parts))]
+    else:
+        raise ValueError(f"conversation shape {spec.shape!r}: expected 'see2think' or 'chat'")
+    return ModelRequest(
+        messages=tuple(messages),
+        max_tokens=spec.max_tokens,
+        temperature=spec.temperature,
+        seed=spec.seed,
+    )
+
+
+def closing_for(step: int, max_steps: int) -> str:
+    text = f"Now write Step {step}."
+    if step >= max_steps:
+        text += " This is your last step: give the Final Answer."
+    return text

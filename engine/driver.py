@@ -1,0 +1,250 @@
+"""Driving one trajectory through the VAoT loop: request → reply → parse → render → observe → event.
+
+The driver reads what the store already holds for the trajectory and continues from there, so a
+rerun after a crash neither loses nor repeats a step. Before a reply is acted on it is written to
+the store's reply cache, so a call that was paid for before a crash is served from the cache on
+the rerun (the request is rebuilt identically from the committed history, hence the same hash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import Executor
+
+import msgspec
+
+from adapters.datasets.base import Sample
+from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
+from adapters.models.cassette import cache_key, decode_reply, encode_reply
+from adapters.renderers.pillow_renderer import render
+from engine.context import Context, derive_seed
+from engine.conversation import RequestSpec, build_request
+from engine.limits import ConnectionLimiter
+from engine.parsing import parse_step
+from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
+from engine.states import StateCache, encode_state
+from engine.trajectory import TrajectoryState
+from interventions.policies import SETTING_POLICY, observe
+from store.actions import canonicalize
+from store.events import (
+    CallFailed,
+    PolicyDetail,
+    Step,
+    TokenUsage,
+    TrajectoryFinished,
+    TrajectoryStarted,
+)
+from store.recorder import Recorder
+
+__all__ = ["Outcome", "Runtime", "TrajectoryJob", "run_trajectory"]
+
+
+class TrajectoryJob(msgspec.Struct, frozen=True):
+    traj: str
+    run_id: str
+    sample: Sample
+    setting: str
+    model: str
+    epoch: int = 0
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    traj: str
+    status: str
+    answer: str | None
+    steps: int
+    skipped: bool = False
+    """Already finished in the store; nothing was called."""
+    calls: int = 0
+    tokens: int = 0
+    error: str | None = None
+
+
+class Runtime:
+    """What every trajectory of a run shares."""
+
+    def __init__(
+        self,
+        *,
+        store: Recorder,
+        states: StateCache,
+        adapters: dict[str, ModelAdapter],
+        limiters: dict[str, ConnectionLimiter],
+        dialects: dict[str, tuple[str, str]],
+        render_pool: Executor | None,
+        request_spec: RequestSpec,
+        max_steps: int,
+        seed: int,
+        retry: RetryPolicy,
+        render_base: str = "current",
+        clock=time.time,
+        sleep=asyncio.sleep,
+    ) -> None:
+        self.store = store
+        self.states = states
+        self.adapters = adapters
+        self.limiters = limiters
+        self.dialects = dialects
+        self.render_pool = render_pool
+        self.request_spec = request_spec
+        self.max_steps = max_steps
+        self.seed = seed
+        self.retry = retry
+        self.render_base = render_base
+        self.clock = clock
+        self.sleep = sleep
+
+
+async def _append(rt: Runtime, state: TrajectoryState, event) -> None:
+    await rt.store.append([event])
+    if isinstance(event, Step):
+        state.steps.append(event)
+
+
+async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
+    """Run (or resume, or skip) one trajectory to its end."""
+    store = rt.store
+    state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
+    if state.finished is not None:
+        f = state.finished
+        return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True)
+    ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
+    sample = job.sample
+    original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")
+    if state.started is None:
+        started = TrajectoryStarted(
+            traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,
+            sample_id=sample.id, setting=job.setting, model=job.model, input_state=original,
+            epoch=job.epoch,
+            sample_meta={"category": sample.category, "group": sample.group,
+                         "family": sample.family, "answer": sample.answer},
+        )
+        await store.append([started])
+        state.started = started
+    adapter = rt.adapters[job.model]
+    limiter = rt.limiters.get(job.model)
+    dialect, convention = rt.dialects.get(job.model, ("vaot", "xyxy"))
+    policy = SETTING_POLICY[job.setting]
+    max_steps = 1 if job.setting == "cot" else rt.max_steps
+    calls = tokens = 0
+
+    async def on_failure(info: CallFailedInfo) -> None:
+        await store.append([CallFailed(
+            traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=state.next_step,
+            attempt=info.attempt, kind=info.kind, retry=info.retry, status=info.status,
+            retry_after=info.retry_after, message=info.message[:500], retried=True,
+        )])
+
+    while True:
+        step_no = state.next_step
+        if step_no > max_steps:
+            return await _finish(rt, state, job, ctx, "max_steps", None, calls, tokens)
+        current_hex, frame = state.current_state(original)
+        request = build_request(
+            setting=job.setting, question=sample.question, choices=sample.choices,
+            original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
+            spec=rt.request_spec, image=rt.states.image_part,
+        )
+        key = cache_key(job.model, request)
+        cached = store.cache_get(key)
+        started_at = ctx.monotonic()
+        if cached is not None:
+            reply = decode_reply(cached)
+        else:
+            try:
+                reply = await call_with_retries(
+                    adapter, request, rng=ctx.rng(), policy=rt.retry, on_failure=on_failure,
+                    sleep=rt.sleep, limiter=limiter,
+                )
+            except ModelCallError as exc:
+                await store.append([CallFailed(
+                    traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no, attempt=0,
+                    kind=exc.kind, retry=exc.retry, status=exc.status,
+                    retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
+                )])
+                return await _finish(rt, state, job, ctx, "failed", None, calls, tokens,
+                                     error=str(exc))
+            await store.cache_put(key, encode_reply(reply))
+            calls += 1
+        latency_ms = (ctx.monotonic() - started_at) * 1000.0
+        tokens += reply.usage.input_tokens + reply.usage.output_tokens
+        await _record_step(rt, state, job, ctx, reply, key.hex(), step_no, max_steps,
+                           current_hex, frame, original, dialect, convention, policy,
+                           latency_ms, cached is not None)
+        last = state.steps[-1]
+        if last.final_answer is not None:
+            return await _finish(rt, state, job, ctx, "answered", last.final_answer, calls, tokens)
+
+
+async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, step_no, max_steps,
+                       current_hex, frame, original, dialect, convention, policy, latency_ms,
+                       from_cache) -> None:
+    canvas = None
+    canvas_size = None
+    if dialect != "vaot":
+        canvas = await rt.states.canvas(current_hex, frame, original)
+        canvas_size = canvas.size
+    parsed = parse_step(reply.text, dialect=dialect, convention=convention,
+                        canvas_size=canvas_size, tool_calls=reply.tool_calls)
+    warnings = list(parsed.warnings)
+    answer = parsed.final_answer
+    if answer is None and step_no >= max_steps and job.setting == "cot":
+        warnings.append("no final answer in the one CoT reply")
+    acting = bool(parsed.actions) and job.setting != "cot" and answer is None
+    faithful = returned = None
+    returned_frame = None
+    detail: PolicyDetail | None = None
+    render_ms = 0.0
+    canonical = ()
+    if parsed.actions and job.setting != "cot":
+        canvas = canvas or await rt.states.canvas(current_hex, frame, original)
+        canonical = tuple(canonicalize(a, canvas.frame) for a in parsed.actions)
+    if acting and policy != "none":
+        canvas = canvas or await rt.states.canvas(current_hex, frame, original)
+        action = parsed.actions[0]
+        seed = ctx.child_seed("render", step_no)
+        t0 = ctx.monotonic()
+        loop = asyncio.get_running_loop()
+
+        def work():
+            rendered = render(canvas, [action], parsed.global_style, seed,
+                              render_base=rt.render_base)
+            encoded_faithful = encode_state(rendered)
+            shown, pol = observe(policy, before=canvas, action=action, rendered=rendered,
+                                 seed=ctx.child_seed("policy", step_no))
+            encoded_shown = None
+            if shown is not None and shown is not rendered:
+                encoded_shown = encode_state(shown)
+            return encoded_faithful, shown, encoded_shown, pol
+
+        enc_faithful, shown, enc_shown, detail = await loop.run_in_executor(rt.render_pool, work)
+        render_ms = (ctx.monotonic() - t0) * 1000.0
+        faithful = await rt.states.add_encoded(enc_faithful)
+        if shown is not None:
+            returned = faithful if enc_shown is None else await rt.states.add_encoded(enc_shown)
+            f = shown.frame
+            returned_frame = (f.x1, f.y1, f.x2, f.y2)
+    elif acting:
+        detail = PolicyDetail(policy)
+    step = Step(
+        traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
+        request_hash=request_hash, raw_text=reply.text, thought=parsed.thought,
+        actions_raw=parsed.raw_actions, actions=canonical, parse_warnings=tuple(warnings),
+        final_answer=answer, faithful_state=faithful, returned_state=returned, policy=detail,
+        usage=TokenUsage(reply.usage.input_tokens, reply.usage.output_tokens),
+        latency_ms=round(latency_ms, 3), finish_reason=reply.finish_reason, from_cache=from_cache,
+        returned_frame=returned_frame, render_ms=round(render_ms, 3),
+    )
+    await _append(rt, state, step)
+
+
+async def _finish(rt, state, job, ctx, status, answer, calls, tokens, error=None) -> Outcome:
+    finished = TrajectoryFinished(
+        traj=job.traj, pos=state.take_pos(), at=ctx.now(), status=status, answer=answer,
+        steps=len(state.steps), error=error,
+    )
+    await rt.store.append([finished])
+    state.finished = finished
+    return Outcome(job.traj, status, answer, len(state.steps), calls=calls, tokens=tokens,
+                   error=error)

@@ -1,0 +1,22 @@
+"""Derived identifiers: rerunning the same config finds the same ids, and so resumes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+__all__ = ["run_id_for", "trajectory_id"]
+
+_encoder = msgspec.json.Encoder(order="sorted")
+
+
+def run_id_for(identity: dict) -> str:
+    """16 hex digits of the hash of what makes two runs the same run."""
+    return hashlib.sha256(_encoder.encode(identity)).hexdigest()[:16]
+
+
+def trajectory_id(run_id: str, model: str, sample_id: str, setting: str, epoch: int) -> str:
+    """32 hex digits derived from (run, model, sample, setting, epoch)."""
+    key = "\x1f".join((run_id, model, sample_id, setting, str(epoch)))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

@@ -1,0 +1,48 @@
+"""Structured logs: JSON lines to a file beside the store, keys redacted from every line."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import structlog
+
+from adapters.models._secrets import RedactingFilter, redact_processor
+
+__all__ = ["configure_logging", "log_path_for"]
+
+
+def log_path_for(store_path: str) -> Path:
+    """``runs/demo.lmdb`` → ``runs/demo.log``."""
+    path = Path(store_path)
+    return path.with_name(path.name.removesuffix(".lmdb") + ".log")
+
+
+def configure_logging(log_file: Path) -> structlog.stdlib.BoundLogger:
+    """Send structlog (and stdlib logging, e.g. aiohttp's) to ``log_file`` as JSON lines."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler.addFilter(RedactingFilter())
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, "_vaot", False):
+            root.removeHandler(old)
+            old.close()
+    handler._vaot = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    structlog.configure(
+        processors=[
+            structlog.stdlib.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            redact_processor,
+            structlog.processors.JSONRenderer(),
+            redact_processor,  # again on the rendered line: covers anything a processor added
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    return structlog.get_logger("vaot")

@@ -1,0 +1,85 @@
+"""Live progress per setting and the end-of-run summary table (rich)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from analysis.records import TrajectoryRecord
+from analysis.scoring import score_answer
+from analysis.tables import accuracy_table
+from engine.driver import Outcome, TrajectoryJob
+
+__all__ = ["RunProgress", "summary_tables"]
+
+
+class RunProgress:
+    """One bar per setting: done/total, failed, live accuracy, tokens."""
+
+    def __init__(self, console: Console, totals: dict[str, int], enabled: bool = True) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description:<13}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+            console=console, disable=not enabled, transient=False,
+        )
+        self.tasks = {s: self.progress.add_task(s, total=n, stats="") for s, n in totals.items()}
+        self.done: dict[str, int] = defaultdict(int)
+        self.failed: dict[str, int] = defaultdict(int)
+        self.correct: dict[str, int] = defaultdict(int)
+        self.scored: dict[str, int] = defaultdict(int)
+        self.tokens: dict[str, int] = defaultdict(int)
+        self.calls = 0
+
+    def __enter__(self) -> RunProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def update(self, job: TrajectoryJob, outcome: Outcome) -> None:
+        s = job.setting
+        self.done[s] += 1
+        self.calls += outcome.calls
+        self.tokens[s] += outcome.tokens
+        if outcome.status == "failed":
+            self.failed[s] += 1
+        else:
+            verdict = score_answer(outcome.answer, job.sample.answer, job.sample.choices)
+            self.scored[s] += 1
+            self.correct[s] += int(bool(verdict))
+        acc = f"acc {100 * self.correct[s] / self.scored[s]:5.1f}%" if self.scored[s] else ""
+        stats = f"failed {self.failed[s]}  {acc}  tok {self.tokens[s]:,}"
+        self.progress.update(self.tasks[s], advance=1, stats=stats)
+
+
+def summary_tables(records: list[TrajectoryRecord], settings: list[str]) -> list[Table]:
+    """Accuracy per group × setting, one table per model, plus a status line per model."""
+    tables = []
+    cells = accuracy_table(records, by="group")
+    models = sorted({r.model for r in records})
+    groups = [*sorted({r.group or "-" for r in records}), "all"]
+    for model in models:
+        table = Table(title=f"{model}: accuracy % (correct/scored)", title_justify="left")
+        table.add_column("group")
+        for setting in settings:
+            table.add_column(setting, justify="right")
+        for group in groups:
+            row = [group]
+            for setting in settings:
+                cell = cells.get((model, group, setting))
+                if cell is None or (cell.n == 0 and not cell.failed and not cell.unfinished):
+                    row.append("-")
+                    continue
+                text = f"{100 * cell.accuracy:.1f} ({cell.correct}/{cell.n})" if cell.n else "-"
+                if cell.failed:
+                    text += f" [red]{cell.failed} failed[/red]"
+                if cell.unfinished:
+                    text += f" [yellow]{cell.unfinished} open[/yellow]"
+                row.append(text)
+            table.add_row(*row, end_section=group == groups[-2])
+        tables.append(table)
+    return tables

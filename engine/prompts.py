@@ -1,0 +1,81 @@
+"""The instructions for the four settings, in our own words, versioned by hash.
+
+They follow the protocol of the See2Think paper's appendix B (facts only): a fixed step format,
+exactly one action at step 1, later actions only when a new region, object, path or relation must
+be shown, and — for NoRender — the rule that a proposed action is not evidence. WrongRender uses
+the VAoT prompt unchanged: the model is not told its images are corrupted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+__all__ = ["PROMPTS", "PROMPTS_VERSION", "SETTINGS", "prompt_for", "prompt_hashes"]
+
+SETTINGS = ("cot", "no_render", "vaot", "wrong_render")
+
+_STEP_FORMAT = """\
+Write your solution as numbered steps. Each step starts with
+Step N (Text): what you look at, what you conclude, and any result.
+"""
+
+_ACTIONS = """\
+A step may ask for one visual action to be drawn on the current image. Put it right after the
+step's text:
+Step N (Action Description):
+```json
+{"step": N, "visual_rationale": "why this action helps", "action": [{"type": "zoom", "target": [x1, y1, x2, y2]}]}
+```
+Coordinates are integers from 0 to 1000 across the width and height of the image you were shown
+last; boxes are [x1, y1, x2, y2] and points [x, y]. Labels are short words, never coordinates.
+Action types: annotate (target box, content; shape box | ellipse | callout), highlight (target
+box), mask (target box), trace_highlight (target: 3 to 5 points along a path, content),
+overlay_text (target box, content), draw_line (target: two points, content), ellipse (target box,
+content), crop (target box), zoom (target box).
+Rules:
+- Step 1 always asks for exactly one action and gives no final answer.
+- Later steps ask for an action only when a new region, object, path or relation has to be
+  shown; one to three actions for a whole solution is typical.
+- Write one step per reply, then stop.
+- When you are certain, finish with a line "Final Answer: <answer>".
+"""
+
+PROMPTS: dict[str, str] = {
+    "cot": _STEP_FORMAT
+    + """\
+Reason from the image only; every step should rest on something you can see in it. Do not ask
+for any visual action. Write all steps in this one reply and end with a line
+"Final Answer: <answer>".
+""",
+    "vaot": _STEP_FORMAT
+    + _ACTIONS
+    + """\
+After each step with an action, the rendered image comes back to you; use what it shows.
+""",
+    "no_render": _STEP_FORMAT
+    + _ACTIONS
+    + """\
+Your actions will NOT be executed and no image will come back. A proposed action is a plan, not
+evidence: base every conclusion on the original image alone.
+""",
+}
+PROMPTS["wrong_render"] = PROMPTS["vaot"]
+
+
+def prompt_for(setting: str) -> str:
+    try:
+        return PROMPTS[setting]
+    except KeyError:
+        raise ValueError(
+            f"unknown setting {setting!r} (known: {', '.join(SETTINGS)})"
+        ) from None
+
+
+def prompt_hashes() -> dict[str, str]:
+    """sha256 (12 hex digits) of each setting's prompt, recorded in the run header."""
+    return {k: hashlib.sha256(v.encode()).hexdigest()[:12] for k, v in sorted(PROMPTS.items())}
+
+
+PROMPTS_VERSION = hashlib.sha256(
+    "".join(f"{k}\x00{v}" for k, v in sorted(PROMPTS.items())).encode()
+).hexdigest()[:12]

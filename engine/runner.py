@@ -1,0 +1,181 @@
+"""Running a whole configuration: every (model, sample, setting, epoch) trajectory, concurrently.
+
+Structured concurrency: one TaskGroup of ``concurrency`` workers pulling jobs from a queue, so
+memory follows what is in flight rather than the size of the run. Per-endpoint limits sit in each
+model's :class:`~engine.limits.ConnectionLimiter`; rendering runs in a thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import msgspec
+
+from adapters.datasets.base import Sample
+from adapters.models.base import AdapterOptions, ModelAdapter
+from adapters.models.registry import create_adapter
+from adapters.renderers.pillow_renderer import RENDERER_VERSION
+from engine.config import RunConfig
+from engine.context import Context
+from engine.conversation import RequestSpec
+from engine.driver import Outcome, Runtime, TrajectoryJob, run_trajectory
+from engine.ids import run_id_for, trajectory_id
+from engine.limits import ConnectionLimiter, LimitConfig
+from engine.prompts import PROMPTS_VERSION, prompt_hashes
+from engine.retry import RetryPolicy
+from engine.states import StateCache
+from store.events import RunStarted, run_stream
+from store.recorder import Recorder
+
+__all__ = ["ENGINE_VERSION", "RunResult", "build_jobs", "run_identity", "run_jobs"]
+
+ENGINE_VERSION = "vaot-engine/1"
+
+
+class RunResult(msgspec.Struct):
+    run_id: str
+    outcomes: list[Outcome]
+    wall_s: float
+    calls: int
+    interrupted: bool = False
+
+
+def run_identity(config: RunConfig) -> dict:
+    """What makes two invocations the same run (and so resumable): not limits or concurrency."""
+    if config.run_name:
+        return {"name": config.run_name}
+    return {
+        "dataset": config.dataset, "seed": config.seed, "max_steps": config.max_steps,
+        "shape": config.shape, "image_history": config.image_history,
+        "render_base": config.render_base, "prompts": PROMPTS_VERSION,
+        "max_tokens": config.max_tokens, "temperature": config.temperature,
+    }
+
+
+def build_jobs(config: RunConfig, run_id: str, samples: list[Sample]) -> list[TrajectoryJob]:
+    """Every trajectory of the run, interleaved so each setting progresses together."""
+    jobs = []
+    for epoch in range(config.epochs):
+        for sample in samples:
+            for model in config.models:
+                for setting in config.settings:
+                    tid = trajectory_id(run_id, model.spec, sample.id, setting, epoch)
+                    jobs.append(TrajectoryJob(tid, run_id, sample, setting, model.spec, epoch))
+    return jobs
+
+
+def make_adapters(config: RunConfig) -> dict[str, ModelAdapter]:
+    adapters = {}
+    for model in config.models:
+        options = AdapterOptions(base_url=model.base_url, api_key_env=model.api_key_env,
+                                 timeout_s=config.call_timeout_s, extra=dict(model.extra))
+        adapters[model.spec] = create_adapter(model.spec, options)
+    return adapters
+
+
+def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter]
+                  ) -> dict[str, ConnectionLimiter]:
+    by_key: dict[str, ConnectionLimiter] = {}
+    out = {}
+    for model in config.models:
+        adapter = adapters[model.spec]
+        if model.spec.startswith("reference:"):
+            continue  # in-process agents share no remote endpoint
+        key = adapter.connection_key
+        if key not in by_key:
+            fields = {}
+            if model.max_concurrency:
+                fields["max_concurrent"] = model.max_concurrency
+            if model.requests_per_minute:
+                fields["requests_per_minute"] = model.requests_per_minute
+            if model.tokens_per_minute:
+                fields["tokens_per_minute"] = model.tokens_per_minute
+            by_key[key] = ConnectionLimiter(key, LimitConfig(**fields))
+        out[model.spec] = by_key[key]
+    return out
+
+
+async def run_jobs(
+    config: RunConfig,
+    store: Recorder,
+    samples: list[Sample],
+    *,
+    on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
+    adapters: dict[str, ModelAdapter] | None = None,
+    extra_header: dict | None = None,
+) -> RunResult:
+    """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``."""
+    started = time.monotonic()
+    run_id = run_id_for(run_identity(config))
+    ctx = Context(config.seed)
+    owned = adapters is None
+    adapters = adapters if adapters is not None else make_adapters(config)
+    for adapter in adapters.values():
+        attach = getattr(adapter, "attach", None)
+        if attach is not None:
+            attach(store)
+    header_stream = run_stream(run_id)
+    if store.head(header_stream) is None:
+        header = {
+            "models": [msgspec.to_builtins(m) for m in config.models],
+            "settings": list(config.settings), "dataset": config.dataset,
+            "prompts": prompt_hashes(), "prompts_version": PROMPTS_VERSION,
+            "renderer": RENDERER_VERSION, "render_base": config.render_base,
+            "conventions": {m.spec: m.convention for m in config.models},
+            "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
+            "image_history": config.image_history, "engine_version": ENGINE_VERSION,
+            "flags": {"cumulative_canvas": config.render_base == "current",
+                      "wrong_render_schedule": "all"},
+            **(extra_header or {}),
+        }
+        await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
+                                       config=header, engine_version=ENGINE_VERSION)])
+    jobs = build_jobs(config, run_id, samples)
+    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
+                              thread_name_prefix="vaot-render")
+    states = StateCache(store, pool, capacity=max(256, config.concurrency * 8))
+    runtime = Runtime(
+        store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters),
+        dialects={m.spec: (m.dialect, m.convention) for m in config.models},
+        render_pool=pool,
+        request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,
+                                 max_tokens=config.max_tokens, temperature=config.temperature),
+        max_steps=config.max_steps, seed=config.seed,
+        retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s),
+        render_base=config.render_base,
+    )
+    queue: asyncio.Queue[TrajectoryJob] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    outcomes: list[Outcome] = []
+
+    async def worker() -> None:
+        while True:
+            try:
+                job = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            outcome = await run_trajectory(job, runtime)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(job, outcome)
+
+    interrupted = False
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(config.concurrency, len(jobs)) or 1):
+                group.create_task(worker())
+    except asyncio.CancelledError:
+        interrupted = True
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if owned:
+            for adapter in adapters.values():
+                await adapter.aclose()
+    calls = sum(o.calls for o in outcomes)
+    return RunResult(run_id, outcomes, time.monotonic() - started, calls, interrupted)

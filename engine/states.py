@@ -1,0 +1,123 @@
+"""Visual states by hash: each encoded once, stored once, its base64 shared by every request.
+
+DESIGN.md §5: encoding images is the expensive step. A state's PNG bytes serve both the blob store
+and the data URI; its base64 is cached by hash, so a step that re-sends ten earlier images costs
+ten dictionary lookups. Decoded canvases and base64 strings are held in bounded LRU caches (memory
+follows what is in flight, not the size of the run); anything evicted is reloaded from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections import OrderedDict
+from concurrent.futures import Executor
+
+from adapters.models.base import ImagePart
+from adapters.renderers.canvas import CanvasState
+from adapters.renderers.encode import encode_png, image_hash
+from adapters.renderers.images import load_image
+from store.actions import Frame
+from store.recorder import Recorder
+
+__all__ = ["EncodedState", "StateCache"]
+
+
+class EncodedState:
+    """A canvas with its hash and encoded bytes."""
+
+    __slots__ = ("canvas", "data", "key")
+
+    def __init__(self, canvas: CanvasState, key: bytes, data: bytes) -> None:
+        self.canvas = canvas
+        self.key = key
+        self.data = data
+
+    @property
+    def hex(self) -> str:
+        return self.key.hex()
+
+
+def encode_state(canvas: CanvasState) -> EncodedState:
+    """Hash and encode a canvas (CPU-bound: run it in the render pool)."""
+    return EncodedState(canvas, image_hash(canvas.image), encode_png(canvas.image))
+
+
+class _Lru(OrderedDict):
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = capacity
+
+    def get_touch(self, key):
+        value = self.get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key, value) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.capacity:
+            self.popitem(last=False)
+
+
+class StateCache:
+    """Canvases and base64 strings by hex hash, backed by the store's blobs."""
+
+    def __init__(self, store: Recorder, executor: Executor | None, capacity: int = 1024) -> None:
+        self.store = store
+        self.executor = executor
+        self._canvases: _Lru = _Lru(capacity)
+        self._b64: _Lru = _Lru(capacity)
+        self._persisted: set[str] = set()
+        self.encodes = 0
+
+    async def _in_pool(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def add(self, canvas: CanvasState) -> str:
+        """Encode ``canvas`` once, persist its blob, cache it; returns its hex hash."""
+        encoded = await self._in_pool(encode_state, canvas)
+        self.encodes += 1
+        return await self.add_encoded(encoded)
+
+    async def add_encoded(self, encoded: EncodedState) -> str:
+        hex_key = encoded.hex
+        if hex_key not in self._persisted:
+            if not self.store.has_blob(encoded.key):
+                await self.store.put_blob(encoded.key, encoded.data)
+            self._persisted.add(hex_key)
+        self._canvases.put(hex_key, encoded.canvas)
+        if self._b64.get_touch(hex_key) is None:
+            self._b64.put(hex_key, base64.b64encode(encoded.data).decode("ascii"))
+        return hex_key
+
+    async def add_original(self, image_bytes: bytes, name: str) -> str:
+        """Load (normalise to RGB) and add a sample's original image."""
+        image = await self._in_pool(lambda: load_image(image_bytes, name=name))
+        return await self.add(CanvasState.from_image(image))
+
+    def image_part(self, hex_key: str) -> ImagePart:
+        """The request part for a state (base64 cached; reloaded from the store if evicted)."""
+        b64 = self._b64.get_touch(hex_key)
+        if b64 is None:
+            b64 = base64.b64encode(self.store.get_blob(bytes.fromhex(hex_key))).decode("ascii")
+            self._b64.put(hex_key, b64)
+        return ImagePart(sha=hex_key, media_type="image/png", b64=b64)
+
+    async def canvas(self, hex_key: str, frame: Frame | None, original: str) -> CanvasState:
+        """The canvas of a state, rebuilt from its blob when it is not cached (e.g. on resume)."""
+        canvas = self._canvases.get_touch(hex_key)
+        if canvas is not None:
+            return canvas
+        orig = self._canvases.get_touch(original)
+        if orig is None:
+            image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(original)))
+            orig = CanvasState.from_image(image)
+            self._canvases.put(original, orig)
+        if hex_key == original:
+            return orig
+        image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(hex_key)))
+        canvas = CanvasState(image=image, frame=frame or Frame(), original=orig.image)
+        self._canvases.put(hex_key, canvas)
+        return canvas

@@ -1,0 +1,72 @@
+"""A trajectory as a pure state machine over its events.
+
+:class:`TrajectoryState` is rebuilt from the events a store holds for one trajectory id, so a run
+interrupted at any moment resumes from its last committed step: nothing here calls a model,
+renders or writes. The driver (engine/driver.py) asks it what to do next and appends the events
+it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from engine.conversation import HistoryStep
+from store.actions import Frame
+from store.events import (
+    CallFailed,
+    Step,
+    StoredEvent,
+    TrajectoryFinished,
+    TrajectoryStarted,
+)
+
+__all__ = ["TrajectoryState"]
+
+
+class TrajectoryState(msgspec.Struct):
+    traj: str
+    started: TrajectoryStarted | None = None
+    steps: list[Step] = []
+    finished: TrajectoryFinished | None = None
+    failures: int = 0
+    next_pos: int = 0
+
+    @classmethod
+    def from_events(cls, traj: str, events: Sequence[StoredEvent]) -> TrajectoryState:
+        state = cls(traj=traj)
+        for stored in events:
+            event = stored.event
+            if isinstance(event, TrajectoryStarted):
+                state.started = event
+            elif isinstance(event, Step):
+                state.steps.append(event)
+            elif isinstance(event, TrajectoryFinished):
+                state.finished = event
+            elif isinstance(event, CallFailed):
+                state.failures += 1
+            state.next_pos = event.pos + 1
+        return state
+
+    @property
+    def next_step(self) -> int:
+        return len(self.steps) + 1
+
+    def take_pos(self) -> int:
+        pos = self.next_pos
+        self.next_pos += 1
+        return pos
+
+    def history(self) -> list[HistoryStep]:
+        return [
+            HistoryStep(s.step, s.raw_text, bool(s.actions), s.returned_state) for s in self.steps
+        ]
+
+    def current_state(self, original: str) -> tuple[str, Frame]:
+        """The canvas the model saw last: the last returned state, else the original."""
+        for step in reversed(self.steps):
+            if step.returned_state is not None:
+                frame = Frame(*step.returned_frame) if step.returned_frame else Frame()
+                return step.returned_state, frame
+        return original, Frame()
