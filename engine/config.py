@@ -48,6 +48,8 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     render_base: str = "current"
     call_timeout_s: float = 300.0
     max_attempts: int = 6
+    retry_base_delay_s: float = 1.0
+    """First backoff after a transient fault (doubles each attempt; a Retry-After wins)."""
     prices: dict[str, Any] = {}
     """``{"openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}}`` (model spec or
     glob → price per million tokens); turns usage into a cost line in the summary."""
@@ -63,9 +65,12 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ConfigError("--settings: at least one setting is needed")
         for name, value, low in (("--concurrency", self.concurrency, 1),
                                  ("--max-steps", self.max_steps, 1), ("--epochs", self.epochs, 1),
-                                 ("--max-tokens", self.max_tokens, 1)):
+                                 ("--max-tokens", self.max_tokens, 1),
+                                 ("--max-attempts", self.max_attempts, 1)):
             if value < low:
                 raise ConfigError(f"{name}: must be at least {low}, got {value}")
+        if self.retry_base_delay_s < 0:
+            raise ConfigError(f"--retry-base-delay: must be >= 0, got {self.retry_base_delay_s}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit: must be at least 1, got {self.limit}")
         if self.shape not in ("see2think", "chat"):

@@ -145,7 +145,8 @@ async def run_jobs(
         request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,
                                  max_tokens=config.max_tokens, temperature=config.temperature),
         max_steps=config.max_steps, seed=config.seed,
-        retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s),
+        retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
+                          base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base,
     )
     queue: asyncio.Queue[TrajectoryJob] = asyncio.Queue()

@@ -77,6 +77,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="action dialect of the models: vaot (default), deepeyes, qwen3vl, "
                    "minio3, openai")
     p.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds (300)")
+    p.add_argument("--max-attempts", type=int, metavar="N",
+                   help="attempts per model call before the trajectory fails (default 6)")
+    p.add_argument("--retry-base-delay", type=float, metavar="S",
+                   help="first backoff after a transient fault, doubling each time (default 1.0); "
+                   "a server's Retry-After always wins")
     p.add_argument("--run-name", metavar="NAME",
                    help="name the run explicitly (default: derived from the options)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -91,7 +96,8 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
         "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
         "render_base": args.render_base, "call_timeout_s": args.timeout,
-        "run_name": args.run_name,
+        "run_name": args.run_name, "max_attempts": args.max_attempts,
+        "retry_base_delay_s": args.retry_base_delay,
     }
     raw.update({k: v for k, v in flags.items() if v is not None})
     if args.settings:
@@ -123,8 +129,8 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console(stderr=False, highlight=False, emoji=False)
-    err = Console(stderr=True, highlight=False, emoji=False)
+    console = Console(stderr=False, highlight=False, emoji=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
     try:
         config = _config_from(args)
     except ConfigError as exc:
@@ -142,15 +148,20 @@ def run(args: argparse.Namespace) -> int:
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2
+    from engine.ids import run_id_for
+    from engine.runner import build_jobs, make_adapters, run_identity
+
+    try:
+        adapters = make_adapters(config)
+    except AdapterError as exc:
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
     log = configure_logging(log_path_for(config.store))
     try:
         store = open_store(config.store)
     except StoreError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
-    from engine.ids import run_id_for
-    from engine.runner import build_jobs, run_identity, run_jobs
-
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}
     for job in build_jobs(config, run_id, samples):
@@ -177,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
                         log.warning("trajectory_failed", traj=job.traj, model=job.model,
                                     setting=job.setting, sample=job.sample.id, error=outcome.error)
 
-                result = asyncio.run(run_jobs(config, store, samples, on_outcome=on_outcome))
+                result = asyncio.run(_run(config, store, samples, adapters, on_outcome))
         except KeyboardInterrupt:
             interrupted = True
         except AdapterError as exc:
@@ -212,6 +223,16 @@ def run(args: argparse.Namespace) -> int:
                   "command to resume where it stopped", markup=False)
         return 130
     return 0
+
+
+async def _run(config, store, samples, adapters, on_outcome):
+    from engine.runner import run_jobs
+
+    try:
+        return await run_jobs(config, store, samples, on_outcome=on_outcome, adapters=adapters)
+    finally:
+        for adapter in adapters.values():
+            await adapter.aclose()
 
 
 def _usage(store_path: str, run_id: str) -> UsageTally:
