@@ -1,0 +1,206 @@
+"""Load a generic JSONL dataset: one sample object per line.
+
+Each non-blank line is an object with
+
+- ``id`` (string or integer, unique in the file),
+- ``image``: a path relative to the JSONL file's folder, or a ``data:<type>;base64,<data>`` URI,
+- ``question``, ``answer`` (a string; a number is written out),
+- ``category``, ``group`` (strings, possibly empty; ``group`` is 2D | 3D | Real for the paper's
+  tasks),
+- optionally ``choices`` (a list of strings, or an object ``{"A": "cat"}`` kept as ``"A. cat"``,
+  as the See2Think loader does) and ``key_regions`` (a list of ``[x1, y1, x2, y2]`` boxes in the
+  image's pixels; fractional values are rounded).
+
+A line that is not valid JSON, lacks a field, names a missing image or repeats an earlier ``id``
+becomes a :class:`~adapters.datasets.base.SkippedRow` with the file and its 1-based line number;
+blank lines are ignored. Only a file that cannot be read at all raises
+:class:`~adapters.datasets.base.DatasetError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from adapters.datasets.base import DatasetError, Sample, SkippedRow
+
+__all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
+
+REQUIRED_FIELDS = ("id", "image", "question", "answer", "category", "group")
+
+
+class _BadRow(Exception):
+    """Why one line cannot become a sample."""
+
+
+class JsonlLoader:
+    """Loads samples from a JSONL file; lines that cannot be used land in ``skipped``.
+
+    Args:
+        path: the JSONL file.
+        limit: stop after this many usable samples (later lines are not read or checked).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, limit: int | None = None) -> None:
+        self.path = Path(path)
+        self.limit = limit
+        self._samples: list[Sample] | None = None
+        self._skipped: list[SkippedRow] = []
+
+    def samples(self) -> list[Sample]:
+        """All usable samples in file order (loaded on first call, then cached)."""
+        if self._samples is None:
+            self._samples = self._load()
+        return self._samples
+
+    @property
+    def skipped(self) -> list[SkippedRow]:
+        """Lines that were reported and skipped, in file order."""
+        self.samples()
+        return self._skipped
+
+    def _load(self) -> list[Sample]:
+        try:
+            raw = self.path.read_bytes()
+        except OSError as exc:
+            reason = "file not found" if isinstance(exc, FileNotFoundError) else exc.strerror
+            raise DatasetError(f"cannot read JSONL dataset {self.path}: {reason}") from None
+        raw = raw.removeprefix(b"\xef\xbb\xbf")
+        samples: list[Sample] = []
+        first_line: dict[str, int] = {}
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            if self.limit is not None and len(samples) >= self.limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                sample = self._sample(line)
+                if sample.id in first_line:
+                    raise _BadRow(
+                        f"duplicate id {sample.id!r} (first at line {first_line[sample.id]})"
+                    )
+            except _BadRow as exc:
+                self._skipped.append(
+                    SkippedRow(source=str(self.path), line=number, reason=str(exc))
+                )
+                continue
+            first_line[sample.id] = number
+            samples.append(sample)
+        return samples
+
+    def _sample(self, line: bytes) -> Sample:
+        try:
+            row = msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            raise _BadRow(f"invalid JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise _BadRow("line is not a JSON object")
+        missing = [key for key in REQUIRED_FIELDS if key not in row or row[key] is None]
+        if missing:
+            raise _BadRow(f"missing field(s): {', '.join(missing)}")
+        sample_id = row["id"]
+        if isinstance(sample_id, bool) or not isinstance(sample_id, str | int):
+            raise _BadRow("'id' must be a string or an integer")
+        sample_id = str(sample_id).strip()
+        if not sample_id:
+            raise _BadRow("'id' is empty")
+        question = _string(row, "question", allow_empty=False)
+        answer = _string(row, "answer", allow_empty=False)
+        category = _string(row, "category")
+        group = _string(row, "group")
+        image, meta = self._image(row["image"])
+        return Sample(
+            id=sample_id,
+            image=image,
+            question=question,
+            answer=answer,
+            category=category,
+            group=group,
+            choices=_choices(row.get("choices")),
+            key_regions=_key_regions(row.get("key_regions")),
+            meta=meta,
+        )
+
+    def _image(self, value: Any) -> tuple[bytes, dict[str, str]]:
+        """The image bytes, and the meta that says where they came from."""
+        if not isinstance(value, str) or not value.strip():
+            raise _BadRow("'image' must be a path or a data: URI")
+        if value.startswith("data:"):
+            header, comma, payload = value.partition(",")
+            if not comma or not header.endswith(";base64"):
+                raise _BadRow("'image' data: URI must be base64 ('data:<type>;base64,...')")
+            try:
+                image = base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError):
+                raise _BadRow("'image' data: URI holds invalid base64") from None
+            meta = {"image": header}
+        else:
+            try:
+                image = (self.path.parent / value.replace("\\", "/")).read_bytes()
+            except FileNotFoundError:
+                raise _BadRow(f"image {value!r} not found") from None
+            except OSError as exc:
+                raise _BadRow(f"image {value!r}: {exc.strerror}") from None
+            meta = {"image": value}
+        if not image:
+            raise _BadRow("'image' is empty")
+        return image, meta
+
+
+def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:
+    """A text field; numbers are written out because answers like 3 are common."""
+    value = row[key]
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _BadRow(f"{key!r} must be a string")
+    text = str(value).strip()
+    if not text and not allow_empty:
+        raise _BadRow(f"{key!r} is empty")
+    return text
+
+
+def _choices(value: Any) -> tuple[str, ...]:
+    """``choices`` as strings: a list item by item, an object as ``"A. text"`` in its order."""
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list):
+        pairs = [(None, item) for item in value]
+    else:
+        raise _BadRow("'choices' must be a list or an object")
+    out = []
+    for letter, item in pairs:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise _BadRow("'choices' must hold strings")
+        out.append(str(item) if letter is None else f"{letter}. {item}")
+    return tuple(out)
+
+
+def _key_regions(value: Any) -> tuple[tuple[int, int, int, int], ...]:
+    """Boxes ``[x1, y1, x2, y2]`` in pixels, checked for shape and order."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _BadRow("'key_regions' must be a list of [x1, y1, x2, y2] boxes")
+    boxes = []
+    for box in value:
+        if (
+            not isinstance(box, list)
+            or len(box) != 4
+            or any(
+                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                for v in box
+            )
+        ):
+            raise _BadRow(f"key region {box!r} is not [x1, y1, x2, y2] in pixels")
+        x1, y1, x2, y2 = (round(v) for v in box)
+        if x1 < 0 or y1 < 0 or x2 <= x1 or y2 <= y1:
+            raise _BadRow(f"key region {box!r} needs 0 <= x1 < x2 and 0 <= y1 < y2")
+        boxes.append((x1, y1, x2, y2))
+    return tuple(boxes)

@@ -1,0 +1,97 @@
+"""Turn a ``--dataset`` spec into samples: ``synthetic[:N]``, ``see2think:TASKS.json``, ``jsonl:FILE``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from adapters.datasets.base import DatasetError, Sample, SkippedRow
+from adapters.datasets.jsonl import JsonlLoader
+from adapters.datasets.see2think import See2ThinkLoader
+
+__all__ = ["DATASET_FORMS", "load_dataset"]
+
+DATASET_FORMS = ("synthetic", "synthetic:N", "see2think:TASKS.json", "jsonl:FILE")
+"""The spec forms ``load_dataset`` accepts, for help texts and error messages."""
+
+_VALID = "valid forms: " + ", ".join(DATASET_FORMS)
+
+
+def load_dataset(
+    spec: str, *, limit: int | None = None, seed: int = 0
+) -> tuple[list[Sample], list[SkippedRow]]:
+    """Load the samples a dataset spec names, with the rows that were skipped.
+
+    Forms:
+        ``synthetic``: the synthetic benchmark at its default size; ``synthetic:N`` draws N samples
+        per family. Synthetic samples come interleaved (index 0 of every family, then index 1, …),
+        so any ``limit`` is a balanced prefix and a larger limit only adds samples.
+        ``see2think:TASKS.json``: the authors' task list (see :mod:`adapters.datasets.see2think`).
+        ``jsonl:FILE``: one sample object per line (see :mod:`adapters.datasets.jsonl`).
+        Relative paths are taken from the current directory.
+
+    Args:
+        spec: the dataset spec.
+        limit: keep at most this many samples (the first ones, in the order above); rows after the
+            limit in a file are neither read nor reported.
+        seed: the synthetic generator's seed; file datasets do not use it.
+
+    Raises:
+        DatasetError: an unknown form, a malformed ``N``, a missing or unreadable file; the message
+            names the spec and lists the valid forms.
+    """
+    if limit is not None and limit < 0:
+        raise DatasetError(f"dataset limit must be >= 0, got {limit}")
+    scheme, colon, argument = spec.strip().partition(":")
+    if scheme == "synthetic":
+        return _synthetic(spec, argument if colon else None, limit=limit, seed=seed), []
+    if scheme in ("see2think", "jsonl"):
+        if not argument.strip():
+            raise DatasetError(f"dataset spec {spec!r} names no file; {_VALID}")
+        path = Path(argument.strip()).expanduser()
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "file not found"
+            raise DatasetError(f"dataset spec {spec!r}: {what}: {path}; {_VALID}")
+        loader = (See2ThinkLoader if scheme == "see2think" else JsonlLoader)(path, limit=limit)
+        return loader.samples(), list(loader.skipped)
+    raise DatasetError(f"unknown dataset spec {spec!r}; {_VALID}")
+
+
+def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int) -> list[Sample]:
+    """Synthetic samples, interleaved by family, generating no more than ``limit`` needs."""
+    n_per_family: int | None = None
+    if argument is not None:
+        try:
+            n_per_family = int(argument.strip())
+        except ValueError:
+            n_per_family = -1
+        if n_per_family < 1:
+            raise DatasetError(
+                f"dataset spec {spec!r}: N must be a positive integer of samples per family; {_VALID}"
+            )
+    # Imported here so file datasets never pay for the generator's imports.
+    from adapters.datasets import synthetic
+
+    families = getattr(synthetic, "FAMILIES", None)
+    if limit is not None and families:
+        # Samples depend only on (seed, family, index), so drawing fewer per family and
+        # interleaving gives exactly the prefix a full draw would.
+        needed = math.ceil(limit / len(families))
+        n_per_family = needed if n_per_family is None else min(n_per_family, needed)
+    kwargs = (
+        {"seed": seed} if n_per_family is None else {"seed": seed, "n_per_family": n_per_family}
+    )
+    samples = _interleave(synthetic.generate(**kwargs))
+    return samples if limit is None else samples[:limit]
+
+
+def _interleave(samples: list[Sample]) -> list[Sample]:
+    """Reorder family-by-family samples round-robin: each family's first, then each second, …"""
+    rank: dict[str, int] = {}
+    keyed = []
+    for position, sample in enumerate(samples):
+        index = rank.get(sample.family, 0)
+        rank[sample.family] = index + 1
+        keyed.append((index, position, sample))
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return [sample for _, _, sample in keyed]

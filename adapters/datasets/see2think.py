@@ -1,0 +1,343 @@
+"""Import the authors' See2Think data: a task list JSON pointing into ``data.json`` files.
+
+The task list is a JSON array of ``{order, category, target_task, source, path, id}``: ``path``
+names a ``data.json`` relative to the task list's folder and ``id`` indexes into it. Each
+``data.json`` is an array of ``{question, image_path, answer, choices?}`` (``image_path`` relative
+to the ``data.json``'s folder), where the question may be spelt ``question | modified_question |
+problem | query | prompt`` and the answer ``answer | modified_answer | ground_truth | gt_answer |
+target``; the first spelling present with a non-empty value wins, in that order.
+
+Field mapping onto :class:`~adapters.datasets.base.Sample`:
+
+- ``id`` is the authors' key ``"{rel}::{id}"``, ``rel`` being the ``data.json`` path relative to the
+  task list's folder with ``/`` separators;
+- ``group`` is the task list's ``category`` (2D | 3D | Real, case normalised);
+- ``category`` is the task list's ``target_task`` (the paper's per-task category);
+- ``choices``: a list is kept item by item; an object ``{"A": "cat", "B": "dog"}`` becomes
+  ``("A. cat", "B. dog")`` in the object's order, so the letter an answer may refer to stays with
+  its text;
+- ``meta`` keeps ``source``, ``order`` and ``image_path`` when present.
+
+Where a problem is reported: an entry of the task list that cannot be used (not an object, no
+``path``/``id``, ``id`` out of range, ``data.json`` missing or unreadable) is a
+:class:`~adapters.datasets.base.SkippedRow` at the task list and the line where that entry starts;
+a problem inside a ``data.json`` (invalid JSON, an element that is not an object or lacks a
+question or answer, a missing image) is reported at the ``data.json`` and the line where the
+element starts (or where the JSON error is). Only a task list that cannot be read at all raises
+:class:`~adapters.datasets.base.DatasetError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from adapters.datasets.base import DatasetError, Sample, SkippedRow
+
+__all__ = ["ANSWER_KEYS", "QUESTION_KEYS", "See2ThinkLoader", "read_json_array"]
+
+QUESTION_KEYS = ("question", "modified_question", "problem", "query", "prompt")
+"""Spellings of the question field, in order of preference."""
+
+ANSWER_KEYS = ("answer", "modified_answer", "ground_truth", "gt_answer", "target")
+"""Spellings of the answer field, in order of preference."""
+
+_GROUPS = {"2d": "2D", "3d": "3D", "real": "Real"}
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def read_json_array(text: str) -> list[tuple[int, Any]]:
+    """Decode a JSON array, pairing each element with the 1-based line where it starts.
+
+    Raises:
+        json.JSONDecodeError: the text is not valid JSON, or not a single array (the error carries
+            the line and column).
+    """
+    decoder = json.JSONDecoder()
+    pos = _WHITESPACE.match(text, 0).end()
+    if not text.startswith("[", pos):
+        raise json.JSONDecodeError("expected a JSON array", text, pos)
+    pos = _WHITESPACE.match(text, pos + 1).end()
+    elements: list[tuple[int, Any]] = []
+    line, counted_to = 1, 0
+    if text.startswith("]", pos):
+        pos += 1
+    else:
+        while True:
+            # Counting newlines only since the previous element keeps this linear in the file size.
+            line += text.count("\n", counted_to, pos)
+            counted_to = pos
+            value, pos = decoder.raw_decode(text, pos)
+            elements.append((line, value))
+            pos = _WHITESPACE.match(text, pos).end()
+            if text.startswith(",", pos):
+                pos = _WHITESPACE.match(text, pos + 1).end()
+            elif text.startswith("]", pos):
+                pos += 1
+                break
+            else:
+                raise json.JSONDecodeError("expected ',' or ']'", text, pos)
+    pos = _WHITESPACE.match(text, pos).end()
+    if pos != len(text):
+        raise json.JSONDecodeError("extra data after the array", text, pos)
+    return elements
+
+
+def _read_array_file(path: Path) -> list[tuple[int, Any]]:
+    """Read and decode a JSON array file; ``OSError``/``UnicodeError``/``JSONDecodeError`` escape."""
+    return read_json_array(path.read_bytes().decode("utf-8-sig"))
+
+
+class _Unreadable(Exception):
+    """A data.json that could not be used; ``line`` is 0 when the file could not be opened."""
+
+    def __init__(self, reason: str, line: int = 0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+class See2ThinkLoader:
+    """Loads samples from an authors' task list; rows that cannot be used land in ``skipped``.
+
+    Args:
+        task_list: the task list JSON file.
+        limit: stop after this many usable samples (rows after that are not read or checked).
+    """
+
+    def __init__(self, task_list: str | os.PathLike[str], *, limit: int | None = None) -> None:
+        self.task_list = Path(task_list)
+        self.limit = limit
+        self._samples: list[Sample] | None = None
+        self._skipped: list[SkippedRow] = []
+        self._data_files: dict[Path, list[tuple[int, Any]] | _Unreadable] = {}
+
+    def samples(self) -> list[Sample]:
+        """All usable samples in task-list order (loaded on first call, then cached)."""
+        if self._samples is None:
+            self._samples = self._load()
+        return self._samples
+
+    @property
+    def skipped(self) -> list[SkippedRow]:
+        """Rows that were reported and skipped, in the order they were met."""
+        self.samples()
+        return self._skipped
+
+    def _load(self) -> list[Sample]:
+        try:
+            entries = _read_array_file(self.task_list)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"task list {self.task_list} is not a JSON array: {exc.msg} at line {exc.lineno}, "
+                f"column {exc.colno}"
+            ) from None
+        except (OSError, UnicodeError) as exc:
+            raise DatasetError(
+                f"cannot read task list {self.task_list}: {_describe(exc)}"
+            ) from None
+        samples: list[Sample] = []
+        seen: dict[str, int] = {}
+        for line, entry in entries:
+            if self.limit is not None and len(samples) >= self.limit:
+                break
+            sample = self._sample(line, entry)
+            if sample is None:
+                continue
+            if sample.id in seen:
+                self._skip(
+                    self.task_list,
+                    line,
+                    f"duplicate sample {sample.id!r} (first at line {seen[sample.id]})",
+                )
+                continue
+            seen[sample.id] = line
+            samples.append(sample)
+        return samples
+
+    def _skip(self, source: Path, line: int, reason: str) -> None:
+        self._skipped.append(SkippedRow(source=str(source), line=line, reason=reason))
+
+    def _sample(self, line: int, entry: Any) -> Sample | None:
+        """The sample for one task-list entry, or ``None`` after reporting why it was skipped."""
+        if not isinstance(entry, dict):
+            self._skip(self.task_list, line, f"task entry is {_kind(entry)}, not an object")
+            return None
+        path = entry.get("path")
+        if not isinstance(path, str) or not path.strip():
+            self._skip(self.task_list, line, "task entry has no 'path' to a data.json")
+            return None
+        index = _index(entry.get("id"))
+        if index is None:
+            self._skip(
+                self.task_list,
+                line,
+                f"task entry 'id' must be a non-negative integer, got {entry.get('id')!r}",
+            )
+            return None
+        data_path = self.task_list.parent / path.replace("\\", "/")
+        rel = Path(os.path.relpath(data_path, self.task_list.parent)).as_posix()
+        elements = self._data_file(data_path)
+        if isinstance(elements, _Unreadable):
+            if elements.line:
+                self._skip(
+                    data_path,
+                    elements.line,
+                    f"{elements.reason} (needed by {self.task_list} line {line})",
+                )
+            else:
+                self._skip(self.task_list, line, f"data.json {rel}: {elements.reason}")
+            return None
+        if index >= len(elements):
+            self._skip(
+                self.task_list,
+                line,
+                f"id {index} is out of range: {rel} holds {len(elements)} element(s)",
+            )
+            return None
+        row_line, row = elements[index]
+        if not isinstance(row, dict):
+            self._skip(data_path, row_line, f"element {index} is {_kind(row)}, not an object")
+            return None
+        question = _text_field(row, QUESTION_KEYS)
+        answer = _text_field(row, ANSWER_KEYS)
+        for value, keys, what in (
+            (question, QUESTION_KEYS, "question"),
+            (answer, ANSWER_KEYS, "answer"),
+        ):
+            if value is None:
+                self._skip(
+                    data_path,
+                    row_line,
+                    f"element {index} has no {what} (looked for {', '.join(keys)})",
+                )
+                return None
+        choices = _choices(row.get("choices"))
+        if choices is None:
+            self._skip(
+                data_path,
+                row_line,
+                f"element {index} 'choices' must be a list or an object of strings",
+            )
+            return None
+        image_path = row.get("image_path")
+        if not isinstance(image_path, str) or not image_path.strip():
+            self._skip(data_path, row_line, f"element {index} has no 'image_path'")
+            return None
+        image_file = data_path.parent / image_path.replace("\\", "/")
+        try:
+            image = image_file.read_bytes()
+        except OSError as exc:
+            self._skip(data_path, row_line, f"image {image_path!r}: {_describe(exc)}")
+            return None
+        if not image:
+            self._skip(data_path, row_line, f"image {image_path!r} is an empty file")
+            return None
+        group = entry.get("category")
+        group = _GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
+        task = entry.get("target_task")
+        meta = {"image_path": image_path}
+        for key in ("source", "order"):
+            if entry.get(key) is not None:
+                meta[key] = str(entry[key])
+        return Sample(
+            id=f"{rel}::{index}",
+            image=image,
+            question=question,
+            answer=answer,
+            category=task.strip() if isinstance(task, str) else "",
+            group=group,
+            choices=choices,
+            meta=meta,
+        )
+
+    def _data_file(self, path: Path) -> list[tuple[int, Any]] | _Unreadable:
+        """A data.json's elements with their lines, read once per file however many tasks use it."""
+        key = Path(os.path.normpath(path))
+        if key not in self._data_files:
+            try:
+                self._data_files[key] = _read_array_file(key)
+            except json.JSONDecodeError as exc:
+                self._data_files[key] = _Unreadable(
+                    f"invalid JSON array: {exc.msg} (column {exc.colno})", exc.lineno
+                )
+            except (OSError, UnicodeError) as exc:
+                self._data_files[key] = _Unreadable(_describe(exc))
+        return self._data_files[key]
+
+
+def _index(value: Any) -> int | None:
+    """A task's ``id`` as a list index; integer strings are accepted, booleans are not."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def _text_field(row: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first non-empty value among ``keys``; numbers are written out (answers are often 3)."""
+    for key in keys:
+        value = row.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            return str(value)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _choices(value: Any) -> tuple[str, ...] | None:
+    """``choices`` as a tuple of strings (see the module docstring), or ``None`` when malformed."""
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        texts = [_scalar(text) for text in value.values()]
+        if None in texts:
+            return None
+        return tuple(f"{letter}. {text}" for letter, text in zip(value, texts, strict=True))
+    if isinstance(value, list):
+        items = [_scalar(item) for item in value]
+        return None if None in items else tuple(items)  # type: ignore[arg-type]
+    return None
+
+
+def _scalar(value: Any) -> str | None:
+    """A string or number as text; anything else is ``None``."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    """A JSON type name for messages."""
+    names = {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def _describe(exc: BaseException) -> str:
+    """An OS/decoding error without the absolute path the OS may add."""
+    if isinstance(exc, FileNotFoundError):
+        return "file not found"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, UnicodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)

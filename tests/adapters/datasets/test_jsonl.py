@@ -1,0 +1,137 @@
+"""The JSONL loader on small on-disk fixtures: paths and data: URIs, and every skip path."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from adapters.datasets.base import DatasetError
+from adapters.datasets.jsonl import JsonlLoader
+
+
+def png(colour: tuple[int, int, int], size: int = 8) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size), colour).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def row(sample_id: object, image: str = "img/a.png", **extra: object) -> str:
+    fields = {
+        "id": sample_id,
+        "image": image,
+        "question": "How many?",
+        "answer": "3",
+        "category": "counting",
+        "group": "2D",
+        **extra,
+    }
+    return json.dumps(fields)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "a.png").write_bytes(png((255, 0, 0)))
+    return tmp_path
+
+
+def write_lines(path: Path, lines: list[str], newline: str = "\n") -> Path:
+    path.write_text(newline.join(lines) + newline, encoding="utf-8", newline="")
+    return path
+
+
+def test_good_rows_become_samples(folder: Path) -> None:
+    inline = png((0, 0, 255))
+    uri = "data:image/png;base64," + base64.b64encode(inline).decode()
+    path = write_lines(
+        folder / "set.jsonl",
+        [
+            row("s1", choices=["2", "3"], key_regions=[[1, 2, 5, 6], [0, 0, 3.6, 4.4]]),
+            row(
+                7, image=uri, group="Real", category="ocr", answer=42, choices={"A": "x", "B": "y"}
+            ),
+        ],
+    )
+    loader = JsonlLoader(path)
+    first, second = loader.samples()
+    assert loader.skipped == []
+    assert (first.id, first.question, first.answer, first.category, first.group) == (
+        "s1",
+        "How many?",
+        "3",
+        "counting",
+        "2D",
+    )
+    assert first.image == (folder / "img" / "a.png").read_bytes()
+    assert first.choices == ("2", "3")
+    assert first.key_regions == ((1, 2, 5, 6), (0, 0, 4, 4))
+    assert first.meta == {"image": "img/a.png"}
+    assert (second.id, second.answer, second.group, second.category) == ("7", "42", "Real", "ocr")
+    assert second.image == inline
+    assert second.choices == ("A. x", "B. y")
+    assert second.key_regions == ()
+
+
+def test_bad_lines_are_reported_with_file_and_line_and_skipped(folder: Path) -> None:
+    lines = [
+        row("ok"),  # 1
+        '{"id": "broken", ',  # 2
+        "",  # 3: blank, ignored
+        "[1, 2]",  # 4
+        json.dumps({"id": "x", "image": "img/a.png", "answer": "a"}),  # 5: no question etc.
+        row("gone", image="img/missing.png"),  # 6
+        row("ok"),  # 7: duplicate id
+        row("b64", image="data:image/png;base64,@@@"),  # 8
+        row("plain", image="data:image/png,abc"),  # 9
+        row("box", key_regions=[[5, 5, 1, 1]]),  # 10
+        row("box2", key_regions=[[1, 2, 3]]),  # 11
+        row("ch", choices="AB"),  # 12
+        row(
+            "",
+        ),  # 13
+        row(True),  # 14
+        row("emptyq", question="  "),  # 15
+        row("num", group=["2D"]),  # 16
+        "   ",  # 17: blank, ignored
+        row("last"),  # 18
+    ]
+    path = write_lines(folder / "set.jsonl", lines, newline="\r\n")
+    loader = JsonlLoader(path)
+    assert [s.id for s in loader.samples()] == ["ok", "last"]
+    assert {r.source for r in loader.skipped} == {str(path)}
+    assert [r.line for r in loader.skipped] == [2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+    reasons = [r.reason for r in loader.skipped]
+    assert "invalid JSON" in reasons[0]
+    assert "not a JSON object" in reasons[1]
+    assert "question" in reasons[2] and "category" in reasons[2] and "group" in reasons[2]
+    assert "img/missing.png" in reasons[3] and "not found" in reasons[3]
+    assert "duplicate id 'ok'" in reasons[4] and "line 1" in reasons[4]
+    assert "base64" in reasons[5] and "base64" in reasons[6]
+    assert "key region" in reasons[7] and "key region" in reasons[8]
+    assert "choices" in reasons[9]
+    assert "'id'" in reasons[10] and "'id'" in reasons[11]
+    assert "question" in reasons[12]
+    assert "group" in reasons[13]
+
+
+def test_limit_stops_reading(folder: Path) -> None:
+    path = write_lines(folder / "set.jsonl", [row("a"), row("b"), "not json"])
+    loader = JsonlLoader(path, limit=2)
+    assert [s.id for s in loader.samples()] == ["a", "b"]
+    assert loader.skipped == []
+
+
+def test_a_missing_file_raises_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"nope\.jsonl.*file not found"):
+        JsonlLoader(tmp_path / "nope.jsonl").samples()
+
+
+def test_a_bom_and_no_trailing_newline_are_fine(folder: Path) -> None:
+    path = folder / "set.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + row("a").encode() + b"\n" + row("b").encode())
+    assert [s.id for s in JsonlLoader(path).samples()] == ["a", "b"]

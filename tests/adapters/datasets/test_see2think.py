@@ -1,0 +1,302 @@
+"""The See2Think loader on small on-disk fixtures: aliases, ids, mapping, and every skip path."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+import adapters.datasets.see2think as see2think
+from adapters.datasets.base import DatasetError, SkippedRow
+from adapters.datasets.see2think import See2ThinkLoader, read_json_array
+
+
+def png(colour: tuple[int, int, int], size: int = 8) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size), colour).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def write_array(path: Path, elements: list[object]) -> None:
+    """One element per line from line 2, so element i starts on line i + 2."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = ",\n".join(json.dumps(e) for e in elements)
+    path.write_text(f"[\n{body}\n]\n", encoding="utf-8")
+
+
+def task(path: str, index: object, category: str = "2D", target: str = "counting", order: int = 0):
+    return {
+        "order": order,
+        "category": category,
+        "target_task": target,
+        "source": "src",
+        "path": path,
+        "id": index,
+    }
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    """A task list over two data.json files, covering every alias and the three groups."""
+    images = tmp_path / "a" / "imgs"
+    images.mkdir(parents=True)
+    for i in range(5):
+        (images / f"{i}.png").write_bytes(png((i * 40, 0, 0)))
+    write_array(
+        tmp_path / "a" / "data.json",
+        [
+            {"question": "Q0", "image_path": "imgs/0.png", "answer": "A0"},
+            {
+                "modified_question": "Q1",
+                "image_path": "imgs/1.png",
+                "modified_answer": "A1",
+                "choices": ["A1", "B1"],
+            },
+            {"problem": "Q2", "image_path": "imgs/2.png", "ground_truth": 3},
+            {
+                "query": "Q3",
+                "image_path": "imgs/3.png",
+                "gt_answer": "A3",
+                "choices": {"A": "cat", "B": "dog"},
+            },
+            {"prompt": "Q4", "image_path": "imgs/4.png", "target": "A4"},
+        ],
+    )
+    (tmp_path / "b" / "deep").mkdir(parents=True)
+    (tmp_path / "b" / "deep" / "x.png").write_bytes(png((0, 200, 0)))
+    write_array(
+        tmp_path / "b" / "data.json",
+        [
+            {"question": "", "modified_question": "QB", "image_path": "deep/x.png", "answer": "AB"},
+        ],
+    )
+    write_array(
+        tmp_path / "tasks.json",
+        [
+            task("a/data.json", 0, "2D", "counting", 1),
+            task("./a/data.json", 1, "3d", "depth", 2),
+            task("a/data.json", 2, "Real", "ocr", 3),
+            task("a/data.json", "3", "real", "ocr", 4),
+            task("a/data.json", 4, "2D", "maze", 5),
+            task("b/data.json", 0, "3D", "spatial", 6),
+        ],
+    )
+    return tmp_path / "tasks.json"
+
+
+def test_every_alias_and_the_field_mapping(dataset: Path) -> None:
+    loader = See2ThinkLoader(dataset)
+    samples = loader.samples()
+    assert loader.skipped == []
+    assert [s.id for s in samples] == [
+        "a/data.json::0",
+        "a/data.json::1",
+        "a/data.json::2",
+        "a/data.json::3",
+        "a/data.json::4",
+        "b/data.json::0",
+    ]
+    assert [s.question for s in samples] == ["Q0", "Q1", "Q2", "Q3", "Q4", "QB"]
+    assert [s.answer for s in samples] == ["A0", "A1", "3", "A3", "A4", "AB"]
+    assert [s.group for s in samples] == ["2D", "3D", "Real", "Real", "2D", "3D"]
+    assert [s.category for s in samples] == ["counting", "depth", "ocr", "ocr", "maze", "spatial"]
+    assert samples[1].choices == ("A1", "B1")
+    assert samples[3].choices == ("A. cat", "B. dog")
+    assert samples[0].choices == ()
+    assert samples[2].image == (dataset.parent / "a" / "imgs" / "2.png").read_bytes()
+    assert samples[5].image == (dataset.parent / "b" / "deep" / "x.png").read_bytes()
+    assert samples[0].meta == {"image_path": "imgs/0.png", "source": "src", "order": "1"}
+
+
+def test_each_data_json_is_read_once(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    real = see2think._read_array_file
+
+    def counting(path: Path):
+        reads.append(path.as_posix())
+        return real(path)
+
+    monkeypatch.setattr(see2think, "_read_array_file", counting)
+    See2ThinkLoader(dataset).samples()
+    assert sorted(Path(r).name for r in reads[1:]) == ["data.json", "data.json"]
+    assert len(set(reads)) == 3  # the task list and two data.json files
+
+
+def test_limit_stops_after_that_many_samples(dataset: Path) -> None:
+    assert [s.id for s in See2ThinkLoader(dataset, limit=2).samples()] == [
+        "a/data.json::0",
+        "a/data.json::1",
+    ]
+
+
+def test_broken_rows_are_reported_with_file_and_line_and_skipped(tmp_path: Path) -> None:
+    (tmp_path / "d" / "img").mkdir(parents=True)
+    (tmp_path / "d" / "img" / "ok.png").write_bytes(png((1, 2, 3)))
+    (tmp_path / "d" / "img" / "empty.png").write_bytes(b"")
+    data = tmp_path / "d" / "data.json"
+    write_array(
+        data,
+        [
+            {"question": "ok", "image_path": "img/ok.png", "answer": "yes"},  # line 2
+            {"question": "q", "image_path": "img/gone.png", "answer": "a"},  # line 3
+            {"image_path": "img/ok.png", "answer": "a"},  # line 4
+            {"question": "q", "image_path": "img/ok.png"},  # line 5
+            ["not", "an", "object"],  # line 6
+            {"question": "q", "answer": "a"},  # line 7
+            {"question": "q", "image_path": "img/ok.png", "answer": "a", "choices": "AB"},  # 8
+            {"question": "q", "image_path": "img/empty.png", "answer": "a"},  # line 9
+        ],
+    )
+    (tmp_path / "bad").mkdir()
+    # The syntax error sits on line 4 of this file.
+    (tmp_path / "bad" / "data.json").write_text(
+        '[\n  {"question": "q",\n   "answer": "a"},\n  {oops}\n]\n'
+    )
+    write_array(
+        tmp_path / "tasks.json",
+        [
+            task("d/data.json", 0),  # line 2: fine
+            task("d/data.json", 1),  # line 3: missing image
+            task("d/data.json", 2),  # line 4: no question
+            task("d/data.json", 3),  # line 5: no answer
+            task("d/data.json", 4),  # line 6: element not an object
+            task("d/data.json", 5),  # line 7: no image_path
+            task("d/data.json", 6),  # line 8: bad choices
+            task("d/data.json", 7),  # line 9: empty image
+            task("d/data.json", 8),  # line 10: id out of range
+            task("d/data.json", -1),  # line 11: negative id
+            task("d/data.json", True),  # line 12: boolean id
+            "not a task",  # line 13
+            {"category": "2D", "id": 0},  # line 14: no path
+            task("missing/data.json", 0),  # line 15: data.json missing
+            task("bad/data.json", 0),  # line 16: data.json invalid
+            task("d/data.json", 0),  # line 17: duplicate of line 2
+        ],
+    )
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.id for s in loader.samples()] == ["d/data.json::0"]
+    tasks, data_file = str(tmp_path / "tasks.json"), str(data)
+    got = [(row.source, row.line) for row in loader.skipped]
+    assert got == [
+        (data_file, 3),
+        (data_file, 4),
+        (data_file, 5),
+        (data_file, 6),
+        (data_file, 7),
+        (data_file, 8),
+        (data_file, 9),
+        (tasks, 10),
+        (tasks, 11),
+        (tasks, 12),
+        (tasks, 13),
+        (tasks, 14),
+        (tasks, 15),
+        (str(tmp_path / "bad" / "data.json"), 4),
+        (tasks, 17),
+    ]
+    reasons = [row.reason for row in loader.skipped]
+    assert "img/gone.png" in reasons[0] and "not found" in reasons[0]
+    assert "no question" in reasons[1] and "modified_question" in reasons[1]
+    assert "no answer" in reasons[2] and "gt_answer" in reasons[2]
+    assert "not an object" in reasons[3]
+    assert "image_path" in reasons[4]
+    assert "choices" in reasons[5]
+    assert "empty" in reasons[6]
+    assert "out of range" in reasons[7] and "holds 8" in reasons[7]
+    assert "non-negative integer" in reasons[8] and "non-negative integer" in reasons[9]
+    assert "not an object" in reasons[10]
+    assert "path" in reasons[11]
+    assert "missing/data.json" in reasons[12] and "not found" in reasons[12]
+    assert "invalid JSON" in reasons[13] and "line 16" in reasons[13]
+    assert "duplicate" in reasons[14] and "line 2" in reasons[14]
+    assert all(isinstance(row, SkippedRow) for row in loader.skipped)
+
+
+def test_an_unreadable_data_json_skips_every_task_that_uses_it(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "data.json").write_text('{"not": "an array"}')
+    write_array(tmp_path / "tasks.json", [task("d/data.json", 0), task("d/data.json", 1)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert loader.samples() == []
+    assert [(Path(r.source).name, r.line) for r in loader.skipped] == [
+        ("data.json", 1),
+        ("data.json", 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "file not found"),
+        ('[{"path": "x"', "line 1"),
+        ('{"tasks": []}', "not a JSON array"),
+        (b"\xff\xfe[]", "not UTF-8"),
+    ],
+)
+def test_an_unreadable_task_list_raises_naming_the_file(
+    tmp_path: Path, content: str | bytes | None, expected: str
+) -> None:
+    path = tmp_path / "tasks.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(DatasetError, match=r"tasks\.json") as caught:
+        See2ThinkLoader(path).samples()
+    assert expected in str(caught.value)
+
+
+def test_an_empty_task_list_gives_no_samples(tmp_path: Path) -> None:
+    (tmp_path / "tasks.json").write_text("\ufeff [ ] \n")
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert (loader.samples(), loader.skipped) == ([], [])
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(elements=st.lists(_json, max_size=6), indent=st.sampled_from([None, 0, 1, 4]))
+def test_read_json_array_matches_json_and_finds_each_start_line(
+    elements: list[object], indent: int | None
+) -> None:
+    text = json.dumps(elements, indent=indent)
+    got = read_json_array(text)
+    assert [value for _, value in got] == elements
+    if indent is None:
+        assert all(line == 1 for line, _ in got)
+    else:
+        # Pretty-printed: each top-level element starts on a fresh line after the previous one.
+        expected, line = [], 2
+        for element in elements:
+            expected.append(line)
+            line += json.dumps(element, indent=indent).count("\n") + 1
+        assert [line for line, _ in got] == expected
+
+
+@pytest.mark.parametrize("text", ["", "[1,]", "[1 2]", "[1] [2]", "{}", "[", "[1,\n{]"])
+def test_read_json_array_rejects_what_json_rejects(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError):
+        read_json_array(text)
+
+
+def test_lines_point_into_a_pretty_printed_data_json(tmp_path: Path) -> None:
+    (tmp_path / "ok.png").write_bytes(png((5, 5, 5)))
+    rows = [{"question": "q", "image_path": name, "answer": "a"} for name in ("ok.png",) * 2]
+    rows.append({"question": "q", "image_path": "gone.png", "answer": "a"})
+    # indent=2 puts each element over five lines: they start on lines 2, 7 and 12.
+    (tmp_path / "data.json").write_text(json.dumps(rows, indent=2))
+    write_array(tmp_path / "tasks.json", [task("data.json", 2)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert loader.samples() == []
+    assert [(Path(r.source).name, r.line) for r in loader.skipped] == [("data.json", 12)]
