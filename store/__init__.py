@@ -9,6 +9,7 @@ import os
 
 from store.errors import (
     BlobMissingError,
+    IdTooLongError,
     NotAStoreError,
     SchemaVersionError,
     SequenceConflictError,
@@ -36,6 +37,7 @@ __all__ = [
     "BlobMissingError",
     "CallFailed",
     "Event",
+    "IdTooLongError",
     "Judged",
     "LmdbStore",
     "MemoryStore",

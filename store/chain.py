@@ -12,13 +12,16 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from store.errors import SequenceConflictError, SequenceGapError
+from store.errors import IdTooLongError, SequenceConflictError, SequenceGapError
 from store.events import RECORD_VERSION, Event, RunStarted, encode_event, genesis_hash
 from store.recorder_keys import stream_key
 
 __all__ = ["Head", "PreparedEvent", "chain_batch", "prepare_events"]
 
 _HEADER_BYTE = bytes([RECORD_VERSION])
+_MAX_KEY = 511
+"""LMDB's key size limit. Every recorder enforces it, so an id the memory store accepts the LMDB
+store accepts too (index key = stream key + u32 position; runs key = run id)."""
 
 Head = tuple[int, bytes]
 """(last position, sha256 of the last record) of a stream."""
@@ -51,6 +54,10 @@ def prepare_events(events: Sequence[Event]) -> list[PreparedEvent]:
         key = keys.get(event.traj)
         if key is None:
             key = keys[event.traj] = stream_key(event.traj)
+            if len(key) + 4 > _MAX_KEY:
+                raise IdTooLongError("trajectory", event.traj, _MAX_KEY - 4 - 3)
+        if run_id is not None and len(run_id.encode()) > _MAX_KEY:
+            raise IdTooLongError("run", run_id, _MAX_KEY)
         out.append(PreparedEvent(event.traj, event.pos, body, sha256(body).digest(), key, run_id))
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BlobMissingError",
+    "IdTooLongError",
     "NotAStoreError",
     "SchemaVersionError",
     "SequenceConflictError",
@@ -51,6 +52,21 @@ class SequenceGapError(StoreError):
         self.traj = traj
         self.pos = pos
         self.expected = expected
+
+
+class IdTooLongError(StoreError, ValueError):
+    """A trajectory or run id is too long to be an index key (LMDB keys hold at most 511 bytes).
+
+    Attributes:
+        id: the offending id.
+    """
+
+    def __init__(self, kind: str, id: str, limit: int) -> None:
+        super().__init__(
+            f"{kind} id {id[:40]!r}… is {len(id.encode())} bytes encoded; ids are limited to "
+            f"{limit} bytes: use a shorter (or hashed) id"
+        )
+        self.id = id
 
 
 class BlobMissingError(StoreError, KeyError):

@@ -143,7 +143,12 @@ class LmdbStore(Recorder):
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
         try:
-            self._check_meta(env, create)
+            while True:
+                try:
+                    self._check_meta(env, create)
+                    break
+                except lmdb.MapFullError:
+                    env.set_mapsize(env.info()["map_size"] * 2)
         except BaseException:
             env.close()
             raise
@@ -176,6 +181,8 @@ class LmdbStore(Recorder):
                 self._blobs = env.open_db(b"blobs", txn=txn)
                 self._runs = env.open_db(b"runs", txn=txn)
                 self._cache = env.open_db(b"cache", txn=txn)
+        except lmdb.MapFullError:
+            raise
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 
@@ -232,7 +239,15 @@ class LmdbStore(Recorder):
                         break
                     jobs.append(nxt)
                     size += len(nxt.items)
-                self._commit(jobs)
+                try:
+                    self._commit(jobs)
+                except BaseException as exc:
+                    # Jobs already taken off the queue would otherwise wait forever.
+                    for pending in jobs:
+                        if not pending.future.done():
+                            pending.future.set_exception(
+                                StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+                    raise
         except BaseException as exc:  # the writer must never die silently
             self._writer_error = exc
             self._fail_pending(exc)
@@ -265,6 +280,15 @@ class LmdbStore(Recorder):
             except lmdb.MapFullError:
                 self._grow()
                 continue
+            except lmdb.Error as exc:
+                # One job's bad input (say, a key LMDB cannot hold) must not fail the jobs it was
+                # grouped with, nor kill the writer: redo them one transaction each.
+                if len(jobs) > 1:
+                    for job in jobs:
+                        self._commit([job])
+                    return
+                jobs[0].future.set_exception(StoreError(f"{self.path}: write refused: {exc}"))
+                return
             break
         self._last_txnid = txnid
         self._heads.update(new_heads)
@@ -333,6 +357,8 @@ class LmdbStore(Recorder):
     # ------------------------------------------------------------------ reading
     @contextlib.contextmanager
     def _read(self) -> Iterator[lmdb.Transaction]:
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: store is closed")
         with self._gate.reading():
             try:
                 txn = self._env.begin(buffers=True)

@@ -68,15 +68,19 @@ class MemoryStore(Recorder):
         self._cache.setdefault(key, value)
 
     def cache_get(self, key: bytes) -> bytes | None:
+        self._check_open()
         return self._cache.get(key)
 
     def last_seq(self) -> int:
+        self._check_open()
         return len(self._records) - 1
 
     def head(self, traj: str) -> Head | None:
+        self._check_open()
         return self._heads.get(traj)
 
     def read_trajectory(self, traj: str) -> list[StoredEvent]:
+        self._check_open()
         head = self._heads.get(traj)
         if head is None:
             return []
@@ -86,6 +90,7 @@ class MemoryStore(Recorder):
         ]
 
     def iter_records(self, after: int = -1, chunk: int = 4096) -> Iterator[tuple[int, bytes]]:
+        self._check_open()
         seq = after + 1
         while seq < len(self._records):
             yield seq, self._records[seq]
@@ -107,12 +112,14 @@ class MemoryStore(Recorder):
         return sorted(self._heads)
 
     def get_blob_record(self, key: bytes) -> bytes | None:
+        self._check_open()
         return self._blobs.get(key)
 
     def iter_blob_records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from sorted(self._blobs.items())
 
     def run_ids(self) -> list[str]:
+        self._check_open()
         return sorted(self._runs)
 
     def corrupt_for_test(self, db: str, key: bytes, value: bytes) -> None:

@@ -54,6 +54,7 @@ def verify(
             report.problems.append(Problem(where, what))
 
     heads: dict[str, tuple[int, bytes]] = {}
+    last_where: dict[str, str] = {}
     by_seq: dict[int, tuple[str, int, bytes]] = {}
     for seq, record in store.iter_records():
         report.events += 1
@@ -73,10 +74,17 @@ def verify(
             head[0] + 1, head[1])
         if event.pos != expected_pos:
             problem(where, f"position {event.pos}, expected {expected_pos}")
+        elif stored.prev != expected_prev and head is None:
+            problem(where, "hash chain broken: prev is not the stream's genesis hash")
         elif stored.prev != expected_prev:
-            problem(where, "hash chain broken: prev does not match the previous event's hash")
+            # The link was right when written, so the bytes that changed are (almost always) the
+            # previous event's: name it, and the event whose link exposed it.
+            problem(last_where[event.traj],
+                    f"event bytes changed: its hash differs from the link recorded by the next "
+                    f"event (seq {seq})")
         digest = record_hash(record)
         heads[event.traj] = (event.pos, digest)
+        last_where[event.traj] = where
         by_seq[seq] = (event.traj, event.pos, digest)
     report.streams = len(heads)
 
