@@ -1,0 +1,40 @@
+"""Small builders shared by the store tests."""
+
+from __future__ import annotations
+
+import io
+
+from PIL import Image
+
+from store.blobs import pixel_hash
+from store.events import RunStarted, Step, run_stream
+
+
+def step(traj: str, pos: int, text: str = "", **fields) -> Step:
+    """A step event at ``pos`` of ``traj`` with a recognisable body."""
+    return Step(
+        traj=traj,
+        pos=pos,
+        step=pos + 1,
+        request_hash=f"req-{traj}-{pos}",
+        raw_text=text or f"thought {pos} of {traj} ✓",
+        **fields,
+    )
+
+
+def steps(traj: str, start: int, count: int) -> list[Step]:
+    return [step(traj, pos) for pos in range(start, start + count)]
+
+
+def run_started(run_id: str) -> RunStarted:
+    return RunStarted(traj=run_stream(run_id), pos=0, run_id=run_id, config={"model": "m", "n": 1})
+
+
+def png_blob(seed: int = 0, size: tuple[int, int] = (8, 6)) -> tuple[bytes, bytes]:
+    """(pixel-hash key, PNG bytes) of a small RGB image that differs per ``seed``."""
+    width, height = size
+    raw = bytes((seed * 7 + i * 13) % 256 for i in range(width * height * 3))
+    image = Image.frombytes("RGB", size, raw)
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return pixel_hash("RGB", width, height, raw), out.getvalue()

@@ -1,0 +1,196 @@
+"""What only the LMDB store has: map growth, opening and refusing paths, two instances per file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from store import (
+    LmdbStore,
+    NotAStoreError,
+    SchemaVersionError,
+    SequenceConflictError,
+    StoreError,
+    open_store,
+)
+from store.verify import verify
+from tests.store.helpers import run_started, step, steps
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL_MAP = 32 * 1024
+"""The smallest map an LMDB store fits in at creation (8 pages: meta, main db, seven sub-dbs)."""
+
+
+def _map_size(store: LmdbStore) -> int:
+    return store._env.info()["map_size"]
+
+
+# ---------------------------------------------------------------------- map growth
+def test_map_grows_when_full_and_nothing_is_lost(tmp_path: Path) -> None:
+    with LmdbStore(tmp_path / "s", map_size=SMALL_MAP) as store:
+        text = "long thought ✓ " * 40
+        for pos in range(0, 300, 10):  # ~200 KiB of events: several doublings
+            store.append_sync([step("a", p, text) for p in range(pos, pos + 10)])
+        key = bytes(32)
+        assert store.put_blob_sync(key, bytes(200_000), fmt="raw")  # a blob larger than the map was
+        assert _map_size(store) > SMALL_MAP
+        assert [s.event for s in store.read_trajectory("a")] == [
+            step("a", p, text) for p in range(300)
+        ]
+        assert store.get_blob(key) == bytes(200_000)
+        assert verify(store).ok
+    with LmdbStore(tmp_path / "s", create=False) as store:
+        assert store.last_seq() == 299
+        assert verify(store).ok
+
+
+def test_create_with_a_map_smaller_than_the_empty_store(tmp_path: Path) -> None:
+    with LmdbStore(tmp_path / "s", map_size=4096) as store:
+        store.append_sync(steps("a", 0, 3))
+        assert verify(store).ok
+
+
+async def test_map_grows_under_concurrent_async_appends(tmp_path: Path) -> None:
+    import asyncio
+
+    with LmdbStore(tmp_path / "s", map_size=SMALL_MAP) as store:
+        await asyncio.gather(
+            *(store.append(steps(f"t{i}", 0, 20)) for i in range(20)),
+        )
+        assert store.last_seq() == 399
+        assert verify(store).ok
+
+
+# ---------------------------------------------------------------------- opening
+def test_reopen_an_existing_store(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.append_sync([run_started("r"), *steps("a", 0, 3)])
+        store.put_blob_sync(bytes(32), b"blob")
+        head = store.head("a")
+    with open_store(path, create=False) as store:
+        assert store.head("a") == head
+        assert store.run_ids() == ["r"]
+        assert store.get_blob(bytes(32)) == b"blob"
+        # The chain continues where it stopped.
+        assert store.append_sync([step("a", 3)]) == [4]
+        assert verify(store).ok
+
+
+def test_a_file_is_not_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    with pytest.raises(NotAStoreError, match=str(path)) as info:
+        LmdbStore(path)
+    assert isinstance(info.value, StoreError)
+    assert path.read_text() == "hello"
+
+
+def test_a_non_empty_directory_is_not_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "project"
+    path.mkdir()
+    (path / "readme").write_text("mine")
+    with pytest.raises(NotAStoreError, match=str(path)):
+        LmdbStore(path)
+    assert sorted(p.name for p in path.iterdir()) == ["readme"]
+
+
+def test_a_missing_path_without_create(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere"
+    with pytest.raises(NotAStoreError, match=str(path)) as info:
+        LmdbStore(path, create=False)
+    assert isinstance(info.value, FileNotFoundError)
+    assert not path.exists()
+
+
+def test_an_empty_directory_without_create(tmp_path: Path) -> None:
+    with pytest.raises(NotAStoreError, match=str(tmp_path)):
+        LmdbStore(tmp_path, create=False)
+
+
+def test_an_lmdb_environment_that_is_not_a_vaot_store(tmp_path: Path) -> None:
+    path = tmp_path / "other"
+    env = lmdb.open(str(path), max_dbs=2)
+    with env.begin(write=True) as txn:
+        txn.put(b"someone", b"else's data")
+    env.close()
+    with pytest.raises(NotAStoreError, match=str(path)):
+        LmdbStore(path)
+    with pytest.raises(NotAStoreError, match=str(path)):
+        LmdbStore(path, create=False)
+
+
+def test_a_newer_schema_version_refuses_to_open(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.append_sync(steps("a", 0, 1))
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        meta = env.open_db(b"meta", txn=txn)
+        current = int(txn.get(b"schema_version", db=meta))
+        txn.put(b"schema_version", str(current + 1).encode(), db=meta)
+    env.close()
+    with pytest.raises(SchemaVersionError, match=str(path)) as info:
+        LmdbStore(path, create=False)
+    assert "upgrade" in str(info.value)
+    assert isinstance(info.value, StoreError)
+
+
+# ---------------------------------------------------------------------- two instances, one file
+# py-lmdb refuses to open one environment twice in a process, so the second instance is another
+# process (which is also how it happens in practice: a second run, or `vaot tail`).
+def _append_elsewhere(
+    path: Path, traj: str, start: int, count: int, text_size: int = 0
+) -> list[str]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.store.appender",
+            str(path),
+            "append",
+            traj,
+            str(start),
+            str(count),
+            str(text_size),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_second_instance_appends_after_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with LmdbStore(path) as first:
+        first.append_sync(steps("a", 0, 2))  # the first instance now caches a's head
+        assert _append_elsewhere(path, "a", 2, 2) == ["2 a 2", "3 a 3"]
+        assert _append_elsewhere(path, "b", 0, 1) == ["4 b 0"]
+        # The first instance must not link to its stale cached head, nor reuse a seq.
+        with pytest.raises(SequenceConflictError):
+            first.append_sync([step("a", 2, "stale position")])
+        assert first.append_sync([step("a", 4), step("b", 1)]) == [5, 6]
+        assert [s.event.pos for s in first.read_trajectory("a")] == [0, 1, 2, 3, 4]
+        report = verify(first)
+        assert report.ok, report.problems
+
+
+def test_instances_follow_each_other_through_map_growth(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with LmdbStore(path, map_size=SMALL_MAP) as first:
+        first.append_sync([step("b", 0)])
+        # The other process grows the map well past this one's SMALL_MAP.
+        assert len(_append_elsewhere(path, "a", 0, 100, text_size=2000)) == 100
+        assert len(first.read_trajectory("a")) == 100
+        assert first.append_sync([step("b", 1)]) == [101]
+        assert first.append_sync([step("a", 100, "y" * 100_000)]) == [102]
+        report = verify(first)
+        assert report.ok, report.problems
