@@ -138,18 +138,38 @@ def dashed_path(
 
 
 class Layer:
-    """A transparent RGBA overlay over one pixel region of the canvas, drawn in canvas coordinates."""
+    """Marks over one pixel region of a canvas, drawn in canvas coordinates.
 
-    def __init__(self, canvas_size: tuple[int, int], bbox: Sequence[float]) -> None:
-        cw, ch = canvas_size
+    Two kinds of marks, applied in this order: *tints* (:meth:`tint`: a colour through a mask)
+    blend straight into the canvas when called; *strokes and labels* go on a transparent RGBA
+    overlay that :meth:`composite` blends on top. Both blends are one in-place ``paste`` through a
+    mask (over an opaque canvas that is exactly alpha compositing), limited to the region.
+    """
+
+    def __init__(self, canvas: Image.Image, bbox: Sequence[float]) -> None:
+        cw, ch = canvas.size
+        self.canvas = canvas
         self.x0 = max(0, math.floor(bbox[0]))
         self.y0 = max(0, math.floor(bbox[1]))
         self.x1 = min(cw, math.ceil(bbox[2]))
         self.y1 = min(ch, math.ceil(bbox[3]))
         self.empty = self.x1 <= self.x0 or self.y1 <= self.y0
-        size = (max(1, self.x1 - self.x0), max(1, self.y1 - self.y0))
-        self.image = Image.new("RGBA", size, (0, 0, 0, 0))
-        self.draw = ImageDraw.Draw(self.image)
+        self.size = (max(1, self.x1 - self.x0), max(1, self.y1 - self.y0))
+        self._overlay: Image.Image | None = None
+        self._draw: ImageDraw.ImageDraw | None = None
+
+    @property
+    def image(self) -> Image.Image:
+        """The RGBA overlay, created on first use (tint-only marks never pay for it)."""
+        if self._overlay is None:
+            self._overlay = Image.new("RGBA", self.size, (0, 0, 0, 0))
+        return self._overlay
+
+    @property
+    def draw(self) -> ImageDraw.ImageDraw:
+        if self._draw is None:
+            self._draw = ImageDraw.Draw(self.image)
+        return self._draw
 
     def pts(self, points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
         """Canvas coordinates → layer coordinates."""
@@ -160,7 +180,7 @@ class Layer:
 
     def mask(self) -> Image.Image:
         """A blank single-channel mask the size of the layer."""
-        return Image.new("L", self.image.size, 0)
+        return Image.new("L", self.size, 0)
 
     def stroke(
         self, points: Sequence[tuple[float, float]], fill: tuple[int, ...], width: int, dashed: bool
@@ -174,11 +194,11 @@ class Layer:
             self.draw.line(local, fill=fill, width=width, joint="curve")
 
     def tint(self, mask: Image.Image, color: RGB, alpha: float) -> None:
-        """Fill ``color`` through ``mask`` (L, 0–255) scaled by ``alpha`` (0–1)."""
+        """Blend ``color`` into the canvas now, through ``mask`` (L, 0–255) scaled by ``alpha``."""
+        if self.empty:
+            return
         scaled = mask.point(lambda v: int(v * alpha + 0.5))
-        fill = Image.new("RGBA", self.image.size, (*color, 255))
-        fill.putalpha(scaled)
-        self.image.alpha_composite(fill)
+        self.canvas.paste(tuple(color), (self.x0, self.y0), scaled)
 
     def label(
         self,
@@ -224,18 +244,19 @@ class Layer:
 
     def micro_dots(self, spacing: int, radius: int) -> Image.Image:
         """A mask of small dots on a grid aligned to the canvas (not the layer), for ``micro_dot``."""
-        w, h = self.image.size
-        ys = (np.arange(h) + self.y0) % spacing
-        xs = (np.arange(w) + self.x0) % spacing
+        w, h = self.size
         centre = spacing / 2
-        d2 = (ys[:, None] - centre) ** 2 + (xs[None, :] - centre) ** 2
-        return Image.fromarray(np.where(d2 <= radius * radius, 255, 0).astype(np.uint8), mode="L")
+        cell = np.arange(spacing)
+        d2 = (cell[:, None] - centre) ** 2 + (cell[None, :] - centre) ** 2
+        tile = np.where(d2 <= radius * radius, 255, 0).astype(np.uint8)
+        # One cell, repeated: far cheaper than evaluating the grid per pixel on a large canvas.
+        reps = (h // spacing + 2, w // spacing + 2)
+        oy, ox = self.y0 % spacing, self.x0 % spacing
+        dots = np.tile(tile, reps)[oy : oy + h, ox : ox + w]
+        return Image.fromarray(np.ascontiguousarray(dots), mode="L")
 
-    def composite_onto(self, canvas: Image.Image) -> None:
-        """Blend the layer onto its region of ``canvas`` (RGB, modified in place)."""
-        if self.empty:
+    def composite(self) -> None:
+        """Blend the overlay's strokes and labels onto the canvas (in place)."""
+        if self.empty or self._overlay is None:
             return
-        region = (self.x0, self.y0, self.x1, self.y1)
-        patch = canvas.crop(region).convert("RGBA")
-        patch.alpha_composite(self.image)
-        canvas.paste(patch.convert("RGB"), region[:2])
+        self.canvas.paste(self._overlay, (self.x0, self.y0), self._overlay)

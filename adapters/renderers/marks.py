@@ -165,7 +165,7 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
     blur = ctx.size_px(2)
     region = _union(*boxes, margin=shadow_offset + 3 * blur + 2)
     if style.shadow:
-        shadow = Layer(ctx.size, region)
+        shadow = Layer(ctx.canvas, region)
         mask = shadow.mask()
         draw = ImageDraw.Draw(mask)
         moved = [(x + shadow_offset, y + shadow_offset) for x, y in path]
@@ -185,8 +185,8 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
                 fill=255,
             )
         shadow.tint(shadow.feather(mask, blur), (0, 0, 0), 0.45)
-        shadow.composite_onto(ctx.canvas)
-    layer = Layer(ctx.size, region)
+        shadow.composite()
+    layer = Layer(ctx.canvas, region)
     layer.stroke(path, (*color, 255), width, style.dash == "dashed")
     if pointer is not None:
         layer.draw.polygon(layer.pts(pointer), fill=(*color, 255))
@@ -195,7 +195,7 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
         layer.label(
             action.content, (int(lb[0]), int(lb[1])), face, _on(color), color, pad=pad, bg_alpha=1.0
         )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()
 
 
 def draw_ellipse(ctx: Context, action: Ellipse) -> None:
@@ -206,7 +206,7 @@ def draw_ellipse(ctx: Context, action: Ellipse) -> None:
     label = _tag_above(ctx, action.content, box, color, gap=width) if action.content else None
     if label:
         boxes.append(label[2])
-    layer = Layer(ctx.size, _union(*boxes, margin=2))
+    layer = Layer(ctx.canvas, _union(*boxes, margin=2))
     layer.stroke(ellipse_path(box), (*color, 255), width, action.style.dash == "dashed")
     if label:
         layer.label(
@@ -217,7 +217,7 @@ def draw_ellipse(ctx: Context, action: Ellipse) -> None:
             color,
             pad=label[1],
         )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()
 
 
 def draw_line(ctx: Context, action: DrawLine) -> None:
@@ -235,7 +235,7 @@ def draw_line(ctx: Context, action: DrawLine) -> None:
         )
         label = (face, pad, (xy[0], xy[1], xy[0] + lw, xy[1] + lh))
         boxes.append(label[2])
-    layer = Layer(ctx.size, _union(*boxes, margin=2))
+    layer = Layer(ctx.canvas, _union(*boxes, margin=2))
     layer.stroke([(ax, ay), (bx, by)], (*color, 255), width, action.style.dash == "dashed")
     for x, y in ((ax, ay), (bx, by)):
         layer.draw.ellipse(layer.box((x - dot, y - dot, x + dot, y + dot)), fill=(*color, 255))
@@ -248,7 +248,7 @@ def draw_line(ctx: Context, action: DrawLine) -> None:
             color,
             pad=label[1],
         )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()
 
 
 def _feather_radius(ctx: Context, box, feather: str) -> float:
@@ -261,15 +261,15 @@ def _feather_radius(ctx: Context, box, feather: str) -> float:
 def _box_gradient(layer: Layer, box, outside: bool, ramp: float) -> Image.Image:
     """Inside: strongest at the centre, fading towards the edges. Outside: zero at the box,
     rising over ``ramp`` pixels. Computed in float, quantised once."""
-    w, h = layer.image.size
-    xs = np.arange(w, dtype=np.float64) + layer.x0 + 0.5
-    ys = np.arange(h, dtype=np.float64) + layer.y0 + 0.5
+    w, h = layer.size
+    xs = np.arange(w, dtype=np.float32) + np.float32(layer.x0 + 0.5)
+    ys = np.arange(h, dtype=np.float32) + np.float32(layer.y0 + 0.5)
     x1, y1, x2, y2 = box
     if outside:
         dx = np.maximum(np.maximum(x1 - xs, xs - x2), 0.0)
         dy = np.maximum(np.maximum(y1 - ys, ys - y2), 0.0)
         dist = np.hypot(dy[:, None], dx[None, :])
-        alpha = np.minimum(dist / max(ramp, 1.0), 1.0)
+        alpha = np.minimum(dist * np.float32(1.0 / max(ramp, 1.0)), np.float32(1.0))
     else:
         cx, cy, rx, ry = (
             (x1 + x2) / 2,
@@ -279,7 +279,7 @@ def _box_gradient(layer: Layer, box, outside: bool, ramp: float) -> Image.Image:
         )
         d = np.maximum(np.abs(ys[:, None] - cy) / ry, np.abs(xs[None, :] - cx) / rx)
         alpha = np.where(d <= 1.0, 1.0 - 0.85 * d, 0.0)
-    return Image.fromarray((alpha * 255.0 + 0.5).astype(np.uint8), mode="L")
+    return Image.fromarray((alpha * np.float32(255.0) + np.float32(0.5)).astype(np.uint8), mode="L")
 
 
 def _region_tag(ctx: Context, layer_boxes: list, text: str, box, color: RGB):
@@ -297,7 +297,7 @@ def draw_highlight(ctx: Context, action: Highlight) -> None:
     radius = _feather_radius(ctx, box, style.feather)
     boxes = [_union(box, margin=3 * radius + ctx.size_px(2))]
     label = _region_tag(ctx, boxes, action.content, box, color)
-    layer = Layer(ctx.size, _union(*boxes))
+    layer = Layer(ctx.canvas, _union(*boxes))
     if style.feather == "gradient":
         mask = layer.feather(_box_gradient(layer, box, outside=False, ramp=0), ctx.scale)
     else:
@@ -325,20 +325,24 @@ def draw_highlight(ctx: Context, action: Highlight) -> None:
             color,
             pad=label[1],
         )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()
 
 
 def draw_mask(ctx: Context, action: Mask) -> None:
     style = action.style
     dim = ctx.color(style.color, ctx.palette.dim)
     box = ctx.box(action.target)
-    layer = Layer(ctx.size, (0, 0, *ctx.size))
+    layer = Layer(ctx.canvas, (0, 0, *ctx.size))
     if style.feather == "gradient":
         mask = _box_gradient(layer, box, outside=True, ramp=0.12 * max(ctx.size))
     else:
-        mask = Image.new("L", layer.image.size, 255)
-        ImageDraw.Draw(mask).rectangle((box[0], box[1], box[2] - 1, box[3] - 1), fill=0)
-        mask = layer.feather(mask, _feather_radius(ctx, box, style.feather))
+        mask = Image.new("L", layer.size, 255)
+        radius = _feather_radius(ctx, box, style.feather)
+        # Blur only a band around the box: farther out the mask is a constant 255 anyway.
+        band = Layer(ctx.canvas, _union(box, margin=3 * radius + 2))
+        hole = Image.new("L", band.size, 255)
+        ImageDraw.Draw(hole).rectangle(band.box((box[0], box[1], box[2] - 1, box[3] - 1)), fill=0)
+        mask.paste(layer.feather(hole, radius), (band.x0, band.y0))
     layer.tint(mask, dim, 0.62)
     if style.texture == "micro_dot":
         dots = ImageChops.multiply(layer.micro_dots(ctx.size_px(6), ctx.size_px(1)), mask)
@@ -354,7 +358,7 @@ def draw_mask(ctx: Context, action: Mask) -> None:
             ctx.palette.label_bg,
             pad=label[1],
         )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()
 
 
 def _catmull_rom(points: list[tuple[float, float]], samples: int = 16) -> np.ndarray:
@@ -404,7 +408,7 @@ def draw_trace(ctx: Context, action: TraceHighlight, rng: np.random.Generator) -
         )
         label = (face, pad, (xy[0], xy[1], xy[0] + lw, xy[1] + lh))
         boxes.append(label[2])
-    layer = Layer(ctx.size, _union(*boxes))
+    layer = Layer(ctx.canvas, _union(*boxes))
     mask = layer.mask()
     draw = ImageDraw.Draw(mask)
     local = layer.pts(points)
@@ -432,7 +436,7 @@ def draw_trace(ctx: Context, action: TraceHighlight, rng: np.random.Generator) -
             color,
             pad=label[1],
         )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()
 
 
 def _wrap(text: str, face, max_width: float) -> str:
@@ -476,7 +480,7 @@ def draw_overlay_text(ctx: Context, action: OverlayText) -> None:
     else:
         bg = ctx.palette.label_bg
     border = ctx.palette.accent if style.border else None
-    layer = Layer(ctx.size, (x, y, x + lw + 1, y + lh + 1))
+    layer = Layer(ctx.canvas, (x, y, x + lw + 1, y + lh + 1))
     layer.label(
         text,
         (x, y),
@@ -489,4 +493,4 @@ def draw_overlay_text(ctx: Context, action: OverlayText) -> None:
         border_width=ctx.size_px(1),
         bold=bold,
     )
-    layer.composite_onto(ctx.canvas)
+    layer.composite()

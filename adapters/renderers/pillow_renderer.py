@@ -85,14 +85,12 @@ def _decorate(ctx: Context, style: GlobalStyle) -> None:
         # A faint vertical wash between the theme's two gradient colours.
         top, bottom = (np.asarray(c, dtype=np.float64) for c in pal.gradient)
         t = np.linspace(0.0, 1.0, h, dtype=np.float64)[:, None]
-        row = top * (1.0 - t) + bottom * t
-        wash = np.broadcast_to(row[:, None, :], (h, w, 3))
-        base = np.asarray(ctx.canvas, dtype=np.float64)
-        blended = base * 0.82 + wash * 0.18
-        ctx.canvas.paste(Image.fromarray((blended + 0.5).astype(np.uint8), mode="RGB"))
-    if style.enable_decor:
-        layer = Layer(ctx.size, (0, 0, w, h))
-        inset, width = ctx.size_px(6), ctx.size_px(3)
+        column = ((top * (1.0 - t) + bottom * t) + 0.5).astype(np.uint8)[:, None, :]
+        wash = Image.fromarray(np.ascontiguousarray(np.broadcast_to(column, (h, w, 3))), mode="RGB")
+        ctx.canvas.paste(Image.blend(ctx.canvas, wash, 0.18))
+    inset, width = ctx.size_px(6), ctx.size_px(3)
+    if style.enable_decor and min(w, h) > 4 * (inset + width):  # no room for a frame on a thumbnail
+        layer = Layer(ctx.canvas, (0, 0, w, h))
         layer.draw.rectangle(
             (inset, inset, w - 1 - inset, h - 1 - inset), outline=(*pal.accent, 200), width=width
         )
@@ -108,7 +106,7 @@ def _decorate(ctx: Context, style: GlobalStyle) -> None:
                 fill=(*pal.stroke, 230),
                 width=2 * width,
             )
-        layer.composite_onto(ctx.canvas)
+        layer.composite()
 
 
 def _draw(ctx: Context, action: Action, rng_seed: tuple[int, int]) -> None:

@@ -44,7 +44,7 @@ THEMES: dict[str, Palette] = {
         dim=(10, 12, 20),
         trace=(255, 70, 40),
         text=(20, 20, 24),
-        label_bg=(255, 255, 255),
+        label_bg=(255, 247, 215),
         accent=(40, 90, 200),
         gradient=((255, 250, 235), (225, 235, 255)),
     ),

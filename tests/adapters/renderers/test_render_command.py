@@ -1,0 +1,95 @@
+"""``vaot render``: one action or a block in, PNG and state hash out; bad input is one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from adapters.renderers import load_image
+from adapters.renderers.encode import encode_png, image_hash
+from engine.cli import main
+
+from ._scene import scene
+
+
+@pytest.fixture
+def image(tmp_path):
+    path = tmp_path / "in.png"
+    path.write_bytes(encode_png(scene()))
+    return path
+
+
+def test_inline_action_prints_the_state_hash(image, tmp_path, capsys):
+    out = tmp_path / "out.png"
+    action = '{"type": "annotate", "target": [100, 100, 500, 500], "content": "gear"}'
+    assert main(["render", str(image), action, "-o", str(out)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == image_hash(load_image(out)).hex()
+
+
+def test_block_from_file_with_global_style_and_warnings(image, tmp_path, capsys):
+    spec = tmp_path / "block.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "global_style": {"theme": "biology"},
+                "action": [
+                    {
+                        "type": "highlight",
+                        "target": [0, 0, 500, 500],
+                        "style": {"feather": "fuzzy"},
+                    },
+                    {"type": "zoom", "target": [0, 0, 500, 500]},
+                ],
+            }
+        )
+    )
+    out = tmp_path / "out.png"
+    assert main(["render", str(image), str(spec), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "style.feather" in captured.err
+    assert "frame in original: [0.0, 0.0, 500.0, 500.0]" in captured.err
+    assert load_image(out).size == (320, 240)
+
+
+def test_other_dialects_go_through_the_parser(image, tmp_path, capsys):
+    reply = '<tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [0, 0, 160, 120]}}</tool_call>'
+    out = tmp_path / "out.png"
+    assert main(["render", str(image), reply, "--dialect", "deepeyes", "-o", str(out)]) == 0
+    assert "frame in original: [0.0, 0.0, 500.0, 500.0]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ('{"type": "zoom"', "not valid JSON"),
+        ('{"type": "zoom"}', "missing required field 'target'"),
+        ('{"type": "zoom", "target": [5, 5, 5, 9]}', "zero area"),
+        ("[]", "holds no action"),
+        ("no-such-file.json", "no such file"),
+    ],
+)
+def test_bad_actions_get_one_line(image, tmp_path, capsys, spec, message):
+    assert main(["render", str(image), spec, "-o", str(tmp_path / "o.png")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_image_gets_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n garbage")
+    assert (
+        main(
+            [
+                "render",
+                str(bad),
+                '{"type": "crop", "target": [0, 0, 9, 9]}',
+                "-o",
+                str(tmp_path / "o.png"),
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert str(bad) in err and err.count("\n") == 1
