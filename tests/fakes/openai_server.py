@@ -38,6 +38,7 @@ class FakeOpenAI(FakeServer):
     provider = "openai"
     prefix = "/v1"
     auth_headers = ("authorization",)
+    key_required = False  # vLLM, SGLang, Ollama and LM Studio run without keys
 
     def _routes(self) -> list[web.RouteDef]:
         return [web.post("/v1/chat/completions", self.handle)]

@@ -19,6 +19,7 @@ import asyncio
 import base64
 import binascii
 import hashlib
+import os
 import re
 import signal
 import sys
@@ -159,7 +160,8 @@ class FakeServer:
         replies: script of replies used in order (then the default), or a function of the request.
         faults: the fault plan (none by default).
         latency_s: delay before every answer.
-        api_key: the key to demand (any non-empty key passes when ``None``).
+        api_key: the key to demand; when ``None``, any non-empty key passes (and no key at all,
+            if the class's ``key_required`` is false).
         retry_after_s: what ``429_retry_after*`` faults ask for.
         hang_s: how long a ``timeout`` fault stalls (it ends early when the server closes).
         requests_log: append one JSON line per request seen to this file.
@@ -170,6 +172,8 @@ class FakeServer:
     provider = "fake"
     prefix = ""
     auth_headers: tuple[str, ...] = ()
+    key_required = True
+    """Without ``api_key``, still demand some key (False: accept none, like a local vLLM)."""
 
     def __init__(
         self,
@@ -355,7 +359,9 @@ class FakeServer:
                 hang=self._hang,
                 presented_key=key,
             )
-        if not key or (self.api_key is not None and key != self.api_key):
+        if (self.api_key is not None and key != self.api_key) or (
+            self.api_key is None and self.key_required and not key
+        ):
             seen.problems = ["bad or missing API key"]
             return web.json_response(
                 self._error_body(401, "Invalid API key", "authentication_error"), status=401
@@ -377,6 +383,13 @@ class FakeServer:
         return web.json_response(self._render(view, spec))
 
 
+async def _exit_with_parent(parent: int, stop: asyncio.Event) -> None:
+    """Stop when the parent process dies, so a crashed test or benchmark leaves no orphan."""
+    while os.getppid() == parent:
+        await asyncio.sleep(0.5)
+    stop.set()
+
+
 def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> None:
     """Run ``server_cls`` as a process: print the port, serve until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(prog=f"python -m tests.fakes.{server_cls.provider}_server")
@@ -392,7 +405,7 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
     )
     parser.add_argument("--script", help="JSON file: list of replies, or {replies, faults}")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--api-key", help="demand exactly this key (default: any non-empty)")
+    parser.add_argument("--api-key", help="demand exactly this key (default: see key_required)")
     parser.add_argument("--retry-after", type=int, default=0, help="seconds 429 faults ask for")
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--requests-log", help="append one JSON line per request seen")
@@ -432,6 +445,9 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
         bodies=args.bodies,
     )
 
+    # Read before anything can block: the parent may exit as soon as it has the port.
+    parent = os.getppid()
+
     async def serve() -> None:
         await server.start()
         print(server.port, flush=True)
@@ -439,9 +455,11 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        watcher = asyncio.create_task(_exit_with_parent(parent, stop))
         try:
             await stop.wait()
         finally:
+            watcher.cancel()
             await server.close()
 
     asyncio.run(serve())
