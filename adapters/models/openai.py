@@ -48,11 +48,14 @@ class OpenAIAdapter:
         self.name = f"openai:{model}"
         base_url = (options.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.connection_key = f"{base_url}|{model}"
-        # A local server usually needs no key; the hosted API always does.
+        # The hosted API always needs a key. Another base_url gets one only when api_key_env names
+        # it: an OPENAI_API_KEY that happens to be set must not be sent to some other server.
         hosted = base_url == DEFAULT_BASE_URL
         key_env = options.api_key_env or DEFAULT_KEY_ENV
-        key = read_key(
-            key_env, provider="openai", required=hosted or options.api_key_env is not None
+        key = (
+            read_key(key_env, provider="openai")
+            if hosted or options.api_key_env is not None
+            else None
         )
         headers = dict(options.extra_headers)
         if key:

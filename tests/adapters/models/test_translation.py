@@ -64,18 +64,21 @@ async def test_openai_tool_calls(serve) -> None:
     )
 
 
-async def test_openai_local_server_needs_no_key(monkeypatch) -> None:
+async def test_openai_compatible_server_gets_no_stray_key(monkeypatch) -> None:
     from adapters.models.base import AdapterOptions
     from adapters.models.openai import create
     from tests.fakes.openai_server import FakeOpenAI
 
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # The user's OpenAI key is in the environment, but this server was not named for it.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key-do-not-send")
     async with FakeOpenAI() as server:
         adapter = create("m", AdapterOptions(base_url=server.base_url))
         try:
-            assert "Authorization" not in adapter._client._headers
+            reply = await adapter.generate(vaot_request())
         finally:
             await adapter.aclose()
+    assert reply.text
+    assert "Authorization" not in server.requests[0].headers
 
 
 async def test_gemini_request_shape(serve) -> None:
