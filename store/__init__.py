@@ -9,7 +9,7 @@ import os
 
 from store.errors import (
     BlobMissingError,
-    IdTooLongError,
+    InvalidIdError,
     NotAStoreError,
     SchemaVersionError,
     SequenceConflictError,
@@ -37,7 +37,7 @@ __all__ = [
     "BlobMissingError",
     "CallFailed",
     "Event",
-    "IdTooLongError",
+    "InvalidIdError",
     "Judged",
     "LmdbStore",
     "MemoryStore",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from store.errors import IdTooLongError, SequenceConflictError, SequenceGapError
+from store.errors import InvalidIdError, SequenceConflictError, SequenceGapError
 from store.events import RECORD_VERSION, Event, RunStarted, encode_event, genesis_hash
 from store.recorder_keys import stream_key
 
@@ -55,9 +55,9 @@ def prepare_events(events: Sequence[Event]) -> list[PreparedEvent]:
         if key is None:
             key = keys[event.traj] = stream_key(event.traj)
             if len(key) + 4 > _MAX_KEY:
-                raise IdTooLongError("trajectory", event.traj, _MAX_KEY - 4 - 3)
-        if run_id is not None and len(run_id.encode()) > _MAX_KEY:
-            raise IdTooLongError("run", run_id, _MAX_KEY)
+                raise InvalidIdError("trajectory", event.traj, _MAX_KEY - 4 - 3)
+        if run_id is not None and not 0 < len(run_id.encode()) <= _MAX_KEY:
+            raise InvalidIdError("run", run_id, _MAX_KEY)
         out.append(PreparedEvent(event.traj, event.pos, body, sha256(body).digest(), key, run_id))
     return out
 

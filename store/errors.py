@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BlobMissingError",
-    "IdTooLongError",
+    "InvalidIdError",
     "NotAStoreError",
     "SchemaVersionError",
     "SequenceConflictError",
@@ -54,17 +54,19 @@ class SequenceGapError(StoreError):
         self.expected = expected
 
 
-class IdTooLongError(StoreError, ValueError):
-    """A trajectory or run id is too long to be an index key (LMDB keys hold at most 511 bytes).
+class InvalidIdError(StoreError, ValueError):
+    """A trajectory or run id cannot be an index key: empty (run ids), or longer than LMDB's
+    511-byte key limit allows.
 
     Attributes:
         id: the offending id.
     """
 
     def __init__(self, kind: str, id: str, limit: int) -> None:
+        shown = f"{id[:40]!r}…" if len(id) > 40 else repr(id)
         super().__init__(
-            f"{kind} id {id[:40]!r}… is {len(id.encode())} bytes encoded; ids are limited to "
-            f"{limit} bytes: use a shorter (or hashed) id"
+            f"{kind} id {shown} is {len(id.encode())} bytes encoded; ids must be 1 to {limit} "
+            "bytes: use a non-empty, shorter (or hashed) id"
         )
         self.id = id
 
