@@ -12,7 +12,7 @@ import msgspec
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from store.events import Event
+from store.events import Event, RunStarted
 
 __all__ = ["EVENT_TYPES", "STORE_SETTINGS", "any_event", "events_of", "traj_ids"]
 
@@ -48,16 +48,38 @@ traj_ids = st.one_of(
 """Stream ids: arbitrary unicode, packed hex ids, and ids that are prefixes of others."""
 
 
+def _bounds(info) -> dict:
+    """hypothesis bounds from a msgspec numeric constraint (``ge``/``le``/``gt``/``lt``)."""
+    bounds = {}
+    if info.ge is not None or info.gt is not None:
+        bounds["min_value"] = info.ge if info.ge is not None else info.gt
+    if info.le is not None or info.lt is not None:
+        bounds["max_value"] = info.le if info.le is not None else info.lt
+    return bounds
+
+
 def _for_type(info: msgspec.inspect.Type) -> st.SearchStrategy:
     mi = msgspec.inspect
     if isinstance(info, mi.StrType):
-        return _TEXT
+        if info.pattern is not None:
+            return st.from_regex(info.pattern, fullmatch=True)
+        return st.text(min_size=info.min_length or 0, max_size=info.max_length or 40)
     if isinstance(info, mi.BoolType):
         return st.booleans()
     if isinstance(info, mi.IntType):
-        return _INT64
+        bounds = {"min_value": -(2**63), "max_value": 2**63 - 1} | _bounds(info)
+        if info.gt is not None:
+            bounds["min_value"] += 1
+        if info.lt is not None:
+            bounds["max_value"] -= 1
+        return st.integers(**bounds)
     if isinstance(info, mi.FloatType):
-        return _FLOAT
+        return st.floats(
+            allow_nan=False,
+            exclude_min=info.gt is not None,
+            exclude_max=info.lt is not None,
+            **_bounds(info),
+        )
     if isinstance(info, mi.NoneType):
         return st.none()
     if isinstance(info, mi.AnyType):
@@ -67,7 +89,9 @@ def _for_type(info: msgspec.inspect.Type) -> st.SearchStrategy:
     if isinstance(info, mi.UnionType):
         return st.one_of(*(_for_type(t) for t in info.types))
     if isinstance(info, mi.VarTupleType):
-        return st.lists(_for_type(info.item_type), max_size=3).map(tuple)
+        low = info.min_length or 0
+        high = info.max_length if info.max_length is not None else max(low, 3)
+        return st.lists(_for_type(info.item_type), min_size=low, max_size=high).map(tuple)
     if isinstance(info, mi.TupleType):
         return st.tuples(*(_for_type(t) for t in info.item_types))
     if isinstance(info, mi.DictType):
@@ -87,9 +111,12 @@ def _for_struct(info: msgspec.inspect.StructType) -> st.SearchStrategy:
 def events_of(cls: type) -> st.SearchStrategy:
     """Arbitrary events of one type (any stream id, any position)."""
     info = msgspec.inspect.type_info(cls)
-    return _for_struct(info).flatmap(
+    events = _for_struct(info).flatmap(
         lambda e: traj_ids.map(lambda t: msgspec.structs.replace(e, traj=t))
     )
+    if cls is RunStarted:  # a run id is a key of the runs index: never empty
+        events = events.map(lambda e: msgspec.structs.replace(e, run_id=e.run_id or "run"))
+    return events
 
 
 any_event = st.one_of(*(events_of(cls) for cls in EVENT_TYPES))
