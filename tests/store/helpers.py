@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import queue
+import threading
+import typing
 
 from PIL import Image
 
@@ -38,3 +41,38 @@ def png_blob(seed: int = 0, size: tuple[int, int] = (8, 6)) -> tuple[bytes, byte
     out = io.BytesIO()
     image.save(out, format="PNG")
     return pixel_hash("RGB", width, height, raw), out.getvalue()
+
+
+def pixel_hasher(data: bytes) -> bytes:
+    """The pixel hash of an encoded image (what ``vaot verify`` checks blob keys against)."""
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        return pixel_hash(image.mode, image.width, image.height, image.tobytes())
+
+
+class LineReader:
+    """Reads a process's stdout on a thread so the test can wait for lines with a timeout."""
+
+    def __init__(self, stream: typing.IO[str]) -> None:
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: typing.IO[str]) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def next(self, timeout: float = 30.0) -> str | None:
+        """The next line (with its newline), or ``None`` at end of output."""
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no output within {timeout} s") from None
+
+    def rest(self, timeout: float = 30.0) -> list[str]:
+        """Every remaining line, once the process has closed its output."""
+        lines = []
+        while (line := self.next(timeout)) is not None:
+            lines.append(line)
+        return lines
