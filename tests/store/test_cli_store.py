@@ -1,0 +1,176 @@
+"""The store's commands end to end: ``vaot tail --follow``, ``vaot verify``, ``vaot export``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from store import LmdbStore
+from store.recorder import blob_record
+from tests.store.helpers import LineReader, png_blob, run_started, step, steps
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def vaot(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    """A closed store with two trajectories, a run and one real PNG blob."""
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.append_sync([run_started("r"), *steps("a", 0, 3)])
+        store.append_sync([step("b", 0), step("a", 3), step("b", 1)])
+        key, data = png_blob(1)
+        store.put_blob_sync(key, data)
+    return path
+
+
+# ---------------------------------------------------------------------- tail
+def test_tail_follow_sees_every_event_once_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    batches = [steps("a", 0, 3), [step("b", 0)], steps("c", 0, 10), [step("a", 3), step("b", 1)]]
+    total = sum(map(len, batches))
+    with LmdbStore(path) as store:
+        store.append_sync(batches[0])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engine", "tail", str(path), "--follow", "--json"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            reader = LineReader(proc.stdout)
+            seqs = []
+
+            def read(count: int) -> None:
+                for _ in range(count):
+                    line = reader.next()
+                    assert line is not None, proc.stderr.read()
+                    seqs.append(msgspec.json.decode(line)["seq"])
+
+            read(len(batches[0]))  # the tail is up and has caught up with the log
+            for batch in batches[1:]:  # every later batch is committed while it follows
+                store.append_sync(batch)
+                read(len(batch))
+            assert seqs == list(range(total))
+            assert proc.poll() is None  # still following
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            proc.stdout.close()
+            proc.stderr.close()
+
+
+def test_tail_prints_one_line_per_event(store_path: Path) -> None:
+    done = vaot("tail", store_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 7
+    assert "run started r" in lines[0]
+    assert "step 1" in lines[1]
+    done = vaot("tail", store_path, "--from", "5", "--json")
+    assert [msgspec.json.decode(line)["seq"] for line in done.stdout.splitlines()] == [5, 6]
+
+
+def test_tail_on_a_missing_store_is_one_clear_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    done = vaot("tail", missing)
+    assert done.returncode != 0
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and str(missing) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not missing.exists()
+
+
+# ---------------------------------------------------------------------- verify
+def test_verify_a_good_store(store_path: Path) -> None:
+    done = vaot("verify", store_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: 7 events in 3 streams, 1 blobs")
+
+
+def _flip(path: Path, db: str, key: bytes, offset: int) -> None:
+    with LmdbStore(path, create=False) as store:
+        record = bytearray(
+            dict(store.iter_records())[int.from_bytes(key, "big")]
+            if db == "events"
+            else store.get_blob_record(key)
+        )
+        record[offset] ^= 0x01
+        store.corrupt_for_test(db, key, bytes(record))
+
+
+@pytest.mark.parametrize(
+    ("seq", "traj"),
+    [(1, "a"), (5, "a"), (6, "b")],  # a's first event, a's last, b's last (the store's last)
+    ids=["first", "last-of-a", "last-of-store"],
+)
+@pytest.mark.parametrize("where", ["body-start", "body-middle", "body-end"])
+def test_verify_names_a_flipped_event_byte(store_path: Path, seq: int, traj: str, where) -> None:
+    with LmdbStore(store_path, create=False) as store:
+        size = len(dict(store.iter_records())[seq])
+    offset = {"body-start": 34, "body-middle": (33 + size) // 2, "body-end": size - 1}[where]
+    _flip(store_path, "events", seq.to_bytes(8, "big"), offset)
+    done = vaot("verify", store_path)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    bad = [line for line in done.stderr.splitlines() if line.startswith("BAD ")]
+    assert any(f"seq {seq})" in line or f"seq {seq}:" in line for line in bad), done.stderr
+
+
+def test_verify_names_a_flipped_blob_byte(store_path: Path) -> None:
+    key, data = png_blob(1)
+    _flip(store_path, "blobs", key, 33 + len(data) // 2)
+    done = vaot("verify", store_path)
+    assert done.returncode == 1
+    assert f"BAD blob {key.hex()}" in done.stderr
+
+
+def test_verify_re_hashes_blob_pixels(store_path: Path) -> None:
+    """Consistent bytes with other pixels under the key: only decoding the image catches it."""
+    key, _ = png_blob(1)
+    _, other = png_blob(2)
+    with LmdbStore(store_path, create=False) as store:
+        store.corrupt_for_test("blobs", key, blob_record(other))
+    done = vaot("verify", store_path)
+    assert done.returncode == 1
+    assert f"BAD blob {key.hex()}: pixels do not hash" in done.stderr
+    assert vaot("verify", store_path, "--no-pixels").returncode == 0
+
+
+# ---------------------------------------------------------------------- export
+def test_export_jsonl_one_decodable_line_per_event(store_path: Path, tmp_path: Path) -> None:
+    done = vaot("export", store_path, "--jsonl")
+    assert done.returncode == 0, done.stderr
+    lines = [msgspec.json.decode(line) for line in done.stdout.splitlines()]
+    assert [line["seq"] for line in lines] == list(range(7))
+    assert lines[0]["event"] == {
+        "type": "run_started",
+        "traj": "run:r",
+        "pos": 0,
+        "run_id": "r",
+        "config": {"model": "m", "n": 1},
+    }
+    out = tmp_path / "out.jsonl"
+    done = vaot("export", store_path, "--jsonl", "-o", out)
+    assert done.returncode == 0
+    assert out.read_bytes().decode().splitlines() == done_lines(store_path)
+
+
+def done_lines(path: Path) -> list[str]:
+    return vaot("export", path, "--jsonl").stdout.splitlines()
