@@ -18,21 +18,31 @@ from typing import NamedTuple
 
 import numpy as np
 
+from adapters.models._reference_scenes import (
+    count_locate,
+    count_read,
+    sign_locate,
+    sign_read,
+    touch_locate,
+    touch_read,
+)
 from adapters.models._reference_vision import (
+    FLOOR,
     Found,
     Percept,
+    Rng,
     View,
-    components,
+    bbox,
+    grow,
     hue_in,
     largest,
+    near,
+    noise,
     rank_logits,
+    span,
 )
 
 __all__ = ["TASKS", "Task", "detect_task"]
-
-Rng = np.random.Generator | None
-_FLOOR = -30.0
-"""Log-likelihood for an option the reading rules out."""
 
 
 class Task(NamedTuple):
@@ -46,29 +56,6 @@ class Task(NamedTuple):
     """Why the full view does not suffice, in words."""
     locate: Callable[[View], Found | None]
     read: Callable[[View, tuple[str, ...], Rng], Percept]
-
-
-def _noise(rng: Rng, sigma: float, size: int | None = None):
-    if rng is None:
-        return 0.0 if size is None else np.zeros(size)
-    return rng.normal(0.0, sigma, size)
-
-
-def _bbox(comp: np.ndarray) -> tuple[int, int, int, int]:
-    return (
-        int(comp[:, 1].min()),
-        int(comp[:, 0].min()),
-        int(comp[:, 1].max()),
-        int(comp[:, 0].max()),
-    )
-
-
-def _near(view: View, colour: tuple[int, int, int], tol: float) -> np.ndarray:
-    return np.linalg.norm(view.rgb - np.asarray(colour, np.float32), axis=-1) < tol
-
-
-def _span(view: View) -> float:
-    return float(max(view.width, view.height))
 
 
 # ---------------------------------------------------------------- seven-segment digit on a tag
@@ -96,8 +83,8 @@ def _digit_locate(view: View) -> Found | None:
     comp = largest(_red(view, strict=False))
     if comp is None:
         return None
-    x0, y0, x1, y1 = _bbox(comp)
-    side = max(2.6 * (y1 - y0 + 1), 0.16 * _span(view))
+    x0, y0, x1, y1 = bbox(comp)
+    side = max(2.6 * (y1 - y0 + 1), 0.16 * span(view))
     return Found((x0 + x1 + 1) / 2, (y0 + y1 + 1) / 2, side, "the red-bordered tag")
 
 
@@ -107,7 +94,7 @@ def _digit_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
         if _digit_locate(view) is not None:
             return Percept("too_small", {}, "a reddish speck where the tag is, no legible digit")
         return Percept("absent", {}, "no red-bordered tag in view")
-    x0, y0, x1, y1 = _bbox(comp)
+    x0, y0, x1, y1 = bbox(comp)
     h, w = y1 - y0 + 1, x1 - x0 + 1
     if h < 16:
         return Percept("too_small", {}, f"the red tag is only {h} px tall; its digit is a blur")
@@ -135,12 +122,12 @@ def _digit_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
         ya, yb = int(py - wy * height), math.ceil(py + wy * height)
         patch = inner[max(0, ya) : max(ya + 1, yb), max(0, xa) : max(xa + 1, xb)]
         activation.append(float(np.clip((230.0 - patch.mean()) / 170.0, 0.0, 1.0)))
-    a = np.asarray(activation) + _noise(rng, 0.1, 7)
+    a = np.asarray(activation) + noise(rng, 0.1, 7)
     logits = {}
     for opt in options:
         code = _CODES.get(opt.strip())
         if code is None:
-            logits[opt] = _FLOOR
+            logits[opt] = FLOOR
             continue
         target = np.array([1.0 if s in code else 0.0 for s in "abcdefg"])
         logits[opt] = float(-((a - target) ** 2).sum() / (2 * 0.2**2))
@@ -164,8 +151,8 @@ def _segments_locate(view: View) -> Found | None:
     comp = largest(_saturated(view), 3)
     if comp is None:
         return None
-    _x0, y0, x1, y1 = _bbox(comp)
-    side = max(2.8 * (y1 - y0 + 1), 0.11 * _span(view))
+    _x0, y0, x1, y1 = bbox(comp)
+    side = max(2.8 * (y1 - y0 + 1), 0.11 * span(view))
     return Found(x1 + 0.5, (y0 + y1 + 1) / 2, side, "the right-hand ends of the segments")
 
 
@@ -176,7 +163,7 @@ def _segments_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
         colour = _SEGMENT_COLOURS.get(name.strip().lower())
         if colour is None:
             continue
-        mask = _near(view, colour, 60)
+        mask = near(view, colour, 60)
         if mask.sum() < 4:
             continue
         cols = np.nonzero(mask.any(axis=0))[0]
@@ -191,10 +178,10 @@ def _segments_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
         return Percept("absent", {}, "the coloured segments are not in view")
     if min(ends.values()) >= view.width - 1:
         return Percept("absent", {}, "every segment runs out of the view; no end is visible")
-    noisy = {k: v + float(_noise(rng, 0.7)) for k, v in ends.items()}
+    noisy = {k: v + float(noise(rng, 0.7)) for k, v in ends.items()}
     logits = rank_logits(noisy, 0.9, largest_wins=True)
     for opt in options:
-        logits.setdefault(opt, _FLOOR)
+        logits.setdefault(opt, FLOOR)
     return Percept("read", logits, "each segment's end is distinct")
 
 
@@ -209,10 +196,10 @@ _EXIT_COLOURS = {
 
 def _maze_locate(view: View) -> Found | None:
     # Thin walls break up in a thumbnail; growing the dark pixels first keeps the maze one blob.
-    comp = largest(_grow((view.gray < 215) & (view.sat < 0.25), 2), 12)
+    comp = largest(grow((view.gray < 215) & (view.sat < 0.25), 2), 12)
     if comp is None:
         return None
-    x0, y0, x1, y1 = _bbox(comp)
+    x0, y0, x1, y1 = bbox(comp)
     side = 1.1 * max(x1 - x0 + 1, y1 - y0 + 1)
     return Found((x0 + x1 + 1) / 2, (y0 + y1 + 1) / 2, side, "the maze")
 
@@ -233,18 +220,6 @@ def _flood(passable: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     return reached
 
 
-def _grow(mask: np.ndarray, steps: int) -> np.ndarray:
-    out = mask.copy()
-    for _ in range(steps):
-        grown = out.copy()
-        grown[1:] |= out[:-1]
-        grown[:-1] |= out[1:]
-        grown[:, 1:] |= out[:, :-1]
-        grown[:, :-1] |= out[:, 1:]
-        out = grown
-    return out
-
-
 def _maze_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
     green = hue_in(view, 100, 160) & (view.sat > 0.5) & (view.val > 0.35)
     start = largest(green)
@@ -257,17 +232,17 @@ def _maze_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
     # The start square's blurred rim is neither white nor green: let the flood step over it.
     seed = np.zeros(green.shape, bool)
     seed[start[:, 0], start[:, 1]] = True
-    passable = ((view.gray > 170) & (view.sat < 0.2)) | (_grow(seed, 2) & (view.gray > 120))
-    near = _grow(_flood(passable, start), 2)
+    passable = ((view.gray > 170) & (view.sat < 0.2)) | (grow(seed, 2) & (view.gray > 120))
+    reachable = grow(_flood(passable, start), 2)
     touched = [
         opt
         for opt in options
         if opt.strip().lower() in _EXIT_COLOURS
-        and (near & _near(view, _EXIT_COLOURS[opt.strip().lower()], 70)).any()
+        and (reachable & near(view, _EXIT_COLOURS[opt.strip().lower()], 70)).any()
     ]
     if not touched:
         return Percept("absent", {}, "the start's corridors reach no exit in view")
-    logits = {opt: (0.0 if opt in touched else _FLOOR) for opt in options}
+    logits = {opt: (0.0 if opt in touched else FLOOR) for opt in options}
     note = (
         f"the corridors from the start lead to the {touched[0]} exit"
         if len(touched) == 1
@@ -281,8 +256,8 @@ def _chart_locate(view: View) -> Found | None:
     comp = largest(_red(view, strict=False))
     if comp is None:
         return None
-    x0, y0, x1, _ = _bbox(comp)
-    return Found((x0 + x1 + 1) / 2, float(y0), 0.125 * _span(view), "the top of the red bar")
+    x0, y0, x1, _ = bbox(comp)
+    return Found((x0 + x1 + 1) / 2, float(y0), 0.125 * span(view), "the top of the red bar")
 
 
 def _line_centres(profile: np.ndarray, lo: float, hi: float) -> list[float]:
@@ -305,7 +280,7 @@ def _chart_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
         if _chart_locate(view) is not None:
             return Percept("too_small", {}, "the red bar is a faint line; its top is a blur")
         return Percept("absent", {}, "no red bar in view")
-    x0, top, x1, _ = _bbox(comp)
+    x0, top, x1, _ = bbox(comp)
     keep = np.ones(view.width, bool)
     keep[max(0, x0 - 2) : x1 + 3] = False
     if keep.sum() < 3:
@@ -323,179 +298,19 @@ def _chart_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
     if not below:
         return Percept("absent", {}, "no major gridline below the bar's top is in view")
     # A line's centre sits half a source pixel below its row; the bar's edge does not.
-    offset = (min(below) - top) / unit - 1 / 6 + float(_noise(rng, 0.6)) / unit
+    offset = (min(below) - top) / unit - 1 / 6 + float(noise(rng, 0.6)) / unit
     spread = math.hypot(0.6, 0.5) / unit
     logits = {}
     for opt in options:
         try:
             predicted = int(opt.strip()) % 5
         except ValueError:
-            logits[opt] = _FLOOR
+            logits[opt] = FLOOR
             continue
         terms = [-((offset - predicted - 5 * k) ** 2) / (2 * spread**2) for k in (-1, 0, 1)]
         peak = max(terms)
         logits[opt] = peak + math.log(sum(math.exp(t - peak) for t in terms))
     return Percept("read", logits, f"the bar ends about {offset:.1f} units above a major line")
-
-
-# ---------------------------------------------------------------- counting balls in a tray
-_TRAY = (196, 170, 128)
-
-
-def _tray(view: View) -> np.ndarray | None:
-    return largest(_near(view, _TRAY, 30) & (view.sat > 0.2) & (view.sat < 0.5), 4)
-
-
-def _count_locate(view: View) -> Found | None:
-    comp = _tray(view)
-    if comp is None:
-        return None
-    x0, y0, x1, y1 = _bbox(comp)
-    side = 1.12 * max(x1 - x0 + 1, y1 - y0 + 1)
-    return Found((x0 + x1 + 1) / 2, (y0 + y1 + 1) / 2, side, "the tray")
-
-
-def _count_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
-    comp = _tray(view)
-    if comp is None:
-        return Percept("absent", {}, "no tray in view")
-    x0, y0, x1, y1 = _bbox(comp)
-    if x1 - x0 < 12:
-        return Percept("too_small", {}, "the tray is tiny; its balls are specks")
-    region = np.zeros(view.gray.shape, bool)
-    region[y0 : y1 + 1, x0 : x1 + 1] = True
-    balls = components(region & (view.sat > 0.5) & (view.val > 0.2))
-    if not balls:
-        return Percept("absent", {}, "the tray looks empty")
-    typical = float(np.median([len(c) for c in balls]))
-    if math.sqrt(typical) < 3.5:
-        return Percept("too_small", {}, "the balls in the tray are a few pixels each; hues mix")
-    red = hue_in(view, 345, 14) & (view.sat > 0.5) & (view.val > 0.2) & region
-    seen = sum(1 for c in components(red) if len(c) >= 0.3 * typical)
-    miss = 0.03
-    if rng is not None:
-        seen -= int((rng.random(seen) < miss).sum())
-    logits = {}
-    for opt in options:
-        try:
-            n = int(opt.strip())
-        except ValueError:
-            logits[opt] = _FLOOR
-            continue
-        if seen <= n:
-            logits[opt] = (
-                math.log(math.comb(n, seen))
-                + seen * math.log(1 - miss)
-                + (n - seen) * math.log(miss)
-            )
-        else:
-            logits[opt] = (seen - n) * math.log(1e-4)
-    return Percept("read", logits, f"{seen} red ball{'s' if seen != 1 else ''} in the tray")
-
-
-# ---------------------------------------------------------------- which ball touches the yellow one
-_BALL_HUES = {"red": (340, 15), "green": (100, 160), "blue": (205, 245), "purple": (255, 300)}
-
-
-def _yellow(view: View) -> np.ndarray | None:
-    return largest(hue_in(view, 40, 68) & (view.sat > 0.5) & (view.val > 0.3))
-
-
-def _touch_locate(view: View) -> Found | None:
-    comp = _yellow(view)
-    if comp is None:
-        return None
-    cy, cx = comp.mean(axis=0) + 0.5
-    side = max(6.0 * math.sqrt(len(comp)), 0.135 * _span(view))
-    return Found(float(cx), float(cy), side, "the yellow ball and its neighbours")
-
-
-def _touch_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
-    comp = _yellow(view)
-    if comp is None:
-        return Percept("absent", {}, "no yellow ball in view")
-    diameter = 2 * math.sqrt(len(comp) / math.pi)
-    if diameter < 6:
-        return Percept("too_small", {}, "the balls are specks that all seem to touch")
-    centre = comp.mean(axis=0)
-    reach = 3.2 * diameter
-    region = np.zeros(view.gray.shape, bool)
-    region[
-        max(0, int(centre[0] - reach)) : int(centre[0] + reach) + 1,
-        max(0, int(centre[1] - reach)) : int(centre[1] + reach) + 1,
-    ] = True
-    # Only the yellow ball's rim can be nearest to another ball.
-    inside = np.zeros(view.gray.shape, bool)
-    inside[comp[:, 0], comp[:, 1]] = True
-    rim = comp[_grow(~inside, 1)[comp[:, 0], comp[:, 1]]]
-    gaps: dict[str, float] = {}
-    for opt in options:
-        hues = _BALL_HUES.get(opt.strip().lower())
-        if hues is None:
-            continue
-        mask = hue_in(view, *hues) & (view.sat > 0.45) & (view.val > 0.2) & region
-        pts = np.argwhere(mask)
-        if len(pts) == 0:
-            gaps[opt] = math.inf
-            continue
-        d = np.sqrt(((rim[:, None, :] - pts[None, :, :]) ** 2).sum(-1)).min()
-        gaps[opt] = max(0.0, float(d) - 1.0) + float(_noise(rng, 0.6))
-    if not gaps or all(math.isinf(g) for g in gaps.values()):
-        return Percept("absent", {}, "no other ball near the yellow one")
-    logits = rank_logits(gaps, 0.8, largest_wins=False)
-    for opt in options:
-        logits.setdefault(opt, _FLOOR)
-    best = min(gaps, key=gaps.get)
-    return Percept("read", logits, f"the {best} ball meets the yellow one; the others stand apart")
-
-
-# ---------------------------------------------------------------- arrow on a blue sign
-def _blue(view: View) -> np.ndarray | None:
-    return largest(hue_in(view, 205, 240) & (view.sat > 0.55) & (view.val > 0.3))
-
-
-def _sign_locate(view: View) -> Found | None:
-    comp = _blue(view)
-    if comp is None:
-        return None
-    cy, cx = comp.mean(axis=0) + 0.5
-    side = max(5.0 * math.sqrt(len(comp)), 0.16 * _span(view))
-    return Found(float(cx), float(cy), side, "the blue sign")
-
-
-def _sign_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
-    comp = _blue(view)
-    if comp is None:
-        return Percept("absent", {}, "no blue sign in view")
-    x0, y0, x1, y1 = _bbox(comp)
-    w, h = x1 - x0 + 1, y1 - y0 + 1
-    if max(w, h) < 10:
-        return Percept("too_small", {}, "the blue sign is a dot; no arrow can be seen")
-    if not 0.7 <= w / h <= 1.4:
-        return Percept("absent", {}, "only part of the blue sign is in view")
-    plate = (slice(y0, y1 + 1), slice(x0, x1 + 1))
-    white = (view.val[plate] > 0.75) & (view.sat[plate] < 0.3)
-    pts = np.argwhere(white)
-    if len(pts) < 5:
-        return Percept("absent", {}, "the blue sign shows no arrow")
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    mid = (lo + hi) / 2
-    mass = len(pts)
-    m_y = float(((pts[:, 0] > mid[0]).sum() - (pts[:, 0] < mid[0]).sum()) / mass)
-    m_x = float(((pts[:, 1] > mid[1]).sum() - (pts[:, 1] < mid[1]).sum()) / mass)
-    extent = hi - lo + 1
-    aspect = float((extent[1] - extent[0]) / (extent[1] + extent[0]))
-    m_x += float(_noise(rng, 0.04))
-    m_y += float(_noise(rng, 0.04))
-    aspect += float(_noise(rng, 0.03))
-    score = {
-        "right": 30 * m_x + 30 * aspect,
-        "left": -30 * m_x + 30 * aspect,
-        "down": 30 * m_y - 30 * aspect,
-        "up": -30 * m_y - 30 * aspect,
-    }
-    logits = {opt: score.get(opt.strip().lower(), _FLOOR) for opt in options}
-    return Percept("read", logits, "the arrow's head is plain to see")
 
 
 TASKS: dict[str, Task] = {
@@ -543,8 +358,8 @@ TASKS: dict[str, Task] = {
             tuple(str(n) for n in range(1, 7)),
             "the tray",
             "the balls in the tray are specks whose colours mix in the full view",
-            _count_locate,
-            _count_read,
+            count_locate,
+            count_read,
         ),
         Task(
             "touching_balls",
@@ -552,8 +367,8 @@ TASKS: dict[str, Task] = {
             ("red", "green", "blue", "purple"),
             "the yellow ball and its neighbours",
             "the gaps between the balls are under a pixel in the full view",
-            _touch_locate,
-            _touch_read,
+            touch_locate,
+            touch_read,
         ),
         Task(
             "street_sign",
@@ -561,8 +376,8 @@ TASKS: dict[str, Task] = {
             ("left", "right", "up", "down"),
             "the small blue sign",
             "the sign is a dot in the full view and its arrow is invisible",
-            _sign_locate,
-            _sign_read,
+            sign_locate,
+            sign_read,
         ),
     )
 }

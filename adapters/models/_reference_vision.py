@@ -16,16 +16,23 @@ import numpy as np
 from PIL import Image
 
 __all__ = [
+    "FLOOR",
     "RETINA",
     "Found",
     "Percept",
+    "Rng",
     "View",
+    "bbox",
     "components",
+    "grow",
     "hsv",
     "largest",
     "log_phi",
+    "near",
+    "noise",
     "retina",
     "see",
+    "span",
 ]
 
 RETINA = 112
@@ -209,4 +216,49 @@ def rank_logits(values: dict[str, float], sigma: float, largest_wins: bool) -> d
                 else (0.0 if diff > 0 else -745.0)
             )
         out[k] = total
+    return out
+
+
+Rng = np.random.Generator | None
+FLOOR = -30.0
+"""Log-likelihood for an option a reading rules out."""
+
+
+def noise(rng: Rng, sigma: float, size: int | None = None):
+    """Gaussian measurement noise, or zeros when perception is noise-free (``rng`` is None)."""
+    if rng is None:
+        return 0.0 if size is None else np.zeros(size)
+    return rng.normal(0.0, sigma, size)
+
+
+def bbox(comp: np.ndarray) -> tuple[int, int, int, int]:
+    """Inclusive (x0, y0, x1, y1) of a component's (y, x) pixels."""
+    return (
+        int(comp[:, 1].min()),
+        int(comp[:, 0].min()),
+        int(comp[:, 1].max()),
+        int(comp[:, 0].max()),
+    )
+
+
+def near(view: View, colour: tuple[int, int, int], tol: float) -> np.ndarray:
+    """Pixels within ``tol`` (Euclidean RGB) of ``colour``."""
+    return np.linalg.norm(view.rgb - np.asarray(colour, np.float32), axis=-1) < tol
+
+
+def span(view: View) -> float:
+    """The view's longer side in pixels."""
+    return float(max(view.width, view.height))
+
+
+def grow(mask: np.ndarray, steps: int) -> np.ndarray:
+    """Dilate a mask by ``steps`` pixels (4-neighbourhood)."""
+    out = mask.copy()
+    for _ in range(steps):
+        grown = out.copy()
+        grown[1:] |= out[:-1]
+        grown[:-1] |= out[1:]
+        grown[:, 1:] |= out[:, :-1]
+        grown[:, :-1] |= out[:, 1:]
+        out = grown
     return out
