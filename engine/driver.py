@@ -2,13 +2,15 @@
 
 The driver reads what the store already holds for the trajectory and continues from there, so a
 rerun after a crash neither loses nor repeats a step. Before a reply is acted on it is written to
-the store's reply cache, so a call that was paid for before a crash is served from the cache on
-the rerun (the request is rebuilt identically from the committed history, hence the same hash).
+the store's reply cache under (trajectory, request hash), so a call that was paid for before a
+crash is served from the cache on the rerun (the request is rebuilt identically from the
+committed history, hence the same hash).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from concurrent.futures import Executor
 
@@ -96,10 +98,29 @@ class Runtime:
         self.sleep = sleep
 
 
-async def _append(rt: Runtime, state: TrajectoryState, event) -> None:
-    await rt.store.append([event])
-    if isinstance(event, Step):
-        state.steps.append(event)
+class _Writes:
+    """Store writes a trajectory queued but has not awaited yet.
+
+    A step's reply, blobs and event are queued without waiting for their commit, and the next
+    model call starts at once: durability overlaps the network. The writer commits in queue
+    order, so nothing can become durable before what it depends on, and every write is awaited
+    before the trajectory reports its outcome.
+    """
+
+    def __init__(self) -> None:
+        self.futures: list[asyncio.Future] = []
+
+    def add(self, future: asyncio.Future) -> None:
+        self.futures.append(future)
+
+    async def settle_older(self, keep: int) -> None:
+        """Await all but the ``keep`` most recent writes (surfacing any error)."""
+        older, self.futures = self.futures[:-keep or None], self.futures[-keep:] if keep else []
+        for future in older:
+            await future
+
+    async def settle(self) -> None:
+        await self.settle_older(0)
 
 
 async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
@@ -128,8 +149,13 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
     policy = SETTING_POLICY[job.setting]
     max_steps = 1 if job.setting == "cot" else rt.max_steps
     calls = tokens = 0
+    writes = _Writes()
+    # Only a trajectory that already had events can have cached replies from an earlier
+    # process; and after its first cache miss, no later step can have one either.
+    check_cache = bool(state.steps) or state.next_pos > 1
 
     async def on_failure(info: CallFailedInfo) -> None:
+        await writes.settle()
         await store.append([CallFailed(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=state.next_step,
             attempt=info.attempt, kind=info.kind, retry=info.retry, status=info.status,
@@ -139,15 +165,19 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
     while True:
         step_no = state.next_step
         if step_no > max_steps:
-            return await _finish(rt, state, job, ctx, "max_steps", None, calls, tokens)
+            return await _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
         current_hex, frame = state.current_state(original)
         request = build_request(
             setting=job.setting, question=sample.question, choices=sample.choices,
             original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
             spec=rt.request_spec, image=rt.states.image_part,
         )
-        key = cache_key(job.model, request)
-        cached = store.cache_get(key)
+        request_hash = cache_key(job.model, request)
+        # Keyed by trajectory too: two epochs (or two samples sharing an image and question) ask
+        # identical requests but are separate draws; only a retry of *this* step may reuse it.
+        key = hashlib.sha256(job.traj.encode() + request_hash).digest()
+        cached = store.cache_get(key) if check_cache else None
+        check_cache = cached is not None
         started_at = ctx.monotonic()
         if cached is not None:
             reply = decode_reply(cached)
@@ -158,28 +188,32 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
                     sleep=rt.sleep, limiter=limiter,
                 )
             except ModelCallError as exc:
+                await writes.settle()
                 await store.append([CallFailed(
                     traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no, attempt=0,
                     kind=exc.kind, retry=exc.retry, status=exc.status,
                     retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
                 )])
-                return await _finish(rt, state, job, ctx, "failed", None, calls, tokens,
+                return await _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
-            await store.cache_put(key, encode_reply(reply))
+            writes.add(store.cache_put_nowait(key, encode_reply(reply)))
             calls += 1
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
-        await _record_step(rt, state, job, ctx, reply, key.hex(), step_no, max_steps,
+        await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            current_hex, frame, original, dialect, convention, policy,
-                           latency_ms, cached is not None)
+                           latency_ms, cached is not None, writes)
+        # Keep at most this step's writes in flight while the next call goes out.
+        await writes.settle_older(keep=3)
         last = state.steps[-1]
         if last.final_answer is not None:
-            return await _finish(rt, state, job, ctx, "answered", last.final_answer, calls, tokens)
+            return await _finish(rt, state, job, ctx, "answered", last.final_answer, calls, tokens,
+                                 writes)
 
 
 async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, step_no, max_steps,
                        current_hex, frame, original, dialect, convention, policy, latency_ms,
-                       from_cache) -> None:
+                       from_cache, writes: _Writes) -> None:
     canvas = None
     canvas_size = None
     if dialect != "vaot":
@@ -236,15 +270,21 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         latency_ms=round(latency_ms, 3), finish_reason=reply.finish_reason, from_cache=from_cache,
         returned_frame=returned_frame, render_ms=round(render_ms, 3),
     )
-    await _append(rt, state, step)
+    pending_blobs, rt.states.pending = rt.states.pending, []
+    for future in pending_blobs:
+        writes.add(future)
+    writes.add(rt.store.append_nowait([step]))
+    state.steps.append(step)
 
 
-async def _finish(rt, state, job, ctx, status, answer, calls, tokens, error=None) -> Outcome:
+async def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: _Writes,
+                  error=None) -> Outcome:
     finished = TrajectoryFinished(
         traj=job.traj, pos=state.take_pos(), at=ctx.now(), status=status, answer=answer,
         steps=len(state.steps), error=error,
     )
-    await rt.store.append([finished])
+    writes.add(rt.store.append_nowait([finished]))
+    await writes.settle()
     state.finished = finished
     return Outcome(job.traj, status, answer, len(state.steps), calls=calls, tokens=tokens,
                    error=error)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 from collections import OrderedDict
 from concurrent.futures import Executor
 
@@ -70,6 +71,9 @@ class StateCache:
         self._canvases: _Lru = _Lru(capacity)
         self._b64: _Lru = _Lru(capacity)
         self._persisted: set[str] = set()
+        self.pending: list = []
+        """Blob writes queued but not awaited; a later event append commits after them."""
+        self._originals: _Lru = _Lru(capacity)
         self.encodes = 0
 
     async def _in_pool(self, fn, *args):
@@ -84,8 +88,15 @@ class StateCache:
     async def add_encoded(self, encoded: EncodedState) -> str:
         hex_key = encoded.hex
         if hex_key not in self._persisted:
+            # Not awaited: the writer commits in queue order, so the Step event that names this
+            # blob (queued later) can never be durable without it.
             if not self.store.has_blob(encoded.key):
-                await self.store.put_blob(encoded.key, encoded.data)
+                self.pending.append(self.store.put_blob_nowait(encoded.key, encoded.data))
+                if len(self.pending) > 64:
+                    done = [f for f in self.pending if f.done()]
+                    for f in done:
+                        f.result()
+                    self.pending = [f for f in self.pending if not f.done()]
             self._persisted.add(hex_key)
         self._canvases.put(hex_key, encoded.canvas)
         if self._b64.get_touch(hex_key) is None:
@@ -93,9 +104,18 @@ class StateCache:
         return hex_key
 
     async def add_original(self, image_bytes: bytes, name: str) -> str:
-        """Load (normalise to RGB) and add a sample's original image."""
+        """Load (normalise to RGB) and add a sample's original image.
+
+        Memoised on the input bytes: the settings and epochs of one sample load it once.
+        """
+        source_key = hashlib.sha256(image_bytes).digest()
+        known = self._originals.get_touch(source_key)
+        if known is not None and known in self._canvases:
+            return known
         image = await self._in_pool(lambda: load_image(image_bytes, name=name))
-        return await self.add(CanvasState.from_image(image))
+        hex_key = await self.add(CanvasState.from_image(image))
+        self._originals.put(source_key, hex_key)
+        return hex_key
 
     def image_part(self, hex_key: str) -> ImagePart:
         """The request part for a state (base64 cached; reloaded from the store if evicted)."""

@@ -203,6 +203,20 @@ class LmdbStore(Recorder):
         future = self._submit("events", prepare_events(events))
         return await asyncio.wrap_future(future)
 
+    def append_nowait(self, events: Sequence[Event]) -> asyncio.Future:
+        """Queue events now (their order against later calls is fixed); await the result later.
+
+        The engine uses it to overlap durability with the next model call: the writer commits in
+        queue order, so a later event can never become durable before an earlier one.
+        """
+        return asyncio.wrap_future(self._submit("events", prepare_events(events)))
+
+    def put_blob_nowait(self, key: bytes, data: bytes, fmt: str = "png") -> asyncio.Future:
+        return asyncio.wrap_future(self._submit("blobs", [(key, blob_record(data, fmt))]))
+
+    def cache_put_nowait(self, key: bytes, value: bytes) -> asyncio.Future:
+        return asyncio.wrap_future(self._submit("cache", [(key, value)]))
+
     def append_sync(self, events: Sequence[Event]) -> list[int]:
         if not events:
             return []

@@ -6,6 +6,7 @@ unchanged; it is simply not durable and not visible to other processes.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -53,6 +54,19 @@ class MemoryStore(Recorder):
     async def append(self, events: Sequence[Event]) -> list[int]:
         return self.append_sync(events)
 
+    def append_nowait(self, events: Sequence[Event]) -> asyncio.Future:
+        return _settled(self.append_sync, events)
+
+    def put_blob_nowait(self, key: bytes, data: bytes, fmt: str = "png") -> asyncio.Future:
+        return _settled(self.put_blob_sync, key, data, fmt)
+
+    def cache_put_nowait(self, key: bytes, value: bytes) -> asyncio.Future:
+        return _settled(self._cache_put, key, value)
+
+    def _cache_put(self, key: bytes, value: bytes) -> None:
+        self._check_open()
+        self._cache.setdefault(key, value)
+
     async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
         return self.put_blob_sync(key, data, fmt)
 
@@ -64,8 +78,7 @@ class MemoryStore(Recorder):
         return True
 
     async def cache_put(self, key: bytes, value: bytes) -> None:
-        self._check_open()
-        self._cache.setdefault(key, value)
+        self._cache_put(key, value)
 
     def cache_get(self, key: bytes) -> bytes | None:
         self._check_open()
@@ -134,3 +147,12 @@ class MemoryStore(Recorder):
     def __repr__(self) -> str:
         return "MemoryStore()"
 
+
+def _settled(fn, *args) -> asyncio.Future:
+    """Run ``fn`` now and return a future already holding its result or error."""
+    future = asyncio.get_running_loop().create_future()
+    try:
+        future.set_result(fn(*args))
+    except BaseException as exc:
+        future.set_exception(exc)
+    return future

@@ -1,0 +1,165 @@
+"""Rollout throughput of the engine against a local fake API (a separate process).
+
+Two phases, each ``--trajectories`` trajectories of the ``vaot`` setting, one real 512×512
+synthetic image each, ``--in-flight`` trajectories at once, ``--latency-ms`` per call:
+
+A. *cached images*: the model writes text-only steps, so every request re-sends images whose
+   base64 is already cached. Ratio: achieved calls/s ÷ ideal (in flight ÷ latency), measured over
+   the window in which all slots are busy (until the job queue runs dry). Goal ≥ 0.9.
+B. *new states*: the model zooms at every step, so each step renders and encodes a new state.
+   Ratio: engine CPU per rendered step (process CPU time of the whole run ÷ rendered steps, so
+   everything else the engine does is charged to the renders) ÷ (render + one PNG encode of the
+   same actions, measured standalone in this process). Goal ≤ 1.3.
+
+    python bench/rollout.py [--trajectories 2000] [--in-flight 256] [--latency-ms 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from adapters.datasets.base import Sample
+from adapters.datasets.synthetic import generate
+from adapters.models.base import AdapterOptions
+from adapters.models.openai import create as create_openai
+from adapters.renderers.canvas import CanvasState
+from adapters.renderers.encode import encode_png
+from adapters.renderers.images import load_image
+from adapters.renderers.pillow_renderer import render
+from engine.config import ModelConfig, RunConfig
+from engine.runner import run_jobs
+from store import open_store
+from store.actions import Zoom
+from store.events import Step
+
+HERE = Path(__file__).resolve().parent
+
+
+class CountingAdapter:
+    """Wraps the real OpenAI adapter to timestamp every completed call."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.connection_key = inner.connection_key
+        self.done: list[float] = []
+
+    async def generate(self, request):
+        reply = await self.inner.generate(request)
+        self.done.append(time.monotonic())
+        return reply
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def start_server(mode: str, latency_ms: float, steps: int) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "_fake_api.py"), "--port", "0", "--latency-ms",
+         str(latency_ms), "--mode", mode, "--steps", str(steps)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    port = int(proc.stdout.readline())
+    return proc, port
+
+
+def make_samples(n: int, distinct: int) -> list[Sample]:
+    pool = generate(n_per_family=max(1, distinct // 7 + 1), seed=7)[:distinct]
+    return [
+        Sample(id=f"bench-{i:05d}", image=pool[i % len(pool)].image,
+               question=pool[i % len(pool)].question, answer="1", group="2D")
+        for i in range(n)
+    ]
+
+
+async def run_phase(mode: str, args, samples: list[Sample], root: Path):
+    proc, port = start_server(mode, args.latency_ms, args.steps)
+    try:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        spec = "openai:bench"
+        adapter = CountingAdapter(create_openai("bench", AdapterOptions(base_url=base_url)))
+        config = RunConfig(
+            models=(ModelConfig(spec, base_url=base_url, max_concurrency=args.in_flight),),
+            dataset="bench", settings=("vaot",), store=str(root / f"{mode}.lmdb"),
+            concurrency=args.in_flight, max_steps=args.steps + 1, seed=1,
+        )
+        store = open_store(config.store)
+        finished: list[float] = []
+        cpu0 = time.process_time()
+        start = time.monotonic()
+        result = await run_jobs(config, store, samples, adapters={spec: adapter},
+                                on_outcome=lambda job, outcome: finished.append(time.monotonic()))
+        wall = time.monotonic() - start
+        cpu = time.process_time() - cpu0
+        await adapter.aclose()
+        rendered = sum(1 for e in store.iter_events()
+                       if isinstance(e.event, Step) and e.event.faithful_state)
+        store.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    failed = sum(1 for o in result.outcomes if o.status == "failed")
+    # All slots stay busy until the queue runs dry: when len(samples) - in_flight have finished.
+    full_until = sorted(finished)[max(0, len(samples) - args.in_flight - 1)]
+    calls_full = sum(1 for t in adapter.done if t <= full_until)
+    return {"wall": wall, "cpu": cpu, "calls": len(adapter.done), "rendered": rendered,
+            "full_rate": calls_full / (full_until - start), "failed": failed}
+
+
+def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> float:
+    """CPU seconds of render + one PNG encode for the same zoom chain, in this process."""
+    canvases = [CanvasState.from_image(load_image(s.image)) for s in samples[:8]]
+    total = 0.0
+    count = 0
+    while count < n:
+        for canvas in canvases:
+            state = canvas
+            for step in range(1, steps):
+                k = step % 4
+                action = Zoom(target=(100 + 40 * k, 120 + 30 * k, 700 - 20 * k, 760 - 30 * k))
+                t0 = time.process_time()
+                state = render(state, [action], None, step)
+                encode_png(state.image)
+                total += time.process_time() - t0
+                count += 1
+    return total / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trajectories", type=int, default=2000)
+    parser.add_argument("--in-flight", type=int, default=256)
+    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--steps", type=int, default=5, help="model calls per trajectory")
+    parser.add_argument("--distinct-images", type=int, default=64)
+    args = parser.parse_args()
+    samples = make_samples(args.trajectories, args.distinct_images)
+    root = Path(tempfile.mkdtemp(prefix="vaot-rollout-"))
+    try:
+        a = asyncio.run(run_phase("text", args, samples, root))
+        b = asyncio.run(run_phase("zoom", args, samples, root))
+    finally:
+        shutil.rmtree(root)
+    base = standalone_cost(samples, args.steps)
+    ideal = args.in_flight / (args.latency_ms / 1000)
+    per_step = b["cpu"] / max(1, b["rendered"])
+    print(f"{args.trajectories} trajectories x {args.steps} calls, {args.in_flight} in flight, "
+          f"{args.latency_ms:g} ms latency, 512x512 images")
+    print(f"A cached images: {a['calls']} calls in {a['wall']:.2f} s; while all slots busy "
+          f"{a['full_rate']:,.0f} calls/s vs ideal {ideal:,.0f}: ratio {a['full_rate'] / ideal:.2f}"
+          f" (goal >= 0.9); failed trajectories {a['failed']}")
+    print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
+          f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
+          f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "
+          f"(goal <= 1.3); failed trajectories {b['failed']}")
+
+
+if __name__ == "__main__":
+    main()
