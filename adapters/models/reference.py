@@ -29,14 +29,13 @@ import base64
 import binascii
 import hashlib
 import math
-import re
 import threading
 from collections import OrderedDict
-from typing import NamedTuple
 
 import msgspec
 import numpy as np
 
+from adapters.models._reference_request import Parsed, parse_request
 from adapters.models._reference_tasks import Task, detect_task
 from adapters.models._reference_vision import RETINA, Found, Percept, View, decode, retina, see
 from adapters.models.base import (
@@ -76,76 +75,6 @@ class ReferenceSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     coords: str = "xyxy"
     """Box order written in actions: ``xyxy`` or ``yxyx``."""
     seed: int = 0
-
-
-class _Parsed(NamedTuple):
-    """What an agent reads off a request."""
-
-    question: str
-    options: tuple[str, ...]
-    images: tuple[ImagePart, ...]
-    step: int
-    last_call: bool
-    setting: str
-    """``cot`` | ``no_render`` | ``act``."""
-    actions_so_far: int
-    seed: int
-
-
-_QUESTION = re.compile(r"Question:\s*(.*?)(?:\n\s*Options?:|\n\s*\n|\Z)", re.S | re.I)
-_OPTIONS = re.compile(r"^\s*Options?:\s*(.+?)\s*$", re.M | re.I)
-_NEXT_STEP = re.compile(r"Now write Step (\d+)", re.I)
-_STEP_HEADER = re.compile(r"Step\s+(\d+)\s*\(Text\)", re.I)
-_ACTION_HEADER = re.compile(r"Step\s+\d+\s*\(Action Description\)", re.I)
-_NO_RENDER = re.compile(
-    r"will not be executed|not be rendered|no[_ -]?render|was not executed|no image will come",
-    re.I,
-)
-_COT = re.compile(r"do not ask for any visual action|without (?:any )?visual actions?", re.I)
-_LAST = re.compile(r"this is your last step", re.I)
-_PREVIOUS = re.compile(r"your previous steps:", re.I)
-
-
-def _parse(request: ModelRequest) -> _Parsed:
-    texts, images, replies = [], [], []
-    for message in request.messages:
-        for part in message.content:
-            if isinstance(part, ImagePart):
-                images.append(part)
-            elif message.role == "assistant":
-                replies.append(part.text)
-            else:
-                texts.append(part.text)
-    prompt = "\n".join(texts)
-    found = _QUESTION.search(prompt)
-    question = " ".join((found.group(1) if found else prompt).split())
-    listed = _OPTIONS.search(prompt)
-    options = ()
-    if listed:
-        sep = ";" if ";" in listed.group(1) else ","
-        options = tuple(o.strip().rstrip(".") for o in listed.group(1).split(sep) if o.strip())
-    marker = _PREVIOUS.search(prompt)
-    previous = "\n".join(replies) + ("\n" + prompt[marker.end() :] if marker else "")
-    steps = _NEXT_STEP.findall(prompt)
-    done = [int(n) for n in _STEP_HEADER.findall(previous)]
-    step = int(steps[-1]) if steps else (max(done) + 1 if done else 1)
-    instructions = prompt[: found.start()] if found else prompt
-    if _COT.search(instructions) or "Action Description" not in instructions:
-        setting = "cot"
-    elif _NO_RENDER.search(prompt):
-        setting = "no_render"
-    else:
-        setting = "act"
-    return _Parsed(
-        question=question,
-        options=options,
-        images=tuple(images),
-        step=step,
-        last_call=bool(_LAST.search(texts[-1] if texts else "")),
-        setting=setting,
-        actions_so_far=len(_ACTION_HEADER.findall(previous)),
-        seed=request.seed or 0,
-    )
 
 
 class _LRU:
@@ -249,9 +178,7 @@ class ReferenceAgent:
             _VIEWS.put(key, view)
         return view
 
-    def _percept(
-        self, parsed: _Parsed, task: Task, options: tuple[str, ...], index: int
-    ) -> Percept:
+    def _percept(self, parsed: Parsed, task: Task, options: tuple[str, ...], index: int) -> Percept:
         part = parsed.images[index]
         s = self.settings
         key = (
@@ -292,7 +219,7 @@ class ReferenceAgent:
         _PERCEPTS.put(key, percept)
         return percept
 
-    def _belief(self, parsed: _Parsed, task: Task, options: tuple[str, ...]) -> dict[str, float]:
+    def _belief(self, parsed: Parsed, task: Task, options: tuple[str, ...]) -> dict[str, float]:
         """Log-probabilities over the options after everything this agent takes in."""
         logits = dict(self._percept(parsed, task, options, 0).logits)
         if self.behaviour in ("calibrated", "overcall"):
@@ -309,7 +236,7 @@ class ReferenceAgent:
         unique = list(dict.fromkeys(candidates))
         if not unique:
             return {}
-        parsed = _parse(request)
+        parsed = parse_request(request)
         task = detect_task(parsed.question)
         if task is None or not parsed.images:
             return dict.fromkeys(unique, -math.log(len(unique)))
@@ -322,7 +249,7 @@ class ReferenceAgent:
     # ------------------------------------------------------------------ acting
     def reply_text(self, request: ModelRequest) -> str:
         """The reply to ``request`` (synchronous; :meth:`generate` runs it in a worker thread)."""
-        parsed = _parse(request)
+        parsed = parse_request(request)
         task = detect_task(parsed.question)
         if not parsed.images:
             return _final(
@@ -408,7 +335,7 @@ class ReferenceAgent:
             box,
         )
 
-    def _first_zoom(self, parsed: _Parsed, task: Task, found: Found | None) -> str:
+    def _first_zoom(self, parsed: Parsed, task: Task, found: Found | None) -> str:
         view = self._view(parsed.images[0])
         if found is None:
             return _act(
@@ -453,7 +380,7 @@ class ReferenceAgent:
             return (box[1], box[0], box[3], box[2])
         return box
 
-    def _unknown_task(self, parsed: _Parsed) -> str:
+    def _unknown_task(self, parsed: Parsed) -> str:
         answer = parsed.options[0] if parsed.options else "unknown"
         if parsed.setting == "cot" or self.behaviour == "blind" or parsed.actions_so_far:
             return _final(

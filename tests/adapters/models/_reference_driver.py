@@ -46,12 +46,15 @@ def prompt(setting: str) -> str:
     return prompt_for(setting)
 
 
-def image_part(image: Image.Image) -> ImagePart:
+def image_part(image: Image.Image, encoded: bytes | None = None) -> ImagePart:
+    """An image as the engine sends it: keyed by its pixel hash, carrying its encoded bytes."""
     rgb = image.convert("RGB")
-    buf = io.BytesIO()
-    rgb.save(buf, format="PNG", compress_level=1)
+    if encoded is None:
+        buf = io.BytesIO()
+        rgb.save(buf, format="PNG", compress_level=1)
+        encoded = buf.getvalue()
     sha = pixel_hash(rgb.mode, rgb.width, rgb.height, rgb.tobytes()).hex()
-    return ImagePart(sha=sha, b64=base64.b64encode(buf.getvalue()).decode())
+    return ImagePart(sha=sha, b64=base64.b64encode(encoded).decode())
 
 
 def zoom(canvas: Image.Image, box: tuple[int, int, int, int], original: int = 512) -> Image.Image:
@@ -102,7 +105,7 @@ async def drive(agent: ReferenceAgent, sample: Sample, setting: str) -> Run:
 
     original = Image.open(io.BytesIO(sample.image)).convert("RGB")
     canvas = original
-    parts: list = [image_part(original)]
+    parts: list = [image_part(original, sample.image)]
     history: list = []
     replies, requests = [], []
     rng = np.random.default_rng(sample.seed)
