@@ -257,9 +257,9 @@ class ReferenceAgent:
                 "I was given no image, so I cannot answer from it.",
                 parsed.options[0] if parsed.options else "unknown",
             )
-        if task is None:
+        options = parsed.options or (task.options if task else ())
+        if task is None or not options:  # e.g. a chart question that lists no options
             return self._unknown_task(parsed)
-        options = parsed.options or task.options
         thumb = self._percept(parsed, task, options, 0)
         guess = _argmax(self._belief(parsed, task, options))
         if parsed.setting == "cot":

@@ -287,3 +287,16 @@ async def test_an_unknown_question_still_gets_a_well_formed_reply():
     )
     text = (await agent.generate(request)).text
     assert _STEP.match(text)
+    chart = make_sample("chart_bar", 0, 0)
+    bare = ModelRequest(
+        messages=(
+            Message(
+                "user",
+                (
+                    TextPart(f"Question: {chart.question}"),
+                    image_part(_original(chart), chart.image),
+                ),
+            ),
+        ),
+    )
+    assert _STEP.match((await agent.generate(bare)).text)
