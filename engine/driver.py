@@ -133,7 +133,8 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
     original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")
-    if state.started is None:
+    resumed = state.started is not None
+    if not resumed:
         started = TrajectoryStarted(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,
             sample_id=sample.id, setting=job.setting, model=job.model, input_state=original,
@@ -151,8 +152,9 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
     calls = tokens = 0
     writes = _Writes()
     # Only a trajectory that already had events can have cached replies from an earlier
-    # process; and after its first cache miss, no later step can have one either.
-    check_cache = bool(state.steps) or state.next_pos > 1
+    # process (even with no step committed: a crash may fall between a step's reply and its
+    # event); and after its first cache miss, no later step can have one either.
+    check_cache = resumed
 
     async def on_failure(info: CallFailedInfo) -> None:
         await writes.settle()
