@@ -1,0 +1,195 @@
+"""A scripted model through the whole engine: 200 samples × 4 settings, then a rerun that costs nothing.
+
+The expected log is computed from the built-in script (adapters/models/scripted.py): ``cot`` answers
+in its one step; the other settings zoom on the centre at step 1 and answer at step 2, and each
+setting's observation policy decides what the zoom returns.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+
+import pytest
+from PIL import Image
+
+from adapters.datasets.loading import load_dataset
+from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
+from engine.config import ModelConfig, RunConfig
+from engine.ids import run_id_for
+from engine.runner import build_jobs, run_identity, run_jobs
+from store import (
+    CallFailed,
+    MemoryStore,
+    RunStarted,
+    Step,
+    TrajectoryFinished,
+    TrajectoryStarted,
+    open_store,
+)
+from store.actions import Zoom
+from store.blobs import pixel_hash
+from store.events import run_stream
+from store.verify import verify
+
+SPEC = "scripted:a"
+SAMPLES = 200
+STEPS = {"cot": 1, "vaot": 2, "wrong_render": 2, "no_render": 2}
+POLICY = {"vaot": "faithful", "wrong_render": "corrupt:modify_key", "no_render": "none"}
+
+
+def _pixels(data: bytes) -> bytes:
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        return pixel_hash(image.mode, image.width, image.height, image.tobytes())
+
+
+def _check_trajectory(events, sample, setting: str, store) -> None:
+    """One trajectory's events are exactly what the built-in script implies."""
+    n = STEPS[setting]
+    kinds = [type(e) for e in events]
+    assert kinds == [TrajectoryStarted, *[Step] * n, TrajectoryFinished], (setting, kinds)
+    assert [e.pos for e in events] == list(range(n + 2))
+    started, *steps, finished = events
+    assert (started.sample_id, started.setting, started.model, started.epoch) == (
+        sample.id,
+        setting,
+        SPEC,
+        0,
+    )
+    assert store.has_blob(bytes.fromhex(started.input_state))
+    assert [s.step for s in steps] == list(range(1, n + 1))
+    assert not any(s.from_cache for s in steps)
+    answer = sample.choices[0] if sample.choices else "A"
+    last = steps[-1]
+    assert last.final_answer == answer
+    assert (last.actions, last.faithful_state, last.returned_state) == ((), None, None)
+    assert (finished.status, finished.answer, finished.steps, finished.error) == (
+        "answered",
+        answer,
+        n,
+        None,
+    )
+    if setting == "cot":
+        assert last.policy is None
+        return
+    act = steps[0]
+    assert act.final_answer is None
+    assert [type(a.action) for a in act.actions] == [Zoom]
+    assert act.actions[0].original_box == (250, 250, 750, 750)
+    assert act.policy is not None and act.policy.policy == POLICY[setting]
+    if setting == "no_render":
+        assert (act.faithful_state, act.returned_state) == (None, None)
+        return
+    assert act.faithful_state is not None and act.returned_state is not None
+    for state in (act.faithful_state, act.returned_state):
+        assert store.has_blob(bytes.fromhex(state))
+    if setting == "vaot":
+        assert act.returned_state == act.faithful_state
+        assert act.returned_frame == (250, 250, 750, 750)
+        assert act.policy.seed is None
+    else:
+        assert act.returned_state != act.faithful_state
+        assert act.policy.seed is not None
+        assert act.policy.detail, "the corruption records what it did"
+
+
+async def test_scripted_run_logs_expected_events_and_rerun_is_free(tmp_path) -> None:
+    config = RunConfig(
+        models=(ModelConfig(SPEC),),
+        dataset="synthetic:29",
+        limit=SAMPLES,
+        store=str(tmp_path / "run.lmdb"),
+    )
+    samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    assert (len(samples), skipped) == (SAMPLES, [])
+    by_id = {s.id: s for s in samples}
+    assert len(by_id) == SAMPLES
+    adapter = ScriptedAdapter("a", BUILTIN_SCRIPT)
+    run_id = run_id_for(run_identity(config))
+    jobs = {job.traj: job for job in build_jobs(config, run_id, samples)}
+    assert len(jobs) == SAMPLES * len(STEPS)
+    expected_calls = SAMPLES * sum(STEPS.values())
+
+    with open_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        assert result.run_id == run_id
+        assert not result.interrupted
+        assert adapter.calls == result.calls == expected_calls
+        assert sorted(o.traj for o in result.outcomes) == sorted(jobs)
+        assert all(not o.skipped and o.status == "answered" for o in result.outcomes)
+
+        streams = defaultdict(list)
+        for stored in store.iter_events():
+            streams[stored.event.traj].append(stored.event)
+        header = streams.pop(run_stream(run_id))
+        assert len(header) == 1 and isinstance(header[0], RunStarted)
+        assert (header[0].pos, header[0].run_id) == (0, run_id)
+        assert header[0].config["settings"] == list(config.settings)
+        assert set(streams) == set(jobs)
+        assert not any(isinstance(e, CallFailed) for evs in streams.values() for e in evs)
+        for traj, events in streams.items():
+            job = jobs[traj]
+            _check_trajectory(events, by_id[job.sample.id], job.setting, store)
+        total = 1 + sum(len(evs) for evs in streams.values())
+        assert total == 1 + SAMPLES * sum(n + 2 for n in STEPS.values())
+        assert store.last_seq() == total - 1
+
+        report = verify(store, pixel_hasher=_pixels)
+        assert report.ok, report.problems[:5]
+        assert report.events == total
+
+        rerun = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        assert adapter.calls == expected_calls, "a rerun of a finished run calls the model"
+        assert rerun.calls == 0
+        assert all(o.skipped for o in rerun.outcomes)
+        assert len(rerun.outcomes) == len(jobs)
+        assert store.last_seq() == total - 1, "a rerun of a finished run appended events"
+
+
+class _Crash(Exception):
+    pass
+
+
+class _DiesBeforeFirstStep(MemoryStore):
+    """A store whose process dies after a step's reply is cached but before the step is."""
+
+    armed = True
+
+    def _check(self, events) -> None:
+        if self.armed and any(isinstance(e, Step) for e in events):
+            raise _Crash
+
+    def append_nowait(self, events):
+        self._check(events)
+        return super().append_nowait(events)
+
+    async def append(self, events):
+        self._check(events)
+        return await super().append(events)
+
+
+async def test_reply_cached_before_the_first_step_is_not_paid_for_again() -> None:
+    config = RunConfig(
+        models=(ModelConfig(SPEC),),
+        dataset="synthetic:1",
+        limit=1,
+        settings=("vaot",),
+        concurrency=1,
+    )
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    store = _DiesBeforeFirstStep()
+    first = ScriptedAdapter("a", BUILTIN_SCRIPT)
+    with pytest.raises(ExceptionGroup) as crashed:
+        await run_jobs(config, store, samples, adapters={SPEC: first})
+    assert crashed.group_contains(_Crash)
+    assert first.calls == 1
+    assert [type(e.event) for e in store.iter_events()] == [RunStarted, TrajectoryStarted]
+
+    store.armed = False
+    second = ScriptedAdapter("a", BUILTIN_SCRIPT)
+    result = await run_jobs(config, store, samples, adapters={SPEC: second})
+    assert second.calls == result.calls == 1, "the cached step-1 reply was paid for again"
+    steps = [e.event for e in store.iter_events() if isinstance(e.event, Step)]
+    assert [(s.step, s.from_cache) for s in steps] == [(1, True), (2, False)]
+    assert [o.status for o in result.outcomes] == ["answered"]
