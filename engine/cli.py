@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 # Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
@@ -31,8 +32,15 @@ COMMAND_HELP: dict[str, str] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Reports a bad flag or value in one line; the full usage is one ``--help`` away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="vaot",
         description=(
             "Measure whether multimodal models use the intermediate images they ask for. "
