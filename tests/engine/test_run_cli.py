@@ -1,0 +1,105 @@
+"""`vaot run` as a user meets it: the help, one clear line for each bad input, a TOML config."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from store import RunStarted, Step, TrajectoryFinished, TrajectoryStarted, open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+ISSUE_FLAGS = (
+    "--model", "--base-url", "--api-key-env", "--dataset", "--settings", "--store", "--limit",
+    "--concurrency", "--max-steps", "--seed", "--config",
+)  # fmt: skip
+
+
+def _vaot(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_help_documents_every_flag() -> None:
+    done = _vaot("run", "--help")
+    assert done.returncode == 0, done.stderr
+    for flag in ISSUE_FLAGS:
+        assert flag in done.stdout, flag
+
+
+BAD_INPUTS = {
+    "concurrency 0": (["--concurrency", "0"], "--concurrency"),
+    "unknown setting": (["--settings", "vaot,foo"], "foo"),
+    "missing dataset": (["--dataset", "jsonl:{tmp}/missing.jsonl"], "missing.jsonl"),
+    "unknown provider": (["--model", "nope:x"], "nope"),
+    "bad TOML": (["--config", "{tmp}/bad.toml"], "bad.toml"),
+    "unknown config key": (["--config", "{tmp}/unknown.toml"], "colour"),
+    "missing config": (["--config", "{tmp}/absent.toml"], "absent.toml"),
+    "not an int": (["--max-steps", "abc"], "--max-steps"),
+    "not a float": (["--temperature", "warm"], "--temperature"),
+    "bad choice": (["--shape", "tree"], "--shape"),
+    "unknown flag": (["--colour", "red"], "--colour"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
+    (tmp_path / "bad.toml").write_text("models = [\n")
+    (tmp_path / "unknown.toml").write_text('colour = "red"\n')
+    args, named = BAD_INPUTS[case]
+    store = tmp_path / "run.lmdb"
+    args = [a.format(tmp=tmp_path) for a in args]
+    # A small dataset first, so a case that names its own overrides it (the last flag wins).
+    done = _vaot("run", "--dataset", "synthetic:1", "--store", str(store), "--no-progress", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert named in lines[0]
+    assert not store.exists(), "a bad input created the store"
+
+
+def test_toml_config_with_model_tables_runs_and_flags_override_it(tmp_path) -> None:
+    store = tmp_path / "cfg.lmdb"
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'dataset = "synthetic:1"\n'
+        "limit = 2\n"
+        'settings = ["cot", "vaot"]\n'
+        f"store = {str(store)!r}\n"
+        "max_steps = 3\n"
+        "seed = 5\n"
+        "\n[[models]]\n"
+        'spec = "scripted:cfg"\n'
+        "max_concurrency = 2\n"
+    )
+    done = _vaot("run", "--config", str(config), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open_store(store, create=False) as opened:
+        events = [e.event for e in opened.iter_events()]
+    (header,) = [e for e in events if isinstance(e, RunStarted)]
+    assert [m["spec"] for m in header.config["models"]] == ["scripted:cfg"]
+    assert header.config["models"][0]["max_concurrency"] == 2
+    assert (header.config["settings"], header.config["dataset"]) == (["cot", "vaot"], "synthetic:1")
+    assert (header.config["seed"], header.config["max_steps"]) == (5, 3)
+    started = [e for e in events if isinstance(e, TrajectoryStarted)]
+    assert sorted(e.setting for e in started) == ["cot", "cot", "vaot", "vaot"]
+    assert {e.model for e in started} == {"scripted:cfg"}
+    finished = [e for e in events if isinstance(e, TrajectoryFinished)]
+    assert [e.status for e in finished] == ["answered"] * 4
+    assert sum(isinstance(e, Step) for e in events) == 2 * 1 + 2 * 2
+
+    # Flags override the file.
+    other = tmp_path / "flags.lmdb"
+    done = _vaot(
+        "run", "--config", str(config), "--store", str(other), "--settings", "no_render",
+        "--limit", "1", "--no-progress",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open_store(other, create=False) as opened:
+        started = [e.event for e in opened.iter_events() if isinstance(e.event, TrajectoryStarted)]
+    assert [(e.setting, e.model) for e in started] == [("no_render", "scripted:cfg")]
