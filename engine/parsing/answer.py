@@ -10,7 +10,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"{_EMPH}[ \t]*(?:final[ \t]+answer|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -18,7 +18,7 @@ _ANSWER_IS = re.compile(
     r"\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)[ \t]*:?[ \t]*",
     re.IGNORECASE,
 )
-_LINE_LEAD = re.compile(r"(?:^|\n)[ \t]*(?:[#>*\-+]+[ \t]*|\d+[.)][ \t]*)*$")
+_LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -39,16 +39,26 @@ class FoundAnswer(msgspec.Struct, frozen=True):
 
 
 def boxed_contents(text: str) -> list[tuple[int, int, str]]:
-    """Every ``\\boxed{…}`` with nested braces balanced: (start, end, content)."""
-    found = []
-    for m in _BOXED.finditer(text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        content = text[m.end() : i - 1] if depth == 0 else text[m.end() :]
-        found.append((m.start(), i, content))
-    return found
+    """Every ``\\boxed{…}`` with nested braces balanced: (start, end, content).
+
+    One pass with a stack, so a reply full of unclosed boxes still costs linear time; the
+    innermost box never closed runs to the end of the text.
+    """
+    opens = {m.end() - 1: m.start() for m in _BOXED.finditer(text)}
+    if not opens:
+        return []
+    found: list[tuple[int, int, str]] = []
+    stack: list[int | None] = []
+    for i in range(min(opens), len(text)):
+        c = text[i]
+        if c == "{":
+            stack.append(i if i in opens else None)
+        elif c == "}" and stack and (brace := stack.pop()) is not None:
+            found.append((opens[brace], i + 1, text[brace + 1 : i]))
+    unclosed = [b for b in stack if b is not None]
+    if unclosed:  # the innermost one only: each outer one holds it (and copying all is quadratic)
+        found.append((opens[unclosed[-1]], len(text), text[unclosed[-1] + 1 :]))
+    return sorted(found)
 
 
 def choice_letter(answer: str) -> str | None:
@@ -83,7 +93,10 @@ def _clean(answer: str) -> str:
 def _marker_answers(text: str) -> list[tuple[int, int, str]]:
     out = []
     for m in _MARKER.finditer(text):
-        at_line_start = _LINE_LEAD.search(text, 0, m.start()) is not None or m.start() == 0
+        start = m.start()
+        while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
+            start -= 1  # emphasis written before the marker belongs to it
+        at_line_start = _at_line_start(text, start)
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
         line_end = text.find("\n", m.end())
@@ -94,7 +107,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
             nxt = _NEXT_LINE.match(text, line_end)
             if nxt:
                 answer, end = nxt.group(1), nxt.end()
-        out.append((m.start(), end, answer))
+        out.append((start, end, answer))
     return out
 
 
@@ -132,3 +145,12 @@ def find_final_answer(text: str) -> FoundAnswer | None:
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str]) -> FoundAnswer:
     text = _clean(raw)
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings))
+
+
+def _at_line_start(text: str, pos: int) -> bool:
+    """Only blanks or markdown decoration precede ``pos`` on its line (looking back a little)."""
+    lo = max(0, pos - 40)
+    newline = text.rfind("\n", lo, pos)
+    if newline < 0 and lo > 0:
+        return False
+    return _LINE_LEAD.fullmatch(text, newline + 1, pos) is not None

@@ -44,20 +44,23 @@ def fenced_blocks(text: str) -> list[Block]:
 
 def tagged_blocks(text: str, tag: str) -> list[Block]:
     """``<tag>…</tag>`` blocks; a block the reply never closed runs to the next tag or the end."""
-    blocks = []
     opener = re.compile(rf"<\s*{re.escape(tag)}\s*>", re.IGNORECASE)
     closer = re.compile(rf"<\s*/\s*{re.escape(tag)}\s*>", re.IGNORECASE)
-    pos = 0
-    while (m := opener.search(text, pos)) is not None:
-        end_m = closer.search(text, m.end())
-        next_open = opener.search(text, m.end())
-        if end_m is not None and (next_open is None or end_m.start() < next_open.start()):
+    opens = list(opener.finditer(text))
+    closes = list(closer.finditer(text))
+    blocks = []
+    ci = 0
+    for k, m in enumerate(opens):
+        if blocks and m.start() < blocks[-1].end:
+            continue  # inside the previous block
+        while ci < len(closes) and closes[ci].start() < m.end():
+            ci += 1
+        nxt = opens[k + 1].start() if k + 1 < len(opens) else len(text)
+        if ci < len(closes) and closes[ci].start() < nxt:
+            end_m = closes[ci]
             blocks.append(Block(m.start(), end_m.end(), text[m.end() : end_m.start()], tag))
-            pos = end_m.end()
         else:
-            stop = next_open.start() if next_open is not None else len(text)
-            blocks.append(Block(m.start(), stop, text[m.end() : stop], tag, closed=False))
-            pos = stop
+            blocks.append(Block(m.start(), nxt, text[m.end() : nxt], tag, closed=False))
     return blocks
 
 
@@ -66,9 +69,11 @@ def _balanced_end(text: str, start: int) -> tuple[int, bool]:
 
     Quote-aware in the same lenient way as the JSON repair: a quote closes a string only where a
     string could end, so an apostrophe inside a single-quoted word does not derail the scan.
+    Linear in the scanned length: a quote found to have no closer is not searched from again.
     """
     depth = 0
     i, n = start, len(text)
+    no_closer_before: dict[str, int] = {}  # quote char -> offset up to which none can close
     while i < n:
         c = text[i]
         if c in "{[(":
@@ -77,7 +82,7 @@ def _balanced_end(text: str, start: int) -> tuple[int, bool]:
             depth -= 1
             if depth == 0:
                 return i + 1, True
-        elif c in _QUOTES:
+        elif c in _QUOTES and i >= no_closer_before.get(c, -1):
             closer = _CLOSER[c]
             j = i + 1
             while j < n:
@@ -90,7 +95,12 @@ def _balanced_end(text: str, start: int) -> tuple[int, bool]:
                 if d in (closer, c) and _may_end(text, j + 1):
                     break
                 j += 1
-            i = j if j < n and text[j] != "\n" else i
+            if j < n and text[j] != "\n":
+                i = j  # skip the string
+            elif c in '"“”':
+                return n, False  # a string left open runs to the end
+            else:
+                no_closer_before[c] = j
         i += 1
     return n, False
 
@@ -119,8 +129,7 @@ def bare_json_blocks(text: str, looks_relevant: re.Pattern[str]) -> list[Block]:
                 i = end
                 continue
             if not closed:
-                i += 1
-                continue
+                break  # the rest of the text holds nothing relevant, so no part of it does
             i = end
             continue
         i += 1

@@ -10,14 +10,16 @@ __all__ = ["StepHeader", "find_step_headers"]
 
 _EMPH = r"(?:\*\*|__|\*)?"
 _HEADER = re.compile(
-    rf"{_EMPH}[ \t]*(?:step|步骤|第)[ \t]*(?P<num>\d{{1,4}})[ \t]*步?[ \t]*"
+    # No optional prefix before the literal: a pattern that may start with blanks costs quadratic
+    # time on long runs of them. Emphasis before the marker is taken in by _lead_start.
+    rf"(?:step|步骤|第)[ \t]*(?P<num>\d{{1,4}})[ \t]*步?[ \t]*"
     rf"(?:[(（\[][ \t]*(?P<kind>[^)）\]\n]{{1,40}}?)[ \t]*[)）\]])?"
     rf"[ \t]*(?P<close>{_EMPH})[ \t]*(?P<colon>[:：]|[-–—](?=\s))?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
 _KIND_WORDS = re.compile(r"text|thought|reason|action|descr|visual|文本|动作|描述|思考", re.I)
 _ACTION_WORDS = re.compile(r"action|visual|动作", re.I)
-_LINE_LEAD = re.compile(r"(?:^|\n)[ \t]*(?:[#>\-+]+[ \t]*)*$")
+_LINE_LEAD = re.compile(r"[ \t]*(?:[#>\-+][ \t]*)*")
 
 
 class StepHeader(msgspec.Struct, frozen=True):
@@ -41,12 +43,33 @@ def find_step_headers(text: str) -> list[StepHeader]:
     for m in _HEADER.finditer(text):
         kind_text = m.group("kind")
         named = kind_text is not None and _KIND_WORDS.search(kind_text) is not None
-        at_line_start = m.start() == 0 or _LINE_LEAD.search(text, 0, m.start()) is not None
+        at_line_start = _at_line_start(text, _lead_start(text, m.start()))
         matched = m.group()
         bold = "*" in matched or "__" in matched
         colon = m.group("colon") is not None
         if not named and not (at_line_start and (colon or bold)):
             continue
         kind = "action" if kind_text and _ACTION_WORDS.search(kind_text) else "text"
-        headers.append(StepHeader(m.start(), m.end(), int(m.group("num")), kind, bold, colon))
+        start = _lead_start(text, m.start())
+        bold = bold or "*" in text[start : m.start()] or "_" in text[start : m.start()]
+        headers.append(StepHeader(start, m.end(), int(m.group("num")), kind, bold, colon))
     return headers
+
+
+def _at_line_start(text: str, pos: int) -> bool:
+    """Only blanks or markdown decoration precede ``pos`` on its line (looking back a little)."""
+    lo = max(0, pos - 40)
+    newline = text.rfind("\n", lo, pos)
+    if newline < 0 and lo > 0:
+        return False
+    return _LINE_LEAD.fullmatch(text, newline + 1, pos) is not None
+
+
+def _lead_start(text: str, pos: int) -> int:
+    """Move ``pos`` back over the emphasis and blanks written just before a marker."""
+    lo = max(0, pos - 8)
+    while pos > lo and text[pos - 1] in "*_ \t":
+        pos -= 1
+    while pos < len(text) and text[pos] in " \t":
+        pos += 1
+    return pos

@@ -51,7 +51,9 @@ def parse_step(
     module = get_dialect(dialect)
     if convention not in _CONVENTIONS:
         raise ValueError(f"unknown coordinate convention {convention!r} (known: xyxy, yxyx)")
-    if not isinstance(text, str):
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    elif not isinstance(text, str):
         text = "" if text is None else str(text)
     try:
         return _parse(text, module, dialect, convention, canvas_size, tuple(tool_calls))

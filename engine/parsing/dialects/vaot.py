@@ -154,7 +154,16 @@ def parse(
 
 def action_object(action: Action, convention: str = "xyxy") -> dict[str, Any]:
     """One canonical action as the JSON object a model would write (``yxyx`` swaps pairs)."""
-    obj = msgspec.to_builtins(action)
+    obj = {k: v for k, v in msgspec.to_builtins(action).items() if v is not None}
+    style = getattr(action, "style", None)
+    if style is not None:
+        # Write only what differs from the defaults, as a model would (and as the prompt shows).
+        default = msgspec.to_builtins(type(style)())
+        given = {k: v for k, v in obj["style"].items() if v != default.get(k)}
+        if given:
+            obj["style"] = given
+        else:
+            del obj["style"]
     if convention == "yxyx":
         obj["target"] = _swap(obj["target"])
         if obj.get("anchor_point") is not None:
@@ -163,7 +172,7 @@ def action_object(action: Action, convention: str = "xyxy") -> dict[str, Any]:
 
 
 def _swap(target: list[Any]) -> list[Any]:
-    if target and isinstance(target[0], list):
+    if target and isinstance(target[0], list | tuple):
         return [[p[1], p[0]] for p in target]
     return [target[i + 1 - 2 * (i % 2)] for i in range(len(target))]
 

@@ -1,0 +1,89 @@
+"""parse_step behaviours the corpus does not pin down: tool-call objects, odd inputs, scale."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.models.base import ToolCall
+from engine.parsing import DIALECTS, parse_step
+from store.actions import Annotate, Zoom
+
+
+def test_openai_tool_call_objects_of_every_shape():
+    calls = [
+        ToolCall(name="visual_action", arguments='{"type": "zoom", "target": [1, 2, 300, 400]}'),
+        ToolCall(name="annotate", arguments='{"target": [10, 10, 50, 50], "content": "valve",}'),
+        ToolCall(
+            name="visual_action",
+            arguments='{"visual_rationale": "why", "action": [{"type": "crop", "target": [0, 0, 9, 9]}]}',
+        ),
+        ToolCall(name="image_zoom_in_tool", arguments='{"bbox_2d": [5, 5, 60, 60], "img_idx": 2}'),
+        ToolCall(name="web_search", arguments='{"q": "x"}'),
+        ToolCall(name="zoom", arguments="not json at all"),
+    ]
+    parsed = parse_step("Let me look.", dialect="openai", tool_calls=calls)
+    assert [type(a).__name__ for a in parsed.actions] == ["Zoom", "Annotate", "Crop", "Zoom"]
+    assert parsed.action_sources == ("current", "current", "current", "observation_2")
+    assert len(parsed.raw_actions) == 6
+    assert parsed.raw_actions[0] == {
+        "name": "visual_action",
+        "arguments": '{"type": "zoom", "target": [1, 2, 300, 400]}',
+        "id": "",
+    }
+    assert parsed.visual_rationale == "why"
+    assert parsed.thought == "Let me look."
+    assert "tool_calls" in parsed.flags and "invalid_action" in parsed.flags
+    text = "\n".join(parsed.warnings)
+    assert "unsupported tool 'web_search'" in text
+    assert "JSON repaired" in text
+    assert "6 proposed" not in text and "4 actions in one step" in text
+
+
+def test_yxyx_applies_to_tool_arguments_but_not_to_zoom_tools():
+    calls = [
+        ToolCall(name="zoom", arguments='{"target": [100, 200, 300, 400]}'),
+        ToolCall(name="image_zoom_in_tool", arguments='{"bbox_2d": [100, 200, 300, 400]}'),
+    ]
+    parsed = parse_step("", dialect="openai", convention="yxyx", tool_calls=calls)
+    assert parsed.actions == (Zoom(target=(200, 100, 400, 300)), Zoom(target=(100, 200, 300, 400)))
+
+
+def test_non_string_text_is_read_as_text():
+    assert parse_step(None).thought == ""  # type: ignore[arg-type]
+    assert parse_step(b"Final Answer: 3\xff").final_answer == "3\ufffd"  # type: ignore[arg-type]
+
+
+def test_action_fields_come_out_canonical():
+    reply = (
+        'Step 1 (Text): mark it\n```json\n{"action": [{"type": "annotate", "target": '
+        '["100", 200.4, 300, 400], "label": "  a   valve ", "shape": "CALLOUT"}]}\n```'
+    )
+    parsed = parse_step(reply)
+    assert parsed.actions == (
+        Annotate(target=(100, 200, 300, 400), content="a valve", shape="callout"),
+    )
+    assert parsed.raw_actions[0]["label"] == "  a   valve "  # the raw object is kept as written
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 20000,
+        "{'a" * 10000,
+        "<tool_call>" * 5000,
+        "<grounding>{" * 5000,
+        "Step 1 (Text): x\n" * 5000,
+        "Final Answer: 3\n" * 5000,
+        '```json\n{"action": [\n' * 3000,
+        "<think>" * 5000 + "</think>" * 5000,
+        "\\boxed{" * 10000,
+        "Final Answer" + " " * 50000 + "x",
+        "+" * 39 + "Final Answer: 2",
+    ],
+    ids=lambda t: repr(t[:14]),
+)
+def test_pathological_replies_parse_in_linear_time(text, dialect):
+    # A quadratic scan would make these take minutes; the assertion is only that they finish.
+    parsed = parse_step(text, dialect=dialect, canvas_size=(100, 100))
+    assert "parser_error" not in parsed.flags
