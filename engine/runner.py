@@ -137,7 +137,8 @@ async def run_jobs(
     jobs = build_jobs(config, run_id, samples)
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")
-    states = StateCache(store, pool, capacity=max(256, config.concurrency * 8))
+    states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),
+                        canvas_capacity=2 * config.concurrency + 16)
     runtime = Runtime(
         store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters),
         dialects={m.spec: (m.dialect, m.convention) for m in config.models},

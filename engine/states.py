@@ -65,10 +65,13 @@ class _Lru(OrderedDict):
 class StateCache:
     """Canvases and base64 strings by hex hash, backed by the store's blobs."""
 
-    def __init__(self, store: Recorder, executor: Executor | None, capacity: int = 1024) -> None:
+    def __init__(self, store: Recorder, executor: Executor | None, capacity: int = 1024,
+                 canvas_capacity: int | None = None) -> None:
         self.store = store
         self.executor = executor
-        self._canvases: _Lru = _Lru(capacity)
+        # Decoded canvases are big (a 512² RGB canvas is 768 KiB): keep about two per trajectory
+        # in flight; base64 strings are a few dozen KiB and are re-sent every step, keep more.
+        self._canvases: _Lru = _Lru(canvas_capacity or capacity)
         self._b64: _Lru = _Lru(capacity)
         self._persisted: set[str] = set()
         self.pending: list = []

@@ -58,6 +58,23 @@ class _Job:
         self.items = items
         self.future: concurrent.futures.Future = concurrent.futures.Future()
 
+    def start(self) -> None:
+        """Called when the writer takes the job: from then on the caller cannot cancel it.
+
+        A job cancelled while it was still queued (its awaiting task was cancelled, say by
+        Ctrl-C) is written all the same: its events are facts, later jobs of the same stream may
+        depend on them, and nobody is told the result.
+        """
+        self.future.set_running_or_notify_cancel()
+
+    def settle(self, result: object) -> None:
+        if self.future.cancelled() or self.future.done():
+            return
+        if isinstance(result, BaseException):
+            self.future.set_exception(result)
+        else:
+            self.future.set_result(result)
+
 
 class _ReadGate:
     """Lets the writer resize the map only while no read transaction of this process is open."""
@@ -113,6 +130,7 @@ class LmdbStore(Recorder):
         self._linger = linger_ms / 1000.0
         self._env = self._open_env(create, map_size)
         self._gate = _ReadGate()
+        self._local = threading.local()
         self._heads: dict[str, Head] = {}
         self._last_txnid: int | None = None
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -238,6 +256,7 @@ class LmdbStore(Recorder):
                 job = self._queue.get()
                 if job is _STOP:
                     break
+                job.start()
                 jobs = [job]
                 size = len(job.items)
                 deadline = time.monotonic() + self._linger
@@ -251,6 +270,7 @@ class LmdbStore(Recorder):
                     if nxt is _STOP:
                         stop = True
                         break
+                    nxt.start()
                     jobs.append(nxt)
                     size += len(nxt.items)
                 try:
@@ -258,9 +278,7 @@ class LmdbStore(Recorder):
                 except BaseException as exc:
                     # Jobs already taken off the queue would otherwise wait forever.
                     for pending in jobs:
-                        if not pending.future.done():
-                            pending.future.set_exception(
-                                StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+                        pending.settle(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
                     raise
         except BaseException as exc:  # the writer must never die silently
             self._writer_error = exc
@@ -273,8 +291,8 @@ class LmdbStore(Recorder):
                 job = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if job is not _STOP and not job.future.done():
-                job.future.set_exception(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+            if job is not _STOP:
+                job.settle(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
 
     def _commit(self, jobs: list[_Job]) -> None:
         while True:
@@ -301,16 +319,13 @@ class LmdbStore(Recorder):
                     for job in jobs:
                         self._commit([job])
                     return
-                jobs[0].future.set_exception(StoreError(f"{self.path}: write refused: {exc}"))
+                jobs[0].settle(StoreError(f"{self.path}: write refused: {exc}"))
                 return
             break
         self._last_txnid = txnid
         self._heads.update(new_heads)
         for job, result in zip(jobs, results, strict=True):
-            if isinstance(result, BaseException):
-                job.future.set_exception(result)
-            else:
-                job.future.set_result(result)
+            job.settle(result)
         if any(job.kind == "events" for job in jobs):
             self._notify_subscribers()
 
@@ -373,6 +388,10 @@ class LmdbStore(Recorder):
     def _read(self) -> Iterator[lmdb.Transaction]:
         if self._closed:
             raise StoreClosedError(f"{self.path}: store is closed")
+        pinned = getattr(self._local, "pinned", None)
+        if pinned is not None:
+            yield pinned
+            return
         with self._gate.reading():
             try:
                 txn = self._env.begin(buffers=True)
@@ -384,6 +403,20 @@ class LmdbStore(Recorder):
                 yield txn
             finally:
                 txn.abort()
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[LmdbStore]:
+        """Within this block, every read of this thread sees one consistent snapshot.
+
+        ``verify`` uses it so that a store being appended to by another process (or thread)
+        is checked as of one instant, not as a mix of before and after a commit.
+        """
+        with self._read() as txn:
+            self._local.pinned = txn
+            try:
+                yield self
+            finally:
+                self._local.pinned = None
 
     def last_seq(self) -> int:
         with self._read() as txn:

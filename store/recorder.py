@@ -117,6 +117,10 @@ class Recorder(abc.ABC):
         ...
 
     # Shared.
+    def snapshot(self) -> contextlib.AbstractContextManager:
+        """A block in which this thread's reads see one consistent state (trivial in memory)."""
+        return contextlib.nullcontext(self)
+
     async def subscribe_records(
         self, after: int = -1, *, poll_interval: float = 0.05, chunk: int = 1024
     ) -> AsyncIterator[tuple[int, bytes]]:

@@ -40,7 +40,16 @@ class VerifyReport(msgspec.Struct):
         return self.problems[0] if self.problems else None
 
 
-def verify(
+def verify(store: Recorder, **options) -> VerifyReport:
+    """Check ``store`` as of one consistent snapshot (appends may go on meanwhile).
+
+    Options: ``pixel_hasher`` (bytes → 32-byte pixel hash), ``max_problems``, ``progress``.
+    """
+    with store.snapshot():
+        return _verify(store, **options)
+
+
+def _verify(
     store: Recorder,
     *,
     pixel_hasher: Callable[[bytes], bytes] | None = None,

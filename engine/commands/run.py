@@ -178,7 +178,6 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     interrupted = False
-    result = None
     with store:
         try:
             with RunProgress(console, totals, enabled=not args.no_progress) as progress:
@@ -188,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
                         log.warning("trajectory_failed", traj=job.traj, model=job.model,
                                     setting=job.setting, sample=job.sample.id, error=outcome.error)
 
-                result = asyncio.run(_run(config, store, samples, adapters, on_outcome))
+                asyncio.run(_run(config, store, samples, adapters, on_outcome))
         except KeyboardInterrupt:
             interrupted = True
         except AdapterError as exc:
@@ -202,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     failed = sum(1 for r in records if r.status == "failed")
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
-    calls = result.calls if result else 0
+    calls = progress.calls
     console.print(
         f"trajectories {len(finished)}/{len(records)} finished, {failed} failed, "
         f"{retried} call faults recorded; model calls this session {calls}; tokens {tokens:,}; "
