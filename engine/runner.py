@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
+import structlog
 
 from adapters.datasets.base import Sample
 from adapters.models.base import AdapterOptions, ModelAdapter
@@ -28,8 +29,11 @@ from engine.limits import ConnectionLimiter, LimitConfig
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
 from engine.states import StateCache
+from store.errors import StoreError
 from store.events import RunStarted, run_stream
 from store.recorder import Recorder
+
+log = structlog.get_logger("vaot.engine")
 
 __all__ = ["ENGINE_VERSION", "RunResult", "build_jobs", "run_identity", "run_jobs"]
 
@@ -161,7 +165,18 @@ async def run_jobs(
                 job = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            outcome = await run_trajectory(job, runtime)
+            try:
+                outcome = await run_trajectory(job, runtime)
+            except (StoreError, asyncio.CancelledError):
+                raise  # the log itself is in trouble, or we are stopping: end the run
+            except Exception as exc:
+                # One trajectory's bad input (an undecodable image) or a bug in a component must
+                # not take the whole run down. It stays unfinished in the store, so a rerun (say,
+                # after a fix) tries it again; the log file keeps the traceback.
+                log.exception("trajectory_error", traj=job.traj, model=job.model,
+                              setting=job.setting, sample=job.sample.id)
+                outcome = Outcome(job.traj, "failed", None, 0,
+                                  error=f"{type(exc).__name__}: {exc}")
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(job, outcome)

@@ -178,11 +178,14 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     interrupted = False
+    session_failures: list = []
     with store:
         try:
             with RunProgress(console, totals, enabled=not args.no_progress) as progress:
                 def on_outcome(job, outcome):
                     progress.update(job, outcome)
+                    if outcome.status == "failed" and not outcome.skipped:
+                        session_failures.append((job, outcome))
                     if outcome.status == "failed":
                         log.warning("trajectory_failed", traj=job.traj, model=job.model,
                                     setting=job.setting, sample=job.sample.id, error=outcome.error)
@@ -198,14 +201,22 @@ def run(args: argparse.Namespace) -> int:
     for table in summary_tables(records, list(config.settings)):
         console.print(table)
     finished = [r for r in records if r.status is not None]
-    failed = sum(1 for r in records if r.status == "failed")
+    known = {r.traj for r in records}
+    unstarted = sum(1 for _, o in session_failures if o.traj not in known)
+    failed = sum(1 for r in records if r.status == "failed") + unstarted
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     calls = progress.calls
     console.print(
-        f"trajectories {len(finished)}/{len(records)} finished, {failed} failed, "
+        f"trajectories {len(finished)}/{len(records) + unstarted} finished, {failed} failed, "
         f"{retried} call faults recorded; model calls this session {calls}; tokens {tokens:,}; "
         f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
+    for job, outcome in session_failures[:5]:
+        err.print(f"failed: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
+                  markup=False)
+    if len(session_failures) > 5:
+        err.print(f"… {len(session_failures) - 5} more failures; see {log_path_for(config.store)}",
+                  markup=False)
     if config.prices:
         try:
             prices = PriceTable.from_config(config.prices)
