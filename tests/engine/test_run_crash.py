@@ -106,7 +106,7 @@ class _StoreWatch:
         self._after = b""
 
     def poll(self) -> tuple[int, int]:
-        """(Step events committed, replies cached) as of one consistent snapshot."""
+        """(Step events committed, distinct replies cached) as of one consistent snapshot."""
         if self.env is None:
             if not (self.path / "data.mdb").exists():
                 return 0, 0
@@ -125,30 +125,36 @@ class _StoreWatch:
                     self.steps += isinstance(decode_record(0, record).event, Step)
                     self._after = key
                 found = cursor.next()
-            return self.steps, txn.stat(cache)["entries"]
+            return self.steps, len(_reply_tags(txn, cache))
 
     def close(self) -> None:
         if self.env is not None:
             self.env.close()
 
 
-def _cached_tags(store_path: Path) -> set[int]:
-    """Tags of every reply in the reply cache (read raw: the store has no API to list it)."""
-    env = lmdb.open(str(store_path), readonly=True, max_dbs=8, subdir=True, lock=False)
-    try:
-        cache = env.open_db(b"cache", create=False)
-        with env.begin() as txn:
-            replies = [
-                msgspec.msgpack.decode(v, type=ModelReply).text for _, v in txn.cursor(db=cache)
-            ]
-    finally:
-        env.close()
+def _reply_tags(txn: lmdb.Transaction, cache) -> set[int]:
+    """Tags of the replies in the reply cache (read raw: the store has no API to list it).
+
+    A reply may sit under more than one key (per trajectory, and the cassette's bare request
+    hash), so replies are counted by their tag, not by cache entries.
+    """
     tags = set()
-    for text in replies:
+    for _, value in txn.cursor(db=cache):
+        text = msgspec.msgpack.decode(value, type=ModelReply).text
         found = TAG.findall(text)
         assert len(found) == 1, text
         tags.add(int(found[0]))
     return tags
+
+
+def _cached_tags(store_path: Path) -> set[int]:
+    env = lmdb.open(str(store_path), readonly=True, max_dbs=8, subdir=True)
+    try:
+        cache = env.open_db(b"cache", create=False)
+        with env.begin() as txn:
+            return _reply_tags(txn, cache)
+    finally:
+        env.close()
 
 
 def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:

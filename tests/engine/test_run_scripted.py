@@ -10,10 +10,12 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
+import msgspec
 import pytest
 from PIL import Image
 
 from adapters.datasets.loading import load_dataset
+from adapters.models.cassette import CassetteAdapter
 from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
 from engine.config import ModelConfig, RunConfig
 from engine.ids import run_id_for
@@ -23,6 +25,7 @@ from store import (
     MemoryStore,
     RunStarted,
     Step,
+    StoreError,
     TrajectoryFinished,
     TrajectoryStarted,
     open_store,
@@ -147,8 +150,8 @@ async def test_scripted_run_logs_expected_events_and_rerun_is_free(tmp_path) -> 
         assert store.last_seq() == total - 1, "a rerun of a finished run appended events"
 
 
-class _Crash(Exception):
-    pass
+class _Crash(StoreError):
+    """The process dies; a StoreError, so the runner stops rather than failing one trajectory."""
 
 
 class _DiesBeforeFirstStep(MemoryStore):
@@ -193,3 +196,27 @@ async def test_reply_cached_before_the_first_step_is_not_paid_for_again() -> Non
     steps = [e.event for e in store.iter_events() if isinstance(e.event, Step)]
     assert [(s.step, s.from_cache) for s in steps] == [(1, True), (2, False)]
     assert [o.status for o in result.outcomes] == ["answered"]
+
+
+async def test_a_recorded_run_replays_through_the_cassette_without_the_model() -> None:
+    # Not wrong_render: its corruption is seeded by the trajectory id, which names the model spec,
+    # so under cassette:… it corrupts differently and later requests differ from the recording.
+    config = RunConfig(
+        models=(ModelConfig(SPEC),),
+        dataset="synthetic:1",
+        limit=3,
+        settings=("cot", "no_render", "vaot"),
+    )
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    store = MemoryStore()
+    recorded = await run_jobs(
+        config, store, samples, adapters={SPEC: ScriptedAdapter("a", BUILTIN_SCRIPT)}
+    )
+    replay_spec = f"cassette:{SPEC}"
+    cassette = CassetteAdapter(SPEC)
+    replay = msgspec.structs.replace(config, models=(ModelConfig(replay_spec),))
+    replayed = await run_jobs(replay, store, samples, adapters={replay_spec: cassette})
+    assert cassette.misses == 0 and cassette.hits == recorded.calls
+    assert sorted((o.status, o.answer, o.steps) for o in replayed.outcomes) == sorted(
+        (o.status, o.answer, o.steps) for o in recorded.outcomes
+    )
