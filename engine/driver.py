@@ -28,7 +28,7 @@ from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
 from engine.states import StateCache, encode_state
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY, observe
-from store.actions import canonicalize
+from store.actions import Frame, canonicalize
 from store.events import (
     CallFailed,
     PolicyDetail,
@@ -238,10 +238,19 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     render_ms = 0.0
     canonical = ()
     if parsed.actions and job.setting != "cot":
-        canvas = canvas or await rt.states.canvas(current_hex, frame, original)
-        canonical = tuple(canonicalize(a, canvas.frame) for a in parsed.actions)
+        # Some dialects point at an earlier image ("original", "observation_2"); coordinates are
+        # on that image's frame, and that is the canvas the action is drawn on.
+        canvases = {}
+        for source in set(parsed.action_sources) or {"current"}:
+            hex_key, src_frame = _source_state(state, source, current_hex, frame, original)
+            if source != "current" and hex_key != current_hex:
+                warnings.append(f"action refers to the {source.replace('_', ' ')} image")
+            canvases[source] = await rt.states.canvas(hex_key, src_frame, original)
+        sources = parsed.action_sources or ("current",) * len(parsed.actions)
+        canonical = tuple(canonicalize(a, canvases[src].frame)
+                          for a, src in zip(parsed.actions, sources, strict=False))
+        canvas = canvases[sources[0]]
     if acting and policy != "none":
-        canvas = canvas or await rt.states.canvas(current_hex, frame, original)
         action = parsed.actions[0]
         seed = ctx.child_seed("render", step_no)
         t0 = ctx.monotonic()
@@ -281,6 +290,20 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         writes.add(future)
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
+
+
+def _source_state(state: TrajectoryState, source: str, current_hex: str, frame, original: str):
+    """(state hash, frame) of the image an action's coordinates refer to."""
+    if source == "original":
+        return original, Frame()
+    if source.startswith("observation_"):
+        index = source.removeprefix("observation_")
+        returned = [(s.returned_state, s.returned_frame) for s in state.steps
+                    if s.returned_state is not None]
+        if index.isdigit() and 1 <= int(index) <= len(returned):
+            hex_key, box = returned[int(index) - 1]
+            return hex_key, Frame(*box) if box else Frame()
+    return current_hex, frame
 
 
 async def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: _Writes,
