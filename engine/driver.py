@@ -199,10 +199,9 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
                 return await _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
             encoded = encode_reply(reply)
-            writes.add(store.cache_put_nowait(key, encoded))
             # Also under the bare request hash, which the cassette adapter reads: a run recorded
             # with openai:M replays as cassette:openai:M. The engine itself never reads this key.
-            writes.add(store.cache_put_nowait(request_hash, encoded))
+            writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens

@@ -77,6 +77,7 @@ class StateCache:
         self.pending: list = []
         """Blob writes queued but not awaited; a later event append commits after them."""
         self._originals: _Lru = _Lru(capacity)
+        self._loading: dict[bytes, asyncio.Future] = {}
         self.encodes = 0
 
     async def _in_pool(self, fn, *args):
@@ -115,8 +116,21 @@ class StateCache:
         known = self._originals.get_touch(source_key)
         if known is not None and known in self._canvases:
             return known
-        image = await self._in_pool(lambda: load_image(image_bytes, name=name))
-        hex_key = await self.add(CanvasState.from_image(image))
+        loading = self._loading.get(source_key)
+        if loading is not None:  # another trajectory of the same sample is loading it now
+            return await asyncio.shield(loading)
+        future = asyncio.get_running_loop().create_future()
+        self._loading[source_key] = future
+        try:
+            image = await self._in_pool(lambda: load_image(image_bytes, name=name))
+            hex_key = await self.add(CanvasState.from_image(image))
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: the waiters (if any) re-raise it themselves
+            raise
+        finally:
+            del self._loading[source_key]
+        future.set_result(hex_key)
         self._originals.put(source_key, hex_key)
         return hex_key
 

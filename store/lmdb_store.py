@@ -57,29 +57,66 @@ _STOP = object()
 
 
 class _Job:
-    __slots__ = ("future", "items", "kind")
+    """One caller's write: settled through a thread future (sync callers) or an asyncio future.
 
-    def __init__(self, kind: str, items: Sequence) -> None:
+    Asyncio futures are resolved by one ``call_soon_threadsafe`` per loop per commit rather than
+    one wake-up per job: with hundreds of trajectories in flight a commit settles dozens of jobs.
+    """
+
+    __slots__ = ("afuture", "future", "items", "kind", "loop")
+
+    def __init__(self, kind: str, items: Sequence, loop: asyncio.AbstractEventLoop | None) -> None:
         self.kind = kind
         self.items = items
-        self.future: concurrent.futures.Future = concurrent.futures.Future()
+        self.loop = loop
+        self.future: concurrent.futures.Future | None = None
+        self.afuture: asyncio.Future | None = None
+        if loop is None:
+            self.future = concurrent.futures.Future()
+        else:
+            self.afuture = loop.create_future()
 
     def start(self) -> None:
-        """Called when the writer takes the job: from then on the caller cannot cancel it.
+        """Called when the writer takes the job.
 
-        A job cancelled while it was still queued (its awaiting task was cancelled, say by
-        Ctrl-C) is written all the same: its events are facts, later jobs of the same stream may
-        depend on them, and nobody is told the result.
+        A job whose caller stopped waiting (its task was cancelled, say by Ctrl-C) is written all
+        the same: its events are facts, later jobs of the same stream may depend on them, and
+        nobody is told the result.
         """
-        self.future.set_running_or_notify_cancel()
+        if self.future is not None:
+            self.future.set_running_or_notify_cancel()
 
     def settle(self, result: object) -> None:
-        if self.future.cancelled() or self.future.done():
+        """Settle a thread future now (async jobs go through :func:`_settle_async`)."""
+        future = self.future
+        if future is None:
+            _settle_async([(self, result)])
+            return
+        if future.cancelled() or future.done():
             return
         if isinstance(result, BaseException):
-            self.future.set_exception(result)
+            future.set_exception(result)
         else:
-            self.future.set_result(result)
+            future.set_result(result)
+
+
+def _resolve(pairs: list[tuple[asyncio.Future, object]]) -> None:
+    for afuture, result in pairs:
+        if afuture.done():
+            continue
+        if isinstance(result, BaseException):
+            afuture.set_exception(result)
+        else:
+            afuture.set_result(result)
+
+
+def _settle_async(settled: list[tuple[_Job, object]]) -> None:
+    by_loop: dict[asyncio.AbstractEventLoop, list] = {}
+    for job, result in settled:
+        by_loop.setdefault(job.loop, []).append((job.afuture, result))
+    for loop, pairs in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            loop.call_soon_threadsafe(_resolve, pairs)
 
 
 class _ReadGate:
@@ -213,21 +250,31 @@ class LmdbStore(Recorder):
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 
     # ------------------------------------------------------------------ writing
-    def _submit(self, kind: str, items: Sequence) -> concurrent.futures.Future:
+    def _check_writable(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.path}: store is closed")
         if self._writer_error is not None:
             raise StoreClosedError(f"{self.path}: writer failed: {self._writer_error!r}")
-        job = _Job(kind, items)
+
+    def _submit(self, kind: str, items: Sequence) -> concurrent.futures.Future:
+        """Queue a job for a thread that will block on the result."""
+        self._check_writable()
+        job = _Job(kind, items, None)
         self._queue.put(job)
-        return job.future
+        return job.future  # type: ignore[return-value]
+
+    def _submit_async(self, kind: str, items: Sequence) -> asyncio.Future:
+        """Queue a job now; the returned asyncio future settles when it is durable."""
+        self._check_writable()
+        job = _Job(kind, items, asyncio.get_running_loop())
+        self._queue.put(job)
+        return job.afuture  # type: ignore[return-value]
 
     async def append(self, events: Sequence[Event]) -> list[int]:
         """Append events; returns their sequence numbers once they are durable."""
         if not events:
             return []
-        future = self._submit("events", prepare_events(events))
-        return await asyncio.wrap_future(future)
+        return await self._submit_async("events", prepare_events(events))
 
     def append_nowait(self, events: Sequence[Event]) -> asyncio.Future:
         """Queue events now (their order against later calls is fixed); await the result later.
@@ -235,13 +282,16 @@ class LmdbStore(Recorder):
         The engine uses it to overlap durability with the next model call: the writer commits in
         queue order, so a later event can never become durable before an earlier one.
         """
-        return asyncio.wrap_future(self._submit("events", prepare_events(events)))
+        return self._submit_async("events", prepare_events(events))
 
     def put_blob_nowait(self, key: bytes, data: bytes, fmt: str = "png") -> asyncio.Future:
-        return asyncio.wrap_future(self._submit("blobs", [(key, blob_record(data, fmt))]))
+        return self._submit_async("blobs", [(key, blob_record(data, fmt))])
 
     def cache_put_nowait(self, key: bytes, value: bytes) -> asyncio.Future:
-        return asyncio.wrap_future(self._submit("cache", [(key, value)]))
+        return self.cache_put_many_nowait([(key, value)])
+
+    def cache_put_many_nowait(self, items: Sequence[tuple[bytes, bytes]]) -> asyncio.Future:
+        return self._submit_async("cache", list(items))
 
     def append_sync(self, events: Sequence[Event]) -> list[int]:
         if not events:
@@ -249,13 +299,13 @@ class LmdbStore(Recorder):
         return self._submit("events", prepare_events(events)).result()
 
     async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
-        return await asyncio.wrap_future(self._submit("blobs", [(key, blob_record(data, fmt))]))
+        return await self.put_blob_nowait(key, data, fmt)
 
     def put_blob_sync(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
         return self._submit("blobs", [(key, blob_record(data, fmt))]).result()
 
     async def cache_put(self, key: bytes, value: bytes) -> None:
-        await asyncio.wrap_future(self._submit("cache", [(key, value)]))
+        await self.cache_put_nowait(key, value)
 
     def _write_loop(self) -> None:
         stop = False
@@ -336,8 +386,13 @@ class LmdbStore(Recorder):
         self._last_txnid = txnid
         self._heads.update(new_heads)
         self._ordinals.update(new_ordinals)
+        settled_async = []
         for job, result in zip(jobs, results, strict=True):
-            job.settle(result)
+            if job.future is None:
+                settled_async.append((job, result))
+            else:
+                job.settle(result)
+        _settle_async(settled_async)
         if any(job.kind == "events" for job in jobs):
             self._notify_subscribers()
 

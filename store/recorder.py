@@ -3,7 +3,8 @@
 The contract (tested once, in tests/store/contract.py, against every recorder):
 
 - ``await append(events)`` / ``append_sync(events)`` → global sequence numbers, durable on return;
-  ``append_nowait`` / ``put_blob_nowait`` / ``cache_put_nowait`` queue at once (fixing the order
+  ``append_nowait`` / ``put_blob_nowait`` / ``cache_put_nowait`` / ``cache_put_many_nowait``
+  queue at once (fixing the order
   against every later write) and return a future to await later;
   a taken position raises :class:`~store.errors.SequenceConflictError`, a skipped one
   :class:`~store.errors.SequenceGapError`, and then nothing of that call is written.

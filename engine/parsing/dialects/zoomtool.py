@@ -86,7 +86,7 @@ def parse_tool_calls(text: str, frame: PixelFrame, index_key: str | None) -> Ext
             out.warnings.append(f"{what}: not a JSON object; ignored")
             continue
         name = call.get("name")
-        if name not in _ZOOM_NAMES:
+        if not isinstance(name, str) or name not in _ZOOM_NAMES:
             out.candidates.append(
                 Candidate(raw=call, warnings=[f"{what}: unsupported tool {name!r}"])
             )
