@@ -8,6 +8,7 @@ theme palette's colour for that kind of mark.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,14 +105,35 @@ def _label_extent(ctx: Context, text: str, size_units: int = 16, pad_units: int 
     return face, pad, (right - left + 2 * pad, bottom - top + 2 * pad)
 
 
-def _tag_above(ctx: Context, text: str, box, color: RGB, gap: float):
-    """A label in ``color`` just above the box (or inside/below if there is no room)."""
+def _place_tag(ctx: Context, text: str, candidates: Callable[[int, int], list]):
+    """``(face, pad, box)`` of a label at the first of ``candidates(width, height)`` that fits."""
     face, pad, (lw, lh) = _label_extent(ctx, text)
+    x, y = place_label((lw, lh), ctx.size, candidates(lw, lh))
+    return face, pad, (x, y, x + lw, y + lh)
+
+
+def _tag_above(ctx: Context, text: str, box, gap: float):
+    """A label just above the box (or inside/below if there is no room)."""
     x1, y1, _, y2 = box
-    xy = place_label(
-        (lw, lh), ctx.size, [(x1, y1 - lh - gap), (x1, y2 + gap), (x1 + gap, y1 + gap)]
+    return _place_tag(
+        ctx, text, lambda lw, lh: [(x1, y1 - lh - gap), (x1, y2 + gap), (x1 + gap, y1 + gap)]
     )
-    return face, pad, (xy[0], xy[1], xy[0] + lw, xy[1] + lh)
+
+
+def _region_tag(ctx: Context, layer_boxes: list, text: str, box, gap: float):
+    """The label above ``box`` if there is ``text``, its box added to ``layer_boxes``."""
+    if not text:
+        return None
+    label = _tag_above(ctx, text, box, gap)
+    layer_boxes.append(label[2])
+    return label
+
+
+def _draw_tag(layer: Layer, text: str, label, bg: RGB, fg: RGB | None = None, **options) -> None:
+    """Draw a label placed by ``_place_tag``; text defaults to black or white, whichever reads."""
+    face, pad, box = label
+    fg = _on(bg) if fg is None else fg
+    layer.label(text, (int(box[0]), int(box[1])), face, fg, bg, pad=pad, **options)
 
 
 def _shape_path(shape: str, box, radius: float):
@@ -129,7 +151,6 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
     boxes = [_union(box, margin=width)]
     label = pointer = None
     if action.content and action.shape == "callout":
-        face, pad, (lw, lh) = _label_extent(ctx, action.content)
         ax, ay = (
             ctx.px(*action.anchor_point)
             if action.anchor_point
@@ -137,10 +158,10 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
         )
         gap = ctx.size_px(28)
         x1, y1, x2, y2 = box
-        xy = place_label(
-            (lw, lh),
-            ctx.size,
-            [
+        label = _place_tag(
+            ctx,
+            action.content,
+            lambda lw, lh: [
                 (x2 + gap, y1 - gap - lh),
                 (x1 - gap - lw, y1 - gap - lh),
                 (x2 + gap, y2 + gap),
@@ -149,9 +170,9 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
                 (x1, y2 + gap),
             ],
         )
-        label = (face, pad, (xy[0], xy[1], xy[0] + lw, xy[1] + lh))
+        lx1, ly1, lx2, ly2 = label[2]
         # The pointer: a wedge from the bubble's centre to the anchor, under the bubble.
-        cx, cy = xy[0] + lw / 2, xy[1] + lh / 2
+        cx, cy = lx1 + (lx2 - lx1) / 2, ly1 + (ly2 - ly1) / 2
         dx, dy = ax - cx, ay - cy
         norm = math.hypot(dx, dy) or 1.0
         half = ctx.size_px(7)
@@ -159,8 +180,7 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
         pointer = [(cx + nx, cy + ny), (cx - nx, cy - ny), (ax, ay)]
         boxes += [label[2], _union((ax, ay, ax, ay), margin=width)]
     elif action.content:
-        label = _tag_above(ctx, action.content, box, color, gap=width)
-        boxes.append(label[2])
+        label = _region_tag(ctx, boxes, action.content, box, gap=width)
     shadow_offset = ctx.size_px(3)
     blur = ctx.size_px(2)
     region = _union(*boxes, margin=shadow_offset + 3 * blur + 2)
@@ -191,10 +211,7 @@ def draw_annotate(ctx: Context, action: Annotate) -> None:
     if pointer is not None:
         layer.draw.polygon(layer.pts(pointer), fill=(*color, 255))
     if label is not None:
-        face, pad, lb = label
-        layer.label(
-            action.content, (int(lb[0]), int(lb[1])), face, _on(color), color, pad=pad, bg_alpha=1.0
-        )
+        _draw_tag(layer, action.content, label, color, bg_alpha=1.0)
     layer.composite()
 
 
@@ -203,20 +220,11 @@ def draw_ellipse(ctx: Context, action: Ellipse) -> None:
     width = ctx.size_px(action.style.stroke_width)
     box = ctx.box(action.target)
     boxes = [_union(box, margin=width)]
-    label = _tag_above(ctx, action.content, box, color, gap=width) if action.content else None
-    if label:
-        boxes.append(label[2])
+    label = _region_tag(ctx, boxes, action.content, box, gap=width)
     layer = Layer(ctx.canvas, _union(*boxes, margin=2))
     layer.stroke(ellipse_path(box), (*color, 255), width, action.style.dash == "dashed")
     if label:
-        layer.label(
-            action.content,
-            (int(label[2][0]), int(label[2][1])),
-            label[0],
-            _on(color),
-            color,
-            pad=label[1],
-        )
+        _draw_tag(layer, action.content, label, color)
     layer.composite()
 
 
@@ -228,26 +236,19 @@ def draw_line(ctx: Context, action: DrawLine) -> None:
     boxes = [_union((min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)), margin=dot + width)]
     label = None
     if action.content:
-        face, pad, (lw, lh) = _label_extent(ctx, action.content)
         mx, my = (ax + bx) / 2, (ay + by) / 2
-        xy = place_label(
-            (lw, lh), ctx.size, [(mx - lw / 2, my - lh - 2 * width), (mx - lw / 2, my + 2 * width)]
+        label = _place_tag(
+            ctx,
+            action.content,
+            lambda lw, lh: [(mx - lw / 2, my - lh - 2 * width), (mx - lw / 2, my + 2 * width)],
         )
-        label = (face, pad, (xy[0], xy[1], xy[0] + lw, xy[1] + lh))
         boxes.append(label[2])
     layer = Layer(ctx.canvas, _union(*boxes, margin=2))
     layer.stroke([(ax, ay), (bx, by)], (*color, 255), width, action.style.dash == "dashed")
     for x, y in ((ax, ay), (bx, by)):
         layer.draw.ellipse(layer.box((x - dot, y - dot, x + dot, y + dot)), fill=(*color, 255))
     if label:
-        layer.label(
-            action.content,
-            (int(label[2][0]), int(label[2][1])),
-            label[0],
-            _on(color),
-            color,
-            pad=label[1],
-        )
+        _draw_tag(layer, action.content, label, color)
     layer.composite()
 
 
@@ -282,21 +283,13 @@ def _box_gradient(layer: Layer, box, outside: bool, ramp: float) -> Image.Image:
     return Image.fromarray((alpha * np.float32(255.0) + np.float32(0.5)).astype(np.uint8), mode="L")
 
 
-def _region_tag(ctx: Context, layer_boxes: list, text: str, box, color: RGB):
-    if not text:
-        return None
-    label = _tag_above(ctx, text, box, color, gap=ctx.size_px(2))
-    layer_boxes.append(label[2])
-    return label
-
-
 def draw_highlight(ctx: Context, action: Highlight) -> None:
     style = action.style
     color = ctx.color(style.color, ctx.palette.highlight)
     box = ctx.box(action.target)
     radius = _feather_radius(ctx, box, style.feather)
     boxes = [_union(box, margin=3 * radius + ctx.size_px(2))]
-    label = _region_tag(ctx, boxes, action.content, box, color)
+    label = _region_tag(ctx, boxes, action.content, box, gap=ctx.size_px(2))
     layer = Layer(ctx.canvas, _union(*boxes))
     if style.feather == "gradient":
         mask = layer.feather(_box_gradient(layer, box, outside=False, ramp=0), ctx.scale)
@@ -317,14 +310,7 @@ def draw_highlight(ctx: Context, action: Highlight) -> None:
             width=ctx.size_px(2),
         )
     if label:
-        layer.label(
-            action.content,
-            (int(label[2][0]), int(label[2][1])),
-            label[0],
-            _on(color),
-            color,
-            pad=label[1],
-        )
+        _draw_tag(layer, action.content, label, color)
     layer.composite()
 
 
@@ -348,16 +334,8 @@ def draw_mask(ctx: Context, action: Mask) -> None:
         dots = ImageChops.multiply(layer.micro_dots(ctx.size_px(6), ctx.size_px(1)), mask)
         layer.tint(dots, WHITE, 0.22)
     if action.content:
-        label = _tag_above(ctx, action.content, box, ctx.palette.label_bg, gap=ctx.size_px(2))
-        lb = label[2]
-        layer.label(
-            action.content,
-            (int(lb[0]), int(lb[1])),
-            label[0],
-            ctx.palette.text,
-            ctx.palette.label_bg,
-            pad=label[1],
-        )
+        label = _tag_above(ctx, action.content, box, gap=ctx.size_px(2))
+        _draw_tag(layer, action.content, label, ctx.palette.label_bg, fg=ctx.palette.text)
     layer.composite()
 
 
@@ -401,12 +379,12 @@ def draw_trace(ctx: Context, action: TraceHighlight, rng: np.random.Generator) -
     ]
     label = None
     if action.content:
-        face, pad, (lw, lh) = _label_extent(ctx, action.content)
         sx, sy = points[0]
-        xy = place_label(
-            (lw, lh), ctx.size, [(sx - lw / 2, sy - lh - width), (sx - lw / 2, sy + width)]
+        label = _place_tag(
+            ctx,
+            action.content,
+            lambda lw, lh: [(sx - lw / 2, sy - lh - width), (sx - lw / 2, sy + width)],
         )
-        label = (face, pad, (xy[0], xy[1], xy[0] + lw, xy[1] + lh))
         boxes.append(label[2])
     layer = Layer(ctx.canvas, _union(*boxes))
     mask = layer.mask()
@@ -428,14 +406,7 @@ def draw_trace(ctx: Context, action: TraceHighlight, rng: np.random.Generator) -
             draw.ellipse((x - half, y - half, x + half, y + half), fill=255)
     layer.tint(mask, color, style.opacity)
     if label:
-        layer.label(
-            action.content,
-            (int(label[2][0]), int(label[2][1])),
-            label[0],
-            _on(color),
-            color,
-            pad=label[1],
-        )
+        _draw_tag(layer, action.content, label, color)
     layer.composite()
 
 
