@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from PIL import ImageColor
 
@@ -29,21 +29,12 @@ from store.actions import (
     ACTION_TYPES,
     SCALE,
     Action,
-    Annotate,
     AnnotateStyle,
-    Crop,
-    DrawLine,
-    Ellipse,
     GlobalStyle,
-    Highlight,
-    Mask,
-    OverlayText,
     RegionStyle,
     StrokeStyle,
     TextStyle,
-    TraceHighlight,
     TraceStyle,
-    Zoom,
 )
 
 __all__ = ["MAX_CONTENT_CHARS", "Convention", "validate_action", "validate_global_style"]
@@ -52,17 +43,7 @@ Convention = Literal["xyxy", "yxyx"]
 MAX_CONTENT_CHARS = 200
 """Labels longer than this are cut: a label is a few semantic words, not a paragraph."""
 
-_CLASSES: dict[str, type] = {
-    "annotate": Annotate,
-    "highlight": Highlight,
-    "mask": Mask,
-    "trace_highlight": TraceHighlight,
-    "overlay_text": OverlayText,
-    "draw_line": DrawLine,
-    "ellipse": Ellipse,
-    "crop": Crop,
-    "zoom": Zoom,
-}
+_CLASSES: dict[str, type] = {cls.__struct_config__.tag: cls for cls in get_args(Action)}
 _TYPE_ALIASES = {
     "trace": "trace_highlight",
     "text": "overlay_text",
@@ -82,15 +63,7 @@ _STYLE_CLASS: dict[str, type] = {
 }
 _BOX_KINDS = {"annotate", "highlight", "mask", "overlay_text", "ellipse", "crop", "zoom"}
 _NEEDS_CONTENT = {"overlay_text"}
-_HAS_CONTENT = {
-    "annotate",
-    "highlight",
-    "mask",
-    "trace_highlight",
-    "overlay_text",
-    "draw_line",
-    "ellipse",
-}
+_HAS_CONTENT = {kind for kind, cls in _CLASSES.items() if "content" in cls.__struct_fields__}
 _TARGET_ALIASES = ("bbox", "bbox_2d", "box", "points", "coords", "coordinates", "region")
 _CONTENT_ALIASES = ("label", "text")
 # Top-level keys models add that carry no rendering meaning; ignored without a warning.

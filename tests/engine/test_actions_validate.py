@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from engine.actions import validate_action, validate_global_style
 from store.actions import (
+    ACTION_TYPES,
     Annotate,
     DrawLine,
     OverlayText,
@@ -177,23 +178,7 @@ json_values = st.recursive(
 )
 coord = st.one_of(st.integers(-2000, 3000), st.floats(allow_nan=True), st.text(max_size=5))
 action_like = st.fixed_dictionaries(
-    {
-        "type": st.sampled_from(
-            [
-                "annotate",
-                "highlight",
-                "mask",
-                "trace_highlight",
-                "overlay_text",
-                "draw_line",
-                "ellipse",
-                "crop",
-                "zoom",
-                "Zoom",
-                "x",
-            ]
-        )
-    },
+    {"type": st.sampled_from([*ACTION_TYPES, "Zoom", "x"])},
     optional={
         "target": st.one_of(
             st.lists(coord, max_size=6),

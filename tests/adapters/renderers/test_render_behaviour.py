@@ -13,6 +13,7 @@ from PIL import Image
 from adapters.renderers import RENDERER_VERSION, CanvasState, RenderError, render
 from engine.actions import validate_action
 from store.actions import (
+    ACTION_TYPES,
     Annotate,
     AnnotateStyle,
     Crop,
@@ -212,19 +213,7 @@ def test_version_names_the_rasteriser():
 _coord = st.integers(-50, 1050)
 _raw_action = st.fixed_dictionaries(
     {
-        "type": st.sampled_from(
-            [
-                "annotate",
-                "highlight",
-                "mask",
-                "trace_highlight",
-                "overlay_text",
-                "draw_line",
-                "ellipse",
-                "crop",
-                "zoom",
-            ]
-        ),
+        "type": st.sampled_from(ACTION_TYPES),
         "target": st.one_of(
             st.lists(_coord, min_size=4, max_size=4),
             st.lists(st.lists(_coord, min_size=2, max_size=2), min_size=2, max_size=6),
