@@ -36,6 +36,18 @@ __all__ = [
 ]
 
 
+def _around_blob(
+    view: View, comp: np.ndarray | None, per_width: float, min_share: float, what: str
+) -> Found | None:
+    """A square on the blob's centroid: ``per_width`` blob widths (√area), at least
+    ``min_share`` of the view's longer side."""
+    if comp is None:
+        return None
+    cy, cx = comp.mean(axis=0) + 0.5
+    side = max(per_width * math.sqrt(len(comp)), min_share * span(view))
+    return Found(float(cx), float(cy), side, what)
+
+
 # ---------------------------------------------------------------- counting balls in a tray
 _TRAY = (196, 170, 128)
 
@@ -100,12 +112,7 @@ def _yellow(view: View) -> np.ndarray | None:
 
 
 def touch_locate(view: View) -> Found | None:
-    comp = _yellow(view)
-    if comp is None:
-        return None
-    cy, cx = comp.mean(axis=0) + 0.5
-    side = max(6.0 * math.sqrt(len(comp)), 0.135 * span(view))
-    return Found(float(cx), float(cy), side, "the yellow ball and its neighbours")
+    return _around_blob(view, _yellow(view), 6.0, 0.135, "the yellow ball and its neighbours")
 
 
 def touch_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
@@ -153,12 +160,7 @@ def _blue(view: View) -> np.ndarray | None:
 
 
 def sign_locate(view: View) -> Found | None:
-    comp = _blue(view)
-    if comp is None:
-        return None
-    cy, cx = comp.mean(axis=0) + 0.5
-    side = max(5.0 * math.sqrt(len(comp)), 0.16 * span(view))
-    return Found(float(cx), float(cy), side, "the blue sign")
+    return _around_blob(view, _blue(view), 5.0, 0.16, "the blue sign")
 
 
 def sign_read(view: View, options: tuple[str, ...], rng: Rng) -> Percept:
