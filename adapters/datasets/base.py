@@ -6,7 +6,7 @@ from typing import Protocol
 
 import msgspec
 
-__all__ = ["DatasetError", "DatasetLoader", "Sample", "SkippedRow"]
+__all__ = ["CachedLoader", "DatasetError", "DatasetLoader", "Sample", "SkippedRow"]
 
 
 class Sample(msgspec.Struct, frozen=True):
@@ -49,3 +49,32 @@ class DatasetLoader(Protocol):
 
     @property
     def skipped(self) -> list[SkippedRow]: ...
+
+
+class CachedLoader:
+    """A file-backed loader's shell: ``_load`` runs once, on first use, and reports unusable rows
+    by appending them to ``_skipped``.
+
+    Args:
+        limit: stop after this many usable samples (later rows are not read or checked).
+    """
+
+    def __init__(self, *, limit: int | None = None) -> None:
+        self.limit = limit
+        self._samples: list[Sample] | None = None
+        self._skipped: list[SkippedRow] = []
+
+    def samples(self) -> list[Sample]:
+        """All usable samples in source order (loaded on first call, then cached)."""
+        if self._samples is None:
+            self._samples = self._load()
+        return self._samples
+
+    @property
+    def skipped(self) -> list[SkippedRow]:
+        """Rows that were reported and skipped, in the order they were met."""
+        self.samples()
+        return self._skipped
+
+    def _load(self) -> list[Sample]:
+        raise NotImplementedError

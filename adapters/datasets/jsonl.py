@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from adapters.datasets.base import DatasetError, Sample, SkippedRow
+from adapters.datasets.base import CachedLoader, DatasetError, Sample, SkippedRow
 
 __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
 
@@ -39,8 +39,9 @@ class _BadRow(Exception):
     """Why one line cannot become a sample."""
 
 
-class JsonlLoader:
-    """Loads samples from a JSONL file; lines that cannot be used land in ``skipped``.
+class JsonlLoader(CachedLoader):
+    """Loads samples from a JSONL file, in file order; lines that cannot be used land in
+    ``skipped``.
 
     Args:
         path: the JSONL file.
@@ -48,22 +49,8 @@ class JsonlLoader:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, limit: int | None = None) -> None:
+        super().__init__(limit=limit)
         self.path = Path(path)
-        self.limit = limit
-        self._samples: list[Sample] | None = None
-        self._skipped: list[SkippedRow] = []
-
-    def samples(self) -> list[Sample]:
-        """All usable samples in file order (loaded on first call, then cached)."""
-        if self._samples is None:
-            self._samples = self._load()
-        return self._samples
-
-    @property
-    def skipped(self) -> list[SkippedRow]:
-        """Lines that were reported and skipped, in file order."""
-        self.samples()
-        return self._skipped
 
     def _load(self) -> list[Sample]:
         try:

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters.datasets.base import DatasetError, Sample, SkippedRow
+from adapters.datasets.base import CachedLoader, DatasetError, Sample, SkippedRow
 
 __all__ = ["ANSWER_KEYS", "QUESTION_KEYS", "See2ThinkLoader", "read_json_array"]
 
@@ -101,8 +101,9 @@ class _Unreadable(Exception):
         self.line = line
 
 
-class See2ThinkLoader:
-    """Loads samples from an authors' task list; rows that cannot be used land in ``skipped``.
+class See2ThinkLoader(CachedLoader):
+    """Loads samples from an authors' task list, in task-list order; rows that cannot be used
+    land in ``skipped``.
 
     Args:
         task_list: the task list JSON file.
@@ -110,23 +111,9 @@ class See2ThinkLoader:
     """
 
     def __init__(self, task_list: str | os.PathLike[str], *, limit: int | None = None) -> None:
+        super().__init__(limit=limit)
         self.task_list = Path(task_list)
-        self.limit = limit
-        self._samples: list[Sample] | None = None
-        self._skipped: list[SkippedRow] = []
         self._data_files: dict[Path, list[tuple[int, Any]] | _Unreadable] = {}
-
-    def samples(self) -> list[Sample]:
-        """All usable samples in task-list order (loaded on first call, then cached)."""
-        if self._samples is None:
-            self._samples = self._load()
-        return self._samples
-
-    @property
-    def skipped(self) -> list[SkippedRow]:
-        """Rows that were reported and skipped, in the order they were met."""
-        self.samples()
-        return self._skipped
 
     def _load(self) -> list[Sample]:
         try:
