@@ -251,7 +251,12 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         canvas = canvases[sources[0]]
     if acting and policy != "none":
         action = parsed.actions[0]
-        seed = ctx.child_seed("render", step_no)
+        seed = derive_seed(rt.seed, "render", job.sample.id, job.setting, job.epoch, step_no)
+        # Render and corruption seeds come from the sample, not the trajectory id (which names
+        # the model): every model is shown the same corruption for the same proposed action,
+        # so corruptions are matched across models, and a cassette replay reproduces them.
+        policy_seed = derive_seed(rt.seed, "policy", job.sample.id, job.setting, job.epoch,
+                                  step_no)
         t0 = ctx.monotonic()
         loop = asyncio.get_running_loop()
 
@@ -260,7 +265,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
                               render_base=rt.render_base)
             encoded_faithful = encode_state(rendered)
             shown, pol = observe(policy, before=canvas, action=action, rendered=rendered,
-                                 seed=ctx.child_seed("policy", step_no))
+                                 seed=policy_seed)
             encoded_shown = None
             if shown is not None and shown is not rendered:
                 encoded_shown = encode_state(shown)

@@ -373,6 +373,11 @@ class LmdbStore(Recorder):
             except lmdb.MapFullError:
                 self._grow()
                 continue
+            except lmdb.MapResizedError:
+                # Another process grew the map since we opened it: adopt its size and retry.
+                with self._gate.exclusive():
+                    self._env.set_mapsize(0)
+                continue
             except lmdb.Error as exc:
                 # One job's bad input (say, a key LMDB cannot hold) must not fail the jobs it was
                 # grouped with, nor kill the writer: redo them one transaction each.
@@ -620,6 +625,8 @@ class LmdbStore(Recorder):
         self._closed = True
         self._queue.put(_STOP)
         self._writer.join()
+        # An append racing with close() may have queued behind the stop: tell its caller.
+        self._fail_pending(StoreClosedError(f"{self.path}: store closed before the write"))
         self._env.close()
 
     def __repr__(self) -> str:

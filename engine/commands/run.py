@@ -136,6 +136,15 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
+    from engine.ids import run_id_for
+    from engine.runner import build_jobs, make_adapters, run_identity
+
+    # Models first: a bad spec or a missing key is reported before a dataset is read.
+    try:
+        adapters = make_adapters(config)
+    except AdapterError as exc:
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
     try:
         samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
     except DatasetError as exc:
@@ -147,14 +156,6 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"… and {len(skipped) - 5} more skipped rows (see the log)", markup=False)
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
-        return 2
-    from engine.ids import run_id_for
-    from engine.runner import build_jobs, make_adapters, run_identity
-
-    try:
-        adapters = make_adapters(config)
-    except AdapterError as exc:
-        err.print(f"vaot run: {exc}", markup=False)
         return 2
     log = configure_logging(log_path_for(config.store))
     try:

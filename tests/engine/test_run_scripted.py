@@ -199,13 +199,13 @@ async def test_reply_cached_before_the_first_step_is_not_paid_for_again() -> Non
 
 
 async def test_a_recorded_run_replays_through_the_cassette_without_the_model() -> None:
-    # Not wrong_render: its corruption is seeded by the trajectory id, which names the model spec,
-    # so under cassette:… it corrupts differently and later requests differ from the recording.
+    # wrong_render included: corruptions are seeded by the sample, not by the model's name, so
+    # the replay (under another model spec) is shown the same corrupted images.
     config = RunConfig(
         models=(ModelConfig(SPEC),),
         dataset="synthetic:1",
         limit=3,
-        settings=("cot", "no_render", "vaot"),
+        settings=("cot", "no_render", "vaot", "wrong_render"),
     )
     samples, _ = load_dataset(config.dataset, limit=config.limit)
     store = MemoryStore()
