@@ -12,20 +12,28 @@ import asyncio
 import email.utils
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import msgspec
 
-from adapters.models._secrets import redact
-from adapters.models.base import AdapterError, ModelCallError
+from adapters.models._secrets import read_key, redact
+from adapters.models.base import (
+    AdapterError,
+    AdapterOptions,
+    ModelCallError,
+    ModelReply,
+    ModelRequest,
+)
 
 __all__ = [
+    "HttpAdapter",
     "JsonClient",
     "classify_status",
     "error_message",
     "parse_retry_after",
     "provider_reply_error",
+    "sampling_fields",
 ]
 
 _json_encoder = msgspec.json.Encoder()
@@ -286,3 +294,83 @@ def provider_reply_error(
         retry=retry,  # type: ignore[arg-type]
         kind=kind,
     )
+
+
+def sampling_fields(request: ModelRequest, **names: str) -> dict[str, Any]:
+    """The sampling settings ``request`` sets, under the provider's field ``names``.
+
+    Keys of ``names``: ``temperature``, ``seed``, ``stop``, ``logprobs``, ``top_logprobs``; a
+    setting the provider has no name for, or that the request leaves unset, is not sent.
+    """
+    values = {
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "stop": list(request.stop) if request.stop else None,
+        "logprobs": True if request.logprobs else None,
+        "top_logprobs": request.top_logprobs if request.logprobs else None,
+    }
+    return {names[k]: v for k, v in values.items() if k in names and v is not None}
+
+
+class HttpAdapter:
+    """What the HTTP provider adapters share: name, endpoint, API key, one :class:`JsonClient`,
+    and ``generate`` as build the body, POST it, parse the reply.
+
+    A provider sets ``provider``, ``default_base_url``, ``default_key_env`` and ``path``, and
+    implements ``build_body``, ``parse_reply`` and ``_auth_headers`` (and ``_read_key`` when the
+    key is optional).
+    """
+
+    provider: ClassVar[str]
+    default_base_url: ClassVar[str]
+    default_key_env: ClassVar[str]
+    path: ClassVar[str]
+    """Where ``generate`` posts, relative to the base URL; ``{model}`` is filled in."""
+
+    def __init__(self, model: str, options: AdapterOptions) -> None:
+        self.model = model
+        self.options = options
+        self.name = f"{self.provider}:{model}"
+        base_url = (options.base_url or self.default_base_url).rstrip("/")
+        self.connection_key = f"{base_url}|{model}"
+        key_env = options.api_key_env or self.default_key_env
+        key = self._read_key(base_url, key_env)
+        self._client = JsonClient(
+            base_url,
+            headers={**options.extra_headers, **self._auth_headers(key)},
+            timeout_s=options.timeout_s,
+            provider=self.provider,
+            model=model,
+            key_env=key_env if key else None,
+        )
+
+    def _read_key(self, base_url: str, key_env: str) -> str | None:
+        """The API key; required unless a provider says otherwise."""
+        return read_key(key_env, provider=self.provider)
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _reply_error(self, message: str, kind: str, retry: str = "transient") -> ModelCallError:
+        return provider_reply_error(
+            message, kind=kind, retry=retry, provider=self.provider, model=self.model
+        )
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for ``request``."""
+        raise NotImplementedError
+
+    def parse_reply(self, data: Any) -> ModelReply:
+        """The :class:`ModelReply` for a decoded 200 body; unusable replies raise classified."""
+        raise NotImplementedError
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        """One call; failures raise a classified ``ModelCallError``."""
+        data = await self._client.post_json(
+            self.path.format(model=self.model), self.build_body(request)
+        )
+        return self.parse_reply(data)
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        await self._client.aclose()

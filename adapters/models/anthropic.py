@@ -11,8 +11,7 @@ from typing import Any
 
 import msgspec
 
-from adapters.models._http import JsonClient, provider_reply_error
-from adapters.models._secrets import read_key
+from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models.base import (
     AdapterOptions,
     ModelReply,
@@ -43,30 +42,19 @@ _STOP = {
 }
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(HttpAdapter):
     """Messages API over aiohttp. Build with :func:`create`."""
 
-    def __init__(self, model: str, options: AdapterOptions) -> None:
-        self.model = model
-        self.options = options
-        self.name = f"anthropic:{model}"
-        base_url = (options.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.connection_key = f"{base_url}|{model}"
-        key_env = options.api_key_env or DEFAULT_KEY_ENV
-        key = read_key(key_env, provider="anthropic")
-        headers = {
-            **options.extra_headers,
+    provider = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    default_key_env = DEFAULT_KEY_ENV
+    path = "/messages"
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {
             "x-api-key": key or "",
-            "anthropic-version": options.api_version or DEFAULT_API_VERSION,
+            "anthropic-version": self.options.api_version or DEFAULT_API_VERSION,
         }
-        self._client = JsonClient(
-            base_url,
-            headers=headers,
-            timeout_s=options.timeout_s,
-            provider="anthropic",
-            model=model,
-            key_env=key_env,
-        )
 
     # -- translation (pure; tested directly) -------------------------------------------------
 
@@ -97,10 +85,7 @@ class AnthropicAdapter:
         }
         if system:
             body["system"] = "\n\n".join(system)
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.stop:
-            body["stop_sequences"] = list(request.stop)
+        body.update(sampling_fields(request, temperature="temperature", stop="stop_sequences"))
         body.update(self.options.extra)
         body.update(request.extra)
         return body
@@ -127,20 +112,13 @@ class AnthropicAdapter:
                 for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
             )
         except (KeyError, TypeError, AttributeError, ValueError):
-            raise provider_reply_error(
-                "reply has no content blocks",
-                kind="bad_reply",
-                provider="anthropic",
-                model=self.model,
-            ) from None
+            raise self._reply_error("reply has no content blocks", "bad_reply") from None
         if not text and not tool_calls:
             refused = raw_stop == "refusal"
-            raise provider_reply_error(
+            raise self._reply_error(
                 f"the reply is empty (stop_reason={raw_stop})",
-                kind="safety_block" if refused else "empty_reply",
+                "safety_block" if refused else "empty_reply",
                 retry="no" if refused else "transient",
-                provider="anthropic",
-                model=self.model,
             )
         return ModelReply(
             text=text,
@@ -151,17 +129,6 @@ class AnthropicAdapter:
             tool_calls=tool_calls,
             model=str(data.get("model") or self.model),
         )
-
-    # -- the ModelAdapter protocol -----------------------------------------------------------
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        """One Messages call; failures raise a classified ``ModelCallError``."""
-        data = await self._client.post_json("/messages", self.build_body(request))
-        return self.parse_reply(data)
-
-    async def aclose(self) -> None:
-        """Close the HTTP session."""
-        await self._client.aclose()
 
 
 def create(model: str, options: AdapterOptions) -> AnthropicAdapter:

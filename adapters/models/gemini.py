@@ -12,8 +12,7 @@ from typing import Any
 
 import msgspec
 
-from adapters.models._http import JsonClient, provider_reply_error
-from adapters.models._secrets import read_key
+from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models.base import (
     AdapterOptions,
     ModelReply,
@@ -33,25 +32,16 @@ _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 _BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
 
 
-class GeminiAdapter:
+class GeminiAdapter(HttpAdapter):
     """generateContent over aiohttp. Build with :func:`create`."""
 
-    def __init__(self, model: str, options: AdapterOptions) -> None:
-        self.model = model
-        self.options = options
-        self.name = f"gemini:{model}"
-        base_url = (options.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.connection_key = f"{base_url}|{model}"
-        key_env = options.api_key_env or DEFAULT_KEY_ENV
-        key = read_key(key_env, provider="gemini")
-        self._client = JsonClient(
-            base_url,
-            headers={**options.extra_headers, "x-goog-api-key": key or ""},
-            timeout_s=options.timeout_s,
-            provider="gemini",
-            model=model,
-            key_env=key_env,
-        )
+    provider = "gemini"
+    default_base_url = DEFAULT_BASE_URL
+    default_key_env = DEFAULT_KEY_ENV
+    path = "/models/{model}:generateContent"
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"x-goog-api-key": key or ""}
 
     # -- translation (pure; tested directly) -------------------------------------------------
 
@@ -72,17 +62,17 @@ class GeminiAdapter:
             contents.append(
                 {"role": "model" if message.role == "assistant" else "user", "parts": parts}
             )
-        config: dict[str, Any] = {"maxOutputTokens": request.max_tokens}
-        if request.temperature is not None:
-            config["temperature"] = request.temperature
-        if request.seed is not None:
-            config["seed"] = request.seed
-        if request.stop:
-            config["stopSequences"] = list(request.stop)
-        if request.logprobs:
-            config["responseLogprobs"] = True
-            if request.top_logprobs is not None:
-                config["logprobs"] = request.top_logprobs
+        config: dict[str, Any] = {
+            "maxOutputTokens": request.max_tokens,
+            **sampling_fields(
+                request,
+                temperature="temperature",
+                seed="seed",
+                stop="stopSequences",
+                logprobs="responseLogprobs",
+                top_logprobs="logprobs",
+            ),
+        }
         body: dict[str, Any] = {"contents": contents, "generationConfig": config}
         if system:
             body["systemInstruction"] = {"parts": system}
@@ -90,25 +80,20 @@ class GeminiAdapter:
         body.update(request.extra)
         return body
 
-    def _error(self, message: str, kind: str, retry: str = "transient") -> Exception:
-        return provider_reply_error(
-            message, kind=kind, retry=retry, provider="gemini", model=self.model
-        )
-
     def parse_reply(self, data: Any) -> ModelReply:
         """The :class:`ModelReply` for a decoded 200 body; blocked or empty replies raise."""
         if not isinstance(data, dict):
-            raise self._error("reply is not a JSON object", "bad_reply")
+            raise self._reply_error("reply is not a JSON object", "bad_reply")
         candidates = data.get("candidates") or []
         if not candidates:
             block = (data.get("promptFeedback") or {}).get("blockReason")
             if block:
-                raise self._error(
+                raise self._reply_error(
                     f"the prompt was blocked (blockReason={block}); rephrase it or change the image",
                     "safety_block",
                     retry="no",
                 )
-            raise self._error("reply has no candidates", "empty_reply")
+            raise self._reply_error("reply has no candidates", "empty_reply")
         try:
             candidate = candidates[0]
             raw_finish = candidate.get("finishReason") or "STOP"
@@ -130,13 +115,15 @@ class GeminiAdapter:
             )
             usage = data.get("usageMetadata") or {}
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-            raise self._error("reply candidate is malformed", "bad_reply") from None
+            raise self._reply_error("reply candidate is malformed", "bad_reply") from None
         if not text and not tool_calls:
             if raw_finish in _BLOCKED:
-                raise self._error(
+                raise self._reply_error(
                     f"the reply was blocked (finishReason={raw_finish})", "safety_block", retry="no"
                 )
-            raise self._error(f"the candidate is empty (finishReason={raw_finish})", "empty_reply")
+            raise self._reply_error(
+                f"the candidate is empty (finishReason={raw_finish})", "empty_reply"
+            )
         return ModelReply(
             text=text,
             finish_reason="tool_calls"
@@ -152,19 +139,6 @@ class GeminiAdapter:
             top_logprobs=top,
             model=str(data.get("modelVersion") or self.model),
         )
-
-    # -- the ModelAdapter protocol -----------------------------------------------------------
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        """One generateContent call; failures raise a classified ``ModelCallError``."""
-        data = await self._client.post_json(
-            f"/models/{self.model}:generateContent", self.build_body(request)
-        )
-        return self.parse_reply(data)
-
-    async def aclose(self) -> None:
-        """Close the HTTP session."""
-        await self._client.aclose()
 
 
 def create(model: str, options: AdapterOptions) -> GeminiAdapter:

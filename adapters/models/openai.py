@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.models._http import JsonClient, provider_reply_error
+from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models._secrets import read_key
 from adapters.models.base import (
     AdapterOptions,
@@ -39,35 +39,23 @@ def _text_of(message: Message) -> str:
     return "".join(p.text for p in message.content if isinstance(p, TextPart))
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(HttpAdapter):
     """Chat Completions over aiohttp. Build with :func:`create`."""
 
-    def __init__(self, model: str, options: AdapterOptions) -> None:
-        self.model = model
-        self.options = options
-        self.name = f"openai:{model}"
-        base_url = (options.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.connection_key = f"{base_url}|{model}"
+    provider = "openai"
+    default_base_url = DEFAULT_BASE_URL
+    default_key_env = DEFAULT_KEY_ENV
+    path = "/chat/completions"
+
+    def _read_key(self, base_url: str, key_env: str) -> str | None:
         # The hosted API always needs a key. Another base_url gets one only when api_key_env names
         # it: an OPENAI_API_KEY that happens to be set must not be sent to some other server.
-        hosted = base_url == DEFAULT_BASE_URL
-        key_env = options.api_key_env or DEFAULT_KEY_ENV
-        key = (
-            read_key(key_env, provider="openai")
-            if hosted or options.api_key_env is not None
-            else None
-        )
-        headers = dict(options.extra_headers)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = JsonClient(
-            base_url,
-            headers=headers,
-            timeout_s=options.timeout_s,
-            provider="openai",
-            model=model,
-            key_env=key_env if key else None,
-        )
+        if base_url == DEFAULT_BASE_URL or self.options.api_key_env is not None:
+            return read_key(key_env, provider="openai")
+        return None
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     # -- translation (pure; tested directly) -------------------------------------------------
 
@@ -96,16 +84,16 @@ class OpenAIAdapter:
             "messages": [self._message(m) for m in request.messages],
             self.options.max_tokens_field: request.max_tokens,
         }
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.logprobs:
-            body["logprobs"] = True
-            if request.top_logprobs is not None:
-                body["top_logprobs"] = request.top_logprobs
+        body.update(
+            sampling_fields(
+                request,
+                temperature="temperature",
+                seed="seed",
+                stop="stop",
+                logprobs="logprobs",
+                top_logprobs="top_logprobs",
+            )
+        )
         body.update(self.options.extra)
         body.update(request.extra)
         return body
@@ -133,19 +121,12 @@ class OpenAIAdapter:
                 for entry in logprobs
             )
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-            raise provider_reply_error(
-                "reply has no choices[0].message",
-                kind="bad_reply",
-                provider="openai",
-                model=self.model,
-            ) from None
+            raise self._reply_error("reply has no choices[0].message", "bad_reply") from None
         if raw_finish == "content_filter" and not text and not tool_calls:
-            raise provider_reply_error(
+            raise self._reply_error(
                 "the reply was withheld by the provider's content filter",
-                kind="safety_block",
+                "safety_block",
                 retry="no",
-                provider="openai",
-                model=self.model,
             )
         return ModelReply(
             text=text,
@@ -158,17 +139,6 @@ class OpenAIAdapter:
             top_logprobs=top,
             model=str(data.get("model") or self.model),
         )
-
-    # -- the ModelAdapter protocol -----------------------------------------------------------
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        """One Chat Completions call; failures raise a classified ``ModelCallError``."""
-        data = await self._client.post_json("/chat/completions", self.build_body(request))
-        return self.parse_reply(data)
-
-    async def aclose(self) -> None:
-        """Close the HTTP session."""
-        await self._client.aclose()
 
 
 def create(model: str, options: AdapterOptions) -> OpenAIAdapter:
