@@ -9,16 +9,19 @@ all clamping, normalising and style checking. Dialects only change coordinate fr
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from engine.parsing.blocks import tagged_blocks
 from engine.parsing.jsonrepair import loads
 
 __all__ = [
     "Candidate",
     "Extraction",
     "decode_block",
+    "decoded_tags",
     "round_to_grid",
     "source_from_index",
     "source_to_index",
@@ -64,6 +67,22 @@ def decode_block(body: str, what: str, warnings: list[str], flags: list[str]) ->
         flags.append("json_repaired")
         warnings.append(f"{what}: JSON repaired ({'; '.join(result.repairs)})")
     return result.value
+
+
+def decoded_tags(
+    text: str, tag: str, label: str, out: Extraction, first: int = 1
+) -> Iterator[tuple[str, Any]]:
+    """``(what, value)`` for each ``<tag>`` block whose JSON decodes, ``what`` being ``"{label} {n}"``
+    counted from ``first``. Every block's span, an unclosed tag and decoding repairs or failures
+    are recorded on ``out``."""
+    for n, block in enumerate(tagged_blocks(text, tag), first):
+        what = f"{label} {n}"
+        out.spans.append((block.start, block.end))
+        if not block.closed:
+            out.warnings.append(f"{what}: <{tag}> never closed")
+        value = decode_block(block.body, what, out.warnings, out.flags)
+        if value is not None:
+            yield what, value
 
 
 def round_to_grid(value: Any) -> Any:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
 from engine.parsing.dialects import zoomtool
 from engine.parsing.dialects.base import Extraction
 from store.actions import Action, Zoom
@@ -47,8 +45,7 @@ def format(action: Action, *, canvas_size: tuple[int, int] | None = None, **_: A
     x1, y1, x2, y2 = action.target
     # Exact to three decimals, so 0–1000 → pixels → 0–1000 is lossless on any canvas.
     bbox = [_pixels(x1 * w), _pixels(y1 * h), _pixels(x2 * w), _pixels(y2 * h)]
-    call = {"name": zoomtool.TOOL_NAME, "arguments": {"bbox_2d": bbox}}
-    return f"<tool_call>\n{msgspec.json.encode(call).decode()}\n</tool_call>"
+    return zoomtool.format_call({"bbox_2d": bbox})
 
 
 def _pixels(scaled: int) -> int | float:

@@ -12,8 +12,7 @@ from typing import Any
 
 import msgspec
 
-from engine.parsing.blocks import tagged_blocks
-from engine.parsing.dialects.base import Candidate, Extraction, decode_block, scaled_box
+from engine.parsing.dialects.base import Candidate, Extraction, decoded_tags, scaled_box
 from store.actions import Action, Zoom
 
 __all__ = ["EXPRESSES", "NAME", "format", "parse"]
@@ -47,14 +46,7 @@ def parse(
     """Read every ``<grounding>`` block of a Mini-o3 reply."""
     del convention, canvas_size, tool_calls  # relative [x1, y1, x2, y2] whatever the canvas
     out = Extraction()
-    for n, block in enumerate(tagged_blocks(text, "grounding"), 1):
-        what = f"grounding {n}"
-        out.spans.append((block.start, block.end))
-        if not block.closed:
-            out.warnings.append(f"{what}: <grounding> never closed")
-        value = decode_block(block.body, what, out.warnings, out.flags)
-        if value is None:
-            continue
+    for what, value in decoded_tags(text, "grounding", "grounding", out):
         cand = Candidate(raw=value)
         out.candidates.append(cand)
         if not isinstance(value, dict):

@@ -20,9 +20,8 @@ from typing import Any
 import msgspec
 
 from adapters.models.base import ToolCall
-from engine.parsing.blocks import tagged_blocks
 from engine.parsing.dialects import zoomtool
-from engine.parsing.dialects.base import Candidate, Extraction, decode_block
+from engine.parsing.dialects.base import Candidate, Extraction, decode_block, decoded_tags
 from engine.parsing.dialects.vaot import action_object
 from store.actions import ACTION_TYPES, Action
 
@@ -121,15 +120,10 @@ def parse(
         _read_call(call, convention, out, f"tool call {n}")
     if tool_calls:
         out.flags.append("tool_calls")
-    for n, block in enumerate(tagged_blocks(text, "tool_call"), len(tool_calls) + 1):
-        what = f"tool call {n}"
-        out.spans.append((block.start, block.end))
-        if not block.closed:
-            out.warnings.append(f"{what}: <tool_call> never closed")
-        call = decode_block(block.body, what, out.warnings, out.flags)
+    for what, call in decoded_tags(text, "tool_call", "tool call", out, len(tool_calls) + 1):
         if isinstance(call, dict):
             _read_call(call, convention, out, what)
-        elif call is not None:
+        else:
             out.warnings.append(f"{what}: not a JSON object; ignored")
     return out
 

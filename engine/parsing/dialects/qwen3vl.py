@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
 from engine.parsing.dialects import zoomtool
 from engine.parsing.dialects.base import Extraction, source_to_index
 from store.actions import Action, Zoom
@@ -46,5 +44,4 @@ def format(action: Action, *, source: str = "current", label: str = "", **_: Any
         arguments["label"] = label
     if (index := source_to_index(source)) is not None:
         arguments["img_idx"] = index
-    call = {"name": zoomtool.TOOL_NAME, "arguments": arguments}
-    return f"<tool_call>\n{msgspec.json.encode(call).decode()}\n</tool_call>"
+    return zoomtool.format_call(arguments)

@@ -1,4 +1,4 @@
-"""Reading ``<tool_call>`` zoom calls, shared by the DeepEyes and Qwen3-VL dialects.
+"""Reading and writing ``<tool_call>`` zoom calls, shared by the DeepEyes and Qwen3-VL dialects.
 
 The two differ only in the coordinate frame of ``bbox_2d`` (pixels or 0–1000) and in whether an
 image index may be given; the container, the tool name and the JSON shape are the same.
@@ -10,16 +10,16 @@ from typing import Any
 
 import msgspec
 
-from engine.parsing.blocks import tagged_blocks
 from engine.parsing.dialects.base import (
     Candidate,
     Extraction,
     decode_block,
+    decoded_tags,
     scaled_box,
     source_from_index,
 )
 
-__all__ = ["GRID", "TOOL_NAME", "PixelFrame", "parse_tool_calls", "zoom_candidate"]
+__all__ = ["GRID", "TOOL_NAME", "PixelFrame", "format_call", "parse_tool_calls", "zoom_candidate"]
 
 TOOL_NAME = "image_zoom_in_tool"
 _ZOOM_NAMES = {TOOL_NAME, "zoom_in", "image_zoom_in", "zoom", "crop", "image_crop_tool"}
@@ -74,14 +74,7 @@ def zoom_candidate(
 def parse_tool_calls(text: str, frame: PixelFrame, index_key: str | None) -> Extraction:
     """Every ``<tool_call>`` block of ``text`` that names a zoom tool."""
     out = Extraction()
-    for n, block in enumerate(tagged_blocks(text, "tool_call"), 1):
-        what = f"tool call {n}"
-        out.spans.append((block.start, block.end))
-        if not block.closed:
-            out.warnings.append(f"{what}: <tool_call> never closed")
-        call = decode_block(block.body, what, out.warnings, out.flags)
-        if call is None:
-            continue
+    for what, call in decoded_tags(text, "tool_call", "tool call", out):
         if not isinstance(call, dict):
             out.warnings.append(f"{what}: not a JSON object; ignored")
             continue
@@ -97,3 +90,9 @@ def parse_tool_calls(text: str, frame: PixelFrame, index_key: str | None) -> Ext
             )
         )
     return out
+
+
+def format_call(arguments: dict[str, Any]) -> str:
+    """A zoom tool call with ``arguments``, as the ``<tool_call>`` text both dialects write."""
+    call = {"name": TOOL_NAME, "arguments": arguments}
+    return f"<tool_call>\n{msgspec.json.encode(call).decode()}\n</tool_call>"
