@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from aiohttp import web
 
 from tests.fakes.faults import register_extra_faults
-from tests.fakes.server import FakeServer, ReplySpec, RequestView, check_image_b64, main
+from tests.fakes.server import (
+    FakeServer,
+    ReplySpec,
+    RequestView,
+    chat_texts,
+    check_image_b64,
+    main,
+    tool_arguments,
+)
 
 __all__ = ["FakeAnthropic"]
 
@@ -101,17 +108,8 @@ class FakeAnthropic(FakeServer):
             texts.append(system)
         elif isinstance(system, list):
             texts.extend(b.get("text", "") for b in system)
-        images = 0
-        for msg in body["messages"]:
-            content = msg["content"]
-            if isinstance(content, str):
-                texts.append(content)
-                continue
-            for block in content:
-                if block["type"] == "text":
-                    texts.append(block["text"])
-                elif block["type"] == "image":
-                    images += 1
+        message_texts, images = chat_texts(body["messages"], "image")
+        texts.extend(message_texts)
         return RequestView(
             model=body["model"],
             roles=[m["role"] for m in body["messages"]],
@@ -123,15 +121,12 @@ class FakeAnthropic(FakeServer):
     def _render(self, view: RequestView, spec: ReplySpec) -> dict:
         content: list[dict[str, Any]] = [{"type": "text", "text": spec.text}] if spec.text else []
         for n, call in enumerate(spec.tool_calls):
-            args = call.get("arguments") or {}
-            if isinstance(args, str):
-                args = msgspec.json.decode(args)
             content.append(
                 {
                     "type": "tool_use",
                     "id": call.get("id") or f"toolu_{n}",
                     "name": call["name"],
-                    "input": args,
+                    "input": tool_arguments(call),
                 }
             )
         stop = {"stop": "end_turn", "length": "max_tokens"}.get(

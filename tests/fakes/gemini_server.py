@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from aiohttp import web
 
 from tests.fakes.faults import register_extra_faults
@@ -22,6 +21,7 @@ from tests.fakes.server import (
     check_image_b64,
     logprobs_for,
     main,
+    tool_arguments,
 )
 
 __all__ = ["FakeGemini"]
@@ -140,10 +140,7 @@ class FakeGemini(FakeServer):
     def _render(self, view: RequestView, spec: ReplySpec) -> dict:
         parts: list[dict[str, Any]] = [{"text": spec.text}] if spec.text else []
         for call in spec.tool_calls:
-            args = call.get("arguments") or {}
-            if isinstance(args, str):
-                args = msgspec.json.decode(args)
-            parts.append({"functionCall": {"name": call["name"], "args": args}})
+            parts.append({"functionCall": {"name": call["name"], "args": tool_arguments(call)}})
         finish = {"stop": "STOP", "length": "MAX_TOKENS"}.get(
             spec.finish_reason, spec.finish_reason
         )

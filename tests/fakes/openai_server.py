@@ -19,6 +19,7 @@ from tests.fakes.server import (
     FakeServer,
     ReplySpec,
     RequestView,
+    chat_texts,
     check_image_b64,
     logprobs_for,
     main,
@@ -110,18 +111,7 @@ class FakeOpenAI(FakeServer):
             problems.append(f"{where}: unknown content part type {kind!r}")
 
     def _view(self, request: web.Request, body: Any) -> RequestView:
-        texts: list[str] = []
-        images = 0
-        for msg in body["messages"]:
-            content = msg["content"]
-            if isinstance(content, str):
-                texts.append(content)
-                continue
-            for part in content:
-                if part["type"] == "text":
-                    texts.append(part["text"])
-                else:
-                    images += 1
+        texts, images = chat_texts(body["messages"], "image_url")
         return RequestView(
             model=body["model"],
             roles=[m["role"] for m in body["messages"]],

@@ -31,7 +31,16 @@ from aiohttp import web
 
 from tests.fakes.faults import TRANSIENT_FAULTS, FaultPlan, fault_response
 
-__all__ = ["FakeServer", "ReplySpec", "RequestView", "SeenRequest", "check_image_b64", "main"]
+__all__ = [
+    "FakeServer",
+    "ReplySpec",
+    "RequestView",
+    "SeenRequest",
+    "chat_texts",
+    "check_image_b64",
+    "main",
+    "tool_arguments",
+]
 
 _IMAGE_MAGIC = {
     "image/png": (b"\x89PNG\r\n\x1a\n",),
@@ -136,6 +145,30 @@ def logprobs_for(spec: ReplySpec, k: int) -> list[tuple[str, float, dict[str, fl
             alts.setdefault(alt, -2.0 - len(alts))
         out.append((token, -0.05, alts))
     return out
+
+
+def chat_texts(messages: list[dict], image_type: str) -> tuple[list[str], int]:
+    """The texts of validated chat-style ``messages`` (content a string or typed parts) and how
+    many ``image_type`` parts they hold."""
+    texts: list[str] = []
+    images = 0
+    for msg in messages:
+        content = msg["content"]
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        for part in content:
+            if part["type"] == "text":
+                texts.append(part["text"])
+            elif part["type"] == image_type:
+                images += 1
+    return texts, images
+
+
+def tool_arguments(call: dict) -> Any:
+    """A scripted tool call's arguments as JSON (a script may give them already encoded)."""
+    args = call.get("arguments") or {}
+    return msgspec.json.decode(args) if isinstance(args, str) else args
 
 
 def summarize(body: Any, key: str = "") -> Any:
