@@ -6,6 +6,8 @@ import re
 
 import msgspec
 
+from engine.parsing.blocks import starts_line
+
 __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"]
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
@@ -96,7 +98,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
-        at_line_start = _at_line_start(text, start)
+        at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
         line_end = text.find("\n", m.end())
@@ -145,12 +147,3 @@ def find_final_answer(text: str) -> FoundAnswer | None:
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str]) -> FoundAnswer:
     text = _clean(raw)
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings))
-
-
-def _at_line_start(text: str, pos: int) -> bool:
-    """Only blanks or markdown decoration precede ``pos`` on its line (looking back a little)."""
-    lo = max(0, pos - 40)
-    newline = text.rfind("\n", lo, pos)
-    if newline < 0 and lo > 0:
-        return False
-    return _LINE_LEAD.fullmatch(text, newline + 1, pos) is not None

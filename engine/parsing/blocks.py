@@ -10,7 +10,7 @@ import re
 
 import msgspec
 
-__all__ = ["Block", "bare_json_blocks", "fenced_blocks", "tagged_blocks"]
+__all__ = ["Block", "bare_json_blocks", "fenced_blocks", "starts_line", "tagged_blocks"]
 
 _FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:(?P<close>\1)|\Z)", re.DOTALL)
 _QUOTES = "\"'“”‘’"
@@ -134,3 +134,13 @@ def bare_json_blocks(text: str, looks_relevant: re.Pattern[str]) -> list[Block]:
             continue
         i += 1
     return blocks
+
+
+def starts_line(text: str, lead: re.Pattern[str], pos: int) -> bool:
+    """Only ``lead`` (blanks, markdown decoration) precedes ``pos`` on its line, looking back at
+    most 40 characters."""
+    lo = max(0, pos - 40)
+    newline = text.rfind("\n", lo, pos)
+    if newline < 0 and lo > 0:
+        return False
+    return lead.fullmatch(text, newline + 1, pos) is not None

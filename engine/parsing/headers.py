@@ -6,6 +6,8 @@ import re
 
 import msgspec
 
+from engine.parsing.blocks import starts_line
+
 __all__ = ["StepHeader", "find_step_headers"]
 
 _EMPH = r"(?:\*\*|__|\*)?"
@@ -43,7 +45,7 @@ def find_step_headers(text: str) -> list[StepHeader]:
     for m in _HEADER.finditer(text):
         kind_text = m.group("kind")
         named = kind_text is not None and _KIND_WORDS.search(kind_text) is not None
-        at_line_start = _at_line_start(text, _lead_start(text, m.start()))
+        at_line_start = starts_line(text, _LINE_LEAD, _lead_start(text, m.start()))
         matched = m.group()
         bold = "*" in matched or "__" in matched
         colon = m.group("colon") is not None
@@ -54,15 +56,6 @@ def find_step_headers(text: str) -> list[StepHeader]:
         bold = bold or "*" in text[start : m.start()] or "_" in text[start : m.start()]
         headers.append(StepHeader(start, m.end(), int(m.group("num")), kind, bold, colon))
     return headers
-
-
-def _at_line_start(text: str, pos: int) -> bool:
-    """Only blanks or markdown decoration precede ``pos`` on its line (looking back a little)."""
-    lo = max(0, pos - 40)
-    newline = text.rfind("\n", lo, pos)
-    if newline < 0 and lo > 0:
-        return False
-    return _LINE_LEAD.fullmatch(text, newline + 1, pos) is not None
 
 
 def _lead_start(text: str, pos: int) -> int:
