@@ -115,6 +115,9 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=4,
                         help="appends in flight at once (default 4; 1 = strictly sequential)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating raw/ours rounds")
+    parser.add_argument("--dir", default=None,
+                        help="where to create the environments (default: the system temp dir; "
+                        "/dev/shm takes the disk out and leaves the CPU cost)")
     parser.add_argument("--steps", type=int, default=8, help="events per trajectory")
     args = parser.parse_args()
 
@@ -122,7 +125,7 @@ def main() -> None:
     # The raw side writes exactly the bytes our store persists (header + chained body).
     records = [b"\x01" + bytes(32) + p.body for p in prepare_events(events)]
     size = sum(len(r) for r in records) / len(records)
-    root = Path(tempfile.mkdtemp(prefix="vaot-bench-"))
+    root = Path(tempfile.mkdtemp(prefix="vaot-bench-", dir=args.dir))
     rounds = []
     try:
         # Alternate raw and ours in fresh environments: fsync cost drifts on a shared disk, so

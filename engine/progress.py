@@ -56,11 +56,13 @@ class RunProgress:
         self.progress.update(self.tasks[s], advance=1, stats=stats)
 
 
-def summary_tables(records: list[TrajectoryRecord], settings: list[str]) -> list[Table]:
-    """Accuracy per group × setting, one table per model, plus a status line per model."""
+def summary_tables(records: list[TrajectoryRecord], settings: list[str],
+                   models: list[str] | None = None) -> list[Table]:
+    """Accuracy per group × setting, one table per model (in ``models`` order)."""
     tables = []
     cells = accuracy_table(records, by="group")
-    models = sorted({r.model for r in records})
+    present = {r.model for r in records}
+    models = [m for m in (models or sorted(present)) if m in present]
     groups = [*sorted({r.group or "-" for r in records}), "all"]
     for model in models:
         table = Table(title=f"{model}: accuracy % (correct/scored)", title_justify="left")

@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         records = [r for r in project(store.iter_events()).values() if r.run_id == run_id]
     wall = time.monotonic() - started
-    for table in summary_tables(records, list(config.settings)):
+    for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)
     finished = [r for r in records if r.status is not None]
     known = {r.traj for r in records}
