@@ -109,8 +109,13 @@ async def run_phase(mode: str, args, samples: list[Sample], root: Path):
     # All slots stay busy until the queue runs dry: when len(samples) - in_flight have finished.
     full_until = sorted(finished)[max(0, len(samples) - args.in_flight - 1)]
     calls_full = sum(1 for t in adapter.done if t <= full_until)
+    # Steady state: from the first reply (start-up — loading originals, the first commits — is
+    # over) to the moment the queue ran dry.
+    first = min(adapter.done)
+    calls_steady = sum(1 for t in adapter.done if first < t <= full_until)
     return {"wall": wall, "cpu": cpu, "calls": len(adapter.done), "rendered": rendered,
-            "full_rate": calls_full / (full_until - start), "failed": failed}
+            "full_rate": calls_full / (full_until - start),
+            "steady_rate": calls_steady / (full_until - first), "failed": failed}
 
 
 def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> float:
@@ -154,7 +159,9 @@ def main() -> None:
           f"{args.latency_ms:g} ms latency, 512x512 images")
     print(f"A cached images: {a['calls']} calls in {a['wall']:.2f} s; while all slots busy "
           f"{a['full_rate']:,.0f} calls/s vs ideal {ideal:,.0f}: ratio {a['full_rate'] / ideal:.2f}"
-          f" (goal >= 0.9); failed trajectories {a['failed']}")
+          f" (goal >= 0.9); steady state after the first reply {a['steady_rate']:,.0f} calls/s, "
+          f"ratio {a['steady_rate'] / ideal:.2f}; engine CPU {1e6 * a['cpu'] / a['calls']:.0f} µs "
+          f"per call; failed trajectories {a['failed']}")
     print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
           f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
           f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "

@@ -178,6 +178,9 @@ class LmdbStore(Recorder):
         self._ordinals: dict[str, int] = {}
         self._last_txnid: int | None = None
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._batch: list[_Job] = []
+        self._batch_lock = threading.Lock()
+        self._flush_scheduled = False
         self._closed = False
         self._writer_error: BaseException | None = None
         self._writer = threading.Thread(target=self._write_loop, name="vaot-store-writer", daemon=True)
@@ -260,15 +263,38 @@ class LmdbStore(Recorder):
         """Queue a job for a thread that will block on the result."""
         self._check_writable()
         job = _Job(kind, items, None)
-        self._queue.put(job)
+        with self._batch_lock:
+            # Anything an event loop queued before this call goes first.
+            self._flush_locked()
+            self._queue.put(job)
         return job.future  # type: ignore[return-value]
 
     def _submit_async(self, kind: str, items: Sequence) -> asyncio.Future:
-        """Queue a job now; the returned asyncio future settles when it is durable."""
+        """Queue a job now; the returned asyncio future settles when it is durable.
+
+        Jobs queued during one turn of the event loop reach the writer together, at the end of
+        that turn: one hand-off (and one wake-up of the writer) instead of one per job. Their
+        order among themselves, and against every later submission, is the order of the calls.
+        """
         self._check_writable()
-        job = _Job(kind, items, asyncio.get_running_loop())
-        self._queue.put(job)
+        loop = asyncio.get_running_loop()
+        job = _Job(kind, items, loop)
+        with self._batch_lock:
+            self._batch.append(job)
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                loop.call_soon(self._flush)
         return job.afuture  # type: ignore[return-value]
+
+    def _flush(self) -> None:
+        with self._batch_lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        self._flush_scheduled = False
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._queue.put(batch)
 
     async def append(self, events: Sequence[Event]) -> list[int]:
         """Append events; returns their sequence numbers once they are durable."""
@@ -311,12 +337,13 @@ class LmdbStore(Recorder):
         stop = False
         try:
             while not stop:
-                job = self._queue.get()
-                if job is _STOP:
+                item = self._queue.get()
+                if item is _STOP:
                     break
-                job.start()
-                jobs = [job]
-                size = len(job.items)
+                jobs = item if isinstance(item, list) else [item]
+                for job in jobs:
+                    job.start()
+                size = sum(len(job.items) for job in jobs)
                 deadline = time.monotonic() + self._linger
                 while size < self._max_batch:
                     try:
@@ -328,9 +355,10 @@ class LmdbStore(Recorder):
                     if nxt is _STOP:
                         stop = True
                         break
-                    nxt.start()
-                    jobs.append(nxt)
-                    size += len(nxt.items)
+                    for job in nxt if isinstance(nxt, list) else [nxt]:
+                        job.start()
+                        jobs.append(job)
+                        size += len(job.items)
                 try:
                     self._commit(jobs)
                 except BaseException as exc:
@@ -349,8 +377,11 @@ class LmdbStore(Recorder):
                 job = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if job is not _STOP:
-                job.settle(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+            if job is _STOP:
+                continue
+            for one in job if isinstance(job, list) else [job]:
+                one.settle(exc if isinstance(exc, StoreClosedError)
+                           else StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
 
     def _commit(self, jobs: list[_Job]) -> None:
         while True:
@@ -623,6 +654,7 @@ class LmdbStore(Recorder):
         if self._closed:
             return
         self._closed = True
+        self._flush()  # jobs an event loop queued but whose turn has not ended yet
         self._queue.put(_STOP)
         self._writer.join()
         # An append racing with close() may have queued behind the stop: tell its caller.
