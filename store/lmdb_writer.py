@@ -1,0 +1,301 @@
+"""The write side of the LMDB store: job hand-off, the writer thread, group commit.
+
+LMDB binds a write transaction to its thread, so every write goes through one writer thread that
+drains its queue into one transaction (group commit): many concurrent appenders share one pair of
+fsyncs. This mixin holds that machinery; :class:`store.lmdb_store.LmdbStore` owns the environment,
+the sub-databases and the read side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import struct
+import time
+from collections.abc import Sequence
+
+import lmdb
+
+from store.chain import Head, chain_batch, prepare_events
+from store.errors import StoreClosedError, StoreError
+from store.events import Event
+from store.lmdb_jobs import STOP, Job, settle_async
+from store.recorder import blob_record, stream_key
+
+__all__ = ["LmdbWriter"]
+
+_U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
+
+
+class LmdbWriter:
+    """Mixin: the writing half of :class:`~store.lmdb_store.LmdbStore`."""
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"{self.path}: store is closed")
+        if self._writer_error is not None:
+            raise StoreClosedError(f"{self.path}: writer failed: {self._writer_error!r}")
+
+    def _submit(self, kind: str, items: Sequence) -> concurrent.futures.Future:
+        """Queue a job for a thread that will block on the result."""
+        self._check_writable()
+        job = Job(kind, items, None)
+        with self._batch_lock:
+            # Anything an event loop queued before this call goes first.
+            self._flush_locked()
+            self._queue.put(job)
+        return job.future  # type: ignore[return-value]
+
+    def _submit_async(self, kind: str, items: Sequence) -> asyncio.Future:
+        """Queue a job now; the returned asyncio future settles when it is durable.
+
+        Jobs queued during one turn of the event loop reach the writer together, at the end of
+        that turn: one hand-off (and one wake-up of the writer) instead of one per job. Their
+        order among themselves, and against every later submission, is the order of the calls.
+        """
+        self._check_writable()
+        loop = asyncio.get_running_loop()
+        job = Job(kind, items, loop)
+        with self._batch_lock:
+            self._batch.append(job)
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                loop.call_soon(self._flush)
+        return job.afuture  # type: ignore[return-value]
+
+    def _flush(self) -> None:
+        with self._batch_lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        self._flush_scheduled = False
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._queue.put(batch)
+
+    async def append(self, events: Sequence[Event]) -> list[int]:
+        """Append events; returns their sequence numbers once they are durable."""
+        if not events:
+            return []
+        return await self._submit_async("events", prepare_events(events))
+
+    def append_nowait(self, events: Sequence[Event]) -> asyncio.Future:
+        """Queue events now (their order against later calls is fixed); await the result later.
+
+        The engine uses it to overlap durability with the next model call: the writer commits in
+        queue order, so a later event can never become durable before an earlier one.
+        """
+        return self._submit_async("events", prepare_events(events))
+
+    def put_blob_nowait(self, key: bytes, data: bytes, fmt: str = "png") -> asyncio.Future:
+        return self._submit_async("blobs", [(key, blob_record(data, fmt))])
+
+    def cache_put_nowait(self, key: bytes, value: bytes) -> asyncio.Future:
+        return self.cache_put_many_nowait([(key, value)])
+
+    def cache_put_many_nowait(self, items: Sequence[tuple[bytes, bytes]]) -> asyncio.Future:
+        return self._submit_async("cache", list(items))
+
+    def append_sync(self, events: Sequence[Event]) -> list[int]:
+        if not events:
+            return []
+        return self._submit("events", prepare_events(events)).result()
+
+    async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
+        return await self.put_blob_nowait(key, data, fmt)
+
+    def put_blob_sync(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
+        return self._submit("blobs", [(key, blob_record(data, fmt))]).result()
+
+    async def cache_put(self, key: bytes, value: bytes) -> None:
+        await self.cache_put_nowait(key, value)
+
+    def _write_loop(self) -> None:
+        stop = False
+        try:
+            while not stop:
+                item = self._queue.get()
+                if item is STOP:
+                    break
+                jobs = item if isinstance(item, list) else [item]
+                for job in jobs:
+                    job.start()
+                size = sum(len(job.items) for job in jobs)
+                deadline = time.monotonic() + self._linger
+                while size < self._max_batch:
+                    try:
+                        remaining = deadline - time.monotonic()
+                        nxt = (self._queue.get(timeout=remaining) if remaining > 0
+                               else self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                    if nxt is STOP:
+                        stop = True
+                        break
+                    for job in nxt if isinstance(nxt, list) else [nxt]:
+                        job.start()
+                        jobs.append(job)
+                        size += len(job.items)
+                try:
+                    self._commit(jobs)
+                except BaseException as exc:
+                    # Jobs already taken off the queue would otherwise wait forever.
+                    for pending in jobs:
+                        pending.settle(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+                    raise
+        except BaseException as exc:  # the writer must never die silently
+            self._writer_error = exc
+            self._fail_pending(exc)
+            raise
+
+    def _fail_pending(self, exc: BaseException) -> None:
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is STOP:
+                continue
+            for one in job if isinstance(job, list) else [job]:
+                one.settle(exc if isinstance(exc, StoreClosedError)
+                           else StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+
+    def _commit(self, jobs: list[Job]) -> None:
+        while True:
+            results: list[object] = []
+            new_heads: dict[str, Head] = {}
+            new_ordinals: dict[str, int] = {}
+            try:
+                with self._env.begin(write=True) as txn:
+                    self._refresh_caches(txn)
+                    next_seq = self._next_seq(txn)
+                    self._next_ordinal = self._last_ordinal(txn) + 1
+                    for job in jobs:
+                        try:
+                            result, next_seq = self._apply(txn, job, next_seq, new_heads,
+                                                           new_ordinals)
+                        except StoreError as exc:
+                            result = exc
+                        results.append(result)
+                    txnid = txn.id()
+            except lmdb.MapFullError:
+                self._grow()
+                continue
+            except lmdb.MapResizedError:
+                # Another process grew the map since we opened it: adopt its size and retry.
+                with self._gate.exclusive():
+                    self._env.set_mapsize(0)
+                continue
+            except lmdb.Error as exc:
+                # One job's bad input (say, a key LMDB cannot hold) must not fail the jobs it was
+                # grouped with, nor kill the writer: redo them one transaction each.
+                if len(jobs) > 1:
+                    for job in jobs:
+                        self._commit([job])
+                    return
+                jobs[0].settle(StoreError(f"{self.path}: write refused: {exc}"))
+                return
+            break
+        self._last_txnid = txnid
+        self._heads.update(new_heads)
+        self._ordinals.update(new_ordinals)
+        settled_async = []
+        for job, result in zip(jobs, results, strict=True):
+            if job.future is None:
+                settled_async.append((job, result))
+            else:
+                job.settle(result)
+        settle_async(settled_async)
+        if any(job.kind == "events" for job in jobs):
+            self._notify_subscribers()
+
+    def _refresh_caches(self, txn: lmdb.Transaction) -> None:
+        # Another process may have written since our last commit: then our cached heads are stale.
+        if self._last_txnid is None or txn.id() != self._last_txnid + 1:
+            self._heads.clear()
+            self._ordinals.clear()
+        if len(self._heads) > 1_000_000:  # bounded memory on very long runs; misses hit the db
+            self._heads.clear()
+            self._ordinals.clear()
+
+    def _next_seq(self, txn: lmdb.Transaction) -> int:
+        cursor = txn.cursor(db=self._events)
+        return _U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+
+    def _last_ordinal(self, txn: lmdb.Transaction) -> int:
+        cursor = txn.cursor(db=self._heads_db)
+        return _U64.unpack(cursor.key())[0] if cursor.last() else -1
+
+    def _ordinal(self, txn: lmdb.Transaction, traj: str) -> int | None:
+        value = txn.get(stream_key(traj), db=self._streams)
+        return None if value is None else _U64.unpack(value)[0]
+
+    def _lookup_head(self, txn: lmdb.Transaction, traj: str) -> Head | None:
+        ordinal = self._ordinal(txn, traj)
+        if ordinal is None:
+            return None
+        value = txn.get(_U64.pack(ordinal), db=self._heads_db)
+        return _U32.unpack(value[:4])[0], bytes(value[4:36])
+
+    def _apply(self, txn, job: Job, next_seq: int, new_heads: dict[str, Head],
+               new_ordinals: dict[str, int]):
+        if job.kind == "events":
+            def lookup(traj: str) -> Head | None:
+                head = new_heads.get(traj) or self._heads.get(traj)
+                return head if head is not None else self._lookup_head(txn, traj)
+
+            chained, heads = chain_batch(job.items, lookup)
+            ordinals: dict[str, int] = {}
+            streams = []
+            for item in job.items:
+                traj = item.traj
+                if traj in ordinals:
+                    continue
+                ordinal = new_ordinals.get(traj)
+                if ordinal is None:
+                    ordinal = self._ordinals.get(traj)
+                if ordinal is None:
+                    ordinal = self._ordinal(txn, traj)
+                if ordinal is None:  # a new stream
+                    ordinal = self._next_ordinal
+                    self._next_ordinal += 1
+                    streams.append((item.key, _U64.pack(ordinal)))
+                ordinals[traj] = ordinal
+            seqs = list(range(next_seq, next_seq + len(chained)))
+            events_items = []
+            index_items = []
+            runs = []
+            for seq, (item, record, _digest) in zip(seqs, chained, strict=True):
+                seq_key = _U64.pack(seq)
+                events_items.append((seq_key, record))
+                index_items.append((_U64.pack(ordinals[item.traj]) + _U32.pack(item.pos),
+                                    seq_key))
+                if item.run_id is not None:
+                    runs.append((item.run_id.encode(), seq_key))
+            txn.cursor(db=self._events).putmulti(events_items, append=True)
+            index_items.sort()
+            txn.cursor(db=self._by_traj).putmulti(index_items)
+            if streams:
+                txn.cursor(db=self._streams).putmulti(sorted(streams))
+            keys = {item.traj: item.key for item in job.items}
+            txn.cursor(db=self._heads_db).putmulti(sorted(
+                (_U64.pack(ordinals[traj]), _U32.pack(pos) + digest + keys[traj])
+                for traj, (pos, digest) in heads.items()
+            ))
+            for key, value in runs:
+                txn.put(key, value, db=self._runs, overwrite=False)
+            new_heads.update(heads)
+            new_ordinals.update(ordinals)
+            return seqs, next_seq + len(seqs)
+        db = self._blobs if job.kind == "blobs" else self._cache
+        added = False
+        for key, value in job.items:
+            added = txn.put(key, value, db=db, overwrite=False) or added
+        return added, next_seq
+
+    def _grow(self) -> None:
+        with self._gate.exclusive():
+            current = self._env.info()["map_size"]
+            self._env.set_mapsize(current * 2)
