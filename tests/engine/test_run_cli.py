@@ -103,3 +103,27 @@ def test_toml_config_with_model_tables_runs_and_flags_override_it(tmp_path) -> N
     with open_store(other, create=False) as opened:
         started = [e.event for e in opened.iter_events() if isinstance(e.event, TrajectoryStarted)]
     assert [(e.setting, e.model) for e in started] == [("no_render", "scripted:cfg")]
+
+
+def test_a_price_table_turns_usage_into_a_cost_line(tmp_path) -> None:
+    store = tmp_path / "priced.lmdb"
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'dataset = "synthetic:1"\n'
+        "limit = 2\n"
+        'settings = ["cot"]\n'
+        f"store = {str(store)!r}\n"
+        "\n[[models]]\n"
+        'spec = "scripted:priced"\n'
+        '\n[prices."scripted:*"]\n'
+        "input_per_mtok = 1000000.0\n"
+        "output_per_mtok = 0.0\n"
+    )
+    done = _vaot("run", "--config", str(config), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open_store(store, create=False) as opened:
+        steps = [e.event for e in opened.iter_events() if isinstance(e.event, Step)]
+    tokens_in = sum(s.usage.input_tokens for s in steps)
+    # One dollar per input token, so the cost equals the input tokens the steps recorded.
+    assert f"scripted:priced: 2 calls, {tokens_in:,} in / " in done.stdout
+    assert f"total: {tokens_in:.4f} USD" in done.stdout
