@@ -198,7 +198,10 @@ class LmdbWriter:
                 jobs[0].settle(StoreError(f"{self.path}: write refused: {exc}"))
                 return
             break
-        self._last_txnid = txnid
+        # A transaction that wrote nothing commits without taking its txnid (LMDB skips the
+        # commit), so the next commit anywhere, perhaps another process's, reuses that id.
+        wrote = any(result and not isinstance(result, BaseException) for result in results)
+        self._last_txnid = txnid if wrote else txnid - 1
         self._heads.update(new_heads)
         self._ordinals.update(new_ordinals)
         settled_async = []
