@@ -1,0 +1,31 @@
+"""Review: a state reloaded from the store must behave like the one that was cached."""
+
+from __future__ import annotations
+
+from PIL import Image
+
+from adapters.renderers.canvas import CanvasState
+from adapters.renderers.pillow_renderer import render
+from engine.states import StateCache, encode_state
+from store.actions import GlobalStyle, Highlight
+from store.memory_store import MemoryStore
+
+DECOR = GlobalStyle(enable_decor=True)
+
+
+async def test_a_canvas_reloaded_after_eviction_keeps_its_decoration() -> None:
+    store = MemoryStore()
+    states = StateCache(store, None, capacity=2, canvas_capacity=1)
+    original = await states.add(CanvasState.from_image(Image.new("RGB", (96, 64), (40, 90, 160))))
+    base = await states.canvas(original, None, original)
+    decorated = render(base, [Highlight(target=(100, 100, 400, 400))], DECOR, seed=1)
+    assert decorated.decorated
+    hex_key = await states.add_encoded(encode_state(decorated))
+    again = [Highlight(target=(500, 500, 900, 900))]
+    expected = render(decorated, again, DECOR, seed=2).hash
+
+    await states.canvas(original, None, original)  # evicts the decorated canvas (capacity 1)
+    reloaded = await states.canvas(hex_key, decorated.frame, original)
+    assert reloaded is not decorated
+    # The step repeating its global_style must not draw the decor a second time.
+    assert render(reloaded, again, DECOR, seed=2).hash == expected
