@@ -53,7 +53,8 @@ class UnknownPolicyError(ValueError):
 def _pixel_box(box, size) -> tuple[int, int, int, int]:
     w, h = size
     x1, y1, x2, y2 = box
-    px1, py1 = int(x1 * w / SCALE), int(y1 * h / SCALE)
+    # A target on the right or bottom edge (x or y = 1000) starts at the last pixel, not past it.
+    px1, py1 = min(int(x1 * w / SCALE), w - 1), min(int(y1 * h / SCALE), h - 1)
     px2, py2 = max(px1 + 1, int(x2 * w / SCALE + 0.5)), max(py1 + 1, int(y2 * h / SCALE + 0.5))
     return px1, py1, min(px2, w), min(py2, h)
 
