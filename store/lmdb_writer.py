@@ -45,7 +45,7 @@ class LmdbWriter:
         with self._batch_lock:
             # Anything an event loop queued before this call goes first.
             self._flush_locked()
-            self._queue.put(job)
+            self._hand_over(job)
         return job.future  # type: ignore[return-value]
 
     def _submit_async(self, kind: str, items: Sequence) -> asyncio.Future:
@@ -73,7 +73,15 @@ class LmdbWriter:
         self._flush_scheduled = False
         if self._batch:
             batch, self._batch = self._batch, []
-            self._queue.put(batch)
+            self._hand_over(batch)
+
+    def _hand_over(self, item: Job | list[Job]) -> None:
+        self._queue.put(item)
+        # The writer may have died since the job was accepted, after it failed what was queued:
+        # then nobody would ever settle this one. It sets the error before it drains the queue.
+        error = self._writer_error
+        if error is not None:
+            self._fail_pending(error)
 
     async def append(self, events: Sequence[Event]) -> list[int]:
         """Append events; returns their sequence numbers once they are durable."""
