@@ -116,8 +116,13 @@ class _Writes:
     async def settle_older(self, keep: int) -> None:
         """Await all but the ``keep`` most recent writes (surfacing any error)."""
         older, self.futures = self.futures[:-keep or None], self.futures[-keep:] if keep else []
-        for future in older:
-            await future
+        if not older:
+            return
+        # Await every one (so no error goes unobserved), then raise the first error.
+        results = await asyncio.gather(*older, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def settle(self) -> None:
         await self.settle_older(0)

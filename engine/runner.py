@@ -45,7 +45,6 @@ class RunResult(msgspec.Struct):
     outcomes: list[Outcome]
     wall_s: float
     calls: int
-    interrupted: bool = False
 
 
 def run_identity(config: RunConfig) -> dict:
@@ -181,18 +180,16 @@ async def run_jobs(
             if on_outcome is not None:
                 on_outcome(job, outcome)
 
-    interrupted = False
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(min(config.concurrency, len(jobs)) or 1):
                 group.create_task(worker())
-    except asyncio.CancelledError:
-        interrupted = True
-        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        # Renders still running finish off the loop (a cancelled run must not block it).
+        pool.shutdown(wait=False, cancel_futures=True)
+        await asyncio.shield(asyncio.to_thread(pool.shutdown, wait=True))
         if owned:
             for adapter in adapters.values():
                 await adapter.aclose()
     calls = sum(o.calls for o in outcomes)
-    return RunResult(run_id, outcomes, time.monotonic() - started, calls, interrupted)
+    return RunResult(run_id, outcomes, time.monotonic() - started, calls)
