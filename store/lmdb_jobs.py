@@ -84,16 +84,25 @@ class ReadGate:
         self._cond = threading.Condition()
         self._readers = 0
         self._resizing = False
+        self._mine = threading.local()
+
+    def held_here(self) -> bool:
+        """Whether this thread has a read open (then it must not wait for an exclusive hold)."""
+        return getattr(self._mine, "count", 0) > 0
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
         with self._cond:
-            while self._resizing:
+            # A thread that already reads may nest another read even while a resize waits:
+            # making it wait would deadlock (the resize waits for this thread's first read).
+            while self._resizing and not self.held_here():
                 self._cond.wait()
             self._readers += 1
+        self._mine.count = getattr(self._mine, "count", 0) + 1
         try:
             yield
         finally:
+            self._mine.count -= 1
             with self._cond:
                 self._readers -= 1
                 if self._readers == 0:

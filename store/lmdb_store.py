@@ -40,6 +40,7 @@ from store.errors import (
     NotAStoreError,
     SchemaVersionError,
     StoreClosedError,
+    StoreError,
 )
 from store.events import SCHEMA_VERSION, StoredEvent, decode_record
 from store.lmdb_jobs import STOP, Job, ReadGate
@@ -159,17 +160,30 @@ class LmdbStore(LmdbWriter, Recorder):
         if pinned is not None:
             yield pinned
             return
-        with self._gate.reading():
-            try:
-                txn = self._env.begin(buffers=True)
-            except lmdb.MapResizedError:
-                # Another process grew the map: adopt its size and retry once.
+        nested = self._gate.held_here()  # this thread already has a read open
+        for attempt in range(2):
+            with self._gate.reading():
+                try:
+                    txn = self._env.begin(buffers=True)
+                except lmdb.MapResizedError:
+                    if attempt or nested:
+                        # Adopting the new size would invalidate the read this thread still has
+                        # open (an unfinished iteration): finish that one first.
+                        raise StoreError(
+                            f"{self.path}: another process grew the store while this thread "
+                            "had a read open; finish (or close) that iteration and retry"
+                        ) from None
+                    txn = None
+                if txn is not None:
+                    try:
+                        yield txn
+                    finally:
+                        txn.abort()
+                    return
+            # Another process grew the map. Adopting its size invalidates every transaction of
+            # this process, so wait until none is open (readers and the writer alike).
+            with self._gate.exclusive():
                 self._env.set_mapsize(0)
-                txn = self._env.begin(buffers=True)
-            try:
-                yield txn
-            finally:
-                txn.abort()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[LmdbStore]:

@@ -176,7 +176,9 @@ class LmdbWriter:
             new_heads: dict[str, Head] = {}
             new_ordinals: dict[str, int] = {}
             try:
-                with self._env.begin(write=True) as txn:
+                # The write transaction counts as a reader of the map: a thread adopting a map
+                # grown by another process must not resize it under an open transaction.
+                with self._gate.reading(), self._env.begin(write=True) as txn:
                     self._refresh_caches(txn)
                     next_seq = self._next_seq(txn)
                     self._next_ordinal = self._last_ordinal(txn) + 1

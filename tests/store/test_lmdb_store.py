@@ -194,3 +194,21 @@ def test_instances_follow_each_other_through_map_growth(tmp_path: Path) -> None:
         assert first.append_sync([step("a", 100, "y" * 100_000)]) == [102]
         report = verify(first)
         assert report.ok, report.problems
+
+
+def test_a_read_nested_in_an_open_iteration_across_growth_is_refused_not_deadlocked(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s"
+    with LmdbStore(path, map_size=SMALL_MAP) as first:
+        first.append_sync([step("b", 0)])
+        heads = first.iter_heads()
+        assert next(heads)[0] == "b"  # this thread now holds a read transaction open
+        assert len(_append_elsewhere(path, "a", 0, 100, text_size=2000)) == 100
+        # Adopting the grown map would invalidate the open iteration, and waiting for it would
+        # wait for ourselves: a clear StoreError instead.
+        with pytest.raises(StoreError, match="another process grew the store"):
+            first.read_trajectory("a")
+        heads.close()
+        assert len(first.read_trajectory("a")) == 100  # with the iteration closed, it adopts
+        assert verify(first).ok
