@@ -118,11 +118,13 @@ class _Writes:
         older, self.futures = self.futures[:-keep or None], self.futures[-keep:] if keep else []
         if not older:
             return
-        # Await every one (so no error goes unobserved), then raise the first error.
-        results = await asyncio.gather(*older, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        if not all(future.done() for future in older):  # usually they are: no gather needed
+            await asyncio.wait(older)
+        # Observe every one (so no error goes unnoticed), then raise the first error.
+        errors = [f.exception() for f in older]
+        for error in errors:
+            if error is not None:
+                raise error
 
     async def settle(self) -> None:
         await self.settle_older(0)
