@@ -28,7 +28,7 @@ _MAX_DEPTH = 64  # deeper nesting is never an action; refuse rather than recurse
 
 _OPEN_TO_CLOSE = {'"': '"', "'": "'", "“": "”", "”": "”", "„": "“", "‘": "’", "’": "’", "`": "`"}
 _ENDERS_AFTER_STRING = set(",}]:)") | set(_OPEN_TO_CLOSE) | {'"'}
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)  # JSON digits are ASCII
 _BARE_WORD = re.compile(r"[^\s,:{}\[\]()\"'“”‘’]+")
 _WORDS = {
     "true": "true", "false": "false", "null": "null",
