@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import Protocol
 
 import msgspec
@@ -51,7 +52,7 @@ class DatasetLoader(Protocol):
     def skipped(self) -> list[SkippedRow]: ...
 
 
-class CachedLoader:
+class CachedLoader(abc.ABC):
     """A file-backed loader's shell: ``_load`` runs once, on first use, and reports unusable rows
     by appending them to ``_skipped``.
 
@@ -76,5 +77,6 @@ class CachedLoader:
         self.samples()
         return self._skipped
 
+    @abc.abstractmethod
     def _load(self) -> list[Sample]:
-        raise NotImplementedError
+        """Read the dataset once; rows that cannot be used go to ``self._skipped``."""

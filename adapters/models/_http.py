@@ -8,6 +8,7 @@ retries: that is the engine's job (engine/retry.py).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import email.utils
 import time
@@ -312,7 +313,7 @@ def sampling_fields(request: ModelRequest, **names: str) -> dict[str, Any]:
     return {names[k]: v for k, v in values.items() if k in names and v is not None}
 
 
-class HttpAdapter:
+class HttpAdapter(abc.ABC):
     """What the HTTP provider adapters share: name, endpoint, API key, one :class:`JsonClient`,
     and ``generate`` as build the body, POST it, parse the reply.
 
@@ -348,21 +349,22 @@ class HttpAdapter:
         """The API key; required unless a provider says otherwise."""
         return read_key(key_env, provider=self.provider)
 
+    @abc.abstractmethod
     def _auth_headers(self, key: str | None) -> dict[str, str]:
-        raise NotImplementedError
+        ...
 
     def _reply_error(self, message: str, kind: str, retry: str = "transient") -> ModelCallError:
         return provider_reply_error(
             message, kind=kind, retry=retry, provider=self.provider, model=self.model
         )
 
+    @abc.abstractmethod
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for ``request``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def parse_reply(self, data: Any) -> ModelReply:
         """The :class:`ModelReply` for a decoded 200 body; unusable replies raise classified."""
-        raise NotImplementedError
 
     async def generate(self, request: ModelRequest) -> ModelReply:
         """One call; failures raise a classified ``ModelCallError``."""
