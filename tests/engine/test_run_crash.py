@@ -228,11 +228,10 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
             }
         cached_at_kill = _cached_tags(store_path)
         assert len(steps_at_kill) >= KILL_AFTER_STEPS
-        print(
+        assert cached_at_kill <= set(range(answered_before)), (
             f"at the kill: {len(steps_at_kill)} steps committed, {len(cached_at_kill)} replies "
             f"cached, {answered_before} answered by the server"
         )
-        assert cached_at_kill <= set(range(answered_before))
 
         rerun = subprocess.run(
             command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120

@@ -14,6 +14,7 @@ first stdout line and serves ``GET /_fake/requests`` (JSON list of what it saw).
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import base64
@@ -186,7 +187,7 @@ def summarize(body: Any, key: str = "") -> Any:
 Replies = Sequence[str | ReplySpec | dict] | Callable[[RequestView], str | ReplySpec | dict]
 
 
-class FakeServer:
+class FakeServer(abc.ABC):
     """Base fake: subclasses set ``provider``/``prefix`` and implement the ``_``-hooks below.
 
     Args:
@@ -241,23 +242,29 @@ class FakeServer:
 
     # -- hooks for subclasses --------------------------------------------------------------
 
+    @abc.abstractmethod
     def _routes(self) -> list[web.RouteDef]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _presented_key(self, request: web.Request) -> str | None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _validate(self, request: web.Request, body: Any) -> list[str]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _view(self, request: web.Request, body: Any) -> RequestView:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _render(self, view: RequestView, spec: ReplySpec) -> dict:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _error_body(self, status: int, message: str, etype: str) -> dict:
-        raise NotImplementedError
+        ...
 
     async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
         """Provider-specific faults; ``None`` means "not mine"."""
