@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,12 @@ def start_server(mode: str, latency_ms: float, steps: int) -> tuple[subprocess.P
     return proc, port
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def make_samples(n: int, distinct: int) -> list[Sample]:
     pool = generate(n_per_family=max(1, distinct // 7 + 1), seed=7)[:distinct]
     return [
@@ -93,15 +100,18 @@ async def run_phase(mode: str, args, samples: list[Sample], root: Path):
         store = open_store(config.store)
         finished: list[float] = []
         cpu0 = time.process_time()
+        loop_cpu0 = time.thread_time()
         start = time.monotonic()
         result = await run_jobs(config, store, samples, adapters={spec: adapter},
                                 on_outcome=lambda job, outcome: finished.append(time.monotonic()))
         wall = time.monotonic() - start
         cpu = time.process_time() - cpu0
+        loop_cpu = time.thread_time() - loop_cpu0
         await adapter.aclose()
         rendered = sum(1 for e in store.iter_events()
                        if isinstance(e.event, Step) and e.event.faithful_state)
         store.close()
+        server_cpu = process_cpu(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -113,7 +123,7 @@ async def run_phase(mode: str, args, samples: list[Sample], root: Path):
     # over) to the moment the queue ran dry.
     first = min(adapter.done)
     calls_steady = sum(1 for t in adapter.done if first < t <= full_until)
-    return {"wall": wall, "cpu": cpu, "calls": len(adapter.done), "rendered": rendered,
+    return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu, "server_cpu": server_cpu, "calls": len(adapter.done), "rendered": rendered,
             "full_rate": calls_full / (full_until - start),
             "steady_rate": calls_steady / (full_until - first), "failed": failed}
 
@@ -144,28 +154,32 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--steps", type=int, default=5, help="model calls per trajectory")
     parser.add_argument("--distinct-images", type=int, default=64)
+    parser.add_argument("--phase", choices=("A", "B", "both"), default="both",
+                        help="run one phase only (for profiling)")
     args = parser.parse_args()
     samples = make_samples(args.trajectories, args.distinct_images)
     root = Path(tempfile.mkdtemp(prefix="vaot-rollout-"))
     try:
-        a = asyncio.run(run_phase("text", args, samples, root))
-        b = asyncio.run(run_phase("zoom", args, samples, root))
+        a = asyncio.run(run_phase("text", args, samples, root)) if args.phase != "B" else None
+        b = asyncio.run(run_phase("zoom", args, samples, root)) if args.phase != "A" else None
     finally:
         shutil.rmtree(root)
-    base = standalone_cost(samples, args.steps)
     ideal = args.in_flight / (args.latency_ms / 1000)
-    per_step = b["cpu"] / max(1, b["rendered"])
     print(f"{args.trajectories} trajectories x {args.steps} calls, {args.in_flight} in flight, "
           f"{args.latency_ms:g} ms latency, 512x512 images")
-    print(f"A cached images: {a['calls']} calls in {a['wall']:.2f} s; while all slots busy "
-          f"{a['full_rate']:,.0f} calls/s vs ideal {ideal:,.0f}: ratio {a['full_rate'] / ideal:.2f}"
-          f" (goal >= 0.9); steady state after the first reply {a['steady_rate']:,.0f} calls/s, "
-          f"ratio {a['steady_rate'] / ideal:.2f}; engine CPU {1e6 * a['cpu'] / a['calls']:.0f} µs "
-          f"per call; failed trajectories {a['failed']}")
-    print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
-          f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
-          f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "
-          f"(goal <= 1.3); failed trajectories {b['failed']}")
+    if a is not None:
+        print(f"A cached images: {a['calls']} calls in {a['wall']:.2f} s; while all slots busy "
+              f"{a['full_rate']:,.0f} calls/s vs ideal {ideal:,.0f}: ratio {a['full_rate'] / ideal:.2f}"
+              f" (goal >= 0.9); steady state after the first reply {a['steady_rate']:,.0f} calls/s, "
+              f"ratio {a['steady_rate'] / ideal:.2f}; engine CPU {1e6 * a['cpu'] / a['calls']:.0f} µs "
+              f"per call ({1e6 * a['loop_cpu'] / a['calls']:.0f} µs in the event loop's thread; fake server {1e6 * a['server_cpu'] / a['calls']:.0f} µs); failed trajectories {a['failed']}")
+    if b is not None:
+        base = standalone_cost(samples, args.steps)
+        per_step = b["cpu"] / max(1, b["rendered"])
+        print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
+              f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
+              f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "
+              f"(goal <= 1.3); failed trajectories {b['failed']}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ from store.events import (
 )
 from store.recorder import Recorder
 
-__all__ = ["Outcome", "Runtime", "TrajectoryJob", "run_trajectory"]
+__all__ = ["Outcome", "PendingWrites", "Runtime", "TrajectoryJob", "drive_trajectory",
+           "run_trajectory"]
 
 
 class TrajectoryJob(msgspec.Struct, frozen=True):
@@ -98,45 +99,71 @@ class Runtime:
         self.sleep = sleep
 
 
-class _Writes:
+class PendingWrites:
     """Store writes a trajectory queued but has not awaited yet.
 
     A step's reply, blobs and event are queued without waiting for their commit, and the next
     model call starts at once: durability overlaps the network. The writer commits in queue
     order, so nothing can become durable before what it depends on, and every write is awaited
-    before the trajectory reports its outcome.
+    before the trajectory's outcome is reported.
     """
 
     def __init__(self) -> None:
-        self.futures: list[asyncio.Future] = []
+        self.previous: list[asyncio.Future] = []
+        self.current: list[asyncio.Future] = []
 
     def add(self, future: asyncio.Future) -> None:
-        self.futures.append(future)
+        self.current.append(future)
 
-    async def settle_older(self, keep: int) -> None:
-        """Await all but the ``keep`` most recent writes (surfacing any error)."""
-        older, self.futures = self.futures[:-keep or None], self.futures[-keep:] if keep else []
-        if not older:
-            return
-        if not all(future.done() for future in older):  # usually they are: no gather needed
-            await asyncio.wait(older)
-        # Observe every one (so no error goes unnoticed), then raise the first error.
-        errors = [f.exception() for f in older]
-        for error in errors:
-            if error is not None:
-                raise error
+    async def step_done(self) -> None:
+        """Close a step: await the writes of the step before it (queued one model call ago, so
+        usually durable already) and keep this step's landing while the next call runs. This
+        bounds each trajectory to two steps of writes in flight."""
+        older, self.previous, self.current = self.previous, self.current, []
+        await _settle(older)
 
     async def settle(self) -> None:
-        await self.settle_older(0)
+        """Await every queued write (raising the first error)."""
+        older, self.previous, self.current = self.previous + self.current, [], []
+        await _settle(older)
+
+    def all_done(self) -> bool:
+        """Nothing left to wait for (an error, if any, is still raised by ``settle``)."""
+        return all(f.done() and not f.cancelled() and f.exception() is None
+                   for f in (*self.previous, *self.current))
+
+
+async def _settle(futures: list[asyncio.Future]) -> None:
+    if not futures:
+        return
+    if not all(future.done() for future in futures):  # usually they are: no gather needed
+        await asyncio.wait(futures)
+    # Observe every one (so no error goes unnoticed), then raise the first error.
+    errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
 
 
 async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
-    """Run (or resume, or skip) one trajectory to its end."""
+    """Run (or resume, or skip) one trajectory to its end; returns once all of it is durable."""
+    outcome, writes = await drive_trajectory(job, rt)
+    await writes.settle()
+    return outcome
+
+
+async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrites]:
+    """Run (or resume, or skip) one trajectory until its last event is queued.
+
+    Returns the outcome and the writes still in flight: the caller awaits ``settle()`` before it
+    reports the outcome, but need not hold a model-call slot while the last commit lands.
+    """
     store = rt.store
+    writes = PendingWrites()
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
     if state.finished is not None:
         f = state.finished
-        return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True)
+        return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True), writes
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
     original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")
@@ -149,7 +176,8 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
             sample_meta={"category": sample.category, "group": sample.group,
                          "family": sample.family, "answer": sample.answer},
         )
-        await store.append([started])
+        # Queued, not awaited: every later write of this trajectory commits after it.
+        writes.add(store.append_nowait([started]))
         state.started = started
     adapter = rt.adapters[job.model]
     limiter = rt.limiters.get(job.model)
@@ -157,7 +185,6 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
     policy = SETTING_POLICY[job.setting]
     max_steps = 1 if job.setting == "cot" else rt.max_steps
     calls = tokens = 0
-    writes = _Writes()
     # Only a trajectory that already had events can have cached replies from an earlier
     # process (even with no step committed: a crash may fall between a step's reply and its
     # event); and after its first cache miss, no later step can have one either.
@@ -174,7 +201,7 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
     while True:
         step_no = state.next_step
         if step_no > max_steps:
-            return await _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
+            return _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
         current_hex, frame = state.current_state(original)
         request = build_request(
             setting=job.setting, question=sample.question, choices=sample.choices,
@@ -203,7 +230,7 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
                     kind=exc.kind, retry=exc.retry, status=exc.status,
                     retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
                 )])
-                return await _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
+                return _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
             encoded = encode_reply(reply)
             # Also under the bare request hash, which the cassette adapter reads: a run recorded
@@ -215,17 +242,16 @@ async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            current_hex, frame, original, dialect, convention, policy,
                            latency_ms, cached is not None, writes)
-        # Keep at most this step's writes in flight while the next call goes out.
-        await writes.settle_older(keep=3)
+        await writes.step_done()
         last = state.steps[-1]
         if last.final_answer is not None:
-            return await _finish(rt, state, job, ctx, "answered", last.final_answer, calls, tokens,
+            return _finish(rt, state, job, ctx, "answered", last.final_answer, calls, tokens,
                                  writes)
 
 
 async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, step_no, max_steps,
                        current_hex, frame, original, dialect, convention, policy, latency_ms,
-                       from_cache, writes: _Writes) -> None:
+                       from_cache, writes: PendingWrites) -> None:
     canvas = None
     canvas_size = None
     if dialect != "vaot":
@@ -317,14 +343,14 @@ def _source_state(state: TrajectoryState, source: str, current_hex: str, frame, 
     return current_hex, frame
 
 
-async def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: _Writes,
-                  error=None) -> Outcome:
+def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: PendingWrites,
+                  error=None) -> tuple[Outcome, PendingWrites]:
     finished = TrajectoryFinished(
         traj=job.traj, pos=state.take_pos(), at=ctx.now(), status=status, answer=answer,
         steps=len(state.steps), error=error,
     )
     writes.add(rt.store.append_nowait([finished]))
-    await writes.settle()
     state.finished = finished
-    return Outcome(job.traj, status, answer, len(state.steps), calls=calls, tokens=tokens,
-                   error=error)
+    outcome = Outcome(job.traj, status, answer, len(state.steps), calls=calls, tokens=tokens,
+                      error=error)
+    return outcome, writes

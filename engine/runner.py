@@ -23,7 +23,7 @@ from adapters.renderers.pillow_renderer import RENDERER_VERSION
 from engine.config import RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
-from engine.driver import Outcome, Runtime, TrajectoryJob, run_trajectory
+from engine.driver import Outcome, PendingWrites, Runtime, TrajectoryJob, drive_trajectory
 from engine.ids import run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
@@ -158,14 +158,24 @@ async def run_jobs(
         queue.put_nowait(job)
     outcomes: list[Outcome] = []
 
-    async def worker() -> None:
+    def report(job: TrajectoryJob, outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(job, outcome)
+
+    async def report_when_durable(job: TrajectoryJob, outcome: Outcome,
+                                  writes: PendingWrites) -> None:
+        await writes.settle()  # a StoreError here ends the run, as in a worker
+        report(job, outcome)
+
+    async def worker(group: asyncio.TaskGroup) -> None:
         while True:
             try:
                 job = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             try:
-                outcome = await run_trajectory(job, runtime)
+                outcome, writes = await drive_trajectory(job, runtime)
             except (StoreError, asyncio.CancelledError):
                 raise  # the log itself is in trouble, or we are stopping: end the run
             except Exception as exc:
@@ -174,16 +184,19 @@ async def run_jobs(
                 # after a fix) tries it again; the log file keeps the traceback.
                 log.exception("trajectory_error", traj=job.traj, model=job.model,
                               setting=job.setting, sample=job.sample.id)
-                outcome = Outcome(job.traj, "failed", None, 0,
-                                  error=f"{type(exc).__name__}: {exc}")
-            outcomes.append(outcome)
-            if on_outcome is not None:
-                on_outcome(job, outcome)
+                report(job, Outcome(job.traj, "failed", None, 0,
+                                    error=f"{type(exc).__name__}: {exc}"))
+                continue
+            # The slot is free once the last event is queued; its commit lands meanwhile.
+            if writes.all_done():
+                report(job, outcome)
+            else:
+                group.create_task(report_when_durable(job, outcome, writes))
 
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(min(config.concurrency, len(jobs)) or 1):
-                group.create_task(worker())
+                group.create_task(worker(group))
     finally:
         # Renders still running finish off the loop (a cancelled run must not block it).
         pool.shutdown(wait=False, cancel_futures=True)
