@@ -12,8 +12,9 @@ import msgspec
 
 __all__ = ["Block", "bare_json_blocks", "fenced_blocks", "starts_line", "tagged_blocks"]
 
-_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:(?P<close>\1)|\Z)", re.DOTALL)
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?")
 _QUOTES = "\"'“”‘’"
+_OPENER = re.compile(r"\{|\[\s*\{")  # where a bare JSON object (or array of objects) may start
 _CLOSER = {'"': '"', "'": "'", "“": "”", "”": "”", "‘": "’", "’": "’"}
 
 
@@ -34,11 +35,21 @@ class Block(msgspec.Struct, frozen=True):
 def fenced_blocks(text: str) -> list[Block]:
     """Markdown code fences (``` or ~~~), including one left open at the end of the reply."""
     blocks = []
-    for m in _FENCE.finditer(text):
-        closed = m.group("close") is not None
-        blocks.append(
-            Block(m.start(), m.end(), m.group(3), "fence", m.group(2).lower(), closed=closed)
-        )
+    if "```" not in text and "~~~" not in text:
+        return blocks
+    pos = 0
+    # The opening line by regex, the closing fence (the same run of ` or ~) by str.find: a lazy
+    # regex body would test for the closer at every character.
+    while (m := _FENCE_OPEN.search(text, pos)) is not None:
+        fence = m.group(1)
+        close = text.find(fence, m.end())
+        closed = close >= 0
+        body_end = close if closed else len(text)
+        pos = body_end + len(fence) if closed else len(text)
+        blocks.append(Block(m.start(), pos, text[m.end() : body_end], "fence",
+                            m.group(2).lower(), closed=closed))
+        if not closed:
+            break
     return blocks
 
 
@@ -118,21 +129,18 @@ def bare_json_blocks(text: str, looks_relevant: re.Pattern[str]) -> list[Block]:
     LaTeX are not mistaken for actions. A candidate the reply never closed runs to the end.
     """
     blocks = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "{" or (c == "[" and re.match(r"\[\s*\{", text[i : i + 64])):
-            end, closed = _balanced_end(text, i)
-            body = text[i:end]
-            if looks_relevant.search(body):
-                blocks.append(Block(i, end, body, "bare", closed=closed))
-                i = end
-                continue
-            if not closed:
-                break  # the rest of the text holds nothing relevant, so no part of it does
-            i = end
-            continue
-        i += 1
+    i = 0
+    # Jump from opener to opener (a regex scan, not a Python loop over every character: replies
+    # run to thousands of characters and this runs on every step).
+    while (m := _OPENER.search(text, i)) is not None:
+        i = m.start()
+        end, closed = _balanced_end(text, i)
+        body = text[i:end]
+        if looks_relevant.search(body):
+            blocks.append(Block(i, end, body, "bare", closed=closed))
+        elif not closed:
+            break  # the rest of the text holds nothing relevant, so no part of it does
+        i = max(end, i + 1)
     return blocks
 
 

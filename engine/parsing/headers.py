@@ -19,6 +19,9 @@ _HEADER = re.compile(
     rf"[ \t]*(?P<close>{_EMPH})[ \t]*(?P<colon>[:：]|[-–—](?=\s))?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
+# Where a marker can start: exactly the strings the head of _HEADER matches, re.IGNORECASE
+# included (ſ folds to s), found by three cheap scans instead of one case-insensitive one.
+_STEP_WORD = re.compile("[sSſ][tT][eE][pP]")
 _KIND_WORDS = re.compile(r"text|thought|reason|action|descr|visual|文本|动作|描述|思考", re.I)
 _ACTION_WORDS = re.compile(r"action|visual|动作", re.I)
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>\-+][ \t]*)*")
@@ -42,7 +45,7 @@ def find_step_headers(text: str) -> list[StepHeader]:
     "as in step 2 we…" is not split.
     """
     headers = []
-    for m in _HEADER.finditer(text):
+    for m in _markers(text):
         kind_text = m.group("kind")
         named = kind_text is not None and _KIND_WORDS.search(kind_text) is not None
         at_line_start = starts_line(text, _LINE_LEAD, _lead_start(text, m.start()))
@@ -56,6 +59,26 @@ def find_step_headers(text: str) -> list[StepHeader]:
         bold = bold or "*" in text[start : m.start()] or "_" in text[start : m.start()]
         headers.append(StepHeader(start, m.end(), int(m.group("num")), kind, bold, colon))
     return headers
+
+
+def _markers(text: str) -> list[re.Match[str]]:
+    """What ``_HEADER.finditer(text)`` yields, trying the pattern only where it can start."""
+    starts = [m.start() for m in _STEP_WORD.finditer(text)]
+    for word in ("步骤", "第"):
+        pos = text.find(word)
+        while pos >= 0:
+            starts.append(pos)
+            pos = text.find(word, pos + 1)
+    out: list[re.Match[str]] = []
+    end = 0
+    for pos in sorted(starts):
+        if pos < end:
+            continue  # inside the previous match, as finditer would skip it
+        m = _HEADER.match(text, pos)
+        if m is not None:
+            out.append(m)
+            end = m.end()
+    return out
 
 
 def _lead_start(text: str, pos: int) -> int:

@@ -1,0 +1,65 @@
+"""The parser's fast scans find exactly what the plain regexes they replaced would find.
+
+Each oracle below is the original single-regex formulation; hypothesis feeds both text built
+from the characters that matter (case variants and their Unicode folds included).
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.parsing import answer
+from engine.parsing.answer import find_final_answer
+from engine.parsing.blocks import fenced_blocks
+from engine.parsing.headers import _HEADER, _markers
+
+_ORACLE_FENCE = re.compile(
+    r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:(?P<close>\1)|\Z)", re.DOTALL
+)
+
+_PIECES = st.sampled_from([
+    "Step", "STEP", "ſtep", "step", "步骤", "第", "1", "2", " (Text)", "(Action)", ":", "**",
+    "final", "FİNAL", "fınal", "Final Answer", " answer", " is ", "最终答案", "最终", "\n", " ",
+    "```", "````", "~~~", "json", "{", "}", "x", "`",
+])
+texts = st.lists(_PIECES, max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_header_candidates_match_finditer(text: str) -> None:
+    fast = [(m.start(), m.end()) for m in _markers(text)]
+    assert fast == [(m.start(), m.end()) for m in _HEADER.finditer(text)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_fences_match_the_lazy_regex(text: str) -> None:
+    fast = [(b.start, b.end, b.body, b.lang, b.closed) for b in fenced_blocks(text)]
+    oracle = [
+        (m.start(), m.end(), m.group(3), m.group(2).lower(), m.group("close") is not None)
+        for m in _ORACLE_FENCE.finditer(text)
+    ]
+    assert fast == oracle
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_final_hint_changes_no_answer(text: str) -> None:
+    guarded = find_final_answer(text)
+    saved = answer._FINAL
+    answer._FINAL = re.compile("")  # matches everywhere: every scan runs, as before the guard
+    try:
+        unguarded = find_final_answer(text)
+    finally:
+        answer._FINAL = saved
+    assert guarded == unguarded
+
+
+def test_final_hint_covers_every_case_fold() -> None:
+    for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
+                     "最终答案：3", "The final answer is 3"):
+        assert find_final_answer(spelling) is not None, spelling
