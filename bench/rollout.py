@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,37 +29,18 @@ from pathlib import Path
 
 from adapters.datasets.base import Sample
 from adapters.datasets.synthetic import generate
-from adapters.models.base import AdapterOptions
-from adapters.models.openai import create as create_openai
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import encode_png
 from adapters.renderers.images import load_image
 from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
 from engine.runner import run_jobs
+from engine.workers import run_in_workers
 from store import open_store
 from store.actions import Zoom
-from store.events import Step
+from store.events import Step, TrajectoryFinished
 
 HERE = Path(__file__).resolve().parent
-
-
-class CountingAdapter:
-    """Wraps the real OpenAI adapter to timestamp every completed call."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.connection_key = inner.connection_key
-        self.done: list[float] = []
-
-    async def generate(self, request):
-        reply = await self.inner.generate(request)
-        self.done.append(time.monotonic())
-        return reply
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def start_server(mode: str, latency_ms: float, steps: int) -> tuple[subprocess.Popen, int]:
@@ -69,6 +51,13 @@ def start_server(mode: str, latency_ms: float, steps: int) -> tuple[subprocess.P
     )
     port = int(proc.stdout.readline())
     return proc, port
+
+
+def engine_cpu() -> float:
+    """CPU seconds of this process plus its joined child processes (the workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def process_cpu(pid: int) -> float:
@@ -86,44 +75,53 @@ def make_samples(n: int, distinct: int) -> list[Sample]:
     ]
 
 
-async def run_phase(mode: str, args, samples: list[Sample], root: Path):
+def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
+    """One phase against a fresh fake server; timings are read back from the store's events
+    (a Step's ``at`` is stamped as its reply is recorded), so one process or several are
+    measured the same way."""
     proc, port = start_server(mode, args.latency_ms, args.steps)
     try:
         base_url = f"http://127.0.0.1:{port}/v1"
         spec = "openai:bench"
-        adapter = CountingAdapter(create_openai("bench", AdapterOptions(base_url=base_url)))
         config = RunConfig(
             models=(ModelConfig(spec, base_url=base_url, max_concurrency=args.in_flight),),
             dataset="bench", settings=("vaot",), store=str(root / f"{mode}.lmdb"),
-            concurrency=args.in_flight, max_steps=args.steps + 1, seed=1,
+            concurrency=args.in_flight, max_steps=args.steps + 1, seed=1, workers=args.workers,
         )
         store = open_store(config.store)
-        finished: list[float] = []
-        cpu0 = time.process_time()
+        cpu0 = engine_cpu()
         loop_cpu0 = time.thread_time()
-        start = time.monotonic()
-        result = await run_jobs(config, store, samples, adapters={spec: adapter},
-                                on_outcome=lambda job, outcome: finished.append(time.monotonic()))
-        wall = time.monotonic() - start
-        cpu = time.process_time() - cpu0
+        start = time.time()
+        if args.workers > 1:
+            result = run_in_workers(config, store, samples)
+        else:
+            result = asyncio.run(run_jobs(config, store, samples))
+        wall = time.time() - start
+        cpu = engine_cpu() - cpu0  # this process and the workers it has joined
         loop_cpu = time.thread_time() - loop_cpu0
-        await adapter.aclose()
-        rendered = sum(1 for e in store.iter_events()
-                       if isinstance(e.event, Step) and e.event.faithful_state)
-        store.close()
         server_cpu = process_cpu(proc.pid)
+        replies, finished, rendered = [], [], 0
+        for stored in store.iter_events():
+            event = stored.event
+            if isinstance(event, Step) and not event.from_cache:
+                replies.append(event.at)
+                rendered += event.faithful_state is not None
+            elif isinstance(event, TrajectoryFinished):
+                finished.append(event.at)
+        store.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
     failed = sum(1 for o in result.outcomes if o.status == "failed")
     # All slots stay busy until the queue runs dry: when len(samples) - in_flight have finished.
     full_until = sorted(finished)[max(0, len(samples) - args.in_flight - 1)]
-    calls_full = sum(1 for t in adapter.done if t <= full_until)
+    calls_full = sum(1 for t in replies if t <= full_until)
     # Steady state: from the first reply (start-up — loading originals, the first commits — is
     # over) to the moment the queue ran dry.
-    first = min(adapter.done)
-    calls_steady = sum(1 for t in adapter.done if first < t <= full_until)
-    return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu, "server_cpu": server_cpu, "calls": len(adapter.done), "rendered": rendered,
+    first = min(replies)
+    calls_steady = sum(1 for t in replies if first < t <= full_until)
+    return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu if args.workers == 1 else None,
+            "server_cpu": server_cpu, "calls": len(replies), "rendered": rendered,
             "full_rate": calls_full / (full_until - start),
             "steady_rate": calls_steady / (full_until - first), "failed": failed}
 
@@ -147,6 +145,12 @@ def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> float:
     return total / count
 
 
+def loop_note(phase: dict) -> str:
+    if phase["loop_cpu"] is None:
+        return ""
+    return f"{1e6 * phase['loop_cpu'] / phase['calls']:.0f} µs in the event loop's thread; "
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trajectories", type=int, default=2000)
@@ -154,25 +158,28 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--steps", type=int, default=5, help="model calls per trajectory")
     parser.add_argument("--distinct-images", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="engine processes (vaot run --workers); the in-flight trajectories "
+                        "are split between them")
     parser.add_argument("--phase", choices=("A", "B", "both"), default="both",
                         help="run one phase only (for profiling)")
     args = parser.parse_args()
     samples = make_samples(args.trajectories, args.distinct_images)
     root = Path(tempfile.mkdtemp(prefix="vaot-rollout-"))
     try:
-        a = asyncio.run(run_phase("text", args, samples, root)) if args.phase != "B" else None
-        b = asyncio.run(run_phase("zoom", args, samples, root)) if args.phase != "A" else None
+        a = run_phase("text", args, samples, root) if args.phase != "B" else None
+        b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
     finally:
         shutil.rmtree(root)
     ideal = args.in_flight / (args.latency_ms / 1000)
     print(f"{args.trajectories} trajectories x {args.steps} calls, {args.in_flight} in flight, "
-          f"{args.latency_ms:g} ms latency, 512x512 images")
+          f"{args.latency_ms:g} ms latency, 512x512 images, {args.workers} engine process(es)")
     if a is not None:
         print(f"A cached images: {a['calls']} calls in {a['wall']:.2f} s; while all slots busy "
               f"{a['full_rate']:,.0f} calls/s vs ideal {ideal:,.0f}: ratio {a['full_rate'] / ideal:.2f}"
               f" (goal >= 0.9); steady state after the first reply {a['steady_rate']:,.0f} calls/s, "
               f"ratio {a['steady_rate'] / ideal:.2f}; engine CPU {1e6 * a['cpu'] / a['calls']:.0f} µs "
-              f"per call ({1e6 * a['loop_cpu'] / a['calls']:.0f} µs in the event loop's thread; fake server {1e6 * a['server_cpu'] / a['calls']:.0f} µs); failed trajectories {a['failed']}")
+              f"per call ({loop_note(a)}fake server {1e6 * a['server_cpu'] / a['calls']:.0f} µs); failed trajectories {a['failed']}")
     if b is not None:
         base = standalone_cost(samples, args.steps)
         per_step = b["cpu"] / max(1, b["rendered"])

@@ -38,6 +38,8 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     store: str = "runs/demo.lmdb"
     limit: int | None = None
     concurrency: int = 64
+    workers: int = 1
+    """Processes the run is spread over (see engine/workers.py); not part of the run's identity."""
     max_steps: int = 10
     max_tokens: int = 2048
     temperature: float | None = None
@@ -64,6 +66,7 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if not self.settings:
             raise ConfigError("--settings: at least one setting is needed")
         for name, value, low in (("--concurrency", self.concurrency, 1),
+                                 ("--workers", self.workers, 1),
                                  ("--max-steps", self.max_steps, 1), ("--epochs", self.epochs, 1),
                                  ("--max-tokens", self.max_tokens, 1),
                                  ("--max-attempts", self.max_attempts, 1)):

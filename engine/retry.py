@@ -129,16 +129,23 @@ async def call_with_retries(
         ModelCallError: a fault classified ``no``, or the last fault once attempts (or the
             Retry-After ceiling) ran out; a note on the exception says how many attempts were made.
     """
-    tokens = estimated_tokens if estimated_tokens is not None else estimate_tokens(request)
+    tokens = 0
+    if limiter is not None and limiter.config.tokens_per_minute:
+        tokens = estimated_tokens if estimated_tokens is not None else estimate_tokens(request)
     attempt = 0
     while True:
         attempt += 1
         try:
             if limiter is None:
                 return await _attempt(adapter, request, policy.call_timeout_s)
-            async with limiter.slot(tokens) as permit:
+            # acquire/release rather than ``limiter.slot()``: this runs on every call, and a
+            # generator-based context manager costs more than the rest of the bookkeeping.
+            permit = await limiter.acquire(tokens)
+            try:
                 reply = await _attempt(adapter, request, policy.call_timeout_s)
                 permit.used = reply.usage.input_tokens + reply.usage.output_tokens or None
+            finally:
+                limiter.release(permit, used_tokens=permit.used)
             limiter.on_success()
             return reply
         except ModelCallError as exc:

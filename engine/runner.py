@@ -35,7 +35,8 @@ from store.recorder import Recorder
 
 log = structlog.get_logger("vaot.engine")
 
-__all__ = ["ENGINE_VERSION", "RunResult", "build_jobs", "run_identity", "run_jobs"]
+__all__ = ["ENGINE_VERSION", "RunResult", "build_jobs", "run_identity", "run_jobs",
+           "write_run_header"]
 
 ENGINE_VERSION = "vaot-engine/1"
 
@@ -102,25 +103,10 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter]
     return out
 
 
-async def run_jobs(
-    config: RunConfig,
-    store: Recorder,
-    samples: list[Sample],
-    *,
-    on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
-    adapters: dict[str, ModelAdapter] | None = None,
-    extra_header: dict | None = None,
-) -> RunResult:
-    """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``."""
-    started = time.monotonic()
-    run_id = run_id_for(run_identity(config))
+async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
+                           extra_header: dict | None = None) -> None:
+    """Append the run's ``RunStarted`` event unless the store already holds it (a resume)."""
     ctx = Context(config.seed)
-    owned = adapters is None
-    adapters = adapters if adapters is not None else make_adapters(config)
-    for adapter in adapters.values():
-        attach = getattr(adapter, "attach", None)
-        if attach is not None:
-            attach(store)
     header_stream = run_stream(run_id)
     if store.head(header_stream) is None:
         header = {
@@ -137,6 +123,27 @@ async def run_jobs(
         }
         await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
                                        config=header, engine_version=ENGINE_VERSION)])
+
+
+async def run_jobs(
+    config: RunConfig,
+    store: Recorder,
+    samples: list[Sample],
+    *,
+    on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
+    adapters: dict[str, ModelAdapter] | None = None,
+    extra_header: dict | None = None,
+) -> RunResult:
+    """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``."""
+    started = time.monotonic()
+    run_id = run_id_for(run_identity(config))
+    owned = adapters is None
+    adapters = adapters if adapters is not None else make_adapters(config)
+    for adapter in adapters.values():
+        attach = getattr(adapter, "attach", None)
+        if attach is not None:
+            attach(store)
+    await write_run_header(config, store, run_id, extra_header)
     jobs = build_jobs(config, run_id, samples)
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 import msgspec
+import yarl
 
 from adapters.models._secrets import read_key, redact
 from adapters.models.base import (
@@ -209,6 +210,7 @@ class JsonClient:
         self._key_env = key_env
         self._now = now
         self._session: aiohttp.ClientSession | None = None
+        self._urls: dict[str, yarl.URL] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _get_session(self) -> aiohttp.ClientSession:
@@ -224,7 +226,9 @@ class JsonClient:
         # silently throttle a run with more requests in flight.
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
         self._session = aiohttp.ClientSession(
-            connector=connector, timeout=self._timeout, headers=self._headers
+            connector=connector, timeout=self._timeout, headers=self._headers,
+            # Model APIs are stateless; a cookie jar would only filter cookies on every call.
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         self._loop = loop
         return self._session
@@ -240,7 +244,9 @@ class JsonClient:
         Raises:
             ModelCallError: every failure, classified (see :func:`classify_status`).
         """
-        url = self.base_url + path
+        url = self._urls.get(path)
+        if url is None:  # parsed once per path, not on every call
+            url = self._urls[path] = yarl.URL(self.base_url + path)
         payload = _json_encoder.encode(body)
         session = self._get_session()
         try:

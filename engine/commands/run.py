@@ -59,6 +59,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="trajectories in flight (default 64)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes to spread the run over (default 1); each runs its own event "
+                   "loop, render threads and store writer on every N-th sample, with 1/N of the "
+                   "concurrency and endpoint limits. Use 2 or more when one core is the "
+                   "bottleneck (heavy rendering, very fast endpoints); resuming works with any N")
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="model calls per trajectory before it ends as max_steps (default 10)")
     p.add_argument("--max-tokens", type=int, metavar="N", help="output tokens per call (2048)")
@@ -92,7 +97,7 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     models = raw.pop("models", None)
     flags = {
         "dataset": args.dataset, "store": args.store, "limit": args.limit,
-        "concurrency": args.concurrency, "max_steps": args.max_steps,
+        "concurrency": args.concurrency, "workers": args.workers, "max_steps": args.max_steps,
         "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
         "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
         "render_base": args.render_base, "call_timeout_s": args.timeout,
@@ -176,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
     from engine.progress import RunProgress, summary_tables
+    from engine.workers import WorkerError, run_in_workers
 
     started = time.monotonic()
     interrupted = False
@@ -191,12 +197,18 @@ def run(args: argparse.Namespace) -> int:
                         log.warning("trajectory_failed", traj=job.traj, model=job.model,
                                     setting=job.setting, sample=job.sample.id, error=outcome.error)
 
-                asyncio.run(_run(config, store, samples, adapters, on_outcome))
+                if config.workers > 1:
+                    run_in_workers(config, store, samples, on_outcome=on_outcome)
+                else:
+                    asyncio.run(_run(config, store, samples, adapters, on_outcome))
         except KeyboardInterrupt:
             interrupted = True
         except AdapterError as exc:
             err.print(f"vaot run: {exc}", markup=False)
             return 2
+        except WorkerError as exc:
+            err.print(f"vaot run: {exc}; committed work is kept, rerun to resume", markup=False)
+            return 1
         records = [r for r in project(store.iter_events()).values() if r.run_id == run_id]
     wall = time.monotonic() - started
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):

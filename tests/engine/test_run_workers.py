@@ -1,0 +1,158 @@
+"""`vaot run --workers N`: the same log as one process, and stopping or killing it loses nothing.
+
+Real processes throughout: the CLI in a subprocess, its workers spawned by it, SIGINT and SIGKILL
+sent to the parent as a terminal or an OOM killer would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from engine.config import ModelConfig, RunConfig
+from engine.workers import share_of
+from store import Step, TrajectoryFinished, open_store
+from store.verify import verify
+
+ROOT = Path(__file__).resolve().parents[2]
+TOTAL = 28 * 4  # synthetic:4 is 28 samples; one model, four settings
+
+
+def _cmd(store: Path, workers: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "engine", "run", "--model", "reference:calibrated",
+            "--dataset", "synthetic:4", "--store", str(store), "--concurrency", "8",
+            "--workers", str(workers), "--no-progress", *extra]
+
+
+def _content(store: Path) -> dict:
+    """What the log says happened, per trajectory, without timings or sequence numbers."""
+    out: dict = {}
+    with open_store(store, create=False) as s:
+        for stored in s.iter_events():
+            event = stored.event
+            if isinstance(event, Step):
+                out[(event.traj, event.step)] = (event.raw_text, event.faithful_state,
+                                                 event.returned_state, event.final_answer)
+            elif isinstance(event, TrajectoryFinished):
+                out[(event.traj, "end")] = (event.status, event.answer, event.steps)
+    return out
+
+
+def _finished(store: Path) -> int:
+    with open_store(store, create=False) as s:
+        return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _gone(pids: list[int], within: float = 10.0) -> list[str]:
+    """The command lines of those of ``pids`` still alive after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    left = []
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(OSError):
+                left.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return left
+
+
+def _start_and_wait(store: Path, workers: int, at_least: int) -> subprocess.Popen:
+    proc = subprocess.Popen(_cmd(store, workers), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (store / "data.mdb").exists() and _finished(store) >= at_least:
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate()
+    raise AssertionError("the run ended (or stalled) before it could be stopped")
+
+
+def test_share_of_splits_concurrency_and_endpoint_limits():
+    config = RunConfig(models=(ModelConfig("openai:m", max_concurrency=9,
+                                           requests_per_minute=600.0,
+                                           tokens_per_minute=None),),
+                       concurrency=256, workers=4)
+    share = share_of(config, 4)
+    assert share.concurrency == 64 and share.workers == 1
+    assert share.models[0].max_concurrency == 3  # rounded up: never zero
+    assert share.models[0].requests_per_minute == 150.0
+    assert share.models[0].tokens_per_minute is None
+
+
+def test_two_workers_write_what_one_process_writes(tmp_path):
+    one, two = tmp_path / "one.lmdb", tmp_path / "two.lmdb"
+    for store, workers in ((one, 1), (two, 2)):
+        done = subprocess.run(_cmd(store, workers), cwd=ROOT, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, done.stderr
+        with open_store(store, create=False) as s:
+            assert verify(s).ok
+    assert _finished(two) == TOTAL
+    assert _content(one) == _content(two)
+
+
+def test_sigint_stops_the_workers_and_the_same_command_resumes(tmp_path):
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGINT)  # to the parent only: it must stop its workers itself
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "rerun the same command to resume" in err
+    assert not _gone(workers)
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert _finished(store) == TOTAL
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+
+def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_path):
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5)
+    workers = [pid for pid in _children(proc.pid) if _alive(pid)]
+    assert workers, "no worker processes found"
+    proc.kill()
+    proc.communicate()
+    assert not _gone(workers), "workers outlived their parent"
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert _finished(store) == TOTAL  # every trajectory, none twice
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
