@@ -32,11 +32,13 @@ class Context:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.seed = seed
-        self._rng = random.Random(seed)
+        self._rng: random.Random | None = None  # made on first use: most trajectories never draw
         self._wall_clock = wall_clock
         self._monotonic = monotonic
 
     def rng(self) -> random.Random:
+        if self._rng is None:
+            self._rng = random.Random(self.seed)
         return self._rng
 
     def now(self) -> float:

@@ -85,6 +85,11 @@ OnFailure = Callable[[CallFailedInfo], Awaitable[None]]
 async def _attempt(
     adapter: ModelAdapter, request: ModelRequest, timeout_s: float | None
 ) -> ModelReply:
+    own = getattr(adapter, "call_timeout_s", None)
+    if timeout_s is None or (own is not None and own <= timeout_s):
+        # The adapter bounds each call itself (HTTP adapters: the client's total timeout) at
+        # least as tightly: a second timer per call would only cost time.
+        return await adapter.generate(request)
     try:
         async with asyncio.timeout(timeout_s):
             return await adapter.generate(request)

@@ -340,6 +340,8 @@ class HttpAdapter(abc.ABC):
         self.name = f"{self.provider}:{model}"
         base_url = (options.base_url or self.default_base_url).rstrip("/")
         self.connection_key = f"{base_url}|{model}"
+        self.call_timeout_s = options.timeout_s
+        """Every call is bounded by this (connect to last byte); the engine relies on it."""
         key_env = options.api_key_env or self.default_key_env
         key = self._read_key(base_url, key_env)
         self._client = JsonClient(

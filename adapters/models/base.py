@@ -131,7 +131,11 @@ class ModelCallError(AdapterError):
 
 @runtime_checkable
 class ModelAdapter(Protocol):
-    """What the engine needs from a model."""
+    """What the engine needs from a model.
+
+    An adapter that bounds every call itself may say so with a ``call_timeout_s`` attribute
+    (seconds); the engine then adds no timer of its own when that bound is within its policy's.
+    """
 
     name: str
     """The spec it was created from, e.g. ``openai:gpt-4o``."""

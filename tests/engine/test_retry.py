@@ -145,6 +145,27 @@ async def test_per_call_timeout_is_a_transient_fault() -> None:
     assert adapter.calls == 2 and [f.kind for f in rec.failures] == ["call_timeout"]
 
 
+async def test_an_adapter_bound_looser_than_the_policy_still_gets_the_engine_timer() -> None:
+    rec = Recorder()
+    adapter = ScriptedAdapter(hang=True)
+    adapter.call_timeout_s = 60.0  # says it bounds calls itself, but far above the policy's
+    with pytest.raises(ModelCallError) as info:
+        await run(adapter, rec, policy=RetryPolicy(max_attempts=1, call_timeout_s=0.01))
+    assert info.value.kind == "call_timeout"
+
+
+async def test_an_adapter_that_bounds_its_calls_itself_is_not_timed_twice() -> None:
+    # The adapter declares a bound within the policy's, so the engine trusts it and adds no
+    # timer: this one (which does not keep its word) hangs until the test's own bound.
+    adapter = ScriptedAdapter(hang=True)
+    adapter.call_timeout_s = 0.01
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(
+            run(adapter, Recorder(), policy=RetryPolicy(max_attempts=1, call_timeout_s=0.05)),
+            timeout=0.3,
+        )
+
+
 async def test_limiter_sees_429s_and_usage() -> None:
     rec = Recorder()
     # The limiter's clock must advance when it sleeps, or a back-off pause would never end.
