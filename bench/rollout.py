@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -51,6 +52,50 @@ def start_server(mode: str, latency_ms: float, steps: int) -> tuple[subprocess.P
     )
     port = int(proc.stdout.readline())
     return proc, port
+
+
+class ThreadCpu:
+    """CPU seconds per thread name (render pool, loop, writer) of this process, from /proc.
+
+    Sampled every 50 ms so threads that end with the run (the render pool) are counted too.
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="bench-sampler", daemon=True)
+
+    def _read(self) -> None:
+        ticks = os.sysconf("SC_CLK_TCK")
+        names = {str(t.native_id): t.name.split("_")[0] for t in threading.enumerate()}
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                fields = Path(f"/proc/self/task/{tid}/stat").read_text().rpartition(")")[2]
+            except OSError:
+                continue
+            parts = fields.split()
+            name = names.get(tid) or self.last.get(tid, ("other", 0.0))[0]
+            self.last[tid] = (name, (int(parts[11]) + int(parts[12])) / ticks)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            self._read()
+
+    def __enter__(self) -> ThreadCpu:
+        self._read()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+    def by_name(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, cpu in self.last.values():
+            out[name] = out.get(name, 0.0) + cpu
+        return out
 
 
 def engine_cpu() -> float:
@@ -89,6 +134,9 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
             concurrency=args.in_flight, max_steps=args.steps + 1, seed=1, workers=args.workers,
         )
         store = open_store(config.store)
+        threads = ThreadCpu()
+        threads.__enter__()
+        before = dict(threads.by_name())
         cpu0 = engine_cpu()
         loop_cpu0 = time.thread_time()
         start = time.time()
@@ -98,6 +146,8 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
             result = asyncio.run(run_jobs(config, store, samples))
         wall = time.time() - start
         cpu = engine_cpu() - cpu0  # this process and the workers it has joined
+        threads.__exit__()
+        per_thread = {k: v - before.get(k, 0.0) for k, v in threads.by_name().items()}
         loop_cpu = time.thread_time() - loop_cpu0
         server_cpu = process_cpu(proc.pid)
         replies, finished, rendered = [], [], 0
@@ -122,6 +172,7 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
     calls_steady = sum(1 for t in replies if first < t <= full_until)
     return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu if args.workers == 1 else None,
             "server_cpu": server_cpu, "calls": len(replies), "rendered": rendered,
+            "threads": per_thread if args.workers == 1 else None,
             "full_rate": calls_full / (full_until - start),
             "steady_rate": calls_steady / (full_until - first), "failed": failed}
 
@@ -187,6 +238,12 @@ def main() -> None:
               f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
               f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "
               f"(goal <= 1.3); failed trajectories {b['failed']}")
+        if b["threads"]:
+            t = b["threads"]
+            print("  per rendered step: " + ", ".join(
+                f"{name} {1000 * t.get(key, 0.0) / max(1, b['rendered']):.2f} ms"
+                for name, key in (("render threads", "vaot-render"), ("event loop", "MainThread"),
+                                  ("store writer", "vaot-store-writer"))))
 
 
 if __name__ == "__main__":
