@@ -202,7 +202,7 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
         step_no = state.next_step
         if step_no > max_steps:
             return _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
-        current_hex, frame = state.current_state(original)
+        current_hex, frame, decorated = state.current_state(original)
         request = build_request(
             setting=job.setting, question=sample.question, choices=sample.choices,
             original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
@@ -240,8 +240,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
-                           current_hex, frame, original, dialect, convention, policy,
-                           latency_ms, cached is not None, writes)
+                           (current_hex, frame, decorated), original, dialect, convention,
+                           policy, latency_ms, cached is not None, writes)
         await writes.step_done()
         last = state.steps[-1]
         if last.final_answer is not None:
@@ -250,12 +250,13 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
 
 
 async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, step_no, max_steps,
-                       current_hex, frame, original, dialect, convention, policy, latency_ms,
+                       current, original, dialect, convention, policy, latency_ms,
                        from_cache, writes: PendingWrites) -> None:
+    current_hex = current[0]
     canvas = None
     canvas_size = None
     if dialect != "vaot":
-        canvas = await rt.states.canvas(current_hex, frame, original)
+        canvas = await rt.states.canvas(*current, original)
         canvas_size = canvas.size
     parsed = parse_step(reply.text, dialect=dialect, convention=convention,
                         canvas_size=canvas_size, tool_calls=reply.tool_calls)
@@ -266,6 +267,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     acting = bool(parsed.actions) and job.setting != "cot" and answer is None
     faithful = returned = None
     returned_frame = None
+    returned_decorated = False
     detail: PolicyDetail | None = None
     render_ms = 0.0
     canonical = ()
@@ -274,10 +276,11 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         # on that image's frame, and that is the canvas the action is drawn on.
         canvases = {}
         for source in set(parsed.action_sources) or {"current"}:
-            hex_key, src_frame = _source_state(state, source, current_hex, frame, original)
+            hex_key, src_frame, src_decorated = _source_state(state, source, current, original)
             if source != "current" and hex_key != current_hex:
                 warnings.append(f"action refers to the {source.replace('_', ' ')} image")
-            canvases[source] = await rt.states.canvas(hex_key, src_frame, original)
+            canvases[source] = await rt.states.canvas(hex_key, src_frame, src_decorated,
+                                                      original)
         sources = parsed.action_sources or ("current",) * len(parsed.actions)
         canonical = tuple(canonicalize(a, canvases[src].frame)
                           for a, src in zip(parsed.actions, sources, strict=False))
@@ -311,6 +314,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
             returned = faithful if enc_shown is None else await rt.states.add_encoded(enc_shown)
             f = shown.frame
             returned_frame = (f.x1, f.y1, f.x2, f.y2)
+            returned_decorated = shown.decorated
     elif acting:
         detail = PolicyDetail(policy)
     step = Step(
@@ -321,6 +325,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         usage=TokenUsage(reply.usage.input_tokens, reply.usage.output_tokens),
         latency_ms=round(latency_ms, 3), finish_reason=reply.finish_reason, from_cache=from_cache,
         returned_frame=returned_frame, render_ms=round(render_ms, 3),
+        returned_decorated=returned_decorated,
     )
     pending_blobs, rt.states.pending = rt.states.pending, []
     for future in pending_blobs:
@@ -329,18 +334,18 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     state.steps.append(step)
 
 
-def _source_state(state: TrajectoryState, source: str, current_hex: str, frame, original: str):
-    """(state hash, frame) of the image an action's coordinates refer to."""
+def _source_state(state: TrajectoryState, source: str, current: tuple, original: str):
+    """(state hash, frame, carries decor) of the image an action's coordinates refer to."""
     if source == "original":
-        return original, Frame()
+        return original, Frame(), False
     if source.startswith("observation_"):
         index = source.removeprefix("observation_")
-        returned = [(s.returned_state, s.returned_frame) for s in state.steps
-                    if s.returned_state is not None]
+        returned = [s for s in state.steps if s.returned_state is not None]
         if index.isdigit() and 1 <= int(index) <= len(returned):
-            hex_key, box = returned[int(index) - 1]
-            return hex_key, Frame(*box) if box else Frame()
-    return current_hex, frame
+            step = returned[int(index) - 1]
+            box = step.returned_frame
+            return step.returned_state, Frame(*box) if box else Frame(), step.returned_decorated
+    return current
 
 
 def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: PendingWrites,

@@ -74,9 +74,6 @@ class StateCache:
         self._canvases: _Lru = _Lru(canvas_capacity or capacity)
         self._b64: _Lru = _Lru(capacity)
         self._persisted: set[str] = set()
-        # The blob keeps the pixels but not whether decor is already drawn; a canvas reloaded
-        # after eviction must not get it drawn again by a repeated global_style.
-        self._decorated: set[str] = set()
         self.pending: list = []
         """Blob writes queued but not awaited; a later event append commits after them."""
         self._originals: _Lru = _Lru(capacity)
@@ -105,8 +102,6 @@ class StateCache:
                         f.result()
                     self.pending = [f for f in self.pending if not f.done()]
             self._persisted.add(hex_key)
-        if encoded.canvas.decorated:
-            self._decorated.add(hex_key)
         self._canvases.put(hex_key, encoded.canvas)
         if self._b64.get_touch(hex_key) is None:
             self._b64.put(hex_key, base64.b64encode(encoded.data).decode("ascii"))
@@ -147,8 +142,14 @@ class StateCache:
             self._b64.put(hex_key, b64)
         return ImagePart(sha=hex_key, media_type="image/png", b64=b64)
 
-    async def canvas(self, hex_key: str, frame: Frame | None, original: str) -> CanvasState:
-        """The canvas of a state, rebuilt from its blob when it is not cached (e.g. on resume)."""
+    async def canvas(self, hex_key: str, frame: Frame | None, decorated: bool,
+                     original: str) -> CanvasState:
+        """The canvas of a state, rebuilt from its blob when it is not cached (e.g. on resume).
+
+        The blob keeps the pixels but not whether theme decor is already drawn on them: the
+        caller passes that from the log (``Step.returned_decorated``), so a rebuilt canvas does
+        not get it drawn a second time.
+        """
         canvas = self._canvases.get_touch(hex_key)
         if canvas is not None:
             return canvas
@@ -161,6 +162,6 @@ class StateCache:
             return orig
         image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(hex_key)))
         canvas = CanvasState(image=image, frame=frame or Frame(), original=orig.image,
-                             decorated=hex_key in self._decorated)
+                             decorated=decorated)
         self._canvases.put(hex_key, canvas)
         return canvas

@@ -63,10 +63,10 @@ class TrajectoryState(msgspec.Struct):
             HistoryStep(s.step, s.raw_text, bool(s.actions), s.returned_state) for s in self.steps
         ]
 
-    def current_state(self, original: str) -> tuple[str, Frame]:
-        """The canvas the model saw last: the last returned state, else the original."""
+    def current_state(self, original: str) -> tuple[str, Frame, bool]:
+        """The canvas the model saw last: (state hash, frame, carries decor); else the original."""
         for step in reversed(self.steps):
             if step.returned_state is not None:
                 frame = Frame(*step.returned_frame) if step.returned_frame else Frame()
-                return step.returned_state, frame
-        return original, Frame()
+                return step.returned_state, frame, step.returned_decorated
+        return original, Frame(), False

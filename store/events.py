@@ -150,6 +150,9 @@ class Step(_EventBase, frozen=True, tag="step"):
     returned_frame: tuple[float, float, float, float] | None = None
     """Where the returned canvas sits in the original image (0–1000 box), for crop/zoom chains."""
     render_ms: float = 0.0
+    returned_decorated: bool = False
+    """The returned canvas already carries theme decor: a resumed run (which rebuilds the canvas
+    from its pixels) must not draw it again when a later step repeats its ``global_style``."""
 
 
 class TrajectoryFinished(_EventBase, frozen=True, tag="trajectory_finished"):

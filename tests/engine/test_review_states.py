@@ -17,15 +17,15 @@ async def test_a_canvas_reloaded_after_eviction_keeps_its_decoration() -> None:
     store = MemoryStore()
     states = StateCache(store, None, capacity=2, canvas_capacity=1)
     original = await states.add(CanvasState.from_image(Image.new("RGB", (96, 64), (40, 90, 160))))
-    base = await states.canvas(original, None, original)
+    base = await states.canvas(original, None, False, original)
     decorated = render(base, [Highlight(target=(100, 100, 400, 400))], DECOR, seed=1)
     assert decorated.decorated
     hex_key = await states.add_encoded(encode_state(decorated))
     again = [Highlight(target=(500, 500, 900, 900))]
     expected = render(decorated, again, DECOR, seed=2).hash
 
-    await states.canvas(original, None, original)  # evicts the decorated canvas (capacity 1)
-    reloaded = await states.canvas(hex_key, decorated.frame, original)
+    await states.canvas(original, None, False, original)  # evicts the decorated canvas (capacity 1)
+    reloaded = await states.canvas(hex_key, decorated.frame, True, original)  # as logged
     assert reloaded is not decorated
     # The step repeating its global_style must not draw the decor a second time.
     assert render(reloaded, again, DECOR, seed=2).hash == expected
