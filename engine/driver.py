@@ -309,9 +309,15 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
 
         enc_faithful, shown, enc_shown, detail = await loop.run_in_executor(rt.render_pool, work)
         render_ms = (ctx.monotonic() - t0) * 1000.0
-        faithful = await rt.states.add_encoded(enc_faithful)
+        faithful, blob = rt.states.add_encoded(enc_faithful)
+        if blob is not None:
+            writes.add(blob)
         if shown is not None:
-            returned = faithful if enc_shown is None else await rt.states.add_encoded(enc_shown)
+            returned = faithful
+            if enc_shown is not None:
+                returned, blob = rt.states.add_encoded(enc_shown)
+                if blob is not None:
+                    writes.add(blob)
             f = shown.frame
             returned_frame = (f.x1, f.y1, f.x2, f.y2)
             returned_decorated = shown.decorated
@@ -327,9 +333,6 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         returned_frame=returned_frame, render_ms=round(render_ms, 3),
         returned_decorated=returned_decorated,
     )
-    pending_blobs, rt.states.pending = rt.states.pending, []
-    for future in pending_blobs:
-        writes.add(future)
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
 

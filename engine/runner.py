@@ -204,6 +204,7 @@ async def run_jobs(
         async with asyncio.TaskGroup() as group:
             for _ in range(min(config.concurrency, len(jobs)) or 1):
                 group.create_task(worker(group))
+        await states.settle()  # the originals' blob writes, owned by no single trajectory
     finally:
         # Renders still running finish off the loop (a cancelled run must not block it).
         pool.shutdown(wait=False, cancel_futures=True)

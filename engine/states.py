@@ -73,9 +73,9 @@ class StateCache:
         # in flight; base64 strings are a few dozen KiB and are re-sent every step, keep more.
         self._canvases: _Lru = _Lru(canvas_capacity or capacity)
         self._b64: _Lru = _Lru(capacity)
-        self._persisted: set[str] = set()
-        self.pending: list = []
-        """Blob writes queued but not awaited; a later event append commits after them."""
+        # Hashes known to be stored (or queued): bounded, as a miss only costs a store lookup.
+        self._persisted: _Lru = _Lru(4 * capacity)
+        self._background: list[asyncio.Future] = []
         self._originals: _Lru = _Lru(capacity)
         self._loading: dict[bytes, asyncio.Future] = {}
         self.encodes = 0
@@ -84,28 +84,47 @@ class StateCache:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     async def add(self, canvas: CanvasState) -> str:
-        """Encode ``canvas`` once, persist its blob, cache it; returns its hex hash."""
+        """Encode ``canvas`` once, persist its blob, cache it; returns its hex hash.
+
+        For states no single trajectory owns (a sample's original): the blob write is tracked
+        here and surfaced by :meth:`settle`, not charged to whichever trajectory comes next.
+        """
         encoded = await self._in_pool(encode_state, canvas)
         self.encodes += 1
-        return await self.add_encoded(encoded)
+        hex_key, write = self.add_encoded(encoded)
+        if write is not None:
+            self._background.append(write)
+            if len(self._background) > 64:  # keep the list short; errors still surface
+                for future in [f for f in self._background if f.done()]:
+                    future.result()
+                self._background = [f for f in self._background if not f.done()]
+        return hex_key
 
-    async def add_encoded(self, encoded: EncodedState) -> str:
+    def add_encoded(self, encoded: EncodedState) -> tuple[str, asyncio.Future | None]:
+        """Cache an encoded state and queue its blob write if the store lacks it.
+
+        Returns its hex hash and the queued write (``None`` if none was needed). The write is not
+        awaited here: the writer commits in queue order, so the Step event naming this blob
+        (queued later) can never be durable without it; the caller owns the future.
+        """
         hex_key = encoded.hex
-        if hex_key not in self._persisted:
-            # Not awaited: the writer commits in queue order, so the Step event that names this
-            # blob (queued later) can never be durable without it.
+        write = None
+        if self._persisted.get_touch(hex_key) is None:
             if not self.store.has_blob(encoded.key):
-                self.pending.append(self.store.put_blob_nowait(encoded.key, encoded.data))
-                if len(self.pending) > 64:
-                    done = [f for f in self.pending if f.done()]
-                    for f in done:
-                        f.result()
-                    self.pending = [f for f in self.pending if not f.done()]
-            self._persisted.add(hex_key)
+                write = self.store.put_blob_nowait(encoded.key, encoded.data)
+            self._persisted.put(hex_key, True)
         self._canvases.put(hex_key, encoded.canvas)
         if self._b64.get_touch(hex_key) is None:
             self._b64.put(hex_key, base64.b64encode(encoded.data).decode("ascii"))
-        return hex_key
+        return hex_key, write
+
+    async def settle(self) -> None:
+        """Await the blob writes :meth:`add` queued (raising the first error)."""
+        pending, self._background = self._background, []
+        if pending:
+            await asyncio.wait(pending)
+            for future in pending:
+                future.result()
 
     async def add_original(self, image_bytes: bytes, name: str) -> str:
         """Load (normalise to RGB) and add a sample's original image.

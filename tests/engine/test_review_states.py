@@ -20,7 +20,7 @@ async def test_a_canvas_reloaded_after_eviction_keeps_its_decoration() -> None:
     base = await states.canvas(original, None, False, original)
     decorated = render(base, [Highlight(target=(100, 100, 400, 400))], DECOR, seed=1)
     assert decorated.decorated
-    hex_key = await states.add_encoded(encode_state(decorated))
+    hex_key, _ = states.add_encoded(encode_state(decorated))
     again = [Highlight(target=(500, 500, 900, 900))]
     expected = render(decorated, again, DECOR, seed=2).hash
 
