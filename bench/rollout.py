@@ -11,13 +11,21 @@ B. *new states*: the model zooms at every step, so each step renders and encodes
    everything else the engine does is charged to the renders) ÷ (render + one PNG encode of the
    same actions, measured standalone in this process). Goal ≤ 1.3.
 
+Diagnostics printed beside the ratios: CPU per call of the event loop's thread and of the fake
+server; for B, CPU per rendered step by thread (render pool, loop, store writer) and the
+standalone pixel hash every new state also needs. ``--floor`` adds phase A's requests sent from a
+bare aiohttp loop with no engine at all — the most this machine allows; ``--workers N`` runs the
+engine as ``vaot run --workers N`` does.
+
     python bench/rollout.py [--trajectories 2000] [--in-flight 256] [--latency-ms 100]
+                            [--workers N] [--floor] [--phase A|B|both]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import resource
 import shutil
@@ -28,10 +36,12 @@ import threading
 import time
 from pathlib import Path
 
+import yarl
+
 from adapters.datasets.base import Sample
 from adapters.datasets.synthetic import generate
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.encode import encode_png
+from adapters.renderers.encode import encode_png, image_hash
 from adapters.renderers.images import load_image
 from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
@@ -177,10 +187,88 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
             "steady_rate": calls_steady / (full_until - first), "failed": failed}
 
 
-def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> float:
-    """CPU seconds of render + one PNG encode for the same zoom chain, in this process."""
+def floor_phase(args, samples: list[Sample]) -> dict:
+    """The same requests from a bare aiohttp loop: no engine, no store, no parsing.
+
+    What this machine allows for phase A at all: the fake server and a client that does nothing
+    but send the engine's request bodies (built by the engine's own code, once, up front) and
+    decode the replies, on the same two cores.
+    """
+    import aiohttp
+    import msgspec
+
+    from adapters.models.base import AdapterOptions, ImagePart
+    from adapters.models.openai import create as create_openai
+    from engine.conversation import HistoryStep, RequestSpec, build_request
+
+    adapter = create_openai("bench", AdapterOptions(base_url="http://127.0.0.1:1/v1"))
+    encoder = msgspec.json.Encoder()
+    images = {}
+    bodies: dict[bytes, list[bytes]] = {}
+    for sample in samples:
+        if sample.image in bodies:
+            continue
+        key = str(len(images))
+        images[key] = ImagePart(sha=key, b64=base64.b64encode(sample.image).decode())
+        history: list[HistoryStep] = []
+        per_step = []
+        for step in range(1, args.steps + 1):
+            request = build_request(
+                setting="vaot", question=sample.question, choices=sample.choices,
+                original_state=key, history=history, step=step, max_steps=args.steps + 1,
+                spec=RequestSpec(), image=images.__getitem__)
+            per_step.append(encoder.encode(adapter.build_body(request)))
+            history.append(HistoryStep(step, f"Step {step} (Text): Comparing the parts of the "
+                                       "image I have seen so far.", False, None))
+        bodies[sample.image] = per_step
+    proc, port = start_server("text", args.latency_ms, args.steps)
+    replies: list[float] = []
+    finished: list[float] = []
+
+    async def go() -> tuple[float, float]:
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0), cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=300),
+            headers={"Content-Type": "application/json"})
+        url = yarl.URL(f"http://127.0.0.1:{port}/v1/chat/completions")
+        queue = list(reversed(samples))
+
+        async def worker() -> None:
+            while queue:
+                sample = queue.pop()
+                for body in bodies[sample.image]:
+                    async with session.post(url, data=body) as resp:
+                        msgspec.json.decode(await resp.read())
+                    replies.append(time.time())
+                finished.append(time.time())
+
+        start = time.time()
+        cpu0 = time.process_time()
+        await asyncio.gather(*(worker() for _ in range(args.in_flight)))
+        cpu = time.process_time() - cpu0
+        await session.close()
+        return start, cpu
+
+    try:
+        start, cpu = asyncio.run(go())
+        server_cpu = process_cpu(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    full_until = sorted(finished)[max(0, len(samples) - args.in_flight - 1)]
+    first = min(replies)
+    return {
+        "calls": len(replies), "cpu": cpu, "server_cpu": server_cpu,
+        "full_rate": sum(1 for t in replies if t <= full_until) / (full_until - start),
+        "steady_rate": sum(1 for t in replies if first < t <= full_until) / (full_until - first),
+    }
+
+
+def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> tuple[float, float]:
+    """CPU seconds of render + one PNG encode for the same zoom chain, in this process, and of
+    the pixel hash every new state also needs (the store addresses blobs by it)."""
     canvases = [CanvasState.from_image(load_image(s.image)) for s in samples[:8]]
-    total = 0.0
+    total = hashing = 0.0
     count = 0
     while count < n:
         for canvas in canvases:
@@ -191,9 +279,12 @@ def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> float:
                 t0 = time.process_time()
                 state = render(state, [action], None, step)
                 encode_png(state.image)
-                total += time.process_time() - t0
+                t1 = time.process_time()
+                image_hash(state.image)
+                total += t1 - t0
+                hashing += time.process_time() - t1
                 count += 1
-    return total / count
+    return total / count, hashing / count
 
 
 def loop_note(phase: dict) -> str:
@@ -214,12 +305,16 @@ def main() -> None:
                         "are split between them")
     parser.add_argument("--phase", choices=("A", "B", "both"), default="both",
                         help="run one phase only (for profiling)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run phase A's requests from a bare aiohttp loop (no engine): "
+                        "the most this machine allows")
     args = parser.parse_args()
     samples = make_samples(args.trajectories, args.distinct_images)
     root = Path(tempfile.mkdtemp(prefix="vaot-rollout-"))
     try:
         a = run_phase("text", args, samples, root) if args.phase != "B" else None
         b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
+        floor = floor_phase(args, samples) if args.floor else None
     finally:
         shutil.rmtree(root)
     ideal = args.in_flight / (args.latency_ms / 1000)
@@ -231,13 +326,22 @@ def main() -> None:
               f" (goal >= 0.9); steady state after the first reply {a['steady_rate']:,.0f} calls/s, "
               f"ratio {a['steady_rate'] / ideal:.2f}; engine CPU {1e6 * a['cpu'] / a['calls']:.0f} µs "
               f"per call ({loop_note(a)}fake server {1e6 * a['server_cpu'] / a['calls']:.0f} µs); failed trajectories {a['failed']}")
+    if floor is not None:
+        print(f"A floor, bare aiohttp client with no engine: while all slots busy "
+              f"{floor['full_rate']:,.0f} calls/s, ratio {floor['full_rate'] / ideal:.2f}; steady "
+              f"state {floor['steady_rate']:,.0f} calls/s, ratio {floor['steady_rate'] / ideal:.2f};"
+              f" client CPU {1e6 * floor['cpu'] / floor['calls']:.0f} µs per call; fake server "
+              f"{1e6 * floor['server_cpu'] / floor['calls']:.0f} µs")
     if b is not None:
-        base = standalone_cost(samples, args.steps)
+        base, hashing = standalone_cost(samples, args.steps)
         per_step = b["cpu"] / max(1, b["rendered"])
         print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
               f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
               f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "
               f"(goal <= 1.3); failed trajectories {b['failed']}")
+        print(f"  standalone pixel hash {1000 * hashing:.2f} ms per state (the store's address "
+              f"of a state, so part of every rendered step: floor ratio "
+              f"{(base + hashing) / base:.2f} before any engine or HTTP work)")
         if b["threads"]:
             t = b["threads"]
             print("  per rendered step: " + ", ".join(
