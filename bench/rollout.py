@@ -45,9 +45,8 @@ from adapters.renderers.encode import encode_png, image_hash
 from adapters.renderers.images import load_image
 from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
-from engine.runner import run_jobs
+from engine.runner import open_run_store, run_jobs
 from engine.workers import run_in_workers
-from store import open_store
 from store.actions import Zoom
 from store.events import Step, TrajectoryFinished
 
@@ -143,7 +142,7 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
             dataset="bench", settings=("vaot",), store=str(root / f"{mode}.lmdb"),
             concurrency=args.in_flight, max_steps=args.steps + 1, seed=1, workers=args.workers,
         )
-        store = open_store(config.store)
+        store = open_run_store(config.store)
         threads = ThreadCpu()
         threads.__enter__()
         before = dict(threads.by_name())

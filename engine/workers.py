@@ -189,11 +189,11 @@ def _worker_main(index: int, config: RunConfig, samples: list[Sample], messages,
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_parent(parent)
     from engine.logs import configure_logging, log_path_for
-    from store import open_store
+    from engine.runner import open_run_store
 
     configure_logging(log_path_for(config.store))
     try:
-        with open_store(config.store) as store:
+        with open_run_store(config.store) as store:
             calls = asyncio.run(_run_share(config, store, samples, messages, parent))
     except BaseException as exc:  # the parent names the worker and stops the others
         messages.put(("error", index, f"{type(exc).__name__}: {exc}"))

@@ -65,11 +65,13 @@ class LmdbStore(LmdbWriter, Recorder):
         map_size: int = 1 << 30,
         max_batch: int = 10_000,
         linger_ms: float = 0.0,
+        commit_interval_ms: float = 0.0,
     ) -> None:
         super().__init__()
         self.path = Path(path)
         self._max_batch = max_batch
         self._linger = linger_ms / 1000.0
+        self._commit_interval = commit_interval_ms / 1000.0
         self._env = self._open_env(create, map_size)
         self._gate = ReadGate()
         self._local = threading.local()

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     from engine.ids import run_id_for
-    from engine.runner import build_jobs, make_adapters, run_identity
+    from engine.runner import build_jobs, make_adapters, open_run_store, run_identity
 
     # Models first: a bad spec or a missing key is reported before a dataset is read.
     try:
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     log = configure_logging(log_path_for(config.store))
     try:
-        store = open_store(config.store)
+        store = open_run_store(config.store)
     except StoreError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2

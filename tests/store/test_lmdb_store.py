@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -212,3 +213,26 @@ def test_a_read_nested_in_an_open_iteration_across_growth_is_refused_not_deadloc
         heads.close()
         assert len(first.read_trajectory("a")) == 100  # with the iteration closed, it adopts
         assert verify(first).ok
+
+
+async def test_commit_interval_gathers_writes_that_arrive_close_together(tmp_path):
+    async def commits_for_ten_spread_appends(interval_ms: float) -> int:
+        with open_store(tmp_path / f"s{interval_ms}", commit_interval_ms=interval_ms) as store:
+            await store.append([run_started("r")])
+            before = store._env.info()["last_txnid"]
+            pending = []
+            for i in range(10):
+                pending.append(store.append_nowait([step(f"t{i}", 0)]))
+                await asyncio.sleep(0.005)
+            await asyncio.gather(*pending)
+            return store._env.info()["last_txnid"] - before
+
+    # Without an interval each would commit on its own (unless fsync took longer than the
+    # spacing); with one, the writer waits out the interval and commits them together.
+    assert await commits_for_ten_spread_appends(500.0) <= 2
+
+
+async def test_an_idle_store_with_a_commit_interval_commits_at_once(tmp_path):
+    with open_store(tmp_path / "s", commit_interval_ms=60_000) as store:
+        # No commit happened in the last minute, so the first write does not wait for one.
+        await asyncio.wait_for(store.append([run_started("r")]), timeout=30)
