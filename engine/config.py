@@ -74,6 +74,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise ConfigError(f"{name}: must be at least {low}, got {value}")
         if self.retry_base_delay_s < 0:
             raise ConfigError(f"--retry-base-delay: must be >= 0, got {self.retry_base_delay_s}")
+        if self.workers > 1 and self.store == ":memory:":
+            raise ConfigError("--workers: an in-memory store cannot be shared by several "
+                              "processes; give --store a path")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit: must be at least 1, got {self.limit}")
         if self.shape not in ("see2think", "chat"):

@@ -20,14 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import math
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue as queue_module
 import signal
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import msgspec
 
@@ -38,7 +41,7 @@ from engine.ids import run_id_for
 from engine.runner import RunResult, build_jobs, run_identity, write_run_header
 from store.recorder import Recorder
 
-__all__ = ["WorkerError", "run_in_workers", "share_of"]
+__all__ = ["WorkerError", "run_in_workers", "share_of", "worker_count"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -47,26 +50,40 @@ class WorkerError(RuntimeError):
     """A worker process failed; the message says which and why."""
 
 
-def share_of(config: RunConfig, workers: int) -> RunConfig:
-    """The configuration one of ``workers`` processes runs with: an even share of the limits."""
+def worker_count(config: RunConfig, samples: int) -> int:
+    """How many processes a run really uses: no more than its samples or its smallest limit, so
+    every worker gets at least one slot of every limit."""
+    limits = [config.workers, samples, config.concurrency]
+    limits += [m.max_concurrency for m in config.models if m.max_concurrency]
+    return max(1, min(limits))
 
-    def split(value, whole: bool = True):
-        if value is None:
+
+def share_of(config: RunConfig, workers: int, index: int) -> RunConfig:
+    """Worker ``index``'s configuration: its part of the concurrency and endpoint limits.
+
+    Whole limits are split so the parts add up to the configured total exactly (the first
+    ``total % workers`` workers take one more); rates are split evenly.
+    """
+
+    def part(total: int | None) -> int | None:
+        if total is None:
             return None
-        share = value / workers
-        return max(1, math.ceil(share)) if whole else share
+        return total // workers + (1 if index < total % workers else 0)
+
+    def rate(total: float | None) -> float | None:
+        return None if total is None else total / workers
 
     models = tuple(
         msgspec.structs.replace(
             m,
-            max_concurrency=split(m.max_concurrency),
-            requests_per_minute=split(m.requests_per_minute, whole=False),
-            tokens_per_minute=split(m.tokens_per_minute, whole=False),
+            max_concurrency=part(m.max_concurrency),
+            requests_per_minute=rate(m.requests_per_minute),
+            tokens_per_minute=rate(m.tokens_per_minute),
         )
         for m in config.models
     )
     return msgspec.structs.replace(config, models=models, workers=1,
-                                   concurrency=split(config.concurrency))
+                                   concurrency=part(config.concurrency))
 
 
 def run_in_workers(
@@ -84,51 +101,69 @@ def run_in_workers(
         WorkerError: a worker failed (its error is in the message); the others are stopped.
     """
     started = time.monotonic()
-    workers = min(config.workers, len(samples)) or 1
+    workers = worker_count(config, len(samples))
     run_id = run_id_for(run_identity(config))
     # Written here, once: workers racing to write it would conflict on the header stream.
     asyncio.run(write_run_header(config, store, run_id, extra_header))
     jobs = {job.traj: job for job in build_jobs(config, run_id, samples)}
-    share = share_of(config, workers)
     context = multiprocessing.get_context("spawn")  # never fork a process that runs threads
     messages = context.Queue()
-    processes = [
-        context.Process(target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
-                        args=(i, share, samples[i::workers], messages, os.getpid()))
-        for i in range(workers)
-    ]
+    with tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:
+        # Each worker's samples go through a file, not the process pipe: a worker that dies
+        # before reading a large pickle from its pipe would leave the parent blocked writing it.
+        processes = []
+        for i in range(workers):
+            shard = Path(scratch) / f"samples-{i}.msgpack"
+            shard.write_bytes(msgspec.msgpack.encode(samples[i::workers]))
+            processes.append(context.Process(
+                target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
+                args=(i, share_of(config, workers, i), str(shard), messages, os.getpid())))
+        return _supervise(processes, messages, jobs, on_outcome, run_id, started)
+
+
+def _supervise(processes, messages, jobs, on_outcome, run_id: str, started: float) -> RunResult:
     outcomes: list[Outcome] = []
     calls = 0
     done: set[int] = set()
+
+    def handle(kind: str, index: int, payload) -> None:
+        nonlocal calls
+        if kind == "outcome":
+            traj, outcome = payload
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(jobs[traj], outcome)
+        elif kind == "done":
+            done.add(index)
+            calls += payload
+        elif kind == "error":
+            raise WorkerError(f"worker {index} failed: {payload}")
+
     try:
-        # Ctrl-C waits until every worker has its arguments: interrupting the hand-over would
-        # leave a worker reading half a pickle (and printing a traceback about it).
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        with _sigint_deferred():  # a worker must get its arguments whole
             for process in processes:
                 process.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        while len(done) < workers:
-            try:
-                kind, index, payload = messages.get(timeout=0.2)
-            except queue_module.Empty:
-                for i, process in enumerate(processes):
-                    if i not in done and not process.is_alive():
-                        # Drain what it sent before dying, then report it.
-                        _drain(messages, jobs, outcomes, on_outcome, done)
-                        if i not in done:
-                            raise WorkerError(
-                                f"worker {i} exited with code {process.exitcode} "
-                                "before finishing its share") from None
-                continue
-            if kind == "outcome":
-                _deliver(payload, jobs, outcomes, on_outcome)
-            elif kind == "done":
-                done.add(index)
-                calls += payload
-            elif kind == "error":
-                raise WorkerError(f"worker {index} failed: {payload}")
+        sentinels = {process.sentinel: i for i, process in enumerate(processes)}
+        while len(done) < len(processes):
+            # Wake on a message or on a worker's exit, whichever comes first (the queue's reader
+            # end is a private attribute, but the documented way to wait on both at once).
+            ready = multiprocessing.connection.wait([messages._reader, *sentinels], timeout=1.0)
+            while True:  # everything already sent, before looking at who exited
+                try:
+                    handle(*messages.get_nowait())
+                except queue_module.Empty:
+                    break
+            for sentinel in ready:
+                i = sentinels.get(sentinel)
+                if i is None or i in done:
+                    continue
+                # Exited: a last message may still be in the queue's pipe.
+                with contextlib.suppress(queue_module.Empty):
+                    while True:
+                        handle(*messages.get(timeout=0.2))
+                if i not in done:
+                    raise WorkerError(f"worker {i} exited with code {processes[i].exitcode} "
+                                      "before finishing its share")
     except BaseException:
         _stop(processes)
         raise
@@ -137,23 +172,21 @@ def run_in_workers(
     return RunResult(run_id, outcomes, time.monotonic() - started, calls)
 
 
-def _deliver(payload, jobs, outcomes, on_outcome) -> None:
-    traj, outcome = payload
-    outcomes.append(outcome)
-    if on_outcome is not None:
-        on_outcome(jobs[traj], outcome)
-
-
-def _drain(messages, jobs, outcomes, on_outcome, done: set[int]) -> None:
-    while True:
-        try:
-            kind, index, payload = messages.get(timeout=0.05)
-        except queue_module.Empty:
-            return
-        if kind == "outcome":
-            _deliver(payload, jobs, outcomes, on_outcome)
-        elif kind == "done":
-            done.add(index)
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C until the block ends, then raise it (a signal mask would not do: the
+    signal may be delivered to another thread, and Python raises it in the main one anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _stop(processes: list) -> None:
@@ -184,25 +217,37 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _worker_main(index: int, config: RunConfig, samples: list[Sample], messages,
-                 parent: int) -> None:
+def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_parent(parent)
     from engine.logs import configure_logging, log_path_for
     from engine.runner import open_run_store
 
-    configure_logging(log_path_for(config.store))
+    log = configure_logging(log_path_for(config.store))
     try:
+        samples = msgspec.msgpack.decode(Path(shard).read_bytes(), type=list[Sample])
         with open_run_store(config.store) as store:
             calls = asyncio.run(_run_share(config, store, samples, messages, parent))
     except BaseException as exc:  # the parent names the worker and stops the others
-        messages.put(("error", index, f"{type(exc).__name__}: {exc}"))
+        if not isinstance(exc, KeyboardInterrupt):
+            log.exception("worker_failed", worker=index)
+        messages.put(("error", index, _describe(exc)))
         messages.close()
         messages.join_thread()
         raise SystemExit(1) from None
     messages.put(("done", index, calls))
     messages.close()
     messages.join_thread()
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming the real errors (a TaskGroup wraps them in an ExceptionGroup)."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = []
+        for inner in exc.exceptions:
+            leaves.append(_describe(inner))
+        return "; ".join(dict.fromkeys(leaves))
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def _run_share(config: RunConfig, store, samples, messages, parent: int) -> int:

@@ -14,8 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from engine.config import ModelConfig, RunConfig
-from engine.workers import share_of
+import pytest
+
+from engine.config import ConfigError, ModelConfig, RunConfig
+from engine.workers import share_of, worker_count
 from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
 
@@ -96,16 +98,30 @@ def _start_and_wait(store: Path, workers: int, at_least: int) -> subprocess.Pope
     raise AssertionError("the run ended (or stalled) before it could be stopped")
 
 
-def test_share_of_splits_concurrency_and_endpoint_limits():
+def test_shares_add_up_to_the_configured_limits():
     config = RunConfig(models=(ModelConfig("openai:m", max_concurrency=9,
                                            requests_per_minute=600.0,
                                            tokens_per_minute=None),),
-                       concurrency=256, workers=4)
-    share = share_of(config, 4)
-    assert share.concurrency == 64 and share.workers == 1
-    assert share.models[0].max_concurrency == 3  # rounded up: never zero
-    assert share.models[0].requests_per_minute == 150.0
-    assert share.models[0].tokens_per_minute is None
+                       concurrency=66, workers=4)
+    shares = [share_of(config, 4, i) for i in range(4)]
+    assert [s.concurrency for s in shares] == [17, 17, 16, 16]
+    assert sum(s.models[0].max_concurrency for s in shares) == 9
+    assert all(s.models[0].max_concurrency >= 1 and s.workers == 1 for s in shares)
+    assert sum(s.models[0].requests_per_minute for s in shares) == 600.0
+    assert all(s.models[0].tokens_per_minute is None for s in shares)
+
+
+def test_no_more_workers_than_samples_or_the_smallest_limit():
+    config = RunConfig(models=(ModelConfig("openai:m", max_concurrency=3),), concurrency=64,
+                       workers=8)
+    assert worker_count(config, samples=100) == 3  # every worker keeps at least one slot
+    assert worker_count(config, samples=2) == 2
+    assert worker_count(RunConfig(workers=8, concurrency=5), samples=100) == 5
+
+
+def test_an_in_memory_store_cannot_be_shared_by_workers():
+    with pytest.raises(ConfigError, match="--workers"):
+        RunConfig(store=":memory:", workers=2).validate()
 
 
 def test_two_workers_write_what_one_process_writes(tmp_path):
@@ -156,3 +172,32 @@ def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_p
     assert _finished(store) == TOTAL  # every trajectory, none twice
     with open_store(store, create=False) as s:
         assert verify(s).ok
+
+
+def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5)
+    workers = [pid for pid in _children(proc.pid) if _alive(pid)
+               and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)  # the OOM killer, say
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    assert "exited with code -9" in err and "Traceback" not in err
+    assert not _gone(workers)
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert _finished(store) == TOTAL
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+
+def test_a_worker_error_names_the_errors_inside_a_task_group():
+    from engine.workers import _describe
+
+    group = ExceptionGroup("unhandled errors in a TaskGroup",
+                           [ValueError("bad pixels"), ExceptionGroup("inner", [KeyError("k")])])
+    assert _describe(group) == "ValueError: bad pixels; KeyError: 'k'"
