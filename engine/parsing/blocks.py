@@ -14,7 +14,9 @@ __all__ = ["Block", "bare_json_blocks", "fenced_blocks", "starts_line", "tagged_
 
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?")
 _QUOTES = "\"'“”‘’"
-_OPENER = re.compile(r"\{|\[\s*\{")  # where a bare JSON object (or array of objects) may start
+# Where a bare JSON object, or an array of objects, may start (the "[" counts only with its "{"
+# within the next 63 characters, as it always has).
+_OPENER = re.compile(r"\{|\[\s{0,62}\{")
 _CLOSER = {'"': '"', "'": "'", "“": "”", "”": "”", "‘": "’", "’": "’"}
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.parsing import answer
 from engine.parsing.answer import find_final_answer
-from engine.parsing.blocks import fenced_blocks
+from engine.parsing.blocks import _balanced_end, bare_json_blocks, fenced_blocks
 from engine.parsing.headers import _HEADER, _markers
 
 _ORACLE_FENCE = re.compile(
@@ -63,3 +63,45 @@ def test_final_hint_covers_every_case_fold() -> None:
     for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
                      "最终答案：3", "The final answer is 3"):
         assert find_final_answer(spelling) is not None, spelling
+
+
+def _oracle_bare_starts(text: str) -> list[int]:
+    """Where the original per-character loop started a candidate (no block is relevant)."""
+    starts, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "{" or (c == "[" and re.match(r"\[\s*\{", text[i : i + 64])):
+            starts.append(i)
+            end, closed = _balanced_end(text, i)
+            if not closed:
+                break
+            i = end
+            continue
+        i += 1
+    return starts
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["[", "{", "}", "]", " ", " " * 40, " " * 64, "x", '"a"', "\n"]),
+                max_size=30).map("".join))
+def test_bare_json_candidates_start_where_they_always_did(text: str) -> None:
+    seen: list[int] = []
+
+    class Spy:  # records every candidate body the scan considers, accepts none
+        def search(self, body: str) -> None:
+            seen.append(body)
+
+    bare_json_blocks(text, Spy())  # type: ignore[arg-type]
+    fast = []
+    pos = 0
+    for body in seen:
+        pos = text.index(body, pos)
+        fast.append(pos)
+        pos += max(1, len(body))
+    assert fast == _oracle_bare_starts(text)
+
+
+def test_an_array_counts_only_with_its_object_close_by() -> None:
+    far = "[" + " " * 63 + '{"action": 1}]'
+    blocks = bare_json_blocks(far, re.compile("action"))
+    assert [b.start for b in blocks] == [64]
