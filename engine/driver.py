@@ -159,14 +159,16 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
     reports the outcome, but need not hold a model-call slot while the last commit lands.
     """
     store = rt.store
-    writes = PendingWrites()
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
     if state.finished is not None:
         f = state.finished
-        return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True), writes
+        return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True), PendingWrites()
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
     original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")
+    writes = PendingWrites()
+    if (blob := rt.states.unsettled_write(original)) is not None:
+        writes.add(blob)  # the original's blob, queued by whichever trajectory loaded it
     resumed = state.started is not None
     if not resumed:
         started = TrajectoryStarted(

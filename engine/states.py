@@ -76,6 +76,7 @@ class StateCache:
         # Hashes known to be stored (or queued): bounded, as a miss only costs a store lookup.
         self._persisted: _Lru = _Lru(4 * capacity)
         self._background: list[asyncio.Future] = []
+        self._unsettled: dict[str, asyncio.Future] = {}
         self._originals: _Lru = _Lru(capacity)
         self._loading: dict[bytes, asyncio.Future] = {}
         self.encodes = 0
@@ -93,12 +94,26 @@ class StateCache:
         self.encodes += 1
         hex_key, write = self.add_encoded(encoded)
         if write is not None:
+            self._unsettled[hex_key] = write
+            if len(self._unsettled) > 256:  # forget settled ones, keep failed ones visible
+                self._unsettled = {k: f for k, f in self._unsettled.items()
+                                   if not f.done() or f.exception() is not None}
             self._background.append(write)
             if len(self._background) > 64:  # keep the list short; errors still surface
                 for future in [f for f in self._background if f.done()]:
                     future.result()
                 self._background = [f for f in self._background if not f.done()]
         return hex_key
+
+    def unsettled_write(self, hex_key: str) -> asyncio.Future | None:
+        """The blob write :meth:`add` queued for ``hex_key`` if it has not settled yet: every
+        trajectory that names the state awaits it with its own writes, so a failure ends the
+        trajectories that depend on it rather than surfacing only when the run ends."""
+        write = self._unsettled.get(hex_key)
+        if write is not None and write.done() and write.exception() is None:
+            del self._unsettled[hex_key]
+            return None
+        return write
 
     def add_encoded(self, encoded: EncodedState) -> tuple[str, asyncio.Future | None]:
         """Cache an encoded state and queue its blob write if the store lacks it.

@@ -65,6 +65,7 @@ def _verify(
     heads: dict[str, tuple[int, bytes]] = {}
     last_where: dict[str, str] = {}
     by_seq: dict[int, tuple[str, int, bytes]] = {}
+    named: dict[str, str] = {}  # state hash -> the first event that names it
     for seq, record in store.iter_records():
         report.events += 1
         if progress is not None and report.events % 65536 == 0:
@@ -91,6 +92,8 @@ def _verify(
             problem(last_where[event.traj],
                     f"event bytes changed: its hash differs from the link recorded by the next "
                     f"event (seq {seq})")
+        for state in _states_named(event):
+            named.setdefault(state, where)
         digest = record_hash(record)
         heads[event.traj] = (event.pos, digest)
         last_where[event.traj] = where
@@ -119,7 +122,9 @@ def _verify(
             problem(f"trajectory {traj} pos {pos} (seq {seq})",
                     "event bytes changed: hash differs from the one recorded at append")
 
+    stored_blobs: set[bytes] = set()
     for key, record in store.iter_blob_records():
+        stored_blobs.add(key)
         report.blobs += 1
         fmt, recorded, data = parse_blob_record(record)
         if hashlib.sha256(data).digest() != recorded:
@@ -133,4 +138,24 @@ def _verify(
                 continue
             if actual_key != key:
                 problem(f"blob {key.hex()}", "pixels do not hash to the blob's key")
+    for state, where in named.items():
+        if bytes.fromhex(state) not in stored_blobs:
+            problem(where, f"names image {state[:16]}…, which is not in the store's blobs")
     return report
+
+
+def _states_named(event) -> tuple[str, ...]:
+    """The image states an event refers to by hash (each must be a stored blob)."""
+    names = (getattr(event, "input_state", None), getattr(event, "faithful_state", None),
+             getattr(event, "returned_state", None))
+    return tuple(n for n in names if n and _is_hex_hash(n))
+
+
+def _is_hex_hash(value: str) -> bool:
+    if len(value) != 64:
+        return False
+    try:
+        bytes.fromhex(value)
+    except ValueError:
+        return False
+    return True

@@ -19,7 +19,7 @@ from store import (
     open_store,
 )
 from store.verify import verify
-from tests.store.helpers import run_started, step, steps
+from tests.store.helpers import png_blob, run_started, step, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_MAP = 32 * 1024
@@ -236,3 +236,15 @@ async def test_an_idle_store_with_a_commit_interval_commits_at_once(tmp_path):
     with open_store(tmp_path / "s", commit_interval_ms=60_000) as store:
         # No commit happened in the last minute, so the first write does not wait for one.
         await asyncio.wait_for(store.append([run_started("r")]), timeout=30)
+
+
+async def test_verify_reports_an_event_naming_a_missing_image(tmp_path):
+    key, data = png_blob(3)
+    with open_store(tmp_path / "s") as store:
+        await store.put_blob(key, data)
+        await store.append([step("t", 0, faithful_state=key.hex(), returned_state=key.hex()),
+                            step("t", 1, faithful_state="ab" * 32)])
+        report = verify(store)
+    assert not report.ok
+    [found] = report.problems
+    assert "trajectory t pos 1" in found.where and "not in the store's blobs" in found.what
