@@ -180,8 +180,11 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
+    from engine.gc_tuning import tune_gc_for_run
     from engine.progress import RunProgress, summary_tables
     from engine.workers import WorkerError, run_in_workers
+
+    tune_gc_for_run()
 
     started = time.monotonic()
     interrupted = False
