@@ -45,7 +45,7 @@ from adapters.renderers.encode import encode_png, image_hash
 from adapters.renderers.images import load_image
 from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
-from engine.gc_tuning import tune_gc_for_run
+from engine.gc_tuning import tuned_gc
 from engine.runner import open_run_store, run_jobs
 from engine.workers import run_in_workers
 from store.actions import Zoom
@@ -310,12 +310,12 @@ def main() -> None:
                         "the most this machine allows")
     args = parser.parse_args()
     samples = make_samples(args.trajectories, args.distinct_images)
-    tune_gc_for_run()  # as vaot run does
     root = Path(tempfile.mkdtemp(prefix="vaot-rollout-"))
     try:
-        a = run_phase("text", args, samples, root) if args.phase != "B" else None
-        b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
-        floor = floor_phase(args, samples) if args.floor else None
+        with tuned_gc():  # as vaot run does
+            a = run_phase("text", args, samples, root) if args.phase != "B" else None
+            b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
+            floor = floor_phase(args, samples) if args.floor else None
     finally:
         shutil.rmtree(root)
     ideal = args.in_flight / (args.latency_ms / 1000)

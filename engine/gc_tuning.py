@@ -11,16 +11,25 @@ collected, just in larger batches.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 
-__all__ = ["tune_gc_for_run"]
+__all__ = ["tuned_gc"]
 
 YOUNG_THRESHOLD = 20_000
 
 
-def tune_gc_for_run() -> None:
-    """Call once, after start-up (imports, dataset loading) and before the run's main loop."""
+@contextlib.contextmanager
+def tuned_gc() -> Iterator[None]:
+    """Around a run, after start-up (imports, dataset loading): the settings are put back on
+    exit, so a caller that goes on (a test, a notebook) keeps the interpreter's defaults."""
+    previous = gc.get_threshold()
     gc.collect()
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
+    gc.set_threshold(YOUNG_THRESHOLD, previous[1], previous[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+        gc.unfreeze()

@@ -44,6 +44,10 @@ def encode_state(canvas: CanvasState) -> EncodedState:
     return EncodedState(canvas, image_hash(canvas.image), encode_png(canvas.image))
 
 
+def _succeeded(future: asyncio.Future) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
 class _Lru(OrderedDict):
     def __init__(self, capacity: int) -> None:
         super().__init__()
@@ -97,20 +101,20 @@ class StateCache:
             self._unsettled[hex_key] = write
             if len(self._unsettled) > 256:  # forget settled ones, keep failed ones visible
                 self._unsettled = {k: f for k, f in self._unsettled.items()
-                                   if not f.done() or f.exception() is not None}
+                                   if not _succeeded(f)}
             self._background.append(write)
             if len(self._background) > 64:  # keep the list short; errors still surface
                 for future in [f for f in self._background if f.done()]:
-                    future.result()
+                    future.result()  # raises a write's error here, where the run sees it
                 self._background = [f for f in self._background if not f.done()]
         return hex_key
 
     def unsettled_write(self, hex_key: str) -> asyncio.Future | None:
         """The blob write :meth:`add` queued for ``hex_key`` if it has not settled yet: every
-        trajectory that names the state awaits it with its own writes, so a failure ends the
-        trajectories that depend on it rather than surfacing only when the run ends."""
+        trajectory that names the state awaits it with its own writes, so a failed write is
+        raised there (a store error ends the run) rather than only when the run ends."""
         write = self._unsettled.get(hex_key)
-        if write is not None and write.done() and write.exception() is None:
+        if write is not None and _succeeded(write):
             del self._unsettled[hex_key]
             return None
         return write

@@ -220,15 +220,14 @@ def _die_with_parent(parent: int) -> None:
 def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_parent(parent)
-    from engine.gc_tuning import tune_gc_for_run
+    from engine.gc_tuning import tuned_gc
     from engine.logs import configure_logging, log_path_for
     from engine.runner import open_run_store
 
     log = configure_logging(log_path_for(config.store))
     try:
         samples = msgspec.msgpack.decode(Path(shard).read_bytes(), type=list[Sample])
-        tune_gc_for_run()
-        with open_run_store(config.store) as store:
+        with tuned_gc(), open_run_store(config.store) as store:
             calls = asyncio.run(_run_share(config, store, samples, messages, parent))
     except BaseException as exc:  # the parent names the worker and stops the others
         if not isinstance(exc, KeyboardInterrupt):

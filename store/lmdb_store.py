@@ -72,6 +72,7 @@ class LmdbStore(LmdbWriter, Recorder):
         self._max_batch = max_batch
         self._linger = linger_ms / 1000.0
         self._commit_interval = commit_interval_ms / 1000.0
+        self._busy = False
         self._env = self._open_env(create, map_size)
         self._gate = ReadGate()
         self._local = threading.local()

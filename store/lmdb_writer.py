@@ -125,6 +125,7 @@ class LmdbWriter:
         last_commit = float("-inf")
         try:
             while not stop:
+                busy, self._busy = self._busy, False  # writes arrived during the last commit
                 item = self._queue.get()
                 if item is STOP:
                     break
@@ -132,11 +133,14 @@ class LmdbWriter:
                 for job in jobs:
                     job.start()
                 size = sum(len(job.items) for job in jobs)
-                # Commits at most every ``commit_interval`` seconds: an idle store commits at
-                # once, a busy one gathers what arrives meanwhile into one commit (each commit
-                # costs two fsyncs and a few hundred µs of CPU, whatever its size).
-                deadline = max(time.monotonic() + self._linger,
-                               last_commit + self._commit_interval)
+                # A busy store (writes arrived while it was committing) commits at most every
+                # ``commit_interval`` seconds, gathering what arrives meanwhile: each commit
+                # costs two fsyncs and a few hundred µs of CPU, whatever its size. A store whose
+                # writer awaits each write before the next (nothing arrives mid-commit) commits
+                # at once and is never paced.
+                deadline = time.monotonic() + self._linger
+                if busy:
+                    deadline = max(deadline, last_commit + self._commit_interval)
                 while size < self._max_batch:
                     try:
                         remaining = deadline - time.monotonic()
@@ -220,6 +224,9 @@ class LmdbWriter:
         self._last_txnid = txnid if wrote else txnid - 1
         self._heads.update(new_heads)
         self._ordinals.update(new_ordinals)
+        # Looked at before the writers hear back: a writer that awaits each write and queues
+        # the next at once must not make the store look busy.
+        self._busy = not self._queue.empty()
         settled_async = []
         for job, result in zip(jobs, results, strict=True):
             if job.future is None:

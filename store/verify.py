@@ -62,10 +62,27 @@ def _verify(
         if len(report.problems) < max_problems:
             report.problems.append(Problem(where, what))
 
+    stored_blobs: set[bytes] = set()
+    for key, record in store.iter_blob_records():
+        stored_blobs.add(key)
+        report.blobs += 1
+        fmt, recorded, data = parse_blob_record(record)
+        if hashlib.sha256(data).digest() != recorded:
+            problem(f"blob {key.hex()}", f"{fmt} bytes changed: sha256 differs from recorded")
+            continue
+        if pixel_hasher is not None:
+            try:
+                actual_key = pixel_hasher(data)
+            except Exception as exc:  # any decoder failure is a finding, not a crash
+                problem(f"blob {key.hex()}", f"does not decode as an image: {exc}")
+                continue
+            if actual_key != key:
+                problem(f"blob {key.hex()}", "pixels do not hash to the blob's key")
+    # Blobs first, so each event's images are checked as it is read: a set of 32-byte keys is
+    # all that is kept, not a record of every image every event names.
     heads: dict[str, tuple[int, bytes]] = {}
     last_where: dict[str, str] = {}
     by_seq: dict[int, tuple[str, int, bytes]] = {}
-    named: dict[str, str] = {}  # state hash -> the first event that names it
     for seq, record in store.iter_records():
         report.events += 1
         if progress is not None and report.events % 65536 == 0:
@@ -93,7 +110,8 @@ def _verify(
                     f"event bytes changed: its hash differs from the link recorded by the next "
                     f"event (seq {seq})")
         for state in _states_named(event):
-            named.setdefault(state, where)
+            if bytes.fromhex(state) not in stored_blobs:
+                problem(where, f"names image {state[:16]}…, which is not in the store's blobs")
         digest = record_hash(record)
         heads[event.traj] = (event.pos, digest)
         last_where[event.traj] = where
@@ -122,25 +140,6 @@ def _verify(
             problem(f"trajectory {traj} pos {pos} (seq {seq})",
                     "event bytes changed: hash differs from the one recorded at append")
 
-    stored_blobs: set[bytes] = set()
-    for key, record in store.iter_blob_records():
-        stored_blobs.add(key)
-        report.blobs += 1
-        fmt, recorded, data = parse_blob_record(record)
-        if hashlib.sha256(data).digest() != recorded:
-            problem(f"blob {key.hex()}", f"{fmt} bytes changed: sha256 differs from recorded")
-            continue
-        if pixel_hasher is not None:
-            try:
-                actual_key = pixel_hasher(data)
-            except Exception as exc:  # any decoder failure is a finding, not a crash
-                problem(f"blob {key.hex()}", f"does not decode as an image: {exc}")
-                continue
-            if actual_key != key:
-                problem(f"blob {key.hex()}", "pixels do not hash to the blob's key")
-    for state, where in named.items():
-        if bytes.fromhex(state) not in stored_blobs:
-            problem(where, f"names image {state[:16]}…, which is not in the store's blobs")
     return report
 
 

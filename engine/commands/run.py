@@ -180,11 +180,9 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
-    from engine.gc_tuning import tune_gc_for_run
+    from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables
     from engine.workers import WorkerError, run_in_workers
-
-    tune_gc_for_run()
 
     started = time.monotonic()
     interrupted = False
@@ -200,10 +198,11 @@ def run(args: argparse.Namespace) -> int:
                         log.warning("trajectory_failed", traj=job.traj, model=job.model,
                                     setting=job.setting, sample=job.sample.id, error=outcome.error)
 
-                if config.workers > 1:
-                    run_in_workers(config, store, samples, on_outcome=on_outcome)
-                else:
-                    asyncio.run(_run(config, store, samples, adapters, on_outcome))
+                with tuned_gc():
+                    if config.workers > 1:
+                        run_in_workers(config, store, samples, on_outcome=on_outcome)
+                    else:
+                        asyncio.run(_run(config, store, samples, adapters, on_outcome))
         except KeyboardInterrupt:
             interrupted = True
         except AdapterError as exc:
