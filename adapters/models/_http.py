@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import email.utils
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -115,6 +116,36 @@ def error_message(body: bytes) -> str:
     return redact(text)
 
 
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?)s\s*")
+
+
+def _first_known(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def retry_info_delay(body: bytes) -> float | None:
+    """Seconds to wait from a ``google.rpc.RetryInfo`` detail in an error body, if there is one.
+
+    Google's APIs (Gemini among them) send their back-off hint this way, in the JSON body of a
+    429, not as a ``Retry-After`` header: ``{"error": {"details": [{"@type": "…RetryInfo",
+    "retryDelay": "30s"}]}}`` (a protobuf Duration: seconds with an ``s``).
+    """
+    try:
+        data = msgspec.json.decode(body)
+        details = data["error"]["details"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, dict) and detail.get("@type") == _RETRY_INFO:
+            match = _DURATION.fullmatch(str(detail.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    return None
+
+
 def classify_status(
     status: int,
     headers: Mapping[str, str],
@@ -134,7 +165,7 @@ def classify_status(
             f"{where}: rate limited (HTTP 429): {detail}",
             retry="rate_limit",
             kind="http_429",
-            retry_after=parse_retry_after(headers, now),
+            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
             status=status,
         )
     if status >= 500 or status in _TRANSIENT_4XX:
@@ -142,7 +173,7 @@ def classify_status(
             f"{where}: server error (HTTP {status}): {detail}",
             retry="transient",
             kind=f"http_{status}",
-            retry_after=parse_retry_after(headers, now),
+            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
             status=status,
         )
     if status in (401, 403):

@@ -32,7 +32,7 @@ _CONFIG_FIELDS = {
     "thinkingConfig", "responseSchema",
 }  # fmt: skip
 
-register_extra_faults(["safety_block", "finish_safety", "empty_candidates"])
+register_extra_faults(["safety_block", "finish_safety", "empty_candidates", "429_retry_info"])
 
 
 class FakeGemini(FakeServer):
@@ -182,6 +182,17 @@ class FakeGemini(FakeServer):
             )
         if fault == "empty_candidates":
             return web.json_response({"candidates": [], "usageMetadata": usage})
+        if fault == "429_retry_info":
+            # How Google's APIs say when to come back: in the body, not a Retry-After header.
+            body = self._error_body(429, "Resource has been exhausted (e.g. check quota).", "")
+            body["error"]["details"] = [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                     "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                 "retryDelay": f"{self.retry_after_s}s"},
+            ]
+            return web.json_response(body, status=429)
         return None
 
 

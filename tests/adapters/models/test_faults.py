@@ -39,6 +39,7 @@ SPECIFIC = {
         "safety_block": ("no", "safety_block", None),
         "finish_safety": ("no", "safety_block", None),
         "empty_candidates": ("transient", "empty_reply", None),
+        "429_retry_info": ("rate_limit", "http_429", RETRY_AFTER),
     },
     "anthropic": {
         "overloaded": ("transient", "http_529", None),

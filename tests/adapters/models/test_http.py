@@ -135,3 +135,35 @@ async def test_connection_refused_is_transient() -> None:
     finally:
         await client.aclose()
     assert (info.value.retry, info.value.kind) == ("transient", "connect")
+
+
+GEMINI_429 = (
+    b'{"error": {"code": 429, "message": "Resource has been exhausted", '
+    b'"status": "RESOURCE_EXHAUSTED", "details": ['
+    b'{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []}, '
+    b'{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]}}'
+)
+
+
+def test_a_retry_info_in_the_body_is_a_retry_after() -> None:
+    error = classify(429, GEMINI_429)
+    assert error.retry == "rate_limit" and error.retry_after == 37.0
+
+
+def test_a_retry_after_header_wins_over_the_body() -> None:
+    assert classify(429, GEMINI_429, {"Retry-After": "5"}).retry_after == 5.0
+
+
+@pytest.mark.parametrize("body", [
+    b"not json", b"{}", b'{"error": "x"}', b'{"error": {"details": "x"}}',
+    b'{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", '
+    b'"retryDelay": "soon"}]}}',
+])
+def test_odd_bodies_give_no_retry_after(body: bytes) -> None:
+    assert classify(429, body).retry_after is None
+
+
+def test_fractional_retry_delay() -> None:
+    body = (b'{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", '
+            b'"retryDelay": "1.5s"}]}}')
+    assert classify(503, body).retry_after == 1.5
