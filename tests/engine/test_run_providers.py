@@ -52,8 +52,12 @@ def _fake_server(provider: str, key: str, log: Path) -> Iterator[int]:
             proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
-def test_run_survives_faults_and_never_leaks_the_key(provider, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("provider", "workers"),
+    # Two worker processes too: retries, limits and redaction are per process, the log shared.
+    [("openai", 1), ("gemini", 1), ("anthropic", 1), ("openai", 2)],
+)
+def test_run_survives_faults_and_never_leaks_the_key(provider, workers, tmp_path) -> None:
     key = f"sk-{provider}-e2e-7c1d9a4b"
     log = tmp_path / "requests.jsonl"
     store_path = tmp_path / "run.lmdb"
@@ -64,7 +68,7 @@ def test_run_survives_faults_and_never_leaks_the_key(provider, tmp_path) -> None
                 "--base-url", f"http://127.0.0.1:{port}{PREFIX[provider]}",
                 "--api-key-env", KEY_ENV, "--dataset", "synthetic:8", "--limit", str(SAMPLES),
                 "--settings", "vaot", "--store", str(store_path), "--max-attempts", "10",
-                "--retry-base-delay", "0.01", "--no-progress",
+                "--retry-base-delay", "0.01", "--no-progress", "--workers", str(workers),
             ],
             cwd=ROOT, env={**os.environ, KEY_ENV: key}, capture_output=True, text=True,
             timeout=180,
