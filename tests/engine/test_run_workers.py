@@ -84,6 +84,18 @@ def _gone(pids: list[int], within: float = 10.0) -> list[str]:
     return left
 
 
+def _intact_then_resumed(store: Path) -> None:
+    """The stopped run's store verifies, and the same command then finishes every trajectory
+    exactly once."""
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert _finished(store) == TOTAL  # every trajectory, none twice
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+
 def _start_and_wait(store: Path, workers: int, at_least: int) -> subprocess.Popen:
     proc = subprocess.Popen(_cmd(store, workers), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
@@ -146,14 +158,7 @@ def test_sigint_stops_the_workers_and_the_same_command_resumes(tmp_path):
     assert "Traceback" not in err
     assert "rerun the same command to resume" in err
     assert not _gone(workers)
-    with open_store(store, create=False) as s:
-        assert verify(s).ok
-
-    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    assert _finished(store) == TOTAL
-    with open_store(store, create=False) as s:
-        assert verify(s).ok
+    _intact_then_resumed(store)
 
 
 def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_path):
@@ -164,14 +169,7 @@ def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_p
     proc.kill()
     proc.communicate()
     assert not _gone(workers), "workers outlived their parent"
-    with open_store(store, create=False) as s:
-        assert verify(s).ok
-
-    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    assert _finished(store) == TOTAL  # every trajectory, none twice
-    with open_store(store, create=False) as s:
-        assert verify(s).ok
+    _intact_then_resumed(store)
 
 
 def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
@@ -185,14 +183,7 @@ def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     assert proc.returncode == 1, err
     assert "exited with code -9" in err and "Traceback" not in err
     assert not _gone(workers)
-    with open_store(store, create=False) as s:
-        assert verify(s).ok
-
-    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    assert _finished(store) == TOTAL
-    with open_store(store, create=False) as s:
-        assert verify(s).ok
+    _intact_then_resumed(store)
 
 
 def test_a_worker_error_names_the_errors_inside_a_task_group():
