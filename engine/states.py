@@ -81,6 +81,7 @@ class StateCache:
         self._persisted: _Lru = _Lru(4 * capacity)
         self._background: list[asyncio.Future] = []
         self._unsettled: dict[str, asyncio.Future] = {}
+        self._prune_at = 256
         self._originals: _Lru = _Lru(capacity)
         self._loading: dict[bytes, asyncio.Future] = {}
         self.encodes = 0
@@ -98,10 +99,6 @@ class StateCache:
         self.encodes += 1
         hex_key, write = self.add_encoded(encoded)
         if write is not None:
-            self._unsettled[hex_key] = write
-            if len(self._unsettled) > 256:  # forget settled ones, keep failed ones visible
-                self._unsettled = {k: f for k, f in self._unsettled.items()
-                                   if not _succeeded(f)}
             self._background.append(write)
             if len(self._background) > 64:  # keep the list short; errors still surface
                 for future in [f for f in self._background if f.done()]:
@@ -110,9 +107,12 @@ class StateCache:
         return hex_key
 
     def unsettled_write(self, hex_key: str) -> asyncio.Future | None:
-        """The blob write :meth:`add` queued for ``hex_key`` if it has not settled yet: every
-        trajectory that names the state awaits it with its own writes, so a failed write is
-        raised there (a store error ends the run) rather than only when the run ends."""
+        """The blob write queued for ``hex_key`` if it has not settled yet (or failed).
+
+        Every trajectory that names a state awaits its write with its own writes, whichever
+        trajectory queued it (a sample's original, a render two models share), so a failed
+        write is raised there (a store error ends the run) rather than only when the run ends.
+        """
         write = self._unsettled.get(hex_key)
         if write is not None and _succeeded(write):
             del self._unsettled[hex_key]
@@ -131,11 +131,20 @@ class StateCache:
         if self._persisted.get_touch(hex_key) is None:
             if not self.store.has_blob(encoded.key):
                 write = self.store.put_blob_nowait(encoded.key, encoded.data)
+                self._track(hex_key, write)
             self._persisted.put(hex_key, True)
+        else:  # queued by another trajectory, perhaps not durable yet
+            write = self.unsettled_write(hex_key)
         self._canvases.put(hex_key, encoded.canvas)
         if self._b64.get_touch(hex_key) is None:
             self._b64.put(hex_key, base64.b64encode(encoded.data).decode("ascii"))
         return hex_key, write
+
+    def _track(self, hex_key: str, write: asyncio.Future) -> None:
+        self._unsettled[hex_key] = write
+        if len(self._unsettled) > self._prune_at:  # forget settled writes, keep failed ones
+            self._unsettled = {k: f for k, f in self._unsettled.items() if not _succeeded(f)}
+            self._prune_at = max(256, 2 * len(self._unsettled))  # amortised: O(1) per write
 
     async def settle(self) -> None:
         """Await the blob writes :meth:`add` queued (raising the first error)."""

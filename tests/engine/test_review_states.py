@@ -29,3 +29,35 @@ async def test_a_canvas_reloaded_after_eviction_keeps_its_decoration() -> None:
     assert reloaded is not decorated
     # The step repeating its global_style must not draw the decor a second time.
     assert render(reloaded, again, DECOR, seed=2).hash == expected
+
+
+async def test_a_state_two_trajectories_render_is_awaited_by_both(tmp_path) -> None:
+    import threading
+
+    from store import open_store
+
+    with open_store(tmp_path / "s") as store:
+        states = StateCache(store, None)
+        encoded = encode_state(CanvasState.from_image(Image.new("RGB", (32, 24), (9, 9, 9))))
+        # Another write transaction holds LMDB's writer lock, so the store cannot commit yet
+        # (readers are not blocked).
+        holding, release = threading.Event(), threading.Event()
+
+        def hold_the_write_lock() -> None:
+            with store._env.begin(write=True):
+                holding.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold_the_write_lock)
+        holder.start()
+        holding.wait(30)
+        try:
+            first_hex, first = states.add_encoded(encoded)
+            second_hex, second = states.add_encoded(encoded)  # another model, same render
+            assert first_hex == second_hex
+            assert first is not None and second is first  # the second waits on the same write
+        finally:
+            release.set()
+            holder.join()
+        await first
+        assert states.add_encoded(encoded)[1] is None  # durable now: nothing left to wait for
