@@ -173,18 +173,23 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
         proc.terminate()
         proc.wait(timeout=10)
     failed = sum(1 for o in result.outcomes if o.status == "failed")
-    # All slots stay busy until the queue runs dry: when len(samples) - in_flight have finished.
-    full_until = sorted(finished)[max(0, len(samples) - args.in_flight - 1)]
-    calls_full = sum(1 for t in replies if t <= full_until)
+    return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu if args.workers == 1 else None,
+            "server_cpu": server_cpu, "calls": len(replies), "rendered": rendered,
+            "threads": per_thread if args.workers == 1 else None, "failed": failed,
+            **rates(replies, finished, start, args.in_flight)}
+
+
+def rates(replies: list[float], finished: list[float], start: float, in_flight: int) -> dict:
+    """Calls/s while every slot was busy, counted from ``start`` and from the first reply."""
+    # All slots stay busy until the queue runs dry: when all but in_flight have finished.
+    full_until = sorted(finished)[max(0, len(finished) - in_flight - 1)]
     # Steady state: from the first reply (start-up — loading originals, the first commits — is
     # over) to the moment the queue ran dry.
     first = min(replies)
-    calls_steady = sum(1 for t in replies if first < t <= full_until)
-    return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu if args.workers == 1 else None,
-            "server_cpu": server_cpu, "calls": len(replies), "rendered": rendered,
-            "threads": per_thread if args.workers == 1 else None,
-            "full_rate": calls_full / (full_until - start),
-            "steady_rate": calls_steady / (full_until - first), "failed": failed}
+    return {
+        "full_rate": sum(1 for t in replies if t <= full_until) / (full_until - start),
+        "steady_rate": sum(1 for t in replies if first < t <= full_until) / (full_until - first),
+    }
 
 
 def floor_phase(args, samples: list[Sample]) -> dict:
@@ -255,13 +260,8 @@ def floor_phase(args, samples: list[Sample]) -> dict:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    full_until = sorted(finished)[max(0, len(samples) - args.in_flight - 1)]
-    first = min(replies)
-    return {
-        "calls": len(replies), "cpu": cpu, "server_cpu": server_cpu,
-        "full_rate": sum(1 for t in replies if t <= full_until) / (full_until - start),
-        "steady_rate": sum(1 for t in replies if first < t <= full_until) / (full_until - first),
-    }
+    return {"calls": len(replies), "cpu": cpu, "server_cpu": server_cpu,
+            **rates(replies, finished, start, args.in_flight)}
 
 
 def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> tuple[float, float]:

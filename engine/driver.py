@@ -115,6 +115,12 @@ class PendingWrites:
     def add(self, future: asyncio.Future) -> None:
         self.current.append(future)
 
+    def own(self, state: str, write: asyncio.Future | None) -> str:
+        """Add the blob write a named ``state`` still depends on (if any); returns ``state``."""
+        if write is not None:
+            self.current.append(write)
+        return state
+
     async def step_done(self) -> None:
         """Close a step: await the writes of the step before it (queued one model call ago, so
         usually durable already) and keep this step's landing while the next call runs. This
@@ -167,8 +173,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
     sample = job.sample
     original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")
     writes = PendingWrites()
-    if (blob := rt.states.unsettled_write(original)) is not None:
-        writes.add(blob)  # the original's blob, queued by whichever trajectory loaded it
+    # The original's blob, queued by whichever trajectory loaded it.
+    writes.own(original, rt.states.unsettled_write(original))
     resumed = state.started is not None
     if not resumed:
         started = TrajectoryStarted(
@@ -311,15 +317,11 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
 
         enc_faithful, shown, enc_shown, detail = await loop.run_in_executor(rt.render_pool, work)
         render_ms = (ctx.monotonic() - t0) * 1000.0
-        faithful, blob = rt.states.add_encoded(enc_faithful)
-        if blob is not None:
-            writes.add(blob)
+        faithful = writes.own(*rt.states.add_encoded(enc_faithful))
         if shown is not None:
             returned = faithful
             if enc_shown is not None:
-                returned, blob = rt.states.add_encoded(enc_shown)
-                if blob is not None:
-                    writes.add(blob)
+                returned = writes.own(*rt.states.add_encoded(enc_shown))
             f = shown.frame
             returned_frame = (f.x1, f.y1, f.x2, f.y2)
             returned_decorated = shown.decorated

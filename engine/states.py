@@ -79,7 +79,6 @@ class StateCache:
         self._b64: _Lru = _Lru(capacity)
         # Hashes known to be stored (or queued): bounded, as a miss only costs a store lookup.
         self._persisted: _Lru = _Lru(4 * capacity)
-        self._background: list[asyncio.Future] = []
         self._unsettled: dict[str, asyncio.Future] = {}
         self._prune_at = 256
         self._originals: _Lru = _Lru(capacity)
@@ -92,18 +91,12 @@ class StateCache:
     async def add(self, canvas: CanvasState) -> str:
         """Encode ``canvas`` once, persist its blob, cache it; returns its hex hash.
 
-        For states no single trajectory owns (a sample's original): the blob write is tracked
-        here and surfaced by :meth:`settle`, not charged to whichever trajectory comes next.
+        For states no single trajectory owns (a sample's original): every trajectory that names
+        it awaits its blob write (:meth:`unsettled_write`), and :meth:`settle` awaits the rest.
         """
         encoded = await self._in_pool(encode_state, canvas)
         self.encodes += 1
-        hex_key, write = self.add_encoded(encoded)
-        if write is not None:
-            self._background.append(write)
-            if len(self._background) > 64:  # keep the list short; errors still surface
-                for future in [f for f in self._background if f.done()]:
-                    future.result()  # raises a write's error here, where the run sees it
-                self._background = [f for f in self._background if not f.done()]
+        hex_key, _ = self.add_encoded(encoded)  # the write is tracked for whoever names it
         return hex_key
 
     def unsettled_write(self, hex_key: str) -> asyncio.Future | None:
@@ -147,8 +140,8 @@ class StateCache:
             self._prune_at = max(256, 2 * len(self._unsettled))  # amortised: O(1) per write
 
     async def settle(self) -> None:
-        """Await the blob writes :meth:`add` queued (raising the first error)."""
-        pending, self._background = self._background, []
+        """Await every blob write not known to have succeeded (raising the first error)."""
+        pending = list(self._unsettled.values())
         if pending:
             await asyncio.wait(pending)
             for future in pending:
