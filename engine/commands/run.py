@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 
 import msgspec
@@ -21,6 +22,7 @@ from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import configure_logging, log_path_for
 from engine.prompts import SETTINGS
+from engine.run_lock import StoreBusyError, exclusive_run
 from store import StoreError, open_store
 
 DEMO_MODELS = ("reference:calibrated", "reference:ignore", "reference:overcall", "reference:blind")
@@ -168,6 +170,14 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
+    lock = contextlib.ExitStack()  # held until the store is closed, every write durable
+    try:
+        if config.store != ":memory:":
+            lock.enter_context(exclusive_run(config.store))
+    except StoreBusyError as exc:
+        store.close()
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}
     for job in build_jobs(config, run_id, samples):
@@ -187,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     interrupted = False
     session_failures: list = []
-    with store:
+    with lock, store:
         try:
             with RunProgress(console, totals, enabled=not args.no_progress) as progress:
                 def on_outcome(job, outcome):
@@ -210,6 +220,15 @@ def run(args: argparse.Namespace) -> int:
             return 2
         except WorkerError as exc:
             err.print(f"vaot run: {exc}; committed work is kept, rerun to resume", markup=False)
+            return 1
+        except (StoreError, BaseExceptionGroup) as exc:
+            # A write the store refused (say, another program appending to these trajectories):
+            # the run cannot go on, but what it committed stays valid.
+            refused = _store_error(exc)
+            if refused is None:
+                raise
+            err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
+                      "rerun to resume", markup=False)
             return 1
         records = [r for r in project(store.iter_events()).values() if r.run_id == run_id]
     wall = time.monotonic() - started
@@ -248,6 +267,18 @@ def run(args: argparse.Namespace) -> int:
                   "command to resume where it stopped", markup=False)
         return 130
     return 0
+
+
+def _store_error(exc: BaseException) -> StoreError | None:
+    """The store error that ended a run, also from inside a task group's exception group."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _store_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def _run(config, store, samples, adapters, on_outcome):

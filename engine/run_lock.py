@@ -1,0 +1,72 @@
+"""One ``vaot run`` per store at a time.
+
+Two runs of the same command on one store (a second terminal, a job array started twice) would
+drive the same trajectories at once: each pays for the other's model calls, and the second
+writer of a step is refused by the store (events are never overwritten), which ends both runs.
+So a run holds an exclusive lock on ``run.lock`` inside the store's directory for as long as it
+writes; a second run is refused at once, naming the holder.
+
+The lock is a ``flock`` on an open file: the kernel drops it when its holder exits, however it
+exits (SIGKILL included), so a crashed run never leaves a stale lock behind, and the file itself
+is never deleted (deleting it would let two runs lock two different files). Worker processes of
+a run (``--workers``) do not take it: their parent holds it for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["LOCK_NAME", "StoreBusyError", "exclusive_run"]
+
+LOCK_NAME = "run.lock"
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; a run there is not guarded
+    fcntl = None  # type: ignore[assignment]
+
+
+class StoreBusyError(Exception):
+    """Another process holds the store's run lock."""
+
+
+@contextlib.contextmanager
+def exclusive_run(store_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the run lock of the store at ``store_dir`` (an existing directory) for the block.
+
+    Raises:
+        StoreBusyError: another run holds it; the message names its pid and start time.
+    """
+    if fcntl is None:
+        yield
+        return
+    path = Path(store_dir) / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreBusyError(
+                f"{store_dir} is in use by another vaot run ({_holder(fd)}); wait for it to "
+                "finish (or stop it), or give this run another --store"
+            ) from None
+        # Who holds it, for the message above (advisory: the lock is the flock, not this text).
+        os.ftruncate(fd, 0)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        os.pwrite(fd, f"pid {os.getpid()}, started {stamp}: {' '.join(sys.argv)}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    return text.split(": ", 1)[0] if text else "holder unknown"
