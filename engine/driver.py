@@ -206,6 +206,12 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
             retry_after=info.retry_after, message=info.message[:500], retried=True,
         )])
 
+    if state.steps and state.steps[-1].final_answer is not None:
+        # A crash fell between the answering step and the finish: the answer is in the log,
+        # so finish with it rather than ask again (or stop at max_steps without it).
+        answer = state.steps[-1].final_answer
+        return _finish(rt, state, job, ctx, "answered", answer, calls, tokens, writes)
+
     while True:
         step_no = state.next_step
         if step_no > max_steps:
@@ -250,11 +256,13 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            (current_hex, frame, decorated), original, dialect, convention,
                            policy, latency_ms, cached is not None, writes)
-        await writes.step_done()
         last = state.steps[-1]
         if last.final_answer is not None:
+            # Queued in the same turn as the step, so both usually land in one commit; the
+            # caller settles every write before it reports the outcome.
             return _finish(rt, state, job, ctx, "answered", last.final_answer, calls, tokens,
-                                 writes)
+                           writes)
+        await writes.step_done()
 
 
 async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, step_no, max_steps,
