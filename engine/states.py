@@ -190,9 +190,6 @@ class StateCache:
         caller passes that from the log (``Step.returned_decorated``), so a rebuilt canvas does
         not get it drawn a second time.
         """
-        canvas = self._canvases.get_touch(hex_key)
-        if canvas is not None:
-            return canvas
         orig = self._canvases.get_touch(original)
         if orig is None:
             image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(original)))
@@ -200,8 +197,17 @@ class StateCache:
             self._canvases.put(original, orig)
         if hex_key == original:
             return orig
-        image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(hex_key)))
-        canvas = CanvasState(image=image, frame=frame or Frame(), original=orig.image,
-                             decorated=decorated)
+        frame = frame or Frame()
+        canvas = self._canvases.get_touch(hex_key)
+        if canvas is None:
+            image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(hex_key)))
+        elif (canvas.frame == frame and canvas.decorated == decorated
+              and canvas.original is orig.image):
+            return canvas
+        else:
+            # The same pixels reached by another path (a zoom into a blank region of another
+            # sample, say): share the image, never its frame, decor flag or original.
+            image = canvas.image
+        canvas = CanvasState(image=image, frame=frame, original=orig.image, decorated=decorated)
         self._canvases.put(hex_key, canvas)
         return canvas
