@@ -65,6 +65,14 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 )
         if not self.settings:
             raise ConfigError("--settings: at least one setting is needed")
+        # A trajectory's id comes from (run, model, sample, setting, epoch): a repeated setting
+        # or model would drive the same trajectory twice at once.
+        for flag, names in (("--settings", self.settings),
+                            ("--model", [m.spec for m in self.models])):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise ConfigError(f"{flag}: {', '.join(map(repr, repeated))} given more than "
+                                  "once (for repeated draws of the same trajectories use --epochs)")
         for name, value, low in (("--concurrency", self.concurrency, 1),
                                  ("--workers", self.workers, 1),
                                  ("--max-steps", self.max_steps, 1), ("--epochs", self.epochs, 1),

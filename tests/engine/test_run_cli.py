@@ -43,6 +43,9 @@ BAD_INPUTS = {
     "not a float": (["--temperature", "warm"], "--temperature"),
     "bad choice": (["--shape", "tree"], "--shape"),
     "unknown flag": (["--colour", "red"], "--colour"),
+    "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
+    "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
+                       "'reference:blind' given more than once"),
 }
 
 
