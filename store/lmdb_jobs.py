@@ -8,6 +8,8 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 
+from store.errors import StoreClosedError
+
 __all__ = ["STOP", "Job", "ReadGate", "settle_async"]
 
 STOP = object()
@@ -64,6 +66,10 @@ def _resolve(pairs: list[tuple[asyncio.Future, object]]) -> None:
             continue
         if isinstance(result, BaseException):
             afuture.set_exception(result)
+            if isinstance(result, StoreClosedError):
+                # The store is down: the run hears it from its first waiter and from every
+                # later write; a "never retrieved" warning per abandoned write adds nothing.
+                afuture.exception()
         else:
             afuture.set_result(result)
 

@@ -164,9 +164,10 @@ class LmdbWriter:
                         pending.settle(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
                     raise
         except BaseException as exc:  # the writer must never die silently
+            # Every waiter is told, and every later write refused with it (_check_writable);
+            # re-raising would only add a thread traceback to the user's terminal.
             self._writer_error = exc
             self._fail_pending(exc)
-            raise
 
     def _fail_pending(self, exc: BaseException) -> None:
         while True:
@@ -208,9 +209,11 @@ class LmdbWriter:
                 with self._gate.exclusive():
                     self._env.set_mapsize(0)
                 continue
-            except lmdb.Error as exc:
-                # One job's bad input (say, a key LMDB cannot hold) must not fail the jobs it was
-                # grouped with, nor kill the writer: redo them one transaction each.
+            except lmdb.BadValsizeError as exc:
+                # One job's bad input (a key LMDB cannot hold) must not fail the jobs it was
+                # grouped with, nor kill the writer: redo them one transaction each. Any other
+                # LMDB error (a full disk, an I/O error) is the store's, not a job's: it ends the
+                # writer, so no later job (a Step naming a blob that failed) can commit alone.
                 if len(jobs) > 1:
                     for job in jobs:
                         self._commit([job])
