@@ -80,6 +80,10 @@ class StateCache:
         # Hashes known to be stored (or queued): bounded, as a miss only costs a store lookup.
         self._persisted: _Lru = _Lru(4 * capacity)
         self._unsettled: dict[str, asyncio.Future] = {}
+        # Encoded bytes of states whose blob write is queued but not yet durable: a state
+        # evicted from the caches before its commit is reloaded from here, not from a store
+        # that does not hold it yet. Bounded by the writes in flight.
+        self._landing: dict[str, bytes] = {}
         self._prune_at = 256
         self._originals: _Lru = _Lru(capacity)
         self._loading: dict[bytes, asyncio.Future] = {}
@@ -125,6 +129,8 @@ class StateCache:
             if not self.store.has_blob(encoded.key):
                 write = self.store.put_blob_nowait(encoded.key, encoded.data)
                 self._track(hex_key, write)
+                self._landing[hex_key] = encoded.data
+                write.add_done_callback(lambda _, key=hex_key: self._landing.pop(key, None))
             self._persisted.put(hex_key, True)
         else:  # queued by another trajectory, perhaps not durable yet
             write = self.unsettled_write(hex_key)
@@ -178,9 +184,13 @@ class StateCache:
         """The request part for a state (base64 cached; reloaded from the store if evicted)."""
         b64 = self._b64.get_touch(hex_key)
         if b64 is None:
-            b64 = base64.b64encode(self.store.get_blob(bytes.fromhex(hex_key))).decode("ascii")
+            b64 = base64.b64encode(self._blob(hex_key)).decode("ascii")
             self._b64.put(hex_key, b64)
         return ImagePart(sha=hex_key, media_type="image/png", b64=b64)
+
+    def _blob(self, hex_key: str) -> bytes:
+        data = self._landing.get(hex_key)
+        return data if data is not None else self.store.get_blob(bytes.fromhex(hex_key))
 
     async def canvas(self, hex_key: str, frame: Frame | None, decorated: bool,
                      original: str) -> CanvasState:
@@ -192,7 +202,7 @@ class StateCache:
         """
         orig = self._canvases.get_touch(original)
         if orig is None:
-            image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(original)))
+            image = await self._in_pool(load_image, self._blob(original))
             orig = CanvasState.from_image(image)
             self._canvases.put(original, orig)
         if hex_key == original:
@@ -200,7 +210,7 @@ class StateCache:
         frame = frame or Frame()
         canvas = self._canvases.get_touch(hex_key)
         if canvas is None:
-            image = await self._in_pool(load_image, self.store.get_blob(bytes.fromhex(hex_key)))
+            image = await self._in_pool(load_image, self._blob(hex_key))
         elif (canvas.frame == frame and canvas.decorated == decorated
               and canvas.original is orig.image):
             return canvas

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+
 from PIL import Image
 
 from adapters.renderers.canvas import CanvasState
@@ -61,3 +64,23 @@ async def test_a_state_two_trajectories_render_is_awaited_by_both(tmp_path) -> N
             holder.join()
         await first
         assert states.add_encoded(encoded)[1] is None  # durable now: nothing left to wait for
+
+
+async def test_a_state_evicted_before_its_blob_commits_is_reloaded_from_memory(tmp_path) -> None:
+    from store import open_store
+
+    with open_store(tmp_path / "s") as store:
+        states = StateCache(store, None, capacity=1, canvas_capacity=1)
+        first = encode_state(CanvasState.from_image(Image.new("RGB", (32, 24), (1, 2, 3))))
+        second = encode_state(CanvasState.from_image(Image.new("RGB", (32, 24), (4, 5, 6))))
+        first_hex, write = states.add_encoded(first)
+        _, second_write = states.add_encoded(second)  # evicts the first's canvas and base64
+        # Same turn of the loop: the first blob has not even reached the writer yet.
+        assert not store.has_blob(first.key)
+        assert states.image_part(first_hex).b64 == base64.b64encode(first.data).decode()
+        canvas = await states.canvas(first_hex, None, False, first_hex)
+        assert canvas.image.tobytes() == first.canvas.image.tobytes()
+        await write
+        await second_write
+        await asyncio.sleep(0)  # done-callbacks run on the loop's next turn
+        assert store.has_blob(first.key) and not states._landing  # released once durable
