@@ -20,7 +20,7 @@ from adapters.datasets.base import Sample
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
 from adapters.renderers.pillow_renderer import RENDERER_VERSION
-from engine.config import RunConfig
+from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
 from engine.driver import Outcome, PendingWrites, Runtime, TrajectoryJob, drive_trajectory
@@ -120,7 +120,9 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     """Append the run's ``RunStarted`` event unless the store already holds it (a resume)."""
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
-    if store.head(header_stream) is None:
+    if store.head(header_stream) is not None:
+        _check_resume(config, store.read_trajectory(header_stream), run_id)
+    else:
         header = {
             "models": [msgspec.to_builtins(m) for m in config.models],
             "settings": list(config.settings), "dataset": config.dataset,
@@ -135,6 +137,36 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         }
         await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
                                        config=header, engine_version=ENGINE_VERSION)])
+
+
+# What a model's replies are read with (or asked with): changing one of these between two
+# invocations of a run would mix two experiments under one run id.
+_MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra")
+
+
+def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
+    """Refuse to resume a run with a model configured differently than when it started.
+
+    Finished trajectories would be skipped with the old reading and unfinished ones continued
+    with the new one. (Adding a model, a setting or more samples to a run is fine.)
+    """
+    header = next((s.event for s in header_events if isinstance(s.event, RunStarted)), None)
+    if header is None:
+        return
+    before = {m.get("spec"): m for m in header.config.get("models", [])}
+    for model in config.models:
+        old = before.get(model.spec)
+        if old is None:
+            continue
+        now = msgspec.to_builtins(model)
+        for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
+            default = msgspec.to_builtins(ModelConfig(model.spec)).get(field)
+            was, is_ = old.get(field, default), now.get(field, default)
+            if was != is_:
+                raise ConfigError(
+                    f"model {model.spec}: run {run_id} in this store was started with {field} "
+                    f"{was!r}, not {is_!r}; resuming would mix the two in one run. Keep "
+                    f"{was!r}, or start a separate run with --run-name NAME")
 
 
 async def run_jobs(

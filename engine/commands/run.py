@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
                         asyncio.run(_run(config, store, samples, adapters, on_outcome))
         except KeyboardInterrupt:
             interrupted = True
-        except AdapterError as exc:
+        except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             err.print(f"vaot run: {exc}", markup=False)
             return 2
         except WorkerError as exc:

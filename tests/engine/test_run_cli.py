@@ -130,3 +130,18 @@ def test_a_price_table_turns_usage_into_a_cost_line(tmp_path) -> None:
     # One dollar per input token, so the cost equals the input tokens the steps recorded.
     assert f"scripted:priced: 2 calls, {tokens_in:,} in / " in done.stdout
     assert f"total: {tokens_in:.4f} USD" in done.stdout
+
+
+def test_resuming_a_run_with_a_model_read_differently_is_refused(tmp_path) -> None:
+    store = str(tmp_path / "run.lmdb")
+    base = ("run", "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress")
+    assert _vaot(*base).returncode == 0
+    changed = _vaot(*base, "--convention", "yxyx")
+    assert changed.returncode == 2, changed.stdout + changed.stderr
+    lines = changed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "convention 'xyxy', not 'yxyx'" in lines[0], changed.stderr
+    assert "--run-name" in lines[0]
+    # The same run as started resumes (nothing left to do), and a named separate run is free.
+    assert _vaot(*base).returncode == 0
+    assert _vaot(*base, "--convention", "yxyx", "--run-name", "yxyx-trial").returncode == 0
