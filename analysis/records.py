@@ -60,6 +60,11 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
         record = records.get(event.traj)
         if record is None:
             continue
+        if record.status is not None and not isinstance(event, TrajectoryFinished):
+            # Events after a finish: a failed trajectory retried (--retry-failed); it is
+            # unfinished again until its next finish.
+            record.status = record.answer = record.correct = None
+            record.hit_max_steps = False
         if isinstance(event, Step):
             record.steps += 1
             record.actions += 1 if event.actions else 0

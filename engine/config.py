@@ -56,6 +56,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``{"openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}}`` (model spec or
     glob → price per million tokens); turns usage into a cost line in the summary."""
     run_name: str | None = None
+    retry_failed: bool = False
+    """Run again the trajectories an earlier invocation ended as failed (not part of the run's
+    identity: the failure stays in the log and the retry continues after it)."""
 
     def validate(self) -> RunConfig:
         for setting in self.settings:

@@ -81,6 +81,7 @@ class Runtime:
         seed: int,
         retry: RetryPolicy,
         render_base: str = "current",
+        retry_failed: bool = False,
         clock=time.time,
         sleep=asyncio.sleep,
     ) -> None:
@@ -95,6 +96,7 @@ class Runtime:
         self.seed = seed
         self.retry = retry
         self.render_base = render_base
+        self.retry_failed = retry_failed
         self.clock = clock
         self.sleep = sleep
 
@@ -168,7 +170,11 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
     if state.finished is not None:
         f = state.finished
-        return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True), PendingWrites()
+        if not (f.status == "failed" and rt.retry_failed):
+            return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True), PendingWrites()
+        # Retried: the failure stays in the log, and the trajectory continues after it from
+        # its last committed step (a projection reads the last finish).
+        state.finished = None
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
     original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")

@@ -202,7 +202,7 @@ async def run_jobs(
         max_steps=config.max_steps, seed=config.seed,
         retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
                           base_delay_s=config.retry_base_delay_s),
-        render_base=config.render_base,
+        render_base=config.render_base, retry_failed=config.retry_failed,
     )
     queue: asyncio.Queue[TrajectoryJob] = asyncio.Queue()
     for job in jobs:

@@ -46,6 +46,8 @@ class TrajectoryState(msgspec.Struct):
                 state.finished = event
             elif isinstance(event, CallFailed):
                 state.failures += 1
+            if state.finished is not event:
+                state.finished = None  # a retried failure (--retry-failed) continues after it
             state.next_pos = event.pos + 1
         return state
 

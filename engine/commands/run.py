@@ -38,7 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "           --dataset jsonl:data/val.jsonl --settings vaot,no_render\n"
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
         "continue from their last committed step, and replies already received are not paid for\n"
-        "again."
+        "again. A trajectory that failed stays failed until a rerun with --retry-failed.\n"
+        "Exit status: 0 all trajectories ended, 1 some failed (or the store failed), 2 bad input,\n"
+        "130 interrupted."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with any of the options below "
                    "(flags override it); [[models]] tables may set base_url, api_key_env, "
@@ -91,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "a server's Retry-After always wins")
     p.add_argument("--run-name", metavar="NAME",
                    help="name the run explicitly (default: derived from the options)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again the trajectories that ended failed in an earlier invocation "
+                   "(say, after fixing a base URL or a key); their failure stays in the log")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -105,6 +110,7 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         "render_base": args.render_base, "call_timeout_s": args.timeout,
         "run_name": args.run_name, "max_attempts": args.max_attempts,
         "retry_base_delay_s": args.retry_base_delay,
+        "retry_failed": args.retry_failed or None,
     }
     raw.update({k: v for k, v in flags.items() if v is not None})
     if args.settings:
@@ -237,7 +243,10 @@ def run(args: argparse.Namespace) -> int:
     finished = [r for r in records if r.status is not None]
     known = {r.traj for r in records}
     unstarted = sum(1 for _, o in session_failures if o.traj not in known)
-    failed = sum(1 for r in records if r.status == "failed") + unstarted
+    # Failed: ended as failed in the log, or ended by an error this session (an undecodable
+    # image, say) before it could be recorded as finished.
+    failed = len({r.traj for r in records if r.status == "failed"}
+                 | {o.traj for _, o in session_failures})
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     calls = progress.calls
@@ -266,6 +275,10 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "
                   "command to resume where it stopped", markup=False)
         return 130
+    if failed:
+        err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
+                  "--retry-failed to run them again", markup=False)
+        return 1
     return 0
 
 

@@ -11,18 +11,15 @@ is used by exactly one step that had no committed reply.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import lmdb
@@ -31,6 +28,7 @@ import msgspec
 from adapters.models.base import ModelReply
 from store import Step, TrajectoryFinished, TrajectoryStarted, open_store
 from store.events import decode_record
+from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "VAOT_TEST_KEY"
@@ -52,39 +50,12 @@ def _reply(n: int) -> str:
     )
 
 
-@contextlib.contextmanager
-def _fake_server(tmp_path: Path, log: Path) -> Iterator[int]:
+def _fake_server(tmp_path: Path, log: Path):
     """The slow OpenAI fake as a process; yields its port."""
     script = tmp_path / "replies.json"
     script.write_text(json.dumps([_reply(n) for n in range(1000)]))
-    with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.fakes.openai_server",
-            "--port",
-            "0",
-            "--latency-ms",
-            "300",
-            "--api-key",
-            KEY,
-            "--script",
-            str(script),
-            "--requests-log",
-            str(log),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    ) as proc:
-        try:
-            ready, _, _ = select.select([proc.stdout], [], [], 30)
-            assert ready, "the fake server did not print its port within 30 s"
-            yield int(proc.stdout.readline())
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    return fake_server_process("openai", "--latency-ms", "300", "--api-key", KEY,
+                               "--script", str(script), "--requests-log", str(log))
 
 
 def _seen(port: int) -> list[dict]:

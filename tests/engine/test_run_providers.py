@@ -7,19 +7,17 @@ terminal output.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import select
 import subprocess
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from store import CallFailed, Step, TrajectoryFinished, TrajectoryStarted, open_store
+from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "VAOT_PROVIDER_TEST_KEY"
@@ -29,27 +27,13 @@ PREFIX = {"openai": "/v1", "gemini": "/v1beta", "anthropic": "/v1"}
 EXTRA_FAULTS = {"anthropic": ("overloaded",)}
 
 
-@contextlib.contextmanager
-def _fake_server(provider: str, key: str, log: Path) -> Iterator[int]:
+def _fake_server(provider: str, key: str, log: Path):
     """The provider's fake as a process, faulting 20% of requests; yields its port."""
     from tests.fakes.faults import TRANSIENT_FAULTS
 
     pool = ",".join((*TRANSIENT_FAULTS, *EXTRA_FAULTS.get(provider, ())))
-    with subprocess.Popen(
-        [
-            sys.executable, "-m", f"tests.fakes.{provider}_server", "--port", "0",
-            "--fault-rate", "0.2", "--faults", pool, "--seed", "7", "--api-key", key,
-            "--requests-log", str(log),
-        ],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    ) as proc:  # fmt: skip
-        try:
-            ready, _, _ = select.select([proc.stdout], [], [], 30)
-            assert ready, f"the {provider} fake server did not print its port within 30 s"
-            yield int(proc.stdout.readline())
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    return fake_server_process(provider, "--fault-rate", "0.2", "--faults", pool, "--seed", "7",
+                               "--api-key", key, "--requests-log", str(log))
 
 
 @pytest.mark.parametrize(

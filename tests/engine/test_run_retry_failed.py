@@ -1,0 +1,93 @@
+"""A failed trajectory stays failed until `--retry-failed`, which continues it after its failure.
+
+The real CLI and a real fake OpenAI server in processes: the first run points at a closed port
+(a typo'd base URL), so every trajectory fails; a plain rerun with the right URL changes
+nothing and pays for nothing; a rerun with --retry-failed finishes them, and the log keeps the
+failure as evidence, followed by the steps of the retry.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from store import CallFailed, Step, TrajectoryFinished, TrajectoryStarted, open_store
+from tests.fakes.process import fake_server_process
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY_ENV = "VAOT_RETRY_TEST_KEY"
+KEY = "sk-retry-test-3f9a"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run(store: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", "run", "--model", "openai:fake-model", "--base-url",
+         base_url, "--api-key-env", KEY_ENV, "--dataset", "synthetic:2", "--limit", "3",
+         "--settings", "vaot", "--store", str(store), "--max-attempts", "1", "--no-progress",
+         *extra],
+        cwd=ROOT, env={**os.environ, KEY_ENV: KEY}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_failed_trajectories_are_retried_only_when_asked(tmp_path) -> None:
+    store = tmp_path / "run.lmdb"
+    typo = _run(store, f"http://127.0.0.1:{_closed_port()}/v1")
+    assert typo.returncode == 1, typo.stdout + typo.stderr
+    assert "3 trajectories failed" in typo.stderr and "--retry-failed" in typo.stderr
+
+    log = tmp_path / "requests.jsonl"
+    with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(log)) as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        plain = _run(store, url)
+        assert plain.returncode == 1, plain.stdout + plain.stderr
+        assert not log.exists() or not log.read_text().strip()  # nothing asked, nothing paid
+        retried = _run(store, url, "--retry-failed")
+        assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert log.read_text().strip()
+
+    events = defaultdict(list)
+    with open_store(store, create=False) as opened:
+        for stored in opened.iter_events():
+            events[stored.event.traj].append(stored.event)
+    trajectories = [evs for evs in events.values() if isinstance(evs[0], TrajectoryStarted)]
+    assert len(trajectories) == 3
+    for evs in trajectories:
+        assert [e.pos for e in evs] == list(range(len(evs)))
+        kinds = [type(e) for e in evs]
+        assert kinds[:3] == [TrajectoryStarted, CallFailed, TrajectoryFinished]
+        assert evs[2].status == "failed" and not evs[1].retried
+        assert Step in kinds[3:] and kinds[-1] is TrajectoryFinished
+        assert evs[-1].status in ("answered", "max_steps")
+    check = subprocess.run([sys.executable, "-m", "engine", "verify", str(store)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_retry_cut_short_reads_as_unfinished_again() -> None:
+    from analysis.records import project
+    from engine.trajectory import TrajectoryState
+    from store.events import StoredEvent
+
+    events = [
+        TrajectoryStarted(traj="t", pos=0, run_id="r", sample_id="s", setting="vaot", model="m",
+                          input_state="00"),
+        CallFailed(traj="t", pos=1, step=1, attempt=0, kind="connect", retried=False),
+        TrajectoryFinished(traj="t", pos=2, status="failed", error="connect"),
+        Step(traj="t", pos=3, step=1, request_hash="h", raw_text="Step 1 (Text): look."),
+    ]  # the retry was killed after its first step
+    stored = [StoredEvent(seq=e.pos, prev=b"", event=e) for e in events]
+    state = TrajectoryState.from_events("t", stored)
+    assert state.finished is None and state.next_step == 2 and state.next_pos == 4
+    assert project(events)["t"].status is None
+    assert TrajectoryState.from_events("t", stored[:3]).finished.status == "failed"
+    assert project(events[:3])["t"].status == "failed"
