@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import re
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -76,20 +79,32 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if repeated:
                 raise ConfigError(f"{flag}: {', '.join(map(repr, repeated))} given more than "
                                   "once (for repeated draws of the same trajectories use --epochs)")
-        for name, value, low in (("--concurrency", self.concurrency, 1),
-                                 ("--workers", self.workers, 1),
-                                 ("--max-steps", self.max_steps, 1), ("--epochs", self.epochs, 1),
-                                 ("--max-tokens", self.max_tokens, 1),
-                                 ("--max-attempts", self.max_attempts, 1)):
-            if value < low:
-                raise ConfigError(f"{name}: must be at least {low}, got {value}")
-        if self.retry_base_delay_s < 0:
-            raise ConfigError(f"--retry-base-delay: must be >= 0, got {self.retry_base_delay_s}")
+        # Upper bounds too: a value no run could use (a typo'd extra digit) fails here in one
+        # line, not as an overflow deep in the run or a job list that never finishes building.
+        for name, value, low, high in (
+            ("--concurrency", self.concurrency, 1, 100_000), ("--workers", self.workers, 1, 256),
+            ("--max-steps", self.max_steps, 1, 10_000), ("--epochs", self.epochs, 1, 10_000),
+            ("--max-tokens", self.max_tokens, 1, 10_000_000),
+            ("--max-attempts", self.max_attempts, 1, 1_000), ("--seed", self.seed, 0, 2**63 - 1),
+        ):
+            if not low <= value <= high:
+                raise ConfigError(f"{name}: must be from {low} to {high:,}, got {value}")
+        for name, number, low, high in (
+            ("--timeout", self.call_timeout_s, 0.0, 86_400.0),
+            ("--retry-base-delay", self.retry_base_delay_s, 0.0, 3_600.0),
+            ("--temperature", self.temperature, 0.0, 100.0),
+        ):
+            if number is None:
+                continue
+            if not math.isfinite(number) or not low <= number <= high or (
+                    name == "--timeout" and number == 0):
+                bound = f"above {low:g}" if name == "--timeout" else f"from {low:g}"
+                raise ConfigError(f"{name}: must be a number {bound} up to {high:g}, got {number}")
         if self.workers > 1 and self.store == ":memory:":
             raise ConfigError("--workers: an in-memory store cannot be shared by several "
                               "processes; give --store a path")
-        if self.limit is not None and self.limit < 1:
-            raise ConfigError(f"--limit: must be at least 1, got {self.limit}")
+        if self.limit is not None and not 1 <= self.limit <= 10**9:
+            raise ConfigError(f"--limit: must be from 1 to 1,000,000,000, got {self.limit}")
         if self.shape not in ("see2think", "chat"):
             raise ConfigError(f"--shape: {self.shape!r} is not 'see2think' or 'chat'")
         if self.render_base not in ("current", "original"):
@@ -101,10 +116,51 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         except ValueError as exc:
             raise ConfigError(f"--image-history: {exc}") from None
         for model in self.models:
-            if model.convention not in ("xyxy", "yxyx"):
-                raise ConfigError(f"model {model.spec}: convention {model.convention!r} is not "
-                                  "'xyxy' or 'yxyx'")
+            _validate_model(model)
+        if self.prices:
+            from engine.cost import PriceTable
+
+            try:
+                PriceTable.from_config(self.prices)
+            except msgspec.ValidationError as exc:
+                raise ConfigError(f"prices: {exc}") from None
         return self
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _validate_model(model: ModelConfig) -> None:
+    """What can be checked before the first call: the run fails here, in one line, rather than
+    once per trajectory (a dialect) or after minutes of retries (a URL no server can have)."""
+    from engine.parsing.dialects import DIALECTS
+
+    where = f"model {model.spec}"
+    if model.convention not in ("xyxy", "yxyx"):
+        raise ConfigError(f"{where}: convention {model.convention!r} is not 'xyxy' or 'yxyx'")
+    if model.dialect not in DIALECTS:
+        raise ConfigError(f"{where}: unknown dialect {model.dialect!r} "
+                          f"(known: {', '.join(DIALECTS)})")
+    if model.api_key_env is not None and not _ENV_NAME.fullmatch(model.api_key_env):
+        # Never echo it: what was given may be the key itself.
+        raise ConfigError(f"{where}: --api-key-env takes the NAME of an environment variable "
+                          "that holds the key (letters, digits, _), not the key itself")
+    if model.base_url is not None:
+        try:
+            url = urllib.parse.urlsplit(model.base_url)
+            url.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError as exc:
+            raise ConfigError(f"{where}: base URL {model.base_url!r} is not a URL ({exc})") from None
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ConfigError(f"{where}: base URL {model.base_url!r} is not an http(s) URL "
+                              "with a host, like http://127.0.0.1:8000/v1")
+    if model.max_concurrency is not None and model.max_concurrency < 1:
+        raise ConfigError(f"{where}: max_concurrency must be at least 1, "
+                          f"got {model.max_concurrency}")
+    for name in ("requests_per_minute", "tokens_per_minute"):
+        rate = getattr(model, name)
+        if rate is not None and not (math.isfinite(rate) and rate > 0):
+            raise ConfigError(f"{where}: {name} must be a positive number, got {rate}")
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:

@@ -43,6 +43,18 @@ BAD_INPUTS = {
     "not a float": (["--temperature", "warm"], "--temperature"),
     "bad choice": (["--shape", "tree"], "--shape"),
     "unknown flag": (["--colour", "red"], "--colour"),
+    "seed too big": (["--seed", "99999999999999999999"], "--seed"),
+    "timeout zero": (["--timeout", "0"], "--timeout"),
+    "temperature nan": (["--temperature", "nan"], "--temperature"),
+    "retry delay inf": (["--retry-base-delay", "inf"], "--retry-base-delay"),
+    "unknown dialect": (["--dialect", "bogus"], "unknown dialect 'bogus'"),
+    "port out of range": (["--model", "openai:x", "--base-url", "http://127.0.0.1:99999/v1"],
+                          "99999"),
+    "not a url": (["--model", "openai:x", "--base-url", "not a url"], "not an http(s) URL"),
+    "a key for a variable name": (["--model", "openai:x", "--api-key-env", "sk-abc123secret"],
+                                  "NAME of an environment variable"),
+    "negative rate": (["--config", "{tmp}/rate.toml"], "requests_per_minute"),
+    "bad price": (["--config", "{tmp}/price.toml"], "prices"),
     "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
     "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
                        "'reference:blind' given more than once"),
@@ -53,6 +65,10 @@ BAD_INPUTS = {
 def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     (tmp_path / "bad.toml").write_text("models = [\n")
     (tmp_path / "unknown.toml").write_text('colour = "red"\n')
+    (tmp_path / "rate.toml").write_text(
+        '[[models]]\nspec = "openai:x"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        "requests_per_minute = -5\n")
+    (tmp_path / "price.toml").write_text('[prices]\n"reference:blind" = 5\n')
     args, named = BAD_INPUTS[case]
     store = tmp_path / "run.lmdb"
     args = [a.format(tmp=tmp_path) for a in args]
@@ -63,6 +79,7 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert named in lines[0]
+    assert "sk-abc123secret" not in done.stdout + done.stderr  # a key given by mistake is not echoed
     assert not store.exists(), "a bad input created the store"
 
 
