@@ -64,6 +64,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     identity: the failure stays in the log and the retry continues after it)."""
 
     def validate(self) -> RunConfig:
+        if self.store != ":memory:" and Path(self.store).name in ("", ".", ".."):
+            raise ConfigError(f"--store: {self.store!r} names no store; give a path such as "
+                              "runs/demo.lmdb")
         for setting in self.settings:
             if setting not in SETTINGS:
                 raise ConfigError(
@@ -167,9 +170,16 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     """The raw table of a TOML config file (validated later by :class:`RunConfig`)."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"--config {path}: cannot read ({exc.strerror})") from None
+    # Editors on Windows save with a byte-order mark, or as UTF-16: read both rather than fail.
+    encoding = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--config {path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"--config {path}: not valid TOML ({exc})") from None

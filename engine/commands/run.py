@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import time
 
 import msgspec
@@ -113,13 +114,23 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         "retry_failed": args.retry_failed or None,
     }
     raw.update({k: v for k, v in flags.items() if v is not None})
+    if isinstance(raw.get("store"), str) and raw["store"] != ":memory:":
+        raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
     if args.settings:
         raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
-    model_tables = []
+    if models is not None and (not isinstance(models, list)
+                               or not all(isinstance(m, dict | str) for m in models)):
+        shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"
+        raise ConfigError(f"--config {args.config}: models must be [[models]] tables (one per "
+                          f"model) or a list of specs like [\"openai:gpt-4o\"], not {shape}")
+    tables = [m if isinstance(m, dict) else {"spec": m} for m in models or []]
     if args.models:
-        model_tables = [{"spec": spec} for spec in args.models]
-    elif models:
-        model_tables = [m if isinstance(m, dict) else {"spec": str(m)} for m in models]
+        # A --model that the config also describes keeps the config's table (its base_url,
+        # limits, dialect …): the flag picks which models run, not how they are reached.
+        by_spec = {t.get("spec"): t for t in tables}
+        model_tables = [dict(by_spec.get(spec, {"spec": spec})) for spec in args.models]
+    elif tables:
+        model_tables = tables
     else:
         model_tables = [{"spec": spec} for spec in DEMO_MODELS]
     for table in model_tables:
@@ -170,18 +181,21 @@ def run(args: argparse.Namespace) -> int:
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2
-    log = configure_logging(log_path_for(config.store))
     try:
         store = open_run_store(config.store)
-    except StoreError as exc:
-        err.print(f"vaot run: {exc}", markup=False)
+    except (StoreError, OSError) as exc:
+        err.print(f"vaot run: cannot open the store {config.store}: {exc}", markup=False)
         return 2
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
     try:
         if config.store != ":memory:":
             lock.enter_context(exclusive_run(config.store))
-    except StoreBusyError as exc:
+        log = configure_logging(log_path_for(config.store))
+    except (StoreBusyError, OSError) as exc:
+        lock.close()
         store.close()
+        if isinstance(exc, OSError):
+            exc = f"cannot write the log {log_path_for(config.store)} ({exc.strerror or exc})"
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     run_id = run_id_for(run_identity(config))

@@ -55,6 +55,11 @@ BAD_INPUTS = {
                                   "NAME of an environment variable"),
     "negative rate": (["--config", "{tmp}/rate.toml"], "requests_per_minute"),
     "bad price": (["--config", "{tmp}/price.toml"], "prices"),
+    "a [models] table": (["--config", "{tmp}/models_table.toml"], "[[models]]"),
+    "models a number": (["--config", "{tmp}/models_int.toml"], "[[models]]"),
+    "empty store": (["--store", ""], "--store"),
+    "store under a file": (["--store", "{tmp}/bad.toml/run.lmdb"], "bad.toml"),
+    "UTF-16 config, bad key": (["--config", "{tmp}/utf16.toml"], "colour"),
     "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
     "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
                        "'reference:blind' given more than once"),
@@ -69,6 +74,9 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
         '[[models]]\nspec = "openai:x"\nbase_url = "http://127.0.0.1:9/v1"\n'
         "requests_per_minute = -5\n")
     (tmp_path / "price.toml").write_text('[prices]\n"reference:blind" = 5\n')
+    (tmp_path / "models_table.toml").write_text('[models]\nspec = "reference:blind"\n')
+    (tmp_path / "models_int.toml").write_text("models = 5\n")
+    (tmp_path / "utf16.toml").write_text('colour = "red"\n', encoding="utf-16")
     args, named = BAD_INPUTS[case]
     store = tmp_path / "run.lmdb"
     args = [a.format(tmp=tmp_path) for a in args]
@@ -162,3 +170,25 @@ def test_resuming_a_run_with_a_model_read_differently_is_refused(tmp_path) -> No
     # The same run as started resumes (nothing left to do), and a named separate run is free.
     assert _vaot(*base).returncode == 0
     assert _vaot(*base, "--convention", "yxyx", "--run-name", "yxyx-trial").returncode == 0
+
+
+def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None:
+    from engine.cli import build_parser
+    from engine.commands.run import _config_from
+
+    config = tmp_path / "run.toml"
+    config.write_text(
+        "\ufefflimit = 3\n"  # a byte-order mark, as some editors write
+        '[[models]]\nspec = "openai:x"\nbase_url = "http://127.0.0.1:8000/v1"\n'
+        '[[models]]\nspec = "reference:blind"\n')
+    _, subs = build_parser()
+    parser = subs["run"]
+    from engine.commands import run as run_command
+
+    run_command.add_arguments(parser)
+    args = parser.parse_args(["--config", str(config), "--model", "openai:x",
+                              "--store", "~/runs/x.lmdb"])
+    made = _config_from(args)
+    assert [(m.spec, m.base_url) for m in made.models] == [("openai:x", "http://127.0.0.1:8000/v1")]
+    assert made.limit == 3
+    assert not made.store.startswith("~")
