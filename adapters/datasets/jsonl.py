@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 
 from adapters.datasets.base import CachedLoader, DatasetError, Sample, SkippedRow
+from adapters.renderers.images import ImageLoadError, check_image
 
 __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
 
@@ -86,6 +87,8 @@ class JsonlLoader(CachedLoader):
             row = msgspec.json.decode(line)
         except msgspec.DecodeError as exc:
             raise _BadRow(f"invalid JSON: {exc}") from None
+        except RecursionError:
+            raise _BadRow("invalid JSON: nested too deeply") from None
         if not isinstance(row, dict):
             raise _BadRow("line is not a JSON object")
         missing = [key for key in REQUIRED_FIELDS if key not in row or row[key] is None]
@@ -128,16 +131,31 @@ class JsonlLoader(CachedLoader):
                 raise _BadRow("'image' data: URI holds invalid base64") from None
             meta = {"image": header}
         else:
-            try:
-                image = (self.path.parent / value.replace("\\", "/")).read_bytes()
-            except FileNotFoundError:
-                raise _BadRow(f"image {value!r} not found") from None
-            except OSError as exc:
-                raise _BadRow(f"image {value!r}: {exc.strerror}") from None
+            image = _read_file(self.path.parent, value)
             meta = {"image": value}
         if not image:
             raise _BadRow("'image' is empty")
+        try:
+            check_image(image, name=meta["image"])
+        except ImageLoadError as exc:
+            raise _BadRow(f"image {meta['image']!r}: {exc.reason}") from None
         return image, meta
+
+
+def _read_file(folder: Path, value: str) -> bytes:
+    """An image file named relative to the dataset's folder (or absolute)."""
+    if "\0" in value:
+        raise _BadRow(f"image {value!r} is not a usable file name")
+    path = folder / os.path.expanduser(value.replace("\\", "/"))
+    try:
+        if not path.is_file():  # a fifo or a device would block the read, or never end
+            if path.exists():
+                raise _BadRow(f"image {value!r} is not a regular file")
+            raise _BadRow(f"image {value!r} not found (looked for {path}; a relative path is "
+                          "read from the JSONL file's folder)")
+        return path.read_bytes()
+    except OSError as exc:
+        raise _BadRow(f"image {value!r}: {exc.strerror or exc}") from None
 
 
 def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.datasets.base import CachedLoader, DatasetError, Sample, SkippedRow
+from adapters.renderers.images import ImageLoadError, check_image
 
 __all__ = ["ANSWER_KEYS", "QUESTION_KEYS", "See2ThinkLoader", "read_json_array"]
 
@@ -71,7 +72,10 @@ def read_json_array(text: str) -> list[tuple[int, Any]]:
             # Counting newlines only since the previous element keeps this linear in the file size.
             line += text.count("\n", counted_to, pos)
             counted_to = pos
-            value, pos = decoder.raw_decode(text, pos)
+            try:
+                value, pos = decoder.raw_decode(text, pos)
+            except RecursionError:  # a hostile or broken file: nested arrays by the thousand
+                raise json.JSONDecodeError("nested too deeply", text, pos) from None
             elements.append((line, value))
             pos = _WHITESPACE.match(text, pos).end()
             if text.startswith(",", pos):
@@ -215,14 +219,29 @@ class See2ThinkLoader(CachedLoader):
         if not isinstance(image_path, str) or not image_path.strip():
             self._skip(data_path, row_line, f"element {index} has no 'image_path'")
             return None
+        if "\0" in image_path:
+            self._skip(data_path, row_line, f"image {image_path!r} is not a usable file name")
+            return None
         image_file = data_path.parent / image_path.replace("\\", "/")
         try:
+            if image_file.exists() and not image_file.is_file():
+                # A directory, or a fifo or a device whose read would block or never end.
+                self._skip(data_path, row_line, f"image {image_path!r} is not a regular file")
+                return None
             image = image_file.read_bytes()
         except OSError as exc:
-            self._skip(data_path, row_line, f"image {image_path!r}: {_describe(exc)}")
+            reason = _describe(exc)
+            if isinstance(exc, FileNotFoundError):
+                reason += f" (looked for {image_file})"
+            self._skip(data_path, row_line, f"image {image_path!r}: {reason}")
             return None
         if not image:
             self._skip(data_path, row_line, f"image {image_path!r} is an empty file")
+            return None
+        try:
+            check_image(image, name=image_path)
+        except ImageLoadError as exc:
+            self._skip(data_path, row_line, f"image {image_path!r}: {exc.reason}")
             return None
         group = entry.get("category")
         group = _GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""

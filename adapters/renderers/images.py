@@ -8,14 +8,25 @@ Transparent pixels are composited over white (what a viewer shows).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-__all__ = ["DEFAULT_MAX_PIXELS", "ImageLoadError", "RenderError", "load_image", "to_rgb"]
+__all__ = [
+    "DEFAULT_MAX_PIXELS", "ImageLoadError", "RenderError", "check_image", "load_image", "to_rgb",
+]
+
+# Pillow's warnings about an input (corrupt EXIF, an image over its own pixel limit) would reach
+# the terminal without naming the input; what matters is refused here, by name, instead. Set
+# once at import: catch_warnings() per call is not thread-safe, and images load in threads.
+warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
+warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 DEFAULT_MAX_PIXELS = 40_000_000
 """Larger images are refused: 40 MP is above any benchmark image and 120 MB as RGB."""
@@ -58,6 +69,28 @@ def load_image(
     Raises:
         ImageLoadError: missing, unreadable, truncated, too large or undecodable input.
     """
+    with _opened(source, name, max_pixels) as im:
+        im.load()
+        return to_rgb(im)
+
+
+def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> None:
+    """Refuse early what :func:`load_image` would refuse, without decoding the pixels.
+
+    Reads the header (format, size: decompression bombs) and, where the format has them, the
+    checksums (a truncated or corrupt PNG); a truncated JPEG is only found when decoded.
+
+    Raises:
+        ImageLoadError: as :func:`load_image`.
+    """
+    with _opened(source, name, max_pixels) as im:
+        im.verify()
+
+
+@contextlib.contextmanager
+def _opened(source: bytes | str | os.PathLike[str], name: str | None,
+            max_pixels: int) -> Iterator[Image.Image]:
+    """The opened (not yet decoded) image; every failure, here or in the block, named."""
     label = _name(source, name)
     try:
         if isinstance(source, bytes | bytearray | memoryview):
@@ -77,8 +110,7 @@ def load_image(
                     f"{width}×{height} = {width * height:,} pixels exceeds the limit of "
                     f"{max_pixels:,} (possible decompression bomb)",
                 )
-            im.load()
-            return to_rgb(im)
+            yield im
     except ImageLoadError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:

@@ -177,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
     for row in skipped[:5]:
         err.print(f"skipped {row.source}:{row.line}: {row.reason}", markup=False)
     if len(skipped) > 5:
-        err.print(f"… and {len(skipped) - 5} more skipped rows (see the log)", markup=False)
+        # Logged once the run starts (the log lives beside the store, opened below).
+        where = f" (all listed in {log_path_for(config.store)})" if samples else ""
+        err.print(f"… and {len(skipped) - 5} more skipped rows{where}", markup=False)
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,38 @@ def test_a_bom_and_no_trailing_newline_are_fine(folder: Path) -> None:
     path = folder / "set.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + row("a").encode() + b"\n" + row("b").encode())
     assert [s.id for s in JsonlLoader(path).samples()] == ["a", "b"]
+
+
+def test_images_that_cannot_be_used_are_skipped_rows_naming_them(folder: Path) -> None:
+    noise = io.BytesIO()
+    Image.frombytes("RGB", (64, 64), os.urandom(64 * 64 * 3)).save(noise, format="PNG")
+    (folder / "img" / "cut.png").write_bytes(noise.getvalue()[:-2000])  # cut inside IDAT
+    (folder / "img" / "text.png").write_text("not an image")
+    bomb = io.BytesIO()
+    Image.new("1", (9000, 9000)).save(bomb, format="PNG")  # 81 MP: over the 40 MP limit
+    (folder / "img" / "bomb.png").write_bytes(bomb.getvalue())
+    os.mkfifo(folder / "img" / "fifo.png")  # reading it would block forever
+    deep = "[" * 100_000
+    lines = [
+        row("cut", image="img/cut.png"),  # 1
+        row("text", image="img/text.png"),  # 2
+        row("bomb", image="img/bomb.png"),  # 3
+        row("fifo", image="img/fifo.png"),  # 4
+        row("nul", image="img/a.png\u0000x"),  # 5
+        deep,  # 6
+        row("rel", image="data/imgs/1.png"),  # 7
+        row("fine"),  # 8
+    ]
+    path = write_lines(folder / "set.jsonl", lines)
+    loader = JsonlLoader(path)
+    assert [s.id for s in loader.samples()] == ["fine"]
+    reasons = {r.line: r.reason for r in loader.skipped}
+    assert set(reasons) == {1, 2, 3, 4, 5, 6, 7}
+    assert "cut.png" in reasons[1] and "corrupt or truncated" in reasons[1]
+    assert "not a recognised image format" in reasons[2]
+    assert "decompression bomb" in reasons[3]
+    assert "not a regular file" in reasons[4]
+    assert "not a usable file name" in reasons[5]
+    assert "nested too deeply" in reasons[6]
+    # Where it looked, and from where relative paths are read.
+    assert str(folder / "data" / "imgs" / "1.png") in reasons[7] and "folder" in reasons[7]
