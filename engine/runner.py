@@ -153,6 +153,16 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     header = next((s.event for s in header_events if isinstance(s.event, RunStarted)), None)
     if header is None:
         return
+    # A named run (--run-name) keeps its id whatever its options: these must not change under it.
+    now_run = {"dataset": config.dataset, "seed": config.seed, "max_steps": config.max_steps,
+               "shape": config.shape, "image_history": config.image_history,
+               "render_base": config.render_base}
+    for field, value in now_run.items():
+        if field in header.config and header.config[field] != value:
+            raise ConfigError(
+                f"run {run_id} in this store was started with {field} "
+                f"{header.config[field]!r}, not {value!r}; resuming would mix the two in one "
+                "run. Keep it, or start a separate run with another --run-name")
     before = {m.get("spec"): m for m in header.config.get("models", [])}
     for model in config.models:
         old = before.get(model.spec)

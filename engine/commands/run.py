@@ -202,8 +202,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}
+    ours: set[str] = set()  # this command's trajectories (a run may hold more: other models …)
     for job in build_jobs(config, run_id, samples):
         totals[job.setting] = totals.get(job.setting, 0) + 1
+        ours.add(job.traj)
     models = ", ".join(m.spec for m in config.models)
     console.print(f"run {run_id}: {len(samples)} samples × {len(config.settings)} settings × "
                   f"{len(config.models)} model(s) [{models}] → {config.store}", markup=False)
@@ -252,13 +254,11 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
                       "rerun to resume", markup=False)
             return 1
-        records = [r for r in project(store.iter_events()).values() if r.run_id == run_id]
+        records = [r for r in project(store.iter_events()).values() if r.traj in ours]
     wall = time.monotonic() - started
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)
     finished = [r for r in records if r.status is not None]
-    known = {r.traj for r in records}
-    unstarted = sum(1 for _, o in session_failures if o.traj not in known)
     # Failed: ended as failed in the log, or ended by an error this session (an undecodable
     # image, say) before it could be recorded as finished.
     failed = len({r.traj for r in records if r.status == "failed"}
@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     calls = progress.calls
     console.print(
-        f"trajectories {len(finished)}/{len(records) + unstarted} finished, {failed} failed, "
+        f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
         f"{retried} call faults recorded; model calls this session {calls}; tokens {tokens:,}; "
         f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
     for job, outcome in session_failures[:5]:

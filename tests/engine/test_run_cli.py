@@ -192,3 +192,19 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
     assert [(m.spec, m.base_url) for m in made.models] == [("openai:x", "http://127.0.0.1:8000/v1")]
     assert made.limit == 3
     assert not made.store.startswith("~")
+
+
+def test_a_named_run_refuses_other_options_and_the_summary_counts_this_command(tmp_path) -> None:
+    store = str(tmp_path / "run.lmdb")
+    base = ("run", "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress",
+            "--run-name", "pilot")
+    assert _vaot(*base).returncode == 0
+    changed = _vaot(*base, "--max-steps", "3")
+    assert changed.returncode == 2 and "max_steps 10, not 3" in changed.stderr, changed.stderr
+    # Another model added to the named run: the summary speaks of this command's trajectories.
+    other = _vaot("run", "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot",
+                  "--model", "reference:blind", "--store", store, "--no-progress",
+                  "--run-name", "pilot")
+    assert other.returncode == 0, other.stderr
+    assert "trajectories 2/2 finished" in other.stdout, other.stdout
