@@ -25,7 +25,7 @@ def load_dataset(
     Forms:
         ``synthetic``: the synthetic benchmark at its default size; ``synthetic:N`` draws N samples
         per family. Synthetic samples come interleaved (index 0 of every family, then index 1, …),
-        so any ``limit`` is a balanced prefix and a larger limit only adds samples.
+        so any ``limit`` is a balanced prefix; like any limit it never makes the set larger.
         ``see2think:TASKS.json``: the authors' task list (see :mod:`adapters.datasets.see2think`).
         ``jsonl:FILE``: one sample object per line (see :mod:`adapters.datasets.jsonl`).
         Relative paths are taken from the current directory.
@@ -77,7 +77,7 @@ def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int)
         # Samples depend only on (seed, family, index), so drawing fewer per family and
         # interleaving gives exactly the prefix a full draw would.
         needed = math.ceil(limit / len(families))
-        n_per_family = needed if n_per_family is None else min(n_per_family, needed)
+        n_per_family = min(n_per_family or synthetic.DEFAULT_PER_FAMILY, needed)
     kwargs = (
         {"seed": seed} if n_per_family is None else {"seed": seed, "n_per_family": n_per_family}
     )

@@ -58,8 +58,12 @@ def make_sample(family: str, index: int, seed: int = 0) -> Sample:
     )
 
 
+DEFAULT_PER_FAMILY = 20
+"""The benchmark's size: 20 samples of each family."""
+
+
 def generate(
-    n_per_family: int = 20, seed: int = 0, families: Iterable[str] | None = None
+    n_per_family: int = DEFAULT_PER_FAMILY, seed: int = 0, families: Iterable[str] | None = None
 ) -> list[Sample]:
     """``n_per_family`` samples of each family (all families by default), family by family."""
     if n_per_family < 0:

@@ -135,3 +135,11 @@ def test_an_unreadable_task_list_names_the_file(tmp_path: Path) -> None:
 def test_a_negative_limit_is_refused() -> None:
     with pytest.raises(DatasetError, match="limit"):
         load_dataset("synthetic", limit=-1)
+
+
+def test_a_limit_never_makes_the_synthetic_set_larger() -> None:
+    from adapters.datasets.synthetic import DEFAULT_PER_FAMILY, FAMILIES
+
+    default_size = DEFAULT_PER_FAMILY * len(FAMILIES)
+    assert len(load_dataset("synthetic", limit=10 * default_size)[0]) == default_size
+    assert len(load_dataset("synthetic:1", limit=10 * default_size)[0]) == len(FAMILIES)
