@@ -116,7 +116,7 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     raw.update({k: v for k, v in flags.items() if v is not None})
     if isinstance(raw.get("store"), str) and raw["store"] != ":memory:":
         raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
-    if args.settings:
+    if args.settings is not None:  # "" is a mistake to report, not "all settings"
         raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
     if models is not None and (not isinstance(models, list)
                                or not all(isinstance(m, dict | str) for m in models)):

@@ -60,6 +60,7 @@ BAD_INPUTS = {
     "empty store": (["--store", ""], "--store"),
     "store under a file": (["--store", "{tmp}/bad.toml/run.lmdb"], "bad.toml"),
     "UTF-16 config, bad key": (["--config", "{tmp}/utf16.toml"], "colour"),
+    "empty settings": (["--settings", ""], "--settings"),
     "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
     "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
                        "'reference:blind' given more than once"),
