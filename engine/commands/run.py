@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import time
+from pathlib import Path
 
 import msgspec
 from rich.console import Console
@@ -184,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2
     try:
+        if config.store != ":memory:":
+            Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
         store = open_run_store(config.store)
     except (StoreError, OSError) as exc:
         err.print(f"vaot run: cannot open the store {config.store}: {exc}", markup=False)

@@ -209,3 +209,11 @@ def test_a_named_run_refuses_other_options_and_the_summary_counts_this_command(t
                   "--run-name", "pilot")
     assert other.returncode == 0, other.stderr
     assert "trajectories 2/2 finished" in other.stdout, other.stdout
+
+
+def test_the_store_folder_is_made_when_missing(tmp_path) -> None:
+    store = tmp_path / "runs" / "new" / "run.lmdb"  # as runs/demo.lmdb on a fresh clone
+    done = _vaot("run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+                 "--model", "reference:blind", "--store", str(store), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert (store / "data.mdb").is_file() and (store.parent / "run.log").is_file()
