@@ -177,7 +177,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
         state.finished = None
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
-    original = await rt.states.add_original(sample.image, name=f"sample {sample.id}")
+    original = await rt.states.add_original(sample.image or sample.image_path,
+                                            name=f"sample {sample.id}")
     writes = PendingWrites()
     # The original's blob, queued by whichever trajectory loaded it.
     writes.own(original, rt.states.unsettled_write(original))

@@ -153,12 +153,16 @@ class StateCache:
             for future in pending:
                 future.result()
 
-    async def add_original(self, image_bytes: bytes, name: str) -> str:
-        """Load (normalise to RGB) and add a sample's original image.
+    async def add_original(self, source: bytes | str, name: str) -> str:
+        """Load (normalise to RGB) and add a sample's original image: its encoded bytes, or the
+        path of its file (read in the pool, not on the event loop).
 
-        Memoised on the input bytes: the settings and epochs of one sample load it once.
+        Memoised on the input bytes or path: the settings and epochs of one sample load it once.
         """
-        source_key = hashlib.sha256(image_bytes).digest()
+        if isinstance(source, str):
+            source_key = b"path:" + source.encode()
+        else:
+            source_key = hashlib.sha256(source).digest()
         known = self._originals.get_touch(source_key)
         if known is not None and known in self._canvases:
             return known
@@ -168,7 +172,7 @@ class StateCache:
         future = asyncio.get_running_loop().create_future()
         self._loading[source_key] = future
         try:
-            image = await self._in_pool(lambda: load_image(image_bytes, name=name))
+            image = await self._in_pool(lambda: load_image(source, name=name))
             hex_key = await self.add(CanvasState.from_image(image))
         except BaseException as exc:
             future.set_exception(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from pathlib import Path
 from typing import Protocol
 
 import msgspec
@@ -13,13 +14,15 @@ __all__ = ["CachedLoader", "DatasetError", "DatasetLoader", "Sample", "SkippedRo
 class Sample(msgspec.Struct, frozen=True):
     """One question about one image.
 
-    ``image`` holds the encoded image bytes (PNG/JPEG/…) so samples are self-contained; loaders
-    for on-disk datasets read the file. ``key_regions`` are boxes ``[x1, y1, x2, y2]`` in the
-    original image's pixel coordinates.
+    The image is either held (``image``: the encoded bytes, PNG/JPEG/…: generated or inline
+    samples) or named (``image_path``: a file, read when a trajectory needs it, so a run's memory
+    does not grow with its dataset); :meth:`read_image` gives the bytes either way.
+    ``key_regions`` are boxes ``[x1, y1, x2, y2]`` in the original image's pixel coordinates.
     """
 
     id: str
     image: bytes
+    """The encoded image, or ``b""`` when ``image_path`` names it."""
     question: str
     answer: str
     category: str = ""
@@ -31,6 +34,16 @@ class Sample(msgspec.Struct, frozen=True):
     seed: int | None = None
     family: str = ""
     meta: dict[str, str] = {}
+    image_path: str = ""
+    """An absolute path to read the image from, when ``image`` is empty."""
+
+    def read_image(self) -> bytes:
+        """The encoded image bytes.
+
+        Raises:
+            OSError: the named file cannot be read (any more).
+        """
+        return self.image or Path(self.image_path).read_bytes()
 
 
 class SkippedRow(msgspec.Struct, frozen=True):

@@ -104,10 +104,11 @@ class JsonlLoader(CachedLoader):
         answer = _string(row, "answer", allow_empty=False)
         category = _string(row, "category")
         group = _string(row, "group")
-        image, meta = self._image(row["image"])
+        image, path, meta = self._image(row["image"])
         return Sample(
             id=sample_id,
-            image=image,
+            image=b"" if path else image,  # a file is read again when needed, not held
+            image_path=path,
             question=question,
             answer=answer,
             category=category,
@@ -117,8 +118,9 @@ class JsonlLoader(CachedLoader):
             meta=meta,
         )
 
-    def _image(self, value: Any) -> tuple[bytes, dict[str, str]]:
-        """The image bytes, and the meta that says where they came from."""
+    def _image(self, value: Any) -> tuple[bytes, str, dict[str, str]]:
+        """The image bytes (checked), its absolute path if it is a file (else ``""``), and the
+        meta that says where they came from."""
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
         if value.startswith("data:"):
@@ -130,8 +132,9 @@ class JsonlLoader(CachedLoader):
             except (binascii.Error, ValueError):
                 raise _BadRow("'image' data: URI holds invalid base64") from None
             meta = {"image": header}
+            path = ""
         else:
-            image = _read_file(self.path.parent, value)
+            image, path = _read_file(self.path.parent, value)
             meta = {"image": value}
         if not image:
             raise _BadRow("'image' is empty")
@@ -139,11 +142,12 @@ class JsonlLoader(CachedLoader):
             check_image(image, name=meta["image"])
         except ImageLoadError as exc:
             raise _BadRow(f"image {meta['image']!r}: {exc.reason}") from None
-        return image, meta
+        return image, path, meta
 
 
-def _read_file(folder: Path, value: str) -> bytes:
-    """An image file named relative to the dataset's folder (or absolute)."""
+def _read_file(folder: Path, value: str) -> tuple[bytes, str]:
+    """An image file named relative to the dataset's folder (or absolute): its bytes and its
+    absolute path."""
     if "\0" in value:
         raise _BadRow(f"image {value!r} is not a usable file name")
     path = folder / os.path.expanduser(value.replace("\\", "/"))
@@ -153,7 +157,7 @@ def _read_file(folder: Path, value: str) -> bytes:
                 raise _BadRow(f"image {value!r} is not a regular file")
             raise _BadRow(f"image {value!r} not found (looked for {path}; a relative path is "
                           "read from the JSONL file's folder)")
-        return path.read_bytes()
+        return path.read_bytes(), os.path.abspath(path)
     except OSError as exc:
         raise _BadRow(f"image {value!r}: {exc.strerror or exc}") from None
 

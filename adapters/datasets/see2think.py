@@ -252,7 +252,8 @@ class See2ThinkLoader(CachedLoader):
                 meta[key] = str(entry[key])
         return Sample(
             id=f"{rel}::{index}",
-            image=image,
+            image=b"",  # read again when a trajectory needs it: memory follows what is in flight
+            image_path=os.path.abspath(image_file),
             question=question,
             answer=answer,
             category=task.strip() if isinstance(task, str) else "",

@@ -68,12 +68,14 @@ def test_good_rows_become_samples(folder: Path) -> None:
         "counting",
         "2D",
     )
-    assert first.image == (folder / "img" / "a.png").read_bytes()
+    # A file is named, not held (memory follows the trajectories in flight), and read on demand.
+    assert first.image == b"" and first.image_path == os.path.abspath(folder / "img" / "a.png")
+    assert first.read_image() == (folder / "img" / "a.png").read_bytes()
     assert first.choices == ("2", "3")
     assert first.key_regions == ((1, 2, 5, 6), (0, 0, 4, 4))
     assert first.meta == {"image": "img/a.png"}
     assert (second.id, second.answer, second.group, second.category) == ("7", "42", "Real", "ocr")
-    assert second.image == inline
+    assert second.image == inline and second.read_image() == inline
     assert second.choices == ("A. x", "B. y")
     assert second.key_regions == ()
 

@@ -108,8 +108,9 @@ def test_every_alias_and_the_field_mapping(dataset: Path) -> None:
     assert samples[1].choices == ("A1", "B1")
     assert samples[3].choices == ("A. cat", "B. dog")
     assert samples[0].choices == ()
-    assert samples[2].image == (dataset.parent / "a" / "imgs" / "2.png").read_bytes()
-    assert samples[5].image == (dataset.parent / "b" / "deep" / "x.png").read_bytes()
+    assert samples[2].read_image() == (dataset.parent / "a" / "imgs" / "2.png").read_bytes()
+    assert samples[5].read_image() == (dataset.parent / "b" / "deep" / "x.png").read_bytes()
+    assert samples[2].image == b""  # named, not held
     assert samples[0].meta == {"image_path": "imgs/0.png", "source": "src", "order": "1"}
 
 
