@@ -60,9 +60,9 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
         record = records.get(event.traj)
         if record is None:
             continue
-        if record.status is not None and not isinstance(event, TrajectoryFinished):
-            # Events after a finish: a failed trajectory retried (--retry-failed); it is
-            # unfinished again until its next finish.
+        if record.status == "failed" and isinstance(event, Step | CallFailed):
+            # A failed trajectory retried (--retry-failed): unfinished again until its next
+            # finish. (A judge's verdict after a finish leaves it as it was.)
             record.status = record.answer = record.correct = None
             record.hit_max_steps = False
         if isinstance(event, Step):

@@ -88,7 +88,7 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             ("--concurrency", self.concurrency, 1, 100_000), ("--workers", self.workers, 1, 256),
             ("--max-steps", self.max_steps, 1, 10_000), ("--epochs", self.epochs, 1, 10_000),
             ("--max-tokens", self.max_tokens, 1, 10_000_000),
-            ("--max-attempts", self.max_attempts, 1, 1_000), ("--seed", self.seed, 0, 2**63 - 1),
+            ("--max-attempts", self.max_attempts, 1, 1_000), ("--seed", self.seed, -(2**63), 2**63 - 1),
         ):
             if not low <= value <= high:
                 raise ConfigError(f"{name}: must be from {low} to {high:,}, got {value}")

@@ -153,8 +153,9 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     header = next((s.event for s in header_events if isinstance(s.event, RunStarted)), None)
     if header is None:
         return
-    # A named run (--run-name) keeps its id whatever its options: these must not change under it.
-    now_run = {"dataset": config.dataset, "seed": config.seed, "max_steps": config.max_steps,
+    # A named run (--run-name) keeps its id whatever its options: these must not change under
+    # it (the dataset may: more samples, or the same file reached by another path).
+    now_run = {"seed": config.seed, "max_steps": config.max_steps,
                "shape": config.shape, "image_history": config.image_history,
                "render_base": config.render_base}
     for field, value in now_run.items():
@@ -172,7 +173,7 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
         for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
             default = msgspec.to_builtins(ModelConfig(model.spec)).get(field)
             was, is_ = old.get(field, default), now.get(field, default)
-            if was != is_:
+            if msgspec.json.encode(was) != msgspec.json.encode(is_):  # nan == nan here
                 raise ConfigError(
                     f"model {model.spec}: run {run_id} in this store was started with {field} "
                     f"{was!r}, not {is_!r}; resuming would mix the two in one run. Keep "

@@ -46,8 +46,11 @@ class TrajectoryState(msgspec.Struct):
                 state.finished = event
             elif isinstance(event, CallFailed):
                 state.failures += 1
-            if state.finished is not event:
-                state.finished = None  # a retried failure (--retry-failed) continues after it
+            if (isinstance(event, Step | CallFailed) and state.finished is not None
+                    and state.finished.status == "failed"):
+                # A failure retried (--retry-failed) continues after it: open again until its
+                # next finish. Anything else after a finish (a judge's verdict) leaves it final.
+                state.finished = None
             state.next_pos = event.pos + 1
         return state
 

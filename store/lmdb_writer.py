@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import queue
 import struct
 import time
@@ -25,6 +26,8 @@ from store.recorder import blob_record, stream_key
 
 __all__ = ["LmdbWriter"]
 
+_log = logging.getLogger("vaot.store")
+_log.addHandler(logging.NullHandler())  # a library: to the app's log if it has one, else nowhere
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 
@@ -165,7 +168,9 @@ class LmdbWriter:
                     raise
         except BaseException as exc:  # the writer must never die silently
             # Every waiter is told, and every later write refused with it (_check_writable);
-            # re-raising would only add a thread traceback to the user's terminal.
+            # re-raising would only add a thread traceback to the user's terminal. The
+            # traceback goes to the log (a run's log file), for the bug it may be.
+            _log.error("store writer stopped: %r", exc, exc_info=exc)
             self._writer_error = exc
             self._fail_pending(exc)
 

@@ -134,16 +134,16 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         model_tables = tables
     else:
         model_tables = [{"spec": spec} for spec in DEMO_MODELS]
-    for table in model_tables:
+    for table in model_tables:  # a flag given overrides what the config says
         api = not str(table.get("spec", "")).startswith("reference:")
         if api and args.base_url:
-            table.setdefault("base_url", args.base_url)
+            table["base_url"] = args.base_url
         if api and args.api_key_env:
-            table.setdefault("api_key_env", args.api_key_env)
+            table["api_key_env"] = args.api_key_env
         if args.convention:
-            table.setdefault("convention", args.convention)
+            table["convention"] = args.convention
         if args.dialect:
-            table.setdefault("dialect", args.dialect)
+            table["dialect"] = args.dialect
     raw["models"] = model_tables
     try:
         config = msgspec.convert(raw, RunConfig)
@@ -192,16 +192,23 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: cannot open the store {config.store}: {exc}", markup=False)
         return 2
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
+    problem = None
     try:
         if config.store != ":memory:":
             lock.enter_context(exclusive_run(config.store))
-        log = configure_logging(log_path_for(config.store))
-    except (StoreBusyError, OSError) as exc:
+    except StoreBusyError as exc:
+        problem = str(exc)
+    except OSError as exc:
+        problem = f"cannot lock the store {config.store} for this run ({exc.strerror or exc})"
+    if problem is None:
+        try:
+            log = configure_logging(log_path_for(config.store))
+        except OSError as exc:
+            problem = f"cannot write the log {log_path_for(config.store)} ({exc.strerror or exc})"
+    if problem is not None:
         lock.close()
         store.close()
-        if isinstance(exc, OSError):
-            exc = f"cannot write the log {log_path_for(config.store)} ({exc.strerror or exc})"
-        err.print(f"vaot run: {exc}", markup=False)
+        err.print(f"vaot run: {problem}", markup=False)
         return 2
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}

@@ -43,7 +43,7 @@ BAD_INPUTS = {
     "not a float": (["--temperature", "warm"], "--temperature"),
     "bad choice": (["--shape", "tree"], "--shape"),
     "unknown flag": (["--colour", "red"], "--colour"),
-    "seed too big": (["--seed", "99999999999999999999"], "--seed"),
+    "seed too big": (["--seed", "-99999999999999999999"], "--seed"),
     "timeout zero": (["--timeout", "0"], "--timeout"),
     "temperature nan": (["--temperature", "nan"], "--temperature"),
     "retry delay inf": (["--retry-base-delay", "inf"], "--retry-base-delay"),
@@ -191,6 +191,12 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
                               "--store", "~/runs/x.lmdb"])
     made = _config_from(args)
     assert [(m.spec, m.base_url) for m in made.models] == [("openai:x", "http://127.0.0.1:8000/v1")]
+    # …and a flag given still overrides it (fixing a URL, say, before --retry-failed).
+    args = parser.parse_args(["--config", str(config), "--model", "openai:x", "--base-url",
+                              "http://10.0.0.2:9000/v1", "--dialect", "qwen3vl"])
+    made = _config_from(args)
+    assert [(m.base_url, m.dialect) for m in made.models] == [("http://10.0.0.2:9000/v1",
+                                                               "qwen3vl")]
     assert made.limit == 3
     assert not made.store.startswith("~")
 

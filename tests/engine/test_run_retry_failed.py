@@ -91,3 +91,21 @@ def test_a_retry_cut_short_reads_as_unfinished_again() -> None:
     assert project(events)["t"].status is None
     assert TrajectoryState.from_events("t", stored[:3]).finished.status == "failed"
     assert project(events[:3])["t"].status == "failed"
+
+
+def test_a_verdict_after_a_finish_leaves_it_finished() -> None:
+    from analysis.records import project
+    from engine.trajectory import TrajectoryState
+    from store import Judged
+    from store.events import StoredEvent
+
+    for status in ("answered", "failed"):
+        events = [
+            TrajectoryStarted(traj="t", pos=0, run_id="r", sample_id="s", setting="vaot",
+                              model="m", input_state="00"),
+            TrajectoryFinished(traj="t", pos=1, status=status, answer="A"),
+            Judged(traj="t", pos=2, judge="answer", verdict={"correct": True}),
+        ]
+        stored = [StoredEvent(seq=e.pos, prev=b"", event=e) for e in events]
+        assert TrajectoryState.from_events("t", stored).finished.status == status
+        assert project(events)["t"].status == status

@@ -138,3 +138,24 @@ def test_hash_is_of_pixels_not_file_bytes():
     state = CanvasState.load(fast)
     assert load_image(state.png).tobytes() == im.tobytes()
     assert encode_png(im) == encode_png(im)
+
+
+def test_check_image_refuses_what_loading_refuses_and_nothing_more() -> None:
+    from adapters.renderers.images import check_image
+
+    buffer = io.BytesIO()
+    Image.frombytes("RGB", (32, 32), bytes(range(256)) * 12).save(buffer, format="PNG")
+    good = buffer.getvalue()
+    check_image(good, name="good.png")
+    # A wrong IDAT checksum alone: decoding does not check it, so neither does the early check.
+    idat = good.index(b"IDAT")
+    length = int.from_bytes(good[idat - 4:idat], "big")
+    crc_at = idat + 4 + length
+    bad_crc = good[:crc_at] + bytes([good[crc_at] ^ 0xFF]) + good[crc_at + 1:]
+    assert load_image(bad_crc).size == (32, 32)
+    check_image(bad_crc, name="crc.png")
+    # Cut inside the pixel data: refused by both, by name.
+    with pytest.raises(ImageLoadError, match=r"cut\.png"):
+        check_image(good[: idat + 20], name="cut.png")
+    with pytest.raises(ImageLoadError, match="not a recognised image format"):
+        check_image(b"<svg xmlns='http://www.w3.org/2000/svg'/>", name="x.svg")
