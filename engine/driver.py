@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 import msgspec
@@ -82,6 +83,7 @@ class Runtime:
         retry: RetryPolicy,
         render_base: str = "current",
         retry_failed: bool = False,
+        on_fault: Callable[[str, str, str], None] | None = None,
         clock=time.time,
         sleep=asyncio.sleep,
     ) -> None:
@@ -97,6 +99,8 @@ class Runtime:
         self.retry = retry
         self.render_base = render_base
         self.retry_failed = retry_failed
+        self.on_fault = on_fault
+        """Told (model, kind, message) of every model-call fault as it happens."""
         self.clock = clock
         self.sleep = sleep
 
@@ -206,6 +210,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
     check_cache = resumed
 
     async def on_failure(info: CallFailedInfo) -> None:
+        if rt.on_fault is not None:
+            rt.on_fault(job.model, info.kind, info.message)
         await writes.settle()
         await store.append([CallFailed(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=state.next_step,
@@ -245,6 +251,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
                     sleep=rt.sleep, limiter=limiter,
                 )
             except ModelCallError as exc:
+                if rt.on_fault is not None:
+                    rt.on_fault(job.model, exc.kind, str(exc))
                 await writes.settle()
                 await store.append([CallFailed(
                     traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no, attempt=0,

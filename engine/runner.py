@@ -186,10 +186,15 @@ async def run_jobs(
     samples: list[Sample],
     *,
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
+    on_fault: Callable[[str, str, str], None] | None = None,
     adapters: dict[str, ModelAdapter] | None = None,
     extra_header: dict | None = None,
 ) -> RunResult:
-    """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``."""
+    """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
+
+    ``on_outcome`` hears each trajectory's end once it is durable; ``on_fault`` hears
+    (model, kind, message) of each model-call fault as it happens, retried or not.
+    """
     started = time.monotonic()
     run_id = run_id_for(run_identity(config))
     owned = adapters is None
@@ -213,7 +218,7 @@ async def run_jobs(
         max_steps=config.max_steps, seed=config.seed,
         retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
                           base_delay_s=config.retry_base_delay_s),
-        render_base=config.render_base, retry_failed=config.retry_failed,
+        render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
     )
     queue: asyncio.Queue[TrajectoryJob] = asyncio.Queue()
     for job in jobs:

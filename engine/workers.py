@@ -92,9 +92,13 @@ def run_in_workers(
     samples: list[Sample],
     *,
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
+    on_fault: Callable[[str, str, str], None] | None = None,
     extra_header: dict | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` in ``config.workers`` processes; blocks until all are done.
+
+    ``on_outcome`` as for :func:`engine.runner.run_jobs`; ``on_fault`` hears the first fault of
+    each (model, kind) of each worker (every fault is in the log regardless).
 
     Raises:
         KeyboardInterrupt: on Ctrl-C, once every worker has stopped (committed work is kept).
@@ -118,10 +122,11 @@ def run_in_workers(
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid())))
-        return _supervise(processes, messages, jobs, on_outcome, run_id, started)
+        return _supervise(processes, messages, jobs, on_outcome, on_fault, run_id, started)
 
 
-def _supervise(processes, messages, jobs, on_outcome, run_id: str, started: float) -> RunResult:
+def _supervise(processes, messages, jobs, on_outcome, on_fault, run_id: str,
+               started: float) -> RunResult:
     outcomes: list[Outcome] = []
     calls = 0
     done: set[int] = set()
@@ -133,6 +138,9 @@ def _supervise(processes, messages, jobs, on_outcome, run_id: str, started: floa
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(jobs[traj], outcome)
+        elif kind == "fault":
+            if on_fault is not None:
+                on_fault(*payload)
         elif kind == "done":
             done.add(index)
             calls += payload
@@ -265,10 +273,18 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int) -
         main.cancel()
 
     watcher = asyncio.create_task(watch_parent())
+    told: set[tuple[str, str]] = set()
+
+    def on_fault(model: str, kind: str, message: str) -> None:
+        if (model, kind) not in told:  # the first of each kind: the rest are in the log
+            told.add((model, kind))
+            messages.put(("fault", 0, (model, kind, message)))
+
     try:
         result = await run_jobs(
             config, store, samples,
             on_outcome=lambda job, outcome: messages.put(("outcome", 0, (job.traj, outcome))),
+            on_fault=on_fault,
         )
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None

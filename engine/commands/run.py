@@ -242,11 +242,24 @@ def run(args: argparse.Namespace) -> int:
                         log.warning("trajectory_failed", traj=job.traj, model=job.model,
                                     setting=job.setting, sample=job.sample.id, error=outcome.error)
 
+                told: set[tuple[str, str]] = set()
+
+                def on_fault(model: str, kind: str, message: str) -> None:
+                    # The first fault of each kind, at once: a wrong URL or key shows in
+                    # seconds, not when the retries of every trajectory have run out.
+                    if (model, kind) not in told:
+                        told.add((model, kind))
+                        named = message if message.startswith(f"{model}:") else (
+                            f"{model}: {message}")
+                        err.print(f"{named} (first '{kind}' fault; retried within bounds, "
+                                  "every fault is recorded)", markup=False)
+
                 with tuned_gc():
                     if config.workers > 1:
-                        run_in_workers(config, store, samples, on_outcome=on_outcome)
+                        run_in_workers(config, store, samples, on_outcome=on_outcome,
+                                       on_fault=on_fault)
                     else:
-                        asyncio.run(_run(config, store, samples, adapters, on_outcome))
+                        asyncio.run(_run(config, store, samples, adapters, on_outcome, on_fault))
         except KeyboardInterrupt:
             interrupted = True
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
@@ -320,11 +333,12 @@ def _store_error(exc: BaseException) -> StoreError | None:
     return None
 
 
-async def _run(config, store, samples, adapters, on_outcome):
+async def _run(config, store, samples, adapters, on_outcome, on_fault):
     from engine.runner import run_jobs
 
     try:
-        return await run_jobs(config, store, samples, on_outcome=on_outcome, adapters=adapters)
+        return await run_jobs(config, store, samples, on_outcome=on_outcome, on_fault=on_fault,
+                              adapters=adapters)
     finally:
         for adapter in adapters.values():
             await adapter.aclose()

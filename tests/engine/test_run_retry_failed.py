@@ -109,3 +109,10 @@ def test_a_verdict_after_a_finish_leaves_it_finished() -> None:
         stored = [StoredEvent(seq=e.pos, prev=b"", event=e) for e in events]
         assert TrajectoryState.from_events("t", stored).finished.status == status
         assert project(events)["t"].status == status
+
+
+def test_the_first_fault_of_each_kind_is_told_at_once(tmp_path) -> None:
+    done = _run(tmp_path / "run.lmdb", f"http://127.0.0.1:{_closed_port()}/v1", "--workers", "2")
+    assert done.returncode == 1
+    told = [line for line in done.stderr.splitlines() if "first 'connect' fault" in line]
+    assert len(told) == 1 and told[0].startswith("openai:fake-model: cannot connect"), done.stderr
