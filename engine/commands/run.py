@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     from engine.ids import run_id_for
-    from engine.runner import build_jobs, make_adapters, open_run_store, run_identity
+    from engine.runner import build_jobs, make_adapters, run_identity
 
     # Models first: a bad spec or a missing key is reported before a dataset is read.
     try:
@@ -185,30 +185,9 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2
     try:
-        if config.store != ":memory:":
-            Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
-        store = open_run_store(config.store)
-    except (StoreError, OSError) as exc:
-        err.print(f"vaot run: cannot open the store {config.store}: {exc}", markup=False)
-        return 2
-    lock = contextlib.ExitStack()  # held until the store is closed, every write durable
-    problem = None
-    try:
-        if config.store != ":memory:":
-            lock.enter_context(exclusive_run(config.store))
-    except StoreBusyError as exc:
-        problem = str(exc)
-    except OSError as exc:
-        problem = f"cannot lock the store {config.store} for this run ({exc.strerror or exc})"
-    if problem is None:
-        try:
-            log = configure_logging(log_path_for(config.store))
-        except OSError as exc:
-            problem = f"cannot write the log {log_path_for(config.store)} ({exc.strerror or exc})"
-    if problem is not None:
-        lock.close()
-        store.close()
-        err.print(f"vaot run: {problem}", markup=False)
+        store, lock, log = _open_for_run(config)
+    except _Refused as exc:
+        err.print(f"vaot run: {exc}", markup=False)
         return 2
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}
@@ -319,6 +298,41 @@ def run(args: argparse.Namespace) -> int:
                   "--retry-failed to run them again", markup=False)
         return 1
     return 0
+
+
+class _Refused(Exception):
+    """The run cannot start; the message says why, in one line."""
+
+
+def _open_for_run(config: RunConfig):
+    """The store, its run lock (held), and the run's log beside it.
+
+    Raises:
+        _Refused: the store cannot be made or opened, another run holds it, or the log cannot
+            be written; nothing is left open.
+    """
+    from engine.runner import open_run_store
+
+    try:
+        if config.store != ":memory:":
+            Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
+        store = open_run_store(config.store)
+    except (StoreError, OSError) as exc:
+        raise _Refused(f"cannot open the store {config.store}: {exc}") from None
+    lock = contextlib.ExitStack()  # held until the store is closed, every write durable
+    doing = "lock the store"
+    try:
+        if config.store != ":memory:":
+            lock.enter_context(exclusive_run(config.store))
+        doing = "write the log beside"
+        return store, lock, configure_logging(log_path_for(config.store))
+    except StoreBusyError as exc:
+        problem = str(exc)
+    except OSError as exc:
+        problem = f"cannot {doing} {config.store} ({exc.strerror or exc})"
+    lock.close()
+    store.close()
+    raise _Refused(problem)
 
 
 def _store_error(exc: BaseException) -> StoreError | None:
