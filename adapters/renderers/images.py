@@ -78,12 +78,15 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
     """Refuse early what :func:`load_image` would refuse, without decoding the pixels.
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
-    checksums (a truncated or corrupt PNG); a truncated JPEG is only found when decoded.
+    checksums (a truncated or corrupt PNG); a JPEG must end its last scan with an end-of-image
+    marker (0xFF is byte-stuffed inside scans, so the marker cannot occur by chance there).
 
     Raises:
         ImageLoadError: as :func:`load_image`.
     """
     with _opened(source, name, max_pixels) as im:
+        if im.format == "JPEG" and source.rfind(b"\xff\xd9") < source.rfind(b"\xff\xda"):
+            raise ImageLoadError(name, "corrupt or truncated image (it ends inside a scan)")
         try:
             im.verify()
         except SyntaxError as exc:

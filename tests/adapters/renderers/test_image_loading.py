@@ -159,3 +159,18 @@ def test_check_image_refuses_what_loading_refuses_and_nothing_more() -> None:
         check_image(good[: idat + 20], name="cut.png")
     with pytest.raises(ImageLoadError, match="not a recognised image format"):
         check_image(b"<svg xmlns='http://www.w3.org/2000/svg'/>", name="x.svg")
+
+
+@pytest.mark.parametrize("progressive", [False, True])
+def test_check_image_finds_a_truncated_jpeg_without_decoding_it(progressive) -> None:
+    from adapters.renderers.images import check_image
+
+    noise = Image.frombytes("RGB", (64, 64), bytes(range(256)) * 48)
+    whole = _encode(noise, "JPEG", progressive=progressive)
+    check_image(whole, name="whole.jpg")
+    check_image(whole + b"trailing bytes", name="padded.jpg")  # after the end: harmless
+    for cut in (whole[:-2], whole[: len(whole) * 2 // 3]):
+        with pytest.raises(ImageLoadError, match="truncated"):
+            load_image(cut)  # what decoding says…
+        with pytest.raises(ImageLoadError, match=r"cut\.jpg.*truncated"):
+            check_image(cut, name="cut.jpg")  # …the early check says too
