@@ -12,16 +12,22 @@ from adapters.models._secrets import RedactingFilter, redact_processor
 __all__ = ["configure_logging", "log_path_for"]
 
 
-def log_path_for(store_path: str) -> Path:
-    """``runs/demo.lmdb`` → ``runs/demo.log``."""
+def log_path_for(store_path: str) -> Path | None:
+    """``runs/demo.lmdb`` → ``runs/demo.log``; an in-memory store (``:memory:``) has none."""
+    if store_path == ":memory:":
+        return None
     path = Path(store_path)
     return path.with_name(path.name.removesuffix(".lmdb") + ".log")
 
 
-def configure_logging(log_file: Path) -> structlog.stdlib.BoundLogger:
-    """Send structlog (and stdlib logging, e.g. aiohttp's) to ``log_file`` as JSON lines."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_file, encoding="utf-8")
+def configure_logging(log_file: Path | None) -> structlog.stdlib.BoundLogger:
+    """Send structlog (and stdlib logging, e.g. aiohttp's) to ``log_file`` as JSON lines
+    (``None``: nowhere, for a run that keeps nothing)."""
+    if log_file is None:
+        handler: logging.Handler = logging.NullHandler()
+    else:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(log_file, encoding="utf-8")
     handler.addFilter(RedactingFilter())
     handler.setFormatter(logging.Formatter("%(message)s"))
     root = logging.getLogger()

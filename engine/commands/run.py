@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"skipped {row.source}:{row.line}: {row.reason}", markup=False)
     if len(skipped) > 5:
         # Logged once the run starts (the log lives beside the store, opened below).
-        where = f" (all listed in {log_path_for(config.store)})" if samples else ""
+        log_file = log_path_for(config.store)
+        where = f" (all listed in {log_file})" if samples and log_file else ""
         err.print(f"… and {len(skipped) - 5} more skipped rows{where}", markup=False)
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
@@ -276,8 +277,9 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"failed: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
                   markup=False)
     if len(session_failures) > 5:
-        err.print(f"… {len(session_failures) - 5} more failures; see {log_path_for(config.store)}",
-                  markup=False)
+        log_file = log_path_for(config.store)
+        err.print(f"… {len(session_failures) - 5} more failures"
+                  + (f"; see {log_file}" if log_file else ""), markup=False)
     if config.prices:
         try:
             prices = PriceTable.from_config(config.prices)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -223,3 +224,15 @@ def test_the_store_folder_is_made_when_missing(tmp_path) -> None:
                  "--model", "reference:blind", "--store", str(store), "--no-progress")
     assert done.returncode == 0, done.stderr
     assert (store / "data.mdb").is_file() and (store.parent / "run.log").is_file()
+
+
+def test_an_in_memory_run_leaves_no_file_behind(tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "run", "--dataset", "synthetic:1", "--limit", "1",
+         "--settings", "cot", "--model", "reference:blind", "--store", ":memory:",
+         "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.iterdir()) == []
