@@ -10,6 +10,7 @@ committed history, hence the same hash).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable
@@ -83,7 +84,7 @@ class Runtime:
         retry: RetryPolicy,
         render_base: str = "current",
         retry_failed: bool = False,
-        on_fault: Callable[[str, str, str], None] | None = None,
+        on_fault: Callable[[str, str, str, bool], None] | None = None,
         clock=time.time,
         sleep=asyncio.sleep,
     ) -> None:
@@ -100,7 +101,7 @@ class Runtime:
         self.render_base = render_base
         self.retry_failed = retry_failed
         self.on_fault = on_fault
-        """Told (model, kind, message) of every model-call fault as it happens."""
+        """Told (model, kind, message, retried) of every model-call fault as it happens."""
         self.clock = clock
         self.sleep = sleep
 
@@ -181,8 +182,10 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
         state.finished = None
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
-    original = await rt.states.add_original(sample.image or sample.image_path,
-                                            name=f"sample {sample.id}")
+    # A file named by the dataset was checked at load; if it fails now, it changed since.
+    name = (f"sample {sample.id} (file {sample.image_path}, read again at its first step)"
+            if sample.image_path else f"sample {sample.id}")
+    original = await rt.states.add_original(sample.image or sample.image_path, name=name)
     writes = PendingWrites()
     # The original's blob, queued by whichever trajectory loaded it.
     writes.own(original, rt.states.unsettled_write(original))
@@ -210,8 +213,7 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
     check_cache = resumed
 
     async def on_failure(info: CallFailedInfo) -> None:
-        if rt.on_fault is not None:
-            rt.on_fault(job.model, info.kind, info.message)
+        _tell_fault(rt, job.model, info.kind, info.message, retried=True)
         await writes.settle()
         await store.append([CallFailed(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=state.next_step,
@@ -251,8 +253,7 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
                     sleep=rt.sleep, limiter=limiter,
                 )
             except ModelCallError as exc:
-                if rt.on_fault is not None:
-                    rt.on_fault(job.model, exc.kind, str(exc))
+                _tell_fault(rt, job.model, exc.kind, str(exc), retried=False)
                 await writes.settle()
                 await store.append([CallFailed(
                     traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no, attempt=0,
@@ -376,6 +377,14 @@ def _source_state(state: TrajectoryState, source: str, current: tuple, original:
             box = step.returned_frame
             return step.returned_state, Frame(*box) if box else Frame(), step.returned_decorated
     return current
+
+
+def _tell_fault(rt: Runtime, model: str, kind: str, message: str, *, retried: bool) -> None:
+    """Tell the run's fault hook, if any; a hook that fails (a closed terminal) is not the
+    trajectory's failure, and the fault is recorded in the log regardless."""
+    if rt.on_fault is not None:
+        with contextlib.suppress(Exception):
+            rt.on_fault(model, kind, message, retried)
 
 
 def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: PendingWrites,

@@ -186,14 +186,14 @@ async def run_jobs(
     samples: list[Sample],
     *,
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
-    on_fault: Callable[[str, str, str], None] | None = None,
+    on_fault: Callable[[str, str, str, bool], None] | None = None,
     adapters: dict[str, ModelAdapter] | None = None,
     extra_header: dict | None = None,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
 
     ``on_outcome`` hears each trajectory's end once it is durable; ``on_fault`` hears
-    (model, kind, message) of each model-call fault as it happens, retried or not.
+    (model, kind, message, retried) of each model-call fault as it happens.
     """
     started = time.monotonic()
     run_id = run_id_for(run_identity(config))

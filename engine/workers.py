@@ -92,7 +92,7 @@ def run_in_workers(
     samples: list[Sample],
     *,
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
-    on_fault: Callable[[str, str, str], None] | None = None,
+    on_fault: Callable[[str, str, str, bool], None] | None = None,
     extra_header: dict | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` in ``config.workers`` processes; blocks until all are done.
@@ -275,10 +275,10 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int) -
     watcher = asyncio.create_task(watch_parent())
     told: set[tuple[str, str]] = set()
 
-    def on_fault(model: str, kind: str, message: str) -> None:
+    def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
         if (model, kind) not in told:  # the first of each kind: the rest are in the log
             told.add((model, kind))
-            messages.put(("fault", 0, (model, kind, message)))
+            messages.put(("fault", 0, (model, kind, message, retried)))
 
     try:
         result = await run_jobs(

@@ -109,11 +109,15 @@ def error_message(body: bytes) -> str:
             text = err
         if not text and isinstance(data.get("message"), str):
             text = data["message"]
-    if not text:
-        text = body[:300].decode("utf-8", "replace").strip()
-    if len(text) > 500:
-        text = text[:500] + "…"
-    return redact(text)
+    limit = 500
+    if not text:  # no message field: the start of the body itself
+        text, limit = body[:65536].decode("utf-8", "replace").strip(), 300
+    # Redacted before it is cut: a key across the cut would no longer match, and half of it
+    # would be shown.
+    text = redact(text)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return text
 
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
@@ -312,7 +316,7 @@ class JsonClient:
         try:
             return msgspec.json.decode(raw)
         except msgspec.DecodeError:
-            snippet = raw[:80].decode("utf-8", "replace")
+            snippet = redact(raw[:65536].decode("utf-8", "replace"))[:80]  # redact, then cut
             raise self._fail(f"reply is not JSON: {snippet!r}", "bad_json") from None
 
     async def aclose(self) -> None:

@@ -78,14 +78,14 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
     """Refuse early what :func:`load_image` would refuse, without decoding the pixels.
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
-    checksums (a truncated or corrupt PNG); a JPEG must end its last scan with an end-of-image
-    marker (0xFF is byte-stuffed inside scans, so the marker cannot occur by chance there).
+    checksums (a truncated or corrupt PNG); a JPEG's segments are walked to its end-of-image
+    marker (see :func:`_jpeg_reaches_its_end`).
 
     Raises:
         ImageLoadError: as :func:`load_image`.
     """
     with _opened(source, name, max_pixels) as im:
-        if im.format == "JPEG" and source.rfind(b"\xff\xd9") < source.rfind(b"\xff\xda"):
+        if im.format == "JPEG" and not _jpeg_reaches_its_end(source):
             raise ImageLoadError(name, "corrupt or truncated image (it ends inside a scan)")
         try:
             im.verify()
@@ -94,6 +94,53 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
             # load_image uses such a file, and refusing it here would drop a usable row.
             if "checksum" not in str(exc):
                 raise
+
+
+_STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})  # TEM and RSTn: markers with no length
+
+
+def _jpeg_reaches_its_end(data: bytes) -> bool:
+    """Whether a JPEG's segments lead to its end-of-image marker before the data runs out.
+
+    Walks the marker segments from the start (each says its length) and, after a start of
+    scan, the entropy-coded data to the next real marker (0xFF is byte-stuffed there, and
+    restart markers belong to the scan). Whatever follows the end-of-image marker (an appended
+    video, padding) is not looked at, as a decoder does not. Anything that is not a clear
+    truncation answers True: the decoder is the judge of the rest.
+    """
+    end = len(data)
+    i = 2  # after the start-of-image marker
+    while True:
+        while i + 1 < end and data[i] == 0xFF and data[i + 1] == 0xFF:
+            i += 1  # fill bytes
+        if i + 1 >= end:
+            return False
+        if data[i] != 0xFF:
+            return True  # not a marker where one should be: let the decoder say
+        marker = data[i + 1]
+        i += 2
+        if marker == 0xD9:
+            return True
+        if marker in _STANDALONE:
+            continue
+        if i + 2 > end:
+            return False
+        length = int.from_bytes(data[i:i + 2], "big")
+        if length < 2:
+            return True
+        i += length
+        if i > end:
+            return False
+        if marker == 0xDA:  # start of scan: the coded data runs to the next real marker
+            while True:
+                i = data.find(b"\xff", i)
+                if i < 0 or i + 1 >= end:
+                    return False
+                following = data[i + 1]
+                if following == 0x00 or 0xD0 <= following <= 0xD7 or following == 0xFF:
+                    i += 1 if following == 0xFF else 2
+                    continue
+                break
 
 
 @contextlib.contextmanager

@@ -224,15 +224,16 @@ def run(args: argparse.Namespace) -> int:
 
                 told: set[tuple[str, str]] = set()
 
-                def on_fault(model: str, kind: str, message: str) -> None:
+                def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
                     # The first fault of each kind, at once: a wrong URL or key shows in
                     # seconds, not when the retries of every trajectory have run out.
                     if (model, kind) not in told:
                         told.add((model, kind))
                         named = message if message.startswith(f"{model}:") else (
                             f"{model}: {message}")
-                        err.print(f"{named} (first '{kind}' fault; retried within bounds, "
-                                  "every fault is recorded)", markup=False)
+                        then = "retrying within bounds" if retried else "not retried"
+                        err.print(f"{named} (first '{kind}' fault: {then}; every fault is "
+                                  "recorded)", markup=False)
 
                 with tuned_gc():
                     if config.workers > 1:

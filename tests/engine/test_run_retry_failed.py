@@ -116,3 +116,32 @@ def test_the_first_fault_of_each_kind_is_told_at_once(tmp_path) -> None:
     assert done.returncode == 1
     told = [line for line in done.stderr.splitlines() if "first 'connect' fault" in line]
     assert len(told) == 1 and told[0].startswith("openai:fake-model: cannot connect"), done.stderr
+
+
+async def test_an_image_file_gone_since_loading_is_named_when_its_trajectory_fails(
+        tmp_path) -> None:
+    import io
+    import json
+
+    from PIL import Image
+
+    from adapters.datasets.loading import load_dataset
+    from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import open_run_store, run_jobs
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (9, 99, 199)).save(buffer, format="PNG")
+    (tmp_path / "a.png").write_bytes(buffer.getvalue())
+    (tmp_path / "set.jsonl").write_text(json.dumps(
+        {"id": "a", "image": "a.png", "question": "Which?", "answer": "A", "category": "c",
+         "group": "2D"}) + "\n")
+    config = RunConfig(models=(ModelConfig("scripted:a"),), dataset=f"jsonl:{tmp_path}/set.jsonl",
+                       settings=("vaot",), store=str(tmp_path / "run.lmdb"))
+    samples, _ = load_dataset(config.dataset)
+    (tmp_path / "a.png").unlink()  # after the dataset was checked, before the run reads it
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples,
+                                adapters={"scripted:a": ScriptedAdapter("a", BUILTIN_SCRIPT)})
+    (outcome,) = result.outcomes
+    assert outcome.status == "failed" and str(tmp_path / "a.png") in outcome.error

@@ -115,3 +115,17 @@ def test_stdlib_logging_filter() -> None:
     output = buf.getvalue()
     assert "sk-stdlib-test-12345678" not in output
     assert "[redacted $STDLIB_KEY]" in output and "boom" in output
+
+
+@pytest.mark.parametrize("cut_at", [470, 490, 500, 280, 300])
+def test_a_key_across_the_cut_of_an_error_message_is_never_shown_in_part(cut_at) -> None:
+    from adapters.models._http import error_message
+
+    key = "sk-cut-test-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    register_secret(key, "CUT_TEST_KEY")
+    prefix = "x" * cut_at
+    as_json = msgspec.json.encode({"error": {"message": prefix + " bad key " + key}})
+    as_text = (prefix + " bad key " + key).encode()  # a body that is not JSON
+    for body in (as_json, as_text):
+        shown = error_message(body)
+        assert "sk-cut-test-" not in shown and "ABCDEFGH" not in shown, shown[-60:]

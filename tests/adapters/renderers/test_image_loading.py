@@ -168,7 +168,10 @@ def test_check_image_finds_a_truncated_jpeg_without_decoding_it(progressive) -> 
     noise = Image.frombytes("RGB", (64, 64), bytes(range(256)) * 48)
     whole = _encode(noise, "JPEG", progressive=progressive)
     check_image(whole, name="whole.jpg")
-    check_image(whole + b"trailing bytes", name="padded.jpg")  # after the end: harmless
+    # After the end-of-image marker anything goes (padding, an appended video with its own
+    # 0xFF bytes); a decoder does not read it, and neither does the check.
+    check_image(whole + b"trailing bytes", name="padded.jpg")
+    check_image(whole + b"\xff\xda\x00\x00" + bytes(range(256)) * 64, name="motion.jpg")
     for cut in (whole[:-2], whole[: len(whole) * 2 // 3]):
         with pytest.raises(ImageLoadError, match="truncated"):
             load_image(cut)  # what decoding says…
