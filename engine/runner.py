@@ -170,9 +170,9 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
         if old is None:
             continue
         now = msgspec.to_builtins(model)
+        defaults = msgspec.to_builtins(ModelConfig(model.spec))  # a field an old header lacks
         for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
-            default = msgspec.to_builtins(ModelConfig(model.spec)).get(field)
-            was, is_ = old.get(field, default), now.get(field, default)
+            was, is_ = old.get(field, defaults.get(field)), now.get(field, defaults.get(field))
             if msgspec.json.encode(was) != msgspec.json.encode(is_):  # nan == nan here
                 raise ConfigError(
                     f"model {model.spec}: run {run_id} in this store was started with {field} "

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import abc
+import os
 from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
-__all__ = ["CachedLoader", "DatasetError", "DatasetLoader", "Sample", "SkippedRow"]
+__all__ = [
+    "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "Sample", "SkippedRow",
+    "read_image_file",
+]
 
 
 class Sample(msgspec.Struct, frozen=True):
@@ -93,3 +97,41 @@ class CachedLoader(abc.ABC):
     @abc.abstractmethod
     def _load(self) -> list[Sample]:
         """Read the dataset once; rows that cannot be used go to ``self._skipped``."""
+
+
+class ImageFileError(ValueError):
+    """A dataset row's image file cannot be used; the message says why (for a skipped row)."""
+
+
+def read_image_file(folder: Path, value: str, *, relative_to: str) -> tuple[bytes, str]:
+    """The image file a row names, relative to ``folder`` (or absolute), read and checked as
+    ``load_image`` would check it: its bytes and its absolute path.
+
+    ``relative_to`` names ``folder`` in the message for a missing file ("the JSONL file's
+    folder"), so the user knows where a relative path was looked for.
+
+    Raises:
+        ImageFileError: not a usable name, not a regular file (a fifo or a device would block
+            the read, or never end), missing, unreadable, empty, or not a usable image.
+    """
+    from adapters.renderers.images import ImageLoadError, check_image
+
+    if "\0" in value:
+        raise ImageFileError(f"image {value!r} is not a usable file name")
+    path = folder / os.path.expanduser(value.replace("\\", "/"))
+    try:
+        if not path.is_file():
+            if path.exists():
+                raise ImageFileError(f"image {value!r} is not a regular file")
+            raise ImageFileError(f"image {value!r} not found (looked for {path}; a relative "
+                                 f"path is read from {relative_to})")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImageFileError(f"image {value!r}: {exc.strerror or exc}") from None
+    if not data:
+        raise ImageFileError(f"image {value!r} is an empty file")
+    try:
+        check_image(data, name=value)
+    except ImageLoadError as exc:
+        raise ImageFileError(f"image {value!r}: {exc.reason}") from None
+    return data, os.path.abspath(path)

@@ -28,7 +28,14 @@ from typing import Any
 
 import msgspec
 
-from adapters.datasets.base import CachedLoader, DatasetError, Sample, SkippedRow
+from adapters.datasets.base import (
+    CachedLoader,
+    DatasetError,
+    ImageFileError,
+    Sample,
+    SkippedRow,
+    read_image_file,
+)
 from adapters.renderers.images import ImageLoadError, check_image
 
 __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
@@ -131,35 +138,19 @@ class JsonlLoader(CachedLoader):
                 image = base64.b64decode(payload, validate=True)
             except (binascii.Error, ValueError):
                 raise _BadRow("'image' data: URI holds invalid base64") from None
-            meta = {"image": header}
-            path = ""
-        else:
-            image, path = _read_file(self.path.parent, value)
-            meta = {"image": value}
-        if not image:
-            raise _BadRow("'image' is empty")
+            if not image:
+                raise _BadRow("'image' is empty")
+            try:
+                check_image(image, name=header)
+            except ImageLoadError as exc:
+                raise _BadRow(f"image {header!r}: {exc.reason}") from None
+            return image, "", {"image": header}
         try:
-            check_image(image, name=meta["image"])
-        except ImageLoadError as exc:
-            raise _BadRow(f"image {meta['image']!r}: {exc.reason}") from None
-        return image, path, meta
-
-
-def _read_file(folder: Path, value: str) -> tuple[bytes, str]:
-    """An image file named relative to the dataset's folder (or absolute): its bytes and its
-    absolute path."""
-    if "\0" in value:
-        raise _BadRow(f"image {value!r} is not a usable file name")
-    path = folder / os.path.expanduser(value.replace("\\", "/"))
-    try:
-        if not path.is_file():  # a fifo or a device would block the read, or never end
-            if path.exists():
-                raise _BadRow(f"image {value!r} is not a regular file")
-            raise _BadRow(f"image {value!r} not found (looked for {path}; a relative path is "
-                          "read from the JSONL file's folder)")
-        return path.read_bytes(), os.path.abspath(path)
-    except OSError as exc:
-        raise _BadRow(f"image {value!r}: {exc.strerror or exc}") from None
+            image, path = read_image_file(self.path.parent, value,
+                                          relative_to="the JSONL file's folder")
+        except ImageFileError as exc:
+            raise _BadRow(str(exc)) from None
+        return image, path, {"image": value}
 
 
 def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:

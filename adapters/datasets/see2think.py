@@ -36,8 +36,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters.datasets.base import CachedLoader, DatasetError, Sample, SkippedRow
-from adapters.renderers.images import ImageLoadError, check_image
+from adapters.datasets.base import (
+    CachedLoader,
+    DatasetError,
+    ImageFileError,
+    Sample,
+    SkippedRow,
+    read_image_file,
+)
 
 __all__ = ["ANSWER_KEYS", "QUESTION_KEYS", "See2ThinkLoader", "read_json_array"]
 
@@ -219,29 +225,11 @@ class See2ThinkLoader(CachedLoader):
         if not isinstance(image_path, str) or not image_path.strip():
             self._skip(data_path, row_line, f"element {index} has no 'image_path'")
             return None
-        if "\0" in image_path:
-            self._skip(data_path, row_line, f"image {image_path!r} is not a usable file name")
-            return None
-        image_file = data_path.parent / image_path.replace("\\", "/")
         try:
-            if image_file.exists() and not image_file.is_file():
-                # A directory, or a fifo or a device whose read would block or never end.
-                self._skip(data_path, row_line, f"image {image_path!r} is not a regular file")
-                return None
-            image = image_file.read_bytes()
-        except OSError as exc:
-            reason = _describe(exc)
-            if isinstance(exc, FileNotFoundError):
-                reason += f" (looked for {image_file})"
-            self._skip(data_path, row_line, f"image {image_path!r}: {reason}")
-            return None
-        if not image:
-            self._skip(data_path, row_line, f"image {image_path!r} is an empty file")
-            return None
-        try:
-            check_image(image, name=image_path)
-        except ImageLoadError as exc:
-            self._skip(data_path, row_line, f"image {image_path!r}: {exc.reason}")
+            _, image_file = read_image_file(data_path.parent, image_path,
+                                            relative_to="the folder of its data.json")
+        except ImageFileError as exc:
+            self._skip(data_path, row_line, str(exc))
             return None
         group = entry.get("category")
         group = _GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
@@ -253,7 +241,7 @@ class See2ThinkLoader(CachedLoader):
         return Sample(
             id=f"{rel}::{index}",
             image=b"",  # read again when a trajectory needs it: memory follows what is in flight
-            image_path=os.path.abspath(image_file),
+            image_path=image_file,
             question=question,
             answer=answer,
             category=task.strip() if isinstance(task, str) else "",
