@@ -22,6 +22,7 @@ from adapters.datasets.base import Sample
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
 from adapters.renderers.pillow_renderer import render
+from engine.breaker import ModelBreaker, ModelUnusableError
 from engine.context import Context, derive_seed
 from engine.conversation import RequestSpec, build_request
 from engine.limits import ConnectionLimiter
@@ -87,6 +88,7 @@ class Runtime:
         on_fault: Callable[[str, str, str, bool], None] | None = None,
         clock=time.time,
         sleep=asyncio.sleep,
+        breaker: ModelBreaker | None = None,
     ) -> None:
         self.store = store
         self.states = states
@@ -104,6 +106,7 @@ class Runtime:
         """Told (model, kind, message, retried) of every model-call fault as it happens."""
         self.clock = clock
         self.sleep = sleep
+        self.breaker = breaker if breaker is not None else ModelBreaker()
 
 
 class PendingWrites:
@@ -260,6 +263,10 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
                     kind=exc.kind, retry=exc.retry, status=exc.status,
                     retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
                 )])
+                if rt.breaker.should_stop(job.model, exc.kind, started_at):
+                    # The model cannot be used as configured: stop the run rather than mark
+                    # this and every later trajectory failed (engine/breaker.py).
+                    raise ModelUnusableError(job.model, exc.kind, str(exc)) from None
                 return _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
             encoded = encode_reply(reply)
@@ -267,7 +274,10 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
             # with openai:M replays as cassette:openai:M. The engine itself never reads this key.
             writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
-        latency_ms = (ctx.monotonic() - started_at) * 1000.0
+        replied_at = ctx.monotonic()
+        if cached is None:
+            rt.breaker.succeeded(job.model, replied_at)
+        latency_ms = (replied_at - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            (current_hex, frame, decorated), original, dialect, convention,

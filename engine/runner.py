@@ -20,6 +20,7 @@ from adapters.datasets.base import Sample
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
 from adapters.renderers.pillow_renderer import RENDERER_VERSION
+from engine.breaker import ModelUnusableError
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
@@ -243,8 +244,8 @@ async def run_jobs(
                 return
             try:
                 outcome, writes = await drive_trajectory(job, runtime)
-            except (StoreError, asyncio.CancelledError):
-                raise  # the log itself is in trouble, or we are stopping: end the run
+            except (StoreError, ModelUnusableError, asyncio.CancelledError):
+                raise  # the log or a model is unusable, or we are stopping: end the run
             except Exception as exc:
                 # One trajectory's bad input (an undecodable image) or a bug in a component must
                 # not take the whole run down. It stays unfinished in the store, so a rerun (say,
@@ -261,9 +262,20 @@ async def run_jobs(
                 group.create_task(report_when_durable(job, outcome, writes))
 
     try:
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(config.concurrency, len(jobs)) or 1):
-                group.create_task(worker(group))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(config.concurrency, len(jobs)) or 1):
+                    group.create_task(worker(group))
+        except BaseExceptionGroup as group_error:
+            # A model that cannot be used stops the run with its own error, not a group of
+            # them (several trajectories may find out in the same turn); anything else in the
+            # group (a store error) is raised as it is.
+            unusable, rest = group_error.split(ModelUnusableError)
+            if unusable is None or rest is not None:
+                raise
+            first = _first(unusable)
+            log.error("model_unusable", model=first.model, kind=first.kind, error=first.message)
+            raise first from None
         await states.settle()  # the originals' blob writes, owned by no single trajectory
     finally:
         # Renders still running finish off the loop (a cancelled run must not block it).
@@ -274,3 +286,9 @@ async def run_jobs(
                 await adapter.aclose()
     calls = sum(o.calls for o in outcomes)
     return RunResult(run_id, outcomes, time.monotonic() - started, calls)
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The first leaf exception of a (possibly nested) exception group."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first

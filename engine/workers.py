@@ -35,6 +35,7 @@ from pathlib import Path
 import msgspec
 
 from adapters.datasets.base import Sample
+from engine.breaker import ModelUnusableError
 from engine.config import RunConfig
 from engine.driver import Outcome, TrajectoryJob
 from engine.ids import run_id_for
@@ -102,6 +103,8 @@ def run_in_workers(
 
     Raises:
         KeyboardInterrupt: on Ctrl-C, once every worker has stopped (committed work is kept).
+        ModelUnusableError: a worker found a model unusable (engine/breaker.py); the others
+            are stopped.
         WorkerError: a worker failed (its error is in the message); the others are stopped.
     """
     started = time.monotonic()
@@ -144,6 +147,8 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, run_id: str,
         elif kind == "done":
             done.add(index)
             calls += payload
+        elif kind == "unusable":  # the run stops as it would in one process
+            raise ModelUnusableError(*payload)
         elif kind == "error":
             raise WorkerError(f"worker {index} failed: {payload}")
 
@@ -237,6 +242,11 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         samples = msgspec.msgpack.decode(Path(shard).read_bytes(), type=list[Sample])
         with tuned_gc(), open_run_store(config.store) as store:
             calls = asyncio.run(_run_share(config, store, samples, messages, parent))
+    except ModelUnusableError as exc:  # not the worker's failure: the parent stops the run
+        messages.put(("unusable", index, (exc.model, exc.kind, exc.message)))
+        messages.close()
+        messages.join_thread()
+        raise SystemExit(1) from None
     except BaseException as exc:  # the parent names the worker and stops the others
         if not isinstance(exc, KeyboardInterrupt):
             log.exception("worker_failed", worker=index)

@@ -180,7 +180,8 @@ def classify_status(
             retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
             status=status,
         )
-    if status in (401, 403):
+    # Gemini says a key is wrong with 400 INVALID_ARGUMENT; only the reason names the key.
+    if status in (401, 403) or (status == 400 and b"API_KEY_INVALID" in body[:65536]):
         if key_env:
             hint = f"the API key read from ${key_env} was rejected; check that variable"
         else:

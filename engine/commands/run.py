@@ -204,12 +204,14 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
+    from engine.breaker import ModelUnusableError
     from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables
     from engine.workers import WorkerError, run_in_workers
 
     started = time.monotonic()
     interrupted = False
+    unusable: ModelUnusableError | None = None
     session_failures: list = []
     with lock, store:
         try:
@@ -243,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
                         asyncio.run(_run(config, store, samples, adapters, on_outcome, on_fault))
         except KeyboardInterrupt:
             interrupted = True
+        except ModelUnusableError as exc:
+            unusable = exc
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             err.print(f"vaot run: {exc}", markup=False)
             return 2
@@ -291,7 +295,17 @@ def run(args: argparse.Namespace) -> int:
             console.print(format_cost_lines(_usage(config.store, run_id).lines(prices)),
                           markup=False)
     log.info("run_end", run_id=run_id, finished=len(finished), failed=failed, calls=calls,
-             wall_s=round(wall, 3), interrupted=interrupted)
+             wall_s=round(wall, 3), interrupted=interrupted,
+             stopped_by=None if unusable is None else unusable.model)
+    if unusable is not None:
+        said = unusable.message.removeprefix(f"{unusable.model}: ")
+        err.print(f"stopped: {unusable.model} cannot be used as configured: {said} "
+                  f"('{unusable.kind}' fault, and no call to it succeeded meanwhile)",
+                  markup=False)
+        err.print(f"no trajectory was marked failed for it; committed work is kept in "
+                  f"{config.store}. Fix the endpoint, key or model name, then rerun the same "
+                  "command to continue", markup=False)
+        return 1
     if interrupted:
         err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "
                   "command to resume where it stopped", markup=False)

@@ -1,9 +1,11 @@
 """A failed trajectory stays failed until `--retry-failed`, which continues it after its failure.
 
-The real CLI and a real fake OpenAI server in processes: the first run points at a closed port
-(a typo'd base URL), so every trajectory fails; a plain rerun with the right URL changes
-nothing and pays for nothing; a rerun with --retry-failed finishes them, and the log keeps the
-failure as evidence, followed by the steps of the retry.
+The real CLI and real fake OpenAI servers in processes: the first run meets a server that is
+overloaded (every call a 503, and one attempt allowed), so every trajectory fails; a plain rerun
+against a healthy server changes nothing and pays for nothing; a rerun with --retry-failed
+finishes them, and the log keeps the failure as evidence, followed by the steps of the retry.
+(A closed port would not do: a model that cannot be reached at all stops the run instead, with
+nothing marked failed — tests/engine/test_run_breaker.py.)
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ def _run(store: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess
 
 def test_failed_trajectories_are_retried_only_when_asked(tmp_path) -> None:
     store = tmp_path / "run.lmdb"
-    typo = _run(store, f"http://127.0.0.1:{_closed_port()}/v1")
-    assert typo.returncode == 1, typo.stdout + typo.stderr
-    assert "3 trajectories failed" in typo.stderr and "--retry-failed" in typo.stderr
+    with fake_server_process("openai", "--api-key", KEY, "--fault-rate", "1",
+                             "--faults", "503") as overloaded:
+        busy = _run(store, f"http://127.0.0.1:{overloaded}/v1")
+    assert busy.returncode == 1, busy.stdout + busy.stderr
+    assert "3 trajectories failed" in busy.stderr and "--retry-failed" in busy.stderr
 
     log = tmp_path / "requests.jsonl"
     with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(log)) as port:

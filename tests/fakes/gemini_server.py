@@ -32,7 +32,8 @@ _CONFIG_FIELDS = {
     "thinkingConfig", "responseSchema",
 }  # fmt: skip
 
-register_extra_faults(["safety_block", "finish_safety", "empty_candidates", "429_retry_info"])
+register_extra_faults(
+    ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "bad_key"])
 
 
 class FakeGemini(FakeServer):
@@ -170,8 +171,21 @@ class FakeGemini(FakeServer):
             "modelVersion": view.model,
         }
 
+    def _bad_key(self) -> web.Response:
+        # Gemini rejects a wrong key with 400 INVALID_ARGUMENT, not 401: only the reason in the
+        # details says it is the key.
+        body = self._error_body(400, "API key not valid. Please pass a valid API key.", "")
+        body["error"]["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+             "domain": "googleapis.com",
+             "metadata": {"service": "generativelanguage.googleapis.com"}},
+        ]
+        return web.json_response(body, status=400)
+
     async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
         usage = {"promptTokenCount": 10, "totalTokenCount": 10}
+        if fault == "bad_key":
+            return self._bad_key()
         if fault == "safety_block":
             return web.json_response(
                 {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": usage}

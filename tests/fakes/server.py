@@ -270,6 +270,12 @@ class FakeServer(abc.ABC):
         """Provider-specific faults; ``None`` means "not mine"."""
         return None
 
+    def _bad_key(self) -> web.Response:
+        """The reply to a wrong or missing key (most providers: HTTP 401)."""
+        return web.json_response(
+            self._error_body(401, "Invalid API key", "authentication_error"), status=401
+        )
+
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
@@ -403,9 +409,7 @@ class FakeServer(abc.ABC):
             self.api_key is None and self.key_required and not key
         ):
             seen.problems = ["bad or missing API key"]
-            return web.json_response(
-                self._error_body(401, "Invalid API key", "authentication_error"), status=401
-            )
+            return self._bad_key()
         if body is None:
             seen.problems = ["body is not JSON"]
             return web.json_response(

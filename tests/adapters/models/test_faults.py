@@ -40,6 +40,7 @@ SPECIFIC = {
         "finish_safety": ("no", "safety_block", None),
         "empty_candidates": ("transient", "empty_reply", None),
         "429_retry_info": ("rate_limit", "http_429", RETRY_AFTER),
+        "bad_key": ("no", "auth", None),
     },
     "anthropic": {
         "overloaded": ("transient", "http_529", None),
