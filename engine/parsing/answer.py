@@ -96,9 +96,29 @@ def _clean(answer: str) -> str:
     return answer.strip().strip("*").strip()
 
 
+def _markers(text: str) -> list[re.Match[str]]:
+    """What ``_MARKER.finditer(text)`` yields, trying the pattern only where it can start (a
+    case-insensitive search tries it at every character)."""
+    starts = [m.start() for m in _FINAL.finditer(text)]
+    pos = text.find("最终")
+    while pos >= 0:
+        starts.append(pos)
+        pos = text.find("最终", pos + 1)
+    out: list[re.Match[str]] = []
+    end = 0
+    for pos in sorted(starts):
+        if pos < end:
+            continue  # inside the previous match, as finditer would skip it
+        m = _MARKER.match(text, pos)
+        if m is not None:
+            out.append(m)
+            end = m.end()
+    return out
+
+
 def _marker_answers(text: str) -> list[tuple[int, int, str]]:
     out = []
-    for m in _MARKER.finditer(text):
+    for m in _markers(text):
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it

@@ -7,10 +7,12 @@ of the text that becomes the thought. Finders are linear in the text length and 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import msgspec
 
-__all__ = ["Block", "bare_json_blocks", "fenced_blocks", "starts_line", "tagged_blocks"]
+__all__ = ["Block", "bare_json_blocks", "blank_spans", "fenced_blocks", "starts_line",
+           "tagged_blocks"]
 
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?")
 _QUOTES = "\"'“”‘’"
@@ -41,8 +43,13 @@ def fenced_blocks(text: str) -> list[Block]:
         return blocks
     pos = 0
     # The opening line by regex, the closing fence (the same run of ` or ~) by str.find: a lazy
-    # regex body would test for the closer at every character.
-    while (m := _FENCE_OPEN.search(text, pos)) is not None:
+    # regex body would test for the closer at every character. Where the next opening line starts
+    # is found by str.find too: a search for a pattern that starts with a group tries it at every
+    # character (15 µs on a 700-character reply, against 1 µs).
+    while (start := _next_fence(text, pos)) >= 0:
+        m = _FENCE_OPEN.match(text, start)
+        if m is None:  # cannot happen: three ` or ~ always open one
+            break
         fence = m.group(1)
         close = text.find(fence, m.end())
         closed = close >= 0
@@ -53,6 +60,31 @@ def fenced_blocks(text: str) -> list[Block]:
         if not closed:
             break
     return blocks
+
+
+def _next_fence(text: str, pos: int) -> int:
+    """Where the next run of three backticks or tildes starts at or after ``pos`` (-1: none)."""
+    ticks, tildes = text.find("```", pos), text.find("~~~", pos)
+    if ticks < 0 or 0 <= tildes < ticks:
+        return tildes
+    return ticks
+
+
+def blank_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with every character inside one of ``spans`` turned into a space, so offsets
+    found in the result are offsets in ``text``."""
+    if not spans:
+        return text
+    pieces, pos = [], 0
+    for start, end in sorted(spans):
+        start = max(start, pos)
+        if end <= start:
+            continue
+        pieces.append(text[pos:start])
+        pieces.append(" " * (end - start))
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def tagged_blocks(text: str, tag: str) -> list[Block]:

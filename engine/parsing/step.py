@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.actions import validate_action, validate_global_style
 from engine.parsing.answer import find_final_answer
+from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
 from engine.parsing.headers import find_step_headers
@@ -93,13 +94,6 @@ def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
     return "".join(pieces)
 
 
-def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    chars = list(text)
-    for start, end in spans:
-        chars[start:end] = " " * (end - start)
-    return "".join(chars)
-
-
 def _tidy(text: str) -> str:
     lines = ["" if _NOISE_LINE.match(line) else line.rstrip() for line in text.split("\n")]
     out: list[str] = []
@@ -130,7 +124,7 @@ def _parse(
     warnings.extend(ext.warnings)
 
     # The answer and the step markers are looked for outside the action blocks only.
-    rest = _blank(visible, ext.spans)
+    rest = blank_spans(visible, ext.spans)
     cuts = list(ext.spans)
     answer = find_final_answer(rest)
     if answer is not None:
@@ -145,7 +139,7 @@ def _parse(
             warnings.append(
                 "no 'Final Answer:' marker; took the answer from 'the final answer is …'"
             )
-    headers = find_step_headers(_blank(rest, [(answer.start, answer.end)] if answer else []))
+    headers = find_step_headers(blank_spans(rest, [(answer.start, answer.end)] if answer else []))
     cuts.extend((h.start, h.end) for h in headers)
     if headers:
         flags.add("step_headers")

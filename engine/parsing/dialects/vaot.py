@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from engine.parsing.blocks import Block, bare_json_blocks, fenced_blocks
+from engine.parsing.blocks import bare_json_blocks, blank_spans, fenced_blocks
 from engine.parsing.dialects.base import Candidate, Extraction, decode_block
 from store.actions import Action
 
@@ -83,14 +83,6 @@ def _record_block_fields(value: dict[str, Any], out: Extraction, what: str) -> N
             out.global_style = value["global_style"]
 
 
-def _blank(text: str, blocks: Sequence[Block]) -> str:
-    """``text`` with each block replaced by spaces, so offsets stay valid."""
-    chars = list(text)
-    for b in blocks:
-        chars[b.start : b.end] = " " * (b.end - b.start)
-    return "".join(chars)
-
-
 def parse(
     text: str,
     *,
@@ -133,7 +125,7 @@ def parse(
         if found or holds_block or meant_as_json:
             out.warnings.extend(warnings)
             out.flags.extend(flags)
-    outside = _blank(text, fences)
+    outside = blank_spans(text, [(b.start, b.end) for b in fences])
     for n, block in enumerate(bare_json_blocks(outside, _RELEVANT), 1):
         what = f"unfenced JSON {n}"
         warnings, flags = [], []

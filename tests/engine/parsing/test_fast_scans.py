@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.parsing import answer
 from engine.parsing.answer import find_final_answer
-from engine.parsing.blocks import _balanced_end, bare_json_blocks, fenced_blocks
+from engine.parsing.blocks import _balanced_end, bare_json_blocks, blank_spans, fenced_blocks
 from engine.parsing.headers import _HEADER, _markers
 
 _ORACLE_FENCE = re.compile(
@@ -105,3 +105,27 @@ def test_an_array_counts_only_with_its_object_close_by() -> None:
     far = "[" + " " * 63 + '{"action": 1}]'
     blocks = bare_json_blocks(far, re.compile("action"))
     assert [b.start for b in blocks] == [64]
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_answer_marker_candidates_match_finditer(text: str) -> None:
+    fast = [(m.start(), m.end()) for m in answer._markers(text)]
+    assert fast == [(m.start(), m.end()) for m in answer._MARKER.finditer(text)]
+
+
+def _blank_by_characters(text: str, spans: list[tuple[int, int]]) -> str:
+    """The original formulation: overwrite each span in a list of characters."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_blanking_spans_matches_overwriting_characters(data) -> None:
+    text = data.draw(texts)
+    point = st.integers(0, len(text))
+    spans = data.draw(st.lists(st.tuples(point, point).map(sorted).map(tuple), max_size=6))
+    assert blank_spans(text, spans) == _blank_by_characters(text, spans)
