@@ -5,27 +5,41 @@ same way. Left alone, a run would spend each trajectory's retries and then recor
 thousands of failed trajectories in the log, a rerun that needs ``--retry-failed``, and, for an
 unreachable endpoint, about twenty seconds of retries per trajectory before the run ends.
 
-The rule is narrow so it never stops a run for one sample's problem. A trajectory whose call
-fails for good with one of :data:`STOP_KINDS` stops the run when no call to the same model has
-succeeded since that trajectory's call began. A refused connection has already been retried for
-the whole backoff budget by then, so a local server that is still starting gets that long to come
-up. An endpoint that keeps answering other calls is alive, and the one failure is recorded as
-usual. When the rule fires, the failing call is recorded (a ``CallFailed`` event) but no
-trajectory is marked failed: a rerun of the same command, once the cause is fixed, continues
-every trajectory where it stopped.
+One such failure cannot tell an unusable model from one sample's problem (a moderation 403 on
+one image), so a trajectory whose call fails for good with one of :data:`STOP_KINDS` waits, in
+its slot, for the model's other calls to decide:
+
+- another call to the model succeeds: the model works, and the waiting trajectories are recorded
+  as failed, as any other failure is;
+- :data:`THRESHOLD` trajectories in a row fail that way with no success between them: the model
+  cannot be used, and the run stops with :class:`ModelUnusableError`. The failing calls are
+  recorded (``CallFailed``) but no trajectory is marked failed, so the same command, once the
+  cause is fixed, continues every one of them;
+- nothing else is left running for that model (every running trajectory of it is waiting): there
+  is no one to tell, and the waiting ones are recorded as failed.
+
+A refused connection reaches this point only after the whole retry budget, so a local server that
+is still starting gets that long to come up. Each process of a ``--workers`` run judges by its
+own calls.
 """
 
 from __future__ import annotations
 
-__all__ = ["STOP_KINDS", "ModelBreaker", "ModelUnusableError"]
+import asyncio
+
+__all__ = ["STOP_KINDS", "THRESHOLD", "ModelBreaker", "ModelUnusableError"]
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found"})
-"""Fault kinds that, with no success alongside them, mean the model cannot be used as
-configured: the endpoint refuses connections, the key is rejected, the model or URL is unknown."""
+"""Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
+the endpoint refuses connections, the key is rejected, the model or URL is unknown."""
+
+THRESHOLD = 3
+"""Trajectories in a row whose calls fail for good with a stop kind, with no success between
+them, that stop the run."""
 
 
 class ModelUnusableError(Exception):
-    """Every call to ``model`` fails with ``kind``; the run was stopped (nothing marked failed)."""
+    """Calls to ``model`` keep failing with ``kind``; the run was stopped."""
 
     def __init__(self, model: str, kind: str, message: str) -> None:
         super().__init__(message)
@@ -37,17 +51,75 @@ class ModelUnusableError(Exception):
         return (type(self), (self.model, self.kind, self.message))
 
 
-class ModelBreaker:
-    """When each model last answered; decides whether a fault means "stop the run"."""
+class _Model:
+    __slots__ = ("running", "streak", "waiting")
 
     def __init__(self) -> None:
-        self._last_success: dict[str, float] = {}
+        self.running = 0
+        """Trajectories of this model being driven now (waiting ones included)."""
+        self.streak = 0
+        """Trajectories failed for good with a stop kind since the last success."""
+        self.waiting: list[asyncio.Future[bool]] = []
 
-    def succeeded(self, model: str, at: float) -> None:
-        """A call to ``model`` succeeded at monotonic time ``at``."""
-        self._last_success[model] = at
 
-    def should_stop(self, model: str, kind: str, since: float) -> bool:
-        """True if a call to ``model`` that began at ``since`` failed for good with ``kind`` and
-        no call to ``model`` has succeeded since then."""
-        return kind in STOP_KINDS and self._last_success.get(model, float("-inf")) < since
+class ModelBreaker:
+    """Per model: what is running, and how many stop-kind failures came since a success."""
+
+    def __init__(self, threshold: int = THRESHOLD) -> None:
+        self.threshold = threshold
+        self._models: dict[str, _Model] = {}
+
+    def _model(self, model: str) -> _Model:
+        found = self._models.get(model)
+        if found is None:
+            found = self._models[model] = _Model()
+        return found
+
+    def enter(self, model: str) -> None:
+        """A trajectory of ``model`` starts being driven."""
+        self._model(model).running += 1
+
+    def leave(self, model: str) -> None:
+        """It ended (finished, failed, stopped or cancelled)."""
+        m = self._model(model)
+        m.running -= 1
+        if m.waiting and len(m.waiting) >= m.running:
+            self._decide(m, stop=False)  # nothing left running to tell
+
+    def succeeded(self, model: str) -> None:
+        """A call to ``model`` got a reply: the model works."""
+        m = self._model(model)
+        m.streak = 0
+        if m.waiting:
+            self._decide(m, stop=False)
+
+    async def judge(self, model: str, kind: str) -> bool:
+        """A trajectory's call to ``model`` failed for good with ``kind``: True if the run must
+        stop (the caller raises :class:`ModelUnusableError`), False to record it as failed.
+
+        May wait for the model's other calls to decide (see the module's docstring).
+        """
+        if kind not in STOP_KINDS:
+            return False
+        m = self._model(model)
+        m.streak += 1
+        if m.streak >= self.threshold:
+            self._decide(m, stop=True)
+            return True
+        if len(m.waiting) + 1 >= m.running:
+            self._decide(m, stop=False)  # no other trajectory of this model is running
+            return False
+        verdict: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        m.waiting.append(verdict)
+        try:
+            return await verdict
+        finally:
+            if verdict in m.waiting:  # cancelled while waiting
+                m.waiting.remove(verdict)
+
+    @staticmethod
+    def _decide(m: _Model, *, stop: bool) -> None:
+        waiting, m.waiting = m.waiting, []
+        for verdict in waiting:
+            if not verdict.done():
+                verdict.set_result(stop)

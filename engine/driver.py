@@ -173,7 +173,18 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
 
     Returns the outcome and the writes still in flight: the caller awaits ``settle()`` before it
     reports the outcome, but need not hold a model-call slot while the last commit lands.
+
+    Raises:
+        ModelUnusableError: its model cannot be used as configured (engine/breaker.py).
     """
+    rt.breaker.enter(job.model)  # what the breaker may wait on to judge a failure
+    try:
+        return await _drive(job, rt)
+    finally:
+        rt.breaker.leave(job.model)
+
+
+async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrites]:
     store = rt.store
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
     if state.finished is not None:
@@ -263,7 +274,7 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
                     kind=exc.kind, retry=exc.retry, status=exc.status,
                     retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
                 )])
-                if rt.breaker.should_stop(job.model, exc.kind, started_at):
+                if await rt.breaker.judge(job.model, exc.kind):
                     # The model cannot be used as configured: stop the run rather than mark
                     # this and every later trajectory failed (engine/breaker.py).
                     raise ModelUnusableError(job.model, exc.kind, str(exc)) from None
@@ -274,10 +285,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
             # with openai:M replays as cassette:openai:M. The engine itself never reads this key.
             writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
-        replied_at = ctx.monotonic()
-        if cached is None:
-            rt.breaker.succeeded(job.model, replied_at)
-        latency_ms = (replied_at - started_at) * 1000.0
+            rt.breaker.succeeded(job.model)
+        latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            (current_hex, frame, decorated), original, dialect, convention,

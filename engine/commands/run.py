@@ -40,9 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "           --dataset jsonl:data/val.jsonl --settings vaot,no_render\n"
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
         "continue from their last committed step, and replies already received are not paid for\n"
-        "again. A trajectory that failed stays failed until a rerun with --retry-failed.\n"
-        "Exit status: 0 all trajectories ended, 1 some failed (or the store failed), 2 bad input,\n"
-        "130 interrupted."
+        "again. A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
+        "that cannot be used (connection refused, key rejected, model not found on several\n"
+        "trajectories in a row, nothing succeeding) stops the run without marking them failed.\n"
+        "Exit status: 0 all trajectories ended, 1 some failed, a model stopped the run or the\n"
+        "store failed, 2 bad input, 130 interrupted."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with any of the options below "
                    "(flags override it); [[models]] tables may set base_url, api_key_env, "
@@ -204,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
-    from engine.breaker import ModelUnusableError
+    from engine.breaker import THRESHOLD, ModelUnusableError
     from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables
     from engine.workers import WorkerError, run_in_workers
@@ -299,12 +301,15 @@ def run(args: argparse.Namespace) -> int:
              stopped_by=None if unusable is None else unusable.model)
     if unusable is not None:
         said = unusable.message.removeprefix(f"{unusable.model}: ")
-        err.print(f"stopped: {unusable.model} cannot be used as configured: {said} "
-                  f"('{unusable.kind}' fault, and no call to it succeeded meanwhile)",
+        err.print(f"stopped: {unusable.model} cannot be used as configured: {said} ('{unusable.kind}' "
+                  f"fault on {THRESHOLD} trajectories in a row, no call succeeding between them)",
                   markup=False)
-        err.print(f"no trajectory was marked failed for it; committed work is kept in "
+        err.print(f"the trajectories it stopped were not marked failed; committed work is kept in "
                   f"{config.store}. Fix the endpoint, key or model name, then rerun the same "
                   "command to continue", markup=False)
+        if failed:
+            err.print(f"{failed} trajectories failed before the stop or for other reasons; rerun "
+                      "with --retry-failed to run them again", markup=False)
         return 1
     if interrupted:
         err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "

@@ -1,13 +1,16 @@
 """A model that cannot be used stops the run, with nothing marked failed (engine/breaker.py).
 
-The real CLI against a closed port and against a real fake OpenAI server that rejects the key:
-the run stops at the first trajectory whose call fails for good, says why in plain words, and
-leaves every trajectory unfinished, so the same command, once the cause is fixed, finishes them
-all without ``--retry-failed``.
+The real CLI against a closed port and against real fake OpenAI servers: a model whose calls all
+fail the same way (connection refused, key rejected) stops the run once three trajectories in a
+row have failed so, says why in plain words, and leaves every trajectory unfinished, so the same
+command, once the cause is fixed, finishes them all without ``--retry-failed``. One sample's
+404 while the model answers every other call is recorded as that trajectory's failure, and the
+run goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -39,7 +42,7 @@ def _run(store: Path, base_url: str, *extra: str, key: str = KEY
         [sys.executable, "-m", "engine", "run", "--model", "openai:fake-model", "--base-url",
          base_url, "--api-key-env", KEY_ENV, "--dataset", "synthetic:2", "--limit", "4",
          "--settings", "vaot,cot", "--store", str(store), "--max-attempts", "2",
-         "--retry-base-delay", "0.05", "--concurrency", "3", "--no-progress", *extra],
+         "--retry-base-delay", "0.05", "--concurrency", "6", "--no-progress", *extra],
         cwd=ROOT, env={**os.environ, KEY_ENV: key}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
@@ -49,14 +52,14 @@ def _events(store: Path) -> list:
         return [stored.event for stored in opened.iter_events()]
 
 
-def _finishes_after_the_fix(store: Path, log: Path) -> None:
+def _finishes_after_the_fix(store: Path, log: Path, *extra: str) -> None:
     """The same command, now pointed at a working server, finishes every trajectory."""
     with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(log)) as port:
-        fixed = _run(store, f"http://127.0.0.1:{port}/v1")
+        fixed = _run(store, f"http://127.0.0.1:{port}/v1", *extra)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    finishes = [e for e in _events(store) if isinstance(e, TrajectoryFinished)]
-    assert len(finishes) == 8 and len({f.traj for f in finishes}) == 8
-    assert all(f.status in ("answered", "max_steps") for f in finishes)
+    last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
+    assert len(last) == 8
+    assert all(f.status in ("answered", "max_steps") for f in last.values())
     check = subprocess.run([sys.executable, "-m", "engine", "verify", str(store)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -68,15 +71,17 @@ def test_an_unreachable_endpoint_stops_the_run_and_a_rerun_finishes_it(tmp_path,
     typo = _run(store, f"http://127.0.0.1:{_closed_port()}/v1", "--workers", workers)
     assert typo.returncode == 1, typo.stdout + typo.stderr
     assert "stopped: openai:fake-model cannot be used as configured" in typo.stderr, typo.stderr
-    assert "'connect' fault" in typo.stderr and "rerun the same command" in typo.stderr
+    assert "'connect' fault on 3 trajectories in a row" in typo.stderr
+    assert "rerun the same command" in typo.stderr
     assert "Traceback" not in typo.stderr and "worker" not in typo.stderr
     assert "--retry-failed" not in typo.stderr  # nothing to retry: nothing was marked failed
     events = _events(store)
     assert not any(isinstance(e, TrajectoryFinished) for e in events)
     faults = [e for e in events if isinstance(e, CallFailed)]
     assert faults and all(f.kind == "connect" for f in faults)  # the evidence is kept
-    # Stopped at the first trajectory that ran out of attempts, not after all eight did.
-    assert sum(1 for f in faults if not f.retried) <= 3 * int(workers)
+    # Stopped once three trajectories had run out of attempts, not after all eight did (those
+    # in flight at that moment may have recorded their last fault too).
+    assert sum(1 for f in faults if not f.retried) <= 6
     _finishes_after_the_fix(store, tmp_path / "requests.jsonl")
 
 
@@ -89,8 +94,8 @@ def test_a_rejected_key_stops_the_run_after_one_round_of_calls(tmp_path) -> None
     assert "stopped: openai:fake-model cannot be used" in wrong.stderr
     assert "'auth' fault" in wrong.stderr and f"${KEY_ENV}" in wrong.stderr
     assert "sk-wrong-key-0000" not in wrong.stdout + wrong.stderr
-    # A 401 is not retried, and the run stops at the first: at most one call per slot.
-    assert len(seen.read_text().splitlines()) <= 3
+    # A 401 is not retried, and the run stops at the third: at most one call per slot.
+    assert len(seen.read_text().splitlines()) <= 6
     assert not any(isinstance(e, TrajectoryFinished) for e in _events(store))
     log = tmp_path / "requests.jsonl"
     _finishes_after_the_fix(store, log)
@@ -99,19 +104,72 @@ def test_a_rejected_key_stops_the_run_after_one_round_of_calls(tmp_path) -> None
     assert max(steps.values()) == 1
 
 
-def test_only_faults_with_no_success_alongside_them_stop_a_run() -> None:
-    breaker = ModelBreaker()
+def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path) -> None:
+    store = tmp_path / "run.lmdb"
+    with fake_server_process("openai", "--api-key", KEY, "--latency-ms", "150",
+                             "--fault-script", ",,404") as port:
+        done = _run(store, f"http://127.0.0.1:{port}/v1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "stopped" not in done.stderr
+    assert "1 trajectories failed" in done.stderr and "--retry-failed" in done.stderr
+    finishes = [e for e in _events(store) if isinstance(e, TrajectoryFinished)]
+    assert len(finishes) == 8
+    assert [f.status for f in finishes].count("failed") == 1
+    _finishes_after_the_fix(store, tmp_path / "requests.jsonl", "--retry-failed")
+
+
+async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     assert {"connect", "auth", "not_found"} == STOP_KINDS
-    # Nothing has ever answered: a refused connection, a rejected key, a wrong name stop it.
-    for kind in sorted(STOP_KINDS):
-        assert breaker.should_stop("openai:m", kind, since=10.0)
-    # One sample's problem, or a fault that more attempts may still clear, never does.
+    # Three running, three refused in a row: stop, and the two waiting learn it too.
+    breaker = ModelBreaker()
+    for _ in range(3):
+        breaker.enter("m")
+    verdicts = await asyncio.gather(*(breaker.judge("m", "connect") for _ in range(3)))
+    assert verdicts == [True, True, True]
+
+    # Another call answers while one waits: that one was the trajectory's own problem.
+    breaker = ModelBreaker()
+    for _ in range(3):
+        breaker.enter("m")
+    waiting = asyncio.ensure_future(breaker.judge("m", "not_found"))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    breaker.succeeded("m")
+    assert await waiting is False
+    # …and the count started again: with that failure, two more in a row do not stop it.
+    later = [asyncio.ensure_future(breaker.judge("m", "auth")) for _ in range(2)]
+    await asyncio.sleep(0)
+    assert not any(w.done() for w in later)
+    breaker.succeeded("m")
+    assert [await w for w in later] == [False, False]
+
+    # Faults that retries or other samples explain never wait and never stop.
+    breaker = ModelBreaker()
+    breaker.enter("m")
+    breaker.enter("m")
     for kind in ("bad_request", "context_length", "http_503", "timeout", "cassette_miss"):
-        assert not breaker.should_stop("openai:m", kind, since=10.0)
-    # Another call answered while this one was failing: the endpoint is alive.
-    breaker.succeeded("openai:m", 12.0)
-    assert not breaker.should_stop("openai:m", "connect", since=10.0)
-    # …but not since this call began: it is down now.
-    assert breaker.should_stop("openai:m", "connect", since=12.5)
-    # Models are judged apart.
-    assert breaker.should_stop("gemini:g", "auth", since=0.0)
+        assert await breaker.judge("m", kind) is False
+
+    # Nothing else running for the model: no one can tell, so it is the trajectory's failure —
+    # until three in a row, whatever the concurrency.
+    breaker = ModelBreaker()
+    breaker.enter("m")
+    assert await breaker.judge("m", "auth") is False
+    assert await breaker.judge("m", "auth") is False
+    assert await breaker.judge("m", "auth") is True
+
+    # One waits, and the other running trajectory ends without a reply: released as failed.
+    breaker = ModelBreaker()
+    breaker.enter("m")
+    breaker.enter("m")
+    waiting = asyncio.ensure_future(breaker.judge("m", "connect"))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    breaker.leave("m")
+    assert await waiting is False
+
+    # Models are judged apart; a model never entered is never waited on.
+    breaker = ModelBreaker()
+    breaker.enter("a")
+    breaker.enter("a")
+    assert await breaker.judge("b", "auth") is False
