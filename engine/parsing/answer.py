@@ -7,6 +7,7 @@ import re
 import msgspec
 
 from engine.parsing.blocks import starts_line
+from engine.parsing.scan import finditer_from
 
 __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"]
 
@@ -97,23 +98,8 @@ def _clean(answer: str) -> str:
 
 
 def _markers(text: str) -> list[re.Match[str]]:
-    """What ``_MARKER.finditer(text)`` yields, trying the pattern only where it can start (a
-    case-insensitive search tries it at every character)."""
-    starts = [m.start() for m in _FINAL.finditer(text)]
-    pos = text.find("最终")
-    while pos >= 0:
-        starts.append(pos)
-        pos = text.find("最终", pos + 1)
-    out: list[re.Match[str]] = []
-    end = 0
-    for pos in sorted(starts):
-        if pos < end:
-            continue  # inside the previous match, as finditer would skip it
-        m = _MARKER.match(text, pos)
-        if m is not None:
-            out.append(m)
-            end = m.end()
-    return out
+    """What ``_MARKER.finditer(text)`` yields, trying the pattern only where it can start."""
+    return finditer_from(_MARKER, text, _FINAL, ("最终",))
 
 
 def _marker_answers(text: str) -> list[tuple[int, int, str]]:

@@ -7,6 +7,7 @@ import re
 import msgspec
 
 from engine.parsing.blocks import starts_line
+from engine.parsing.scan import finditer_from
 
 __all__ = ["StepHeader", "find_step_headers"]
 
@@ -63,22 +64,7 @@ def find_step_headers(text: str) -> list[StepHeader]:
 
 def _markers(text: str) -> list[re.Match[str]]:
     """What ``_HEADER.finditer(text)`` yields, trying the pattern only where it can start."""
-    starts = [m.start() for m in _STEP_WORD.finditer(text)]
-    for word in ("步骤", "第"):
-        pos = text.find(word)
-        while pos >= 0:
-            starts.append(pos)
-            pos = text.find(word, pos + 1)
-    out: list[re.Match[str]] = []
-    end = 0
-    for pos in sorted(starts):
-        if pos < end:
-            continue  # inside the previous match, as finditer would skip it
-        m = _HEADER.match(text, pos)
-        if m is not None:
-            out.append(m)
-            end = m.end()
-    return out
+    return finditer_from(_HEADER, text, _STEP_WORD, ("步骤", "第"))
 
 
 def _lead_start(text: str, pos: int) -> int:

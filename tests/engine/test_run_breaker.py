@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -23,17 +22,11 @@ import pytest
 
 from engine.breaker import STOP_KINDS, ModelBreaker
 from store import CallFailed, TrajectoryFinished, open_store
-from tests.fakes.process import fake_server_process
+from tests.fakes.process import closed_port, fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "VAOT_BREAKER_TEST_KEY"
 KEY = "sk-breaker-test-51c2"
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _run(store: Path, base_url: str, *extra: str, key: str = KEY
@@ -68,7 +61,7 @@ def _finishes_after_the_fix(store: Path, log: Path, *extra: str) -> None:
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_an_unreachable_endpoint_stops_the_run_and_a_rerun_finishes_it(tmp_path, workers) -> None:
     store = tmp_path / "run.lmdb"
-    typo = _run(store, f"http://127.0.0.1:{_closed_port()}/v1", "--workers", workers)
+    typo = _run(store, f"http://127.0.0.1:{closed_port()}/v1", "--workers", workers)
     assert typo.returncode == 1, typo.stdout + typo.stderr
     assert "stopped: openai:fake-model cannot be used as configured" in typo.stderr, typo.stderr
     assert "'connect' fault on 3 trajectories in a row" in typo.stderr

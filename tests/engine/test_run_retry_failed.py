@@ -11,24 +11,17 @@ nothing marked failed — tests/engine/test_run_breaker.py.)
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from store import CallFailed, Step, TrajectoryFinished, TrajectoryStarted, open_store
-from tests.fakes.process import fake_server_process
+from tests.fakes.process import closed_port, fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "VAOT_RETRY_TEST_KEY"
 KEY = "sk-retry-test-3f9a"
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _run(store: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -116,7 +109,7 @@ def test_a_verdict_after_a_finish_leaves_it_finished() -> None:
 
 
 def test_the_first_fault_of_each_kind_is_told_at_once(tmp_path) -> None:
-    done = _run(tmp_path / "run.lmdb", f"http://127.0.0.1:{_closed_port()}/v1", "--workers", "2")
+    done = _run(tmp_path / "run.lmdb", f"http://127.0.0.1:{closed_port()}/v1", "--workers", "2")
     assert done.returncode == 1
     told = [line for line in done.stderr.splitlines() if "first 'connect' fault" in line]
     assert len(told) == 1 and told[0].startswith("openai:fake-model: cannot connect"), done.stderr

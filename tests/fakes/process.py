@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import select
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["fake_server_process"]
+__all__ = ["closed_port", "fake_server_process"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,3 +33,10 @@ def fake_server_process(provider: str, *args: str) -> Iterator[int]:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released): a typo'd base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
