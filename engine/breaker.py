@@ -5,18 +5,22 @@ same way. Left alone, a run would spend each trajectory's retries and then recor
 thousands of failed trajectories in the log, a rerun that needs ``--retry-failed``, and, for an
 unreachable endpoint, about twenty seconds of retries per trajectory before the run ends.
 
-One such failure cannot tell an unusable model from one sample's problem (a moderation 403 on
-one image), so a trajectory whose call fails for good with one of :data:`STOP_KINDS` waits, in
-its slot, for the model's other calls to decide:
+One such failure cannot tell an unusable model from one sample's problem, so a trajectory whose
+call fails for good with one of :data:`STOP_KINDS` waits, in its slot, for the model's other
+calls to decide:
 
 - another call to the model succeeds: the model works, and the waiting trajectories are recorded
   as failed, as any other failure is;
-- :data:`THRESHOLD` trajectories in a row fail that way with no success between them: the model
-  cannot be used, and the run stops with :class:`ModelUnusableError`. The failing calls are
-  recorded (``CallFailed``) but no trajectory is marked failed, so the same command, once the
-  cause is fixed, continues every one of them;
-- nothing else is left running for that model (every running trajectory of it is waiting): there
-  is no one to tell, and the waiting ones are recorded as failed.
+- :data:`THRESHOLD` trajectories in a row fail that way with no success between them, or every
+  running trajectory of the model is waiting (no call is left to tell): the model cannot be used,
+  and the run stops with :class:`ModelUnusableError`. The failing calls are recorded
+  (``CallFailed``) but no trajectory is marked failed, so the same command, once the cause is
+  fixed, continues every one of them.
+
+A stop can never repeat itself forever: a trajectory whose last recorded attempt already failed
+this way (it was stopped before, or failed before and is retried with ``--retry-failed``) and
+fails this way again is recorded as failed at once, without counting toward a stop. So if the
+cause was one sample after all, the next rerun gets past it.
 
 A refused connection reaches this point only after the whole retry budget, so a local server that
 is still starting gets that long to come up. Each process of a ``--workers`` run judges by its
@@ -39,26 +43,33 @@ them, that stop the run."""
 
 
 class ModelUnusableError(Exception):
-    """Calls to ``model`` keep failing with ``kind``; the run was stopped."""
+    """Calls to ``model`` keep failing; the run was stopped.
 
-    def __init__(self, model: str, kind: str, message: str) -> None:
+    ``kinds``: the fault kinds of the trajectories that failed in a row (``count`` of them) with
+    no success between; ``message``: the last fault.
+    """
+
+    def __init__(self, model: str, kinds: str, message: str, count: int = 1) -> None:
         super().__init__(message)
         self.model = model
-        self.kind = kind
+        self.kinds = kinds
         self.message = message
+        self.count = count
 
     def __reduce__(self):  # crosses from a worker process to the parent
-        return (type(self), (self.model, self.kind, self.message))
+        return (type(self), (self.model, self.kinds, self.message, self.count))
 
 
 class _Model:
-    __slots__ = ("running", "streak", "waiting")
+    __slots__ = ("kinds", "running", "streak", "waiting")
 
     def __init__(self) -> None:
         self.running = 0
         """Trajectories of this model being driven now (waiting ones included)."""
         self.streak = 0
         """Trajectories failed for good with a stop kind since the last success."""
+        self.kinds: set[str] = set()
+        """Their fault kinds."""
         self.waiting: list[asyncio.Future[bool]] = []
 
 
@@ -84,31 +95,37 @@ class ModelBreaker:
         m = self._model(model)
         m.running -= 1
         if m.waiting and len(m.waiting) >= m.running:
-            self._decide(m, stop=False)  # nothing left running to tell
+            self._decide(m, stop=True)  # no call is left running to tell
 
     def succeeded(self, model: str) -> None:
         """A call to ``model`` got a reply: the model works."""
         m = self._model(model)
         m.streak = 0
+        m.kinds.clear()
         if m.waiting:
             self._decide(m, stop=False)
 
-    async def judge(self, model: str, kind: str) -> bool:
+    def streak(self, model: str) -> tuple[str, int]:
+        """The fault kinds (joined) and number of the stop-kind failures in a row now."""
+        m = self._model(model)
+        return ", ".join(sorted(m.kinds)), m.streak
+
+    async def judge(self, model: str, kind: str, *, failed_so_before: bool = False) -> bool:
         """A trajectory's call to ``model`` failed for good with ``kind``: True if the run must
         stop (the caller raises :class:`ModelUnusableError`), False to record it as failed.
 
-        May wait for the model's other calls to decide (see the module's docstring).
+        ``failed_so_before``: the trajectory's last recorded attempt failed with a stop kind too
+        (see the module's docstring). May wait for the model's other calls to decide.
         """
-        if kind not in STOP_KINDS:
+        if kind not in STOP_KINDS or failed_so_before:
             return False
         m = self._model(model)
         m.streak += 1
-        if m.streak >= self.threshold:
+        m.kinds.add(kind)
+        if m.streak >= self.threshold or len(m.waiting) + 1 >= m.running:
+            # Enough in a row, or no other trajectory of this model running to tell.
             self._decide(m, stop=True)
             return True
-        if len(m.waiting) + 1 >= m.running:
-            self._decide(m, stop=False)  # no other trajectory of this model is running
-            return False
         verdict: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         m.waiting.append(verdict)
         try:

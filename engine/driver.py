@@ -22,7 +22,7 @@ from adapters.datasets.base import Sample
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
 from adapters.renderers.pillow_renderer import render
-from engine.breaker import ModelBreaker, ModelUnusableError
+from engine.breaker import STOP_KINDS, ModelBreaker, ModelUnusableError
 from engine.context import Context, derive_seed
 from engine.conversation import RequestSpec, build_request
 from engine.limits import ConnectionLimiter
@@ -274,10 +274,12 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                     kind=exc.kind, retry=exc.retry, status=exc.status,
                     retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
                 )])
-                if await rt.breaker.judge(job.model, exc.kind):
+                if await rt.breaker.judge(job.model, exc.kind,
+                                          failed_so_before=state.last_fault in STOP_KINDS):
                     # The model cannot be used as configured: stop the run rather than mark
                     # this and every later trajectory failed (engine/breaker.py).
-                    raise ModelUnusableError(job.model, exc.kind, str(exc)) from None
+                    kinds, count = rt.breaker.streak(job.model)
+                    raise ModelUnusableError(job.model, kinds, str(exc), count) from None
                 return _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
             encoded = encode_reply(reply)

@@ -274,7 +274,8 @@ async def run_jobs(
             if unusable is None or rest is not None:
                 raise
             first = _first(unusable)
-            log.error("model_unusable", model=first.model, kind=first.kind, error=first.message)
+            log.error("model_unusable", model=first.model, kinds=first.kinds, count=first.count,
+                      error=first.message)
             raise first from None
         await states.settle()  # the originals' blob writes, owned by no single trajectory
     finally:

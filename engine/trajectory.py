@@ -31,6 +31,8 @@ class TrajectoryState(msgspec.Struct):
     steps: list[Step] = []
     finished: TrajectoryFinished | None = None
     failures: int = 0
+    last_fault: str | None = None
+    """The kind of the last call that failed for good (not retried) since the last step."""
     next_pos: int = 0
 
     @classmethod
@@ -42,10 +44,13 @@ class TrajectoryState(msgspec.Struct):
                 state.started = event
             elif isinstance(event, Step):
                 state.steps.append(event)
+                state.last_fault = None
             elif isinstance(event, TrajectoryFinished):
                 state.finished = event
             elif isinstance(event, CallFailed):
                 state.failures += 1
+                if not event.retried:
+                    state.last_fault = event.kind
             if (isinstance(event, Step | CallFailed) and state.finished is not None
                     and state.finished.status == "failed"):
                 # A failure retried (--retry-failed) continues after it: open again until its

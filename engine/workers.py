@@ -243,7 +243,7 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         with tuned_gc(), open_run_store(config.store) as store:
             calls = asyncio.run(_run_share(config, store, samples, messages, parent))
     except ModelUnusableError as exc:  # not the worker's failure: the parent stops the run
-        messages.put(("unusable", index, (exc.model, exc.kind, exc.message)))
+        messages.put(("unusable", index, (exc.model, exc.kinds, exc.message, exc.count)))
         messages.close()
         messages.join_thread()
         raise SystemExit(1) from None

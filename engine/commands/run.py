@@ -41,8 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
         "continue from their last committed step, and replies already received are not paid for\n"
         "again. A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
-        "that cannot be used (connection refused, key rejected, model not found on several\n"
-        "trajectories in a row, nothing succeeding) stops the run without marking them failed.\n"
+        "that cannot be used (connection refused, key rejected, model not found on three\n"
+        "trajectories in a row, no call to it succeeding) stops the run without marking them\n"
+        "failed; a trajectory failing so a second time is recorded as failed.\n"
         "Exit status: 0 all trajectories ended, 1 some failed, a model stopped the run or the\n"
         "store failed, 2 bad input, 130 interrupted."
     )
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
-    from engine.breaker import THRESHOLD, ModelUnusableError
+    from engine.breaker import ModelUnusableError
     from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables
     from engine.workers import WorkerError, run_in_workers
@@ -301,8 +302,10 @@ def run(args: argparse.Namespace) -> int:
              stopped_by=None if unusable is None else unusable.model)
     if unusable is not None:
         said = unusable.message.removeprefix(f"{unusable.model}: ")
-        err.print(f"stopped: {unusable.model} cannot be used as configured: {said} ('{unusable.kind}' "
-                  f"fault on {THRESHOLD} trajectories in a row, no call succeeding between them)",
+        in_a_row = (f"on {unusable.count} trajectories in a row" if unusable.count > 1
+                    else "on the one trajectory of it running")
+        err.print(f"stopped: {unusable.model} cannot be used as configured: {said} "
+                  f"('{unusable.kinds}' {in_a_row}, no call to it succeeding meanwhile)",
                   markup=False)
         err.print(f"the trajectories it stopped were not marked failed; committed work is kept in "
                   f"{config.store}. Fix the endpoint, key or model name, then rerun the same "

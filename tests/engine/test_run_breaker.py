@@ -64,7 +64,7 @@ def test_an_unreachable_endpoint_stops_the_run_and_a_rerun_finishes_it(tmp_path,
     typo = _run(store, f"http://127.0.0.1:{closed_port()}/v1", "--workers", workers)
     assert typo.returncode == 1, typo.stdout + typo.stderr
     assert "stopped: openai:fake-model cannot be used as configured" in typo.stderr, typo.stderr
-    assert "'connect' fault on 3 trajectories in a row" in typo.stderr
+    assert "'connect' on 3 trajectories in a row" in typo.stderr
     assert "rerun the same command" in typo.stderr
     assert "Traceback" not in typo.stderr and "worker" not in typo.stderr
     assert "--retry-failed" not in typo.stderr  # nothing to retry: nothing was marked failed
@@ -85,7 +85,7 @@ def test_a_rejected_key_stops_the_run_after_one_round_of_calls(tmp_path) -> None
         wrong = _run(store, f"http://127.0.0.1:{port}/v1", key="sk-wrong-key-0000")
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert "stopped: openai:fake-model cannot be used" in wrong.stderr
-    assert "'auth' fault" in wrong.stderr and f"${KEY_ENV}" in wrong.stderr
+    assert "'auth' on 3 trajectories in a row" in wrong.stderr and f"${KEY_ENV}" in wrong.stderr
     assert "sk-wrong-key-0000" not in wrong.stdout + wrong.stderr
     # A 401 is not retried, and the run stops at the third: at most one call per slot.
     assert len(seen.read_text().splitlines()) <= 6
@@ -143,15 +143,17 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     for kind in ("bad_request", "context_length", "http_503", "timeout", "cassette_miss"):
         assert await breaker.judge("m", kind) is False
 
-    # Nothing else running for the model: no one can tell, so it is the trajectory's failure —
-    # until three in a row, whatever the concurrency.
+    # Nothing else of the model running: no call is left to tell, so it stops at once (the
+    # concurrency-1 case: a wrong key marks nothing failed)…
     breaker = ModelBreaker()
     breaker.enter("m")
-    assert await breaker.judge("m", "auth") is False
-    assert await breaker.judge("m", "auth") is False
     assert await breaker.judge("m", "auth") is True
+    # …but a trajectory whose last attempt already failed so is recorded as failed, uncounted:
+    # a stop caused by one sample after all cannot repeat on every rerun.
+    assert await breaker.judge("m", "auth", failed_so_before=True) is False
+    assert breaker.streak("m") == ("auth", 1)
 
-    # One waits, and the other running trajectory ends without a reply: released as failed.
+    # One waits, and the other running trajectory ends without a reply: no one left to tell.
     breaker = ModelBreaker()
     breaker.enter("m")
     breaker.enter("m")
@@ -159,10 +161,37 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     await asyncio.sleep(0)
     assert not waiting.done()
     breaker.leave("m")
-    assert await waiting is False
+    assert await waiting is True
 
-    # Models are judged apart; a model never entered is never waited on.
+    # The stop names every kind in the streak; models are judged apart.
     breaker = ModelBreaker()
-    breaker.enter("a")
-    breaker.enter("a")
-    assert await breaker.judge("b", "auth") is False
+    for _ in range(4):
+        breaker.enter("a")
+    breaker.enter("b")
+    first = [asyncio.ensure_future(breaker.judge("a", kind)) for kind in ("connect", "connect")]
+    await asyncio.sleep(0)
+    breaker.succeeded("b")  # another model's reply says nothing about this one
+    assert not any(w.done() for w in first)
+    assert await breaker.judge("a", "not_found") is True
+    assert [await w for w in first] == [True, True]
+    assert breaker.streak("a") == ("connect, not_found", 3)
+
+
+def test_a_stop_caused_by_samples_after_all_does_not_repeat(tmp_path) -> None:
+    """Three samples that always get a 403 while the model answers everything else (the
+    reviewer's case): the run may stop once, but the rerun records them as failed and ends."""
+    store = tmp_path / "run.lmdb"
+    with fake_server_process("openai", "--api-key", KEY, "--latency-ms", "50",
+                             "--fault-script", "403,403,403") as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        first = _run(store, url, "--concurrency", "3")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "stopped: openai:fake-model" in first.stderr  # three in a row, nothing between
+    with fake_server_process("openai", "--api-key", KEY, "--latency-ms", "50",
+                             "--fault-script", "403,403,403") as port:
+        again = _run(store, f"http://127.0.0.1:{port}/v1", "--concurrency", "3")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "stopped" not in again.stderr
+    assert "3 trajectories failed" in again.stderr and "--retry-failed" in again.stderr
+    last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
+    assert len(last) == 8 and sum(f.status == "failed" for f in last.values()) == 3
