@@ -49,14 +49,14 @@ def find_step_headers(text: str) -> list[StepHeader]:
     for m in _markers(text):
         kind_text = m.group("kind")
         named = kind_text is not None and _KIND_WORDS.search(kind_text) is not None
-        at_line_start = starts_line(text, _LINE_LEAD, _lead_start(text, m.start()))
+        start = _lead_start(text, m.start())
+        at_line_start = starts_line(text, _LINE_LEAD, start)
         matched = m.group()
         bold = "*" in matched or "__" in matched
         colon = m.group("colon") is not None
         if not named and not (at_line_start and (colon or bold)):
             continue
         kind = "action" if kind_text and _ACTION_WORDS.search(kind_text) else "text"
-        start = _lead_start(text, m.start())
         bold = bold or "*" in text[start : m.start()] or "_" in text[start : m.start()]
         headers.append(StepHeader(start, m.end(), int(m.group("num")), kind, bold, colon))
     return headers
