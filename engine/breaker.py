@@ -11,11 +11,17 @@ calls to decide:
 
 - another call to the model succeeds: the model works, and the waiting trajectories are recorded
   as failed, as any other failure is;
-- :data:`THRESHOLD` trajectories in a row fail that way with no success between them, or every
-  running trajectory of the model is waiting (no call is left to tell): the model cannot be used,
-  and the run stops with :class:`ModelUnusableError`. The failing calls are recorded
-  (``CallFailed``) but no trajectory is marked failed, so the same command, once the cause is
-  fixed, continues every one of them.
+- before any call to the model has succeeded in this process (a wrong URL, key or name shows at
+  once): :data:`THRESHOLD` trajectories in a row fail that way, or every running trajectory of
+  the model is waiting (no call is left to tell);
+- after calls to it have succeeded (an endpoint that went down mid-run):
+  :data:`THRESHOLD_AFTER_SUCCESS` trajectories in a row fail that way with no success between
+  them; with no call left to tell, the waiting ones are recorded as failed.
+
+In the last two cases the model cannot be used, and the run stops with
+:class:`ModelUnusableError`. The failing calls are recorded (``CallFailed``) but the trajectories
+it stops are not marked failed, so the same command, once the cause is fixed, continues every one
+of them. A model that answers most samples is therefore never stopped by a few that it rejects.
 
 A stop can never repeat itself forever: a trajectory whose last recorded attempt already failed
 this way (it was stopped before, or failed before and is retried with ``--retry-failed``) and
@@ -31,15 +37,19 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["STOP_KINDS", "THRESHOLD", "ModelBreaker", "ModelUnusableError"]
+__all__ = ["STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
+           "ModelUnusableError"]
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found"})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
 the endpoint refuses connections, the key is rejected, the model or URL is unknown."""
 
 THRESHOLD = 3
-"""Trajectories in a row whose calls fail for good with a stop kind, with no success between
-them, that stop the run."""
+"""Trajectories in a row whose calls fail for good with a stop kind that stop the run, before any
+call to the model has succeeded in this process."""
+
+THRESHOLD_AFTER_SUCCESS = 10
+"""The same once calls to it have succeeded: scattered samples it rejects must not stop it."""
 
 
 class ModelUnusableError(Exception):
@@ -61,9 +71,11 @@ class ModelUnusableError(Exception):
 
 
 class _Model:
-    __slots__ = ("kinds", "running", "streak", "waiting")
+    __slots__ = ("answered", "kinds", "running", "streak", "waiting")
 
     def __init__(self) -> None:
+        self.answered = False
+        """A call to it has succeeded in this process."""
         self.running = 0
         """Trajectories of this model being driven now (waiting ones included)."""
         self.streak = 0
@@ -76,8 +88,10 @@ class _Model:
 class ModelBreaker:
     """Per model: what is running, and how many stop-kind failures came since a success."""
 
-    def __init__(self, threshold: int = THRESHOLD) -> None:
+    def __init__(self, threshold: int = THRESHOLD,
+                 threshold_after_success: int = THRESHOLD_AFTER_SUCCESS) -> None:
         self.threshold = threshold
+        self.threshold_after_success = threshold_after_success
         self._models: dict[str, _Model] = {}
 
     def _model(self, model: str) -> _Model:
@@ -95,11 +109,12 @@ class ModelBreaker:
         m = self._model(model)
         m.running -= 1
         if m.waiting and len(m.waiting) >= m.running:
-            self._decide(m, stop=True)  # no call is left running to tell
+            self._decide(m, stop=not m.answered)  # no call is left running to tell
 
     def succeeded(self, model: str) -> None:
         """A call to ``model`` got a reply: the model works."""
         m = self._model(model)
+        m.answered = True
         m.streak = 0
         m.kinds.clear()
         if m.waiting:
@@ -122,10 +137,12 @@ class ModelBreaker:
         m = self._model(model)
         m.streak += 1
         m.kinds.add(kind)
-        if m.streak >= self.threshold or len(m.waiting) + 1 >= m.running:
-            # Enough in a row, or no other trajectory of this model running to tell.
+        if m.streak >= (self.threshold_after_success if m.answered else self.threshold):
             self._decide(m, stop=True)
             return True
+        if len(m.waiting) + 1 >= m.running:  # no other trajectory of this model running to tell
+            self._decide(m, stop=not m.answered)
+            return not m.answered
         verdict: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         m.waiting.append(verdict)
         try:

@@ -178,7 +178,7 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, run_id: str,
                     raise WorkerError(f"worker {i} exited with code {processes[i].exitcode} "
                                       "before finishing its share")
     except BaseException:
-        _stop(processes)
+        _stop(processes, messages)
         raise
     for process in processes:
         process.join()
@@ -202,20 +202,28 @@ def _sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _stop(processes: list) -> None:
-    """Ask every live worker to stop (SIGTERM: graceful), wait, then make sure."""
+def _stop(processes: list, messages) -> None:
+    """Ask every live worker to stop (SIGTERM: graceful), wait, then make sure.
+
+    Their messages are read and dropped meanwhile: a worker exits only once its last messages
+    are in the pipe, which a parent that stopped reading would leave full.
+    """
     for process in processes:
         if process.pid is not None and process.is_alive():
             with contextlib.suppress(OSError):
                 os.kill(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
-    for process in processes:
-        if process.pid is None:
-            continue  # never started
-        process.join(max(0.0, deadline - time.monotonic()))
+    started = [p for p in processes if p.pid is not None]
+    while any(p.is_alive() for p in started) and time.monotonic() < deadline:
+        with contextlib.suppress(queue_module.Empty, OSError, EOFError, ValueError):
+            while True:
+                messages.get_nowait()
+        multiprocessing.connection.wait([p.sentinel for p in started if p.is_alive()],
+                                        timeout=0.05)
+    for process in started:
         if process.is_alive():
             process.kill()
-            process.join()
+        process.join()
 
 
 # -- in the worker process ------------------------------------------------------------------
@@ -241,7 +249,13 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
     try:
         samples = msgspec.msgpack.decode(Path(shard).read_bytes(), type=list[Sample])
         with tuned_gc(), open_run_store(config.store) as store:
-            calls = asyncio.run(_run_share(config, store, samples, messages, parent))
+            try:
+                calls = asyncio.run(_run_share(config, store, samples, messages, parent))
+            finally:
+                # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
+                # for now must not kill this process while its last message holds the queue's
+                # lock, which would block every other worker's last message.
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except ModelUnusableError as exc:  # not the worker's failure: the parent stops the run
         messages.put(("unusable", index, (exc.model, exc.kinds, exc.message, exc.count)))
         messages.close()

@@ -41,9 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
         "continue from their last committed step, and replies already received are not paid for\n"
         "again. A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
-        "that cannot be used (connection refused, key rejected, model not found on three\n"
-        "trajectories in a row, no call to it succeeding) stops the run without marking them\n"
-        "failed; a trajectory failing so a second time is recorded as failed.\n"
+        "that cannot be used (connection refused, key rejected or model not found on 3\n"
+        "trajectories in a row before any call to it succeeded, or on 10 in a row later) stops\n"
+        "the run without marking them failed; one failing so a second time is recorded failed.\n"
         "Exit status: 0 all trajectories ended, 1 some failed, a model stopped the run or the\n"
         "store failed, 2 bad input, 130 interrupted."
     )

@@ -97,11 +97,12 @@ def test_a_rejected_key_stops_the_run_after_one_round_of_calls(tmp_path) -> None
     assert max(steps.values()) == 1
 
 
-def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path) -> None:
+@pytest.mark.parametrize("concurrency", ["1", "6"])
+def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path, concurrency) -> None:
     store = tmp_path / "run.lmdb"
     with fake_server_process("openai", "--api-key", KEY, "--latency-ms", "150",
                              "--fault-script", ",,404") as port:
-        done = _run(store, f"http://127.0.0.1:{port}/v1")
+        done = _run(store, f"http://127.0.0.1:{port}/v1", "--concurrency", concurrency)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "stopped" not in done.stderr
     assert "1 trajectories failed" in done.stderr and "--retry-failed" in done.stderr
@@ -143,8 +144,8 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     for kind in ("bad_request", "context_length", "http_503", "timeout", "cassette_miss"):
         assert await breaker.judge("m", kind) is False
 
-    # Nothing else of the model running: no call is left to tell, so it stops at once (the
-    # concurrency-1 case: a wrong key marks nothing failed)…
+    # Nothing else of the model running, and nothing has answered yet: no call is left to
+    # tell, so it stops at once (the concurrency-1 case: a wrong key marks nothing failed)…
     breaker = ModelBreaker()
     breaker.enter("m")
     assert await breaker.judge("m", "auth") is True
@@ -162,6 +163,16 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     assert not waiting.done()
     breaker.leave("m")
     assert await waiting is True
+
+    # Once the model has answered in this process, samples it rejects are theirs: with no one
+    # left to tell they are recorded as failed, and only ten in a row (an endpoint gone down
+    # mid-run) stop it.
+    breaker = ModelBreaker()
+    breaker.enter("m")
+    breaker.succeeded("m")
+    assert [await breaker.judge("m", "not_found") for _ in range(9)] == [False] * 9
+    assert await breaker.judge("m", "connect") is True
+    assert breaker.streak("m") == ("connect, not_found", 10)
 
     # The stop names every kind in the streak; models are judged apart.
     breaker = ModelBreaker()
