@@ -266,8 +266,14 @@ def floor_phase(args, samples: list[Sample]) -> dict:
 
 def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> tuple[float, float]:
     """CPU seconds of render + one PNG encode for the same zoom chain, in this process, and of
-    the pixel hash every new state also needs (the store addresses blobs by it)."""
-    canvases = [CanvasState.from_image(load_image(s.image)) for s in samples[:8]]
+    the pixel hash every new state also needs (the store addresses blobs by it).
+
+    Over every distinct image of the run, as the engine renders them: a PNG's cost depends on
+    what it shows, and the first few images alone (one or two families) cost about a tenth less.
+    """
+    distinct = list({s.image: s for s in samples}.values())
+    canvases = [CanvasState.from_image(load_image(s.image)) for s in distinct]
+    n = max(n, len(canvases) * (steps - 1))
     total = hashing = 0.0
     count = 0
     while count < n:
