@@ -213,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.workers import WorkerError, run_in_workers
 
     started = time.monotonic()
+    started_at = time.time()  # Step events are stamped with the wall clock
     interrupted = False
     unusable: ModelUnusableError | None = None
     session_failures: list = []
@@ -265,7 +266,9 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
                       "rerun to resume", markup=False)
             return 1
-        records = [r for r in project(store.iter_events()).values() if r.traj in ours]
+        calls_seen: list[int] = [0]
+        records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
+                                                   calls_seen)).values() if r.traj in ours]
     wall = time.monotonic() - started
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)
@@ -276,7 +279,9 @@ def run(args: argparse.Namespace) -> int:
                  | {o.traj for _, o in session_failures})
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
-    calls = progress.calls
+    # From the log, not from the outcomes reported: a stop or Ctrl-C cancels trajectories
+    # whose replies were already paid for and recorded.
+    calls = max(calls_seen[0], progress.calls)
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
         f"{retried} call faults recorded; model calls this session {calls}; tokens {tokens:,}; "
@@ -358,6 +363,19 @@ def _open_for_run(config: RunConfig):
     lock.close()
     store.close()
     raise _Refused(problem)
+
+
+def _count_calls(events, ours: set[str], since: float, seen: list[int]):
+    """Pass ``events`` through, counting in ``seen[0]`` the replies this command received: the
+    Steps of its trajectories not served from the reply cache, stamped since it started."""
+    from store.events import Step
+
+    for stored in events:
+        event = stored.event
+        if (isinstance(event, Step) and not event.from_cache and event.at >= since
+                and event.traj in ours):
+            seen[0] += 1
+        yield stored
 
 
 def _store_error(exc: BaseException) -> StoreError | None:

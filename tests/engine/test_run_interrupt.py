@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from store import TrajectoryFinished, open_store
+from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def test_sigint_keeps_committed_work_and_the_same_command_resumes(tmp_path):
             time.sleep(0.05)
         assert proc.poll() is None, "the run ended before it could be interrupted"
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -52,6 +53,11 @@ def test_sigint_keeps_committed_work_and_the_same_command_resumes(tmp_path):
     assert kept >= 5
     with open_store(store, create=False) as s:
         assert verify(s).ok
+        replies = sum(1 for e in s.iter_events()
+                      if isinstance(e.event, Step) and not e.event.from_cache)
+    # The summary counts every reply received, also those of trajectories the stop cut short.
+    said = re.search(r"model calls this session (\d+)", out)
+    assert said is not None and int(said.group(1)) == replies, out
 
     done = subprocess.run(_run(store), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
