@@ -366,8 +366,10 @@ def _open_for_run(config: RunConfig):
 
 
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):
-    """Pass ``events`` through, counting in ``seen[0]`` the replies this command received: the
-    Steps of its trajectories not served from the reply cache, stamped since it started."""
+    """Pass ``events`` through, counting in ``seen[0]`` the replies this command received and
+    recorded: the Steps of its trajectories not served from the reply cache, stamped since it
+    started. (A reply received just before a stop, whose Step was not yet written, is in the
+    reply cache only; the rerun serves it from there, and neither command counts it.)"""
     from store.events import Step
 
     for stored in events:

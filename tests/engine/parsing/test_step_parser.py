@@ -80,6 +80,9 @@ def test_action_fields_come_out_canonical():
         "\\boxed{" * 10000,
         "Final Answer" + " " * 50000 + "x",
         "+" * 39 + "Final Answer: 2",
+        "```\n```\n" * 25000,
+        "~~~\n~~~\n" * 25000,
+        "```a\n```\n" * 25000 + "~~~",
     ],
     ids=lambda t: repr(t[:14]),
 )
