@@ -333,6 +333,12 @@ def main() -> None:
               f" (goal >= 0.9); steady state after the first reply {a['steady_rate']:,.0f} calls/s, "
               f"ratio {a['steady_rate'] / ideal:.2f}; engine CPU {1e6 * a['cpu'] / a['calls']:.0f} µs "
               f"per call ({loop_note(a)}fake server {1e6 * a['server_cpu'] / a['calls']:.0f} µs); failed trajectories {a['failed']}")
+        if a["threads"]:
+            t = a["threads"]
+            print("  per call: " + ", ".join(
+                f"{name} {1e6 * t.get(key, 0.0) / max(1, a['calls']):.0f} µs"
+                for name, key in (("event loop", "MainThread"), ("store writer", "vaot-store-writer"),
+                                  ("render threads (originals)", "vaot-render"))))
     if floor is not None:
         print(f"A floor, bare aiohttp client with no engine: while all slots busy "
               f"{floor['full_rate']:,.0f} calls/s, ratio {floor['full_rate'] / ideal:.2f}; steady "
