@@ -18,10 +18,12 @@ calls to decide:
   :data:`THRESHOLD_AFTER_SUCCESS` trajectories in a row fail that way with no success between
   them; with no call left to tell, the waiting ones are recorded as failed.
 
-In the last two cases the model cannot be used, and the run stops with
-:class:`ModelUnusableError`. The failing calls are recorded (``CallFailed``) but the trajectories
-it stops are not marked failed, so the same command, once the cause is fixed, continues every one
-of them. A model that answers most samples is therefore never stopped by a few that it rejects.
+In the last two cases the model cannot be used, and it is stopped: the trajectories waiting on it
+end with :class:`ModelUnusableError`, its calls still retrying give up, and its trajectories not
+yet started are left alone; the run goes on with its other models. The failing calls are recorded
+(``CallFailed``) but the trajectories it stops are not marked failed, so the same command, once
+the cause is fixed, continues every one of them. A model that answers most samples is therefore
+never stopped by a few that it rejects.
 
 A stop can never repeat itself forever: a trajectory whose last recorded attempt already failed
 this way (it was stopped before, or failed before and is retried with ``--retry-failed``) and
@@ -53,7 +55,7 @@ THRESHOLD_AFTER_SUCCESS = 10
 
 
 class ModelUnusableError(Exception):
-    """Calls to ``model`` keep failing; the run was stopped.
+    """Calls to ``model`` keep failing; the model was stopped.
 
     ``kinds``: the fault kinds of the trajectories that failed in a row (``count`` of them) with
     no success between; ``message``: the last fault.
@@ -93,6 +95,15 @@ class ModelBreaker:
         self.threshold = threshold
         self.threshold_after_success = threshold_after_success
         self._models: dict[str, _Model] = {}
+        self._stopped: dict[str, ModelUnusableError] = {}
+
+    def stop(self, error: ModelUnusableError) -> ModelUnusableError:
+        """Stop ``error.model``; returns what stopped it (the first error, if it already was)."""
+        return self._stopped.setdefault(error.model, error)
+
+    def stopped(self, model: str) -> ModelUnusableError | None:
+        """What stopped ``model``, if it was stopped."""
+        return self._stopped.get(model)
 
     def _model(self, model: str) -> _Model:
         found = self._models.get(model)
@@ -132,6 +143,8 @@ class ModelBreaker:
         ``failed_so_before``: the trajectory's last recorded attempt failed with a stop kind too
         (see the module's docstring). May wait for the model's other calls to decide.
         """
+        if model in self._stopped:
+            return True
         if kind not in STOP_KINDS or failed_so_before:
             return False
         m = self._model(model)

@@ -175,8 +175,13 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
     reports the outcome, but need not hold a model-call slot while the last commit lands.
 
     Raises:
-        ModelUnusableError: its model cannot be used as configured (engine/breaker.py).
+        ModelUnusableError: its model cannot be used as configured and was stopped, by this
+            trajectory or before it started (engine/breaker.py); then nothing of it is written
+            after its last failed call.
     """
+    stopped = rt.breaker.stopped(job.model)
+    if stopped is not None:  # left unfinished, untouched: the rerun after the fix runs it
+        raise ModelUnusableError(stopped.model, stopped.kinds, stopped.message, stopped.count)
     rt.breaker.enter(job.model)  # what the breaker may wait on to judge a failure
     try:
         return await _drive(job, rt)
@@ -265,6 +270,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 reply = await call_with_retries(
                     adapter, request, rng=ctx.rng(), policy=rt.retry, on_failure=on_failure,
                     sleep=rt.sleep, limiter=limiter,
+                    give_up=lambda: rt.breaker.stopped(job.model) is not None,
                 )
             except ModelCallError as exc:
                 _tell_fault(rt, job.model, exc.kind, str(exc), retried=False)
@@ -276,10 +282,12 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 )])
                 if await rt.breaker.judge(job.model, exc.kind,
                                           failed_so_before=state.last_fault in STOP_KINDS):
-                    # The model cannot be used as configured: stop the run rather than mark
-                    # this and every later trajectory failed (engine/breaker.py).
+                    # The model cannot be used as configured: stop it rather than mark this
+                    # and every later trajectory of it failed (engine/breaker.py).
                     kinds, count = rt.breaker.streak(job.model)
-                    raise ModelUnusableError(job.model, kinds, str(exc), count) from None
+                    unusable = ModelUnusableError(job.model, kinds, str(exc), count)
+                    rt.breaker.stop(unusable)
+                    raise unusable from None
                 return _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
             encoded = encode_reply(reply)

@@ -112,6 +112,7 @@ async def call_with_retries(
     sleep: Sleep = asyncio.sleep,
     limiter: ConnectionLimiter | None = None,
     estimated_tokens: int | None = None,
+    give_up: Callable[[], bool] | None = None,
 ) -> ModelReply:
     """Call ``adapter.generate(request)`` until it succeeds or the policy gives up.
 
@@ -126,6 +127,8 @@ async def call_with_retries(
         limiter: if given, each attempt holds one of its slots; 429s and successes are reported
             to it and the tokens/min charge is corrected with the reply's usage.
         estimated_tokens: the tokens/min charge per attempt (default: :func:`estimate_tokens`).
+        give_up: asked before each wait for another attempt; True raises the last fault now
+            (its model was stopped meanwhile, engine/breaker.py).
 
     Returns:
         The reply of the first successful attempt.
@@ -160,7 +163,7 @@ async def call_with_retries(
         if error.retry == "no":
             raise error
         delay = policy.backoff_s(attempt, error, rng) if attempt < policy.max_attempts else None
-        if delay is None:
+        if delay is None or (give_up is not None and give_up()):
             error.add_note(f"gave up after {attempt} attempt(s)")
             raise error
         if on_failure is not None:
@@ -177,3 +180,6 @@ async def call_with_retries(
                 )
             )
         await sleep(delay)
+        if give_up is not None and give_up():  # stopped while we waited: no further attempt
+            error.add_note(f"gave up after {attempt} attempt(s)")
+            raise error

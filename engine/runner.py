@@ -37,7 +37,7 @@ from store.recorder import Recorder
 
 log = structlog.get_logger("vaot.engine")
 
-__all__ = ["ENGINE_VERSION", "RunResult", "build_jobs", "open_run_store", "run_identity",
+__all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "open_run_store", "run_identity",
            "run_jobs", "write_run_header"]
 
 ENGINE_VERSION = "vaot-engine/1"
@@ -54,11 +54,26 @@ def open_run_store(path: str, *, create: bool = True) -> Recorder:
     return open_store(path, create=create, commit_interval_ms=COMMIT_INTERVAL_MS)
 
 
+class StoppedModel(msgspec.Struct, frozen=True):
+    """A model the run stopped because it cannot be used (engine/breaker.py)."""
+
+    model: str
+    kinds: str
+    message: str
+    count: int
+
+    @classmethod
+    def of(cls, error: ModelUnusableError) -> StoppedModel:
+        return cls(error.model, error.kinds, error.message, error.count)
+
+
 class RunResult(msgspec.Struct):
     run_id: str
     outcomes: list[Outcome]
     wall_s: float
     calls: int
+    stopped: list[StoppedModel] = []
+    """Models stopped on the way; their unfinished trajectories wait for a rerun."""
 
 
 def run_identity(config: RunConfig) -> dict:
@@ -190,11 +205,13 @@ async def run_jobs(
     on_fault: Callable[[str, str, str, bool], None] | None = None,
     adapters: dict[str, ModelAdapter] | None = None,
     extra_header: dict | None = None,
+    on_stop: Callable[[StoppedModel], None] | None = None,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
 
     ``on_outcome`` hears each trajectory's end once it is durable; ``on_fault`` hears
-    (model, kind, message, retried) of each model-call fault as it happens.
+    (model, kind, message, retried) of each model-call fault as it happens; ``on_stop`` hears
+    once of each model stopped because it cannot be used (the run goes on with the others).
     """
     started = time.monotonic()
     run_id = run_id_for(run_identity(config))
@@ -225,6 +242,7 @@ async def run_jobs(
     for job in jobs:
         queue.put_nowait(job)
     outcomes: list[Outcome] = []
+    stopped: dict[str, StoppedModel] = {}
 
     def report(job: TrajectoryJob, outcome: Outcome) -> None:
         outcomes.append(outcome)
@@ -244,8 +262,18 @@ async def run_jobs(
                 return
             try:
                 outcome, writes = await drive_trajectory(job, runtime)
-            except (StoreError, ModelUnusableError, asyncio.CancelledError):
-                raise  # the log or a model is unusable, or we are stopping: end the run
+            except ModelUnusableError as exc:
+                # Its model was stopped (now, or before this job started): the trajectory stays
+                # unfinished for the rerun after the fix, and the run goes on with other models.
+                if exc.model not in stopped:
+                    stopped[exc.model] = StoppedModel.of(exc)
+                    log.error("model_stopped", model=exc.model, kinds=exc.kinds,
+                              count=exc.count, error=exc.message)
+                    if on_stop is not None:
+                        on_stop(stopped[exc.model])
+                continue
+            except (StoreError, asyncio.CancelledError):
+                raise  # the log itself is in trouble, or we are stopping: end the run
             except Exception as exc:
                 # One trajectory's bad input (an undecodable image) or a bug in a component must
                 # not take the whole run down. It stays unfinished in the store, so a rerun (say,
@@ -262,21 +290,9 @@ async def run_jobs(
                 group.create_task(report_when_durable(job, outcome, writes))
 
     try:
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(min(config.concurrency, len(jobs)) or 1):
-                    group.create_task(worker(group))
-        except BaseExceptionGroup as group_error:
-            # A model that cannot be used stops the run with its own error, not a group of
-            # them (several trajectories may find out in the same turn); anything else in the
-            # group (a store error) is raised as it is.
-            unusable, rest = group_error.split(ModelUnusableError)
-            if unusable is None or rest is not None:
-                raise
-            first = _first(unusable)
-            log.error("model_unusable", model=first.model, kinds=first.kinds, count=first.count,
-                      error=first.message)
-            raise first from None
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(config.concurrency, len(jobs)) or 1):
+                group.create_task(worker(group))
         await states.settle()  # the originals' blob writes, owned by no single trajectory
     finally:
         # Renders still running finish off the loop (a cancelled run must not block it).
@@ -286,10 +302,5 @@ async def run_jobs(
             for adapter in adapters.values():
                 await adapter.aclose()
     calls = sum(o.calls for o in outcomes)
-    return RunResult(run_id, outcomes, time.monotonic() - started, calls)
+    return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()))
 
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    """The first leaf exception of a (possibly nested) exception group."""
-    first = group.exceptions[0]
-    return _first(first) if isinstance(first, BaseExceptionGroup) else first

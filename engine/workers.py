@@ -35,11 +35,10 @@ from pathlib import Path
 import msgspec
 
 from adapters.datasets.base import Sample
-from engine.breaker import ModelUnusableError
 from engine.config import RunConfig
 from engine.driver import Outcome, TrajectoryJob
 from engine.ids import run_id_for
-from engine.runner import RunResult, build_jobs, run_identity, write_run_header
+from engine.runner import RunResult, StoppedModel, build_jobs, run_identity, write_run_header
 from store.recorder import Recorder
 
 __all__ = ["WorkerError", "run_in_workers", "share_of", "worker_count"]
@@ -95,16 +94,16 @@ def run_in_workers(
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
     on_fault: Callable[[str, str, str, bool], None] | None = None,
     extra_header: dict | None = None,
+    on_stop: Callable[[StoppedModel], None] | None = None,
 ) -> RunResult:
     """Run (or resume) ``config`` in ``config.workers`` processes; blocks until all are done.
 
-    ``on_outcome`` as for :func:`engine.runner.run_jobs`; ``on_fault`` hears the first fault of
-    each (model, kind) of each worker (every fault is in the log regardless).
+    ``on_outcome`` and ``on_stop`` as for :func:`engine.runner.run_jobs` (a model is stopped in
+    each worker that finds it unusable; ``on_stop`` hears of it once); ``on_fault`` hears the
+    first fault of each (model, kind) of each worker (every fault is in the log regardless).
 
     Raises:
         KeyboardInterrupt: on Ctrl-C, once every worker has stopped (committed work is kept).
-        ModelUnusableError: a worker found a model unusable (engine/breaker.py); the others
-            are stopped.
         WorkerError: a worker failed (its error is in the message); the others are stopped.
     """
     started = time.monotonic()
@@ -125,14 +124,16 @@ def run_in_workers(
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid())))
-        return _supervise(processes, messages, jobs, on_outcome, on_fault, run_id, started)
+        return _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
+                          started)
 
 
-def _supervise(processes, messages, jobs, on_outcome, on_fault, run_id: str,
+def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id: str,
                started: float) -> RunResult:
     outcomes: list[Outcome] = []
     calls = 0
     done: set[int] = set()
+    stopped: dict[str, StoppedModel] = {}
 
     def handle(kind: str, index: int, payload) -> None:
         nonlocal calls
@@ -147,8 +148,11 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, run_id: str,
         elif kind == "done":
             done.add(index)
             calls += payload
-        elif kind == "unusable":  # the run stops as it would in one process
-            raise ModelUnusableError(*payload)
+        elif kind == "stopped":
+            if payload.model not in stopped:
+                stopped[payload.model] = payload
+                if on_stop is not None:
+                    on_stop(payload)
         elif kind == "error":
             raise WorkerError(f"worker {index} failed: {payload}")
 
@@ -182,7 +186,7 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, run_id: str,
         raise
     for process in processes:
         process.join()
-    return RunResult(run_id, outcomes, time.monotonic() - started, calls)
+    return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()))
 
 
 @contextlib.contextmanager
@@ -256,11 +260,6 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
                 # for now must not kill this process while its last message holds the queue's
                 # lock, which would block every other worker's last message.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    except ModelUnusableError as exc:  # not the worker's failure: the parent stops the run
-        messages.put(("unusable", index, (exc.model, exc.kinds, exc.message, exc.count)))
-        messages.close()
-        messages.join_thread()
-        raise SystemExit(1) from None
     except BaseException as exc:  # the parent names the worker and stops the others
         if not isinstance(exc, KeyboardInterrupt):
             log.exception("worker_failed", worker=index)
@@ -309,6 +308,7 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int) -
             config, store, samples,
             on_outcome=lambda job, outcome: messages.put(("outcome", 0, (job.traj, outcome))),
             on_fault=on_fault,
+            on_stop=lambda model: messages.put(("stopped", 0, model)),
         )
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None

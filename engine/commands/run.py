@@ -42,10 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "continue from their last committed step, and replies already received are not paid for\n"
         "again. A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
         "that cannot be used (connection refused, key rejected or model not found on 3\n"
-        "trajectories in a row before any call to it succeeded, or on 10 in a row later) stops\n"
-        "the run without marking them failed; one failing so a second time is recorded failed.\n"
-        "Exit status: 0 all trajectories ended, 1 some failed, a model stopped the run or the\n"
-        "store failed, 2 bad input, 130 interrupted."
+        "trajectories in a row before any call to it succeeded, or on 10 in a row later) is\n"
+        "stopped, without marking them failed, and the run goes on with the other models; one\n"
+        "failing so a second time is recorded as failed.\n"
+        "Exit status: 0 all trajectories ended, 1 some failed, a model was stopped or the store\n"
+        "failed, 2 bad input, 130 interrupted."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with any of the options below "
                    "(flags override it); [[models]] tables may set base_url, api_key_env, "
@@ -207,7 +208,6 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
-    from engine.breaker import ModelUnusableError
     from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables
     from engine.workers import WorkerError, run_in_workers
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     started_at = time.time()  # Step events are stamped with the wall clock
     interrupted = False
-    unusable: ModelUnusableError | None = None
+    stopped: list = []  # models that cannot be used, in the order they were stopped
     session_failures: list = []
     with lock, store:
         try:
@@ -241,16 +241,21 @@ def run(args: argparse.Namespace) -> int:
                         err.print(f"{named} (first '{kind}' fault: {then}; every fault is "
                                   "recorded)", markup=False)
 
+                def on_stop(model) -> None:
+                    # At once: the run goes on with the other models, perhaps for hours.
+                    stopped.append(model)
+                    err.print(f"stopped {model.model}: {_stop_reason(model)}; the run goes on "
+                              "without it", markup=False)
+
                 with tuned_gc():
                     if config.workers > 1:
                         run_in_workers(config, store, samples, on_outcome=on_outcome,
-                                       on_fault=on_fault)
+                                       on_fault=on_fault, on_stop=on_stop)
                     else:
-                        asyncio.run(_run(config, store, samples, adapters, on_outcome, on_fault))
+                        asyncio.run(_run(config, store, samples, adapters, on_outcome, on_fault,
+                                         on_stop))
         except KeyboardInterrupt:
             interrupted = True
-        except ModelUnusableError as exc:
-            unusable = exc
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             err.print(f"vaot run: {exc}", markup=False)
             return 2
@@ -304,17 +309,14 @@ def run(args: argparse.Namespace) -> int:
                           markup=False)
     log.info("run_end", run_id=run_id, finished=len(finished), failed=failed, calls=calls,
              wall_s=round(wall, 3), interrupted=interrupted,
-             stopped_by=None if unusable is None else unusable.model)
-    if unusable is not None:
-        said = unusable.message.removeprefix(f"{unusable.model}: ")
-        in_a_row = (f"on {unusable.count} trajectories in a row" if unusable.count > 1
-                    else "on the one trajectory of it running")
-        err.print(f"stopped: {unusable.model} cannot be used as configured: {said} "
-                  f"('{unusable.kinds}' {in_a_row}, no call to it succeeding meanwhile)",
+             stopped=[m.model for m in stopped])
+    for model in stopped:
+        err.print(f"stopped: {model.model} cannot be used as configured: {_stop_reason(model)}",
                   markup=False)
-        err.print(f"the trajectories it stopped were not marked failed; committed work is kept in "
-                  f"{config.store}. Fix the endpoint, key or model name, then rerun the same "
-                  "command to continue", markup=False)
+    if stopped and not interrupted:
+        err.print(f"the trajectories of the stopped model(s) were not marked failed; committed "
+                  f"work is kept in {config.store}. Fix the endpoint, key or model name, then "
+                  "rerun the same command to continue", markup=False)
         if failed:
             err.print(f"{failed} trajectories failed before the stop or for other reasons; rerun "
                       "with --retry-failed to run them again", markup=False)
@@ -365,6 +367,14 @@ def _open_for_run(config: RunConfig):
     raise _Refused(problem)
 
 
+def _stop_reason(model) -> str:
+    """Why a model was stopped, in one line (a ``StoppedModel``)."""
+    said = model.message.removeprefix(f"{model.model}: ")
+    in_a_row = (f"on {model.count} trajectories in a row" if model.count > 1
+                else "on the one trajectory of it running")
+    return f"{said} ('{model.kinds}' {in_a_row}, no call to it succeeding meanwhile)"
+
+
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):
     """Pass ``events`` through, counting in ``seen[0]`` the replies this command received and
     recorded: the Steps of its trajectories not served from the reply cache, stamped since it
@@ -392,12 +402,12 @@ def _store_error(exc: BaseException) -> StoreError | None:
     return None
 
 
-async def _run(config, store, samples, adapters, on_outcome, on_fault):
+async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop):
     from engine.runner import run_jobs
 
     try:
         return await run_jobs(config, store, samples, on_outcome=on_outcome, on_fault=on_fault,
-                              adapters=adapters)
+                              adapters=adapters, on_stop=on_stop)
     finally:
         for adapter in adapters.values():
             await adapter.aclose()

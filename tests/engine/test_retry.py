@@ -196,3 +196,30 @@ async def test_cancellation_is_not_swallowed() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert rec.failures == []
+
+
+async def test_a_stopped_model_gives_up_before_the_next_wait_and_after_it() -> None:
+    # Stopped before the first retry: no wait, no second attempt, the fault raised as final.
+    adapter, rec = ScriptedAdapter(err("transient", "connect"), None), Recorder()
+    with pytest.raises(ModelCallError) as caught:
+        await run(adapter, rec, give_up=lambda: True)
+    assert adapter.calls == 1 and rec.delays == [] and caught.value.kind == "connect"
+    assert "gave up after 1 attempt(s)" in caught.value.__notes__
+
+    # Stopped while it waited: the wait is not followed by another attempt.
+    stopped = []
+
+    class StopsDuringSleep(Recorder):
+        async def sleep(self, delay: float) -> None:
+            await super().sleep(delay)
+            stopped.append(True)
+
+    adapter, rec = ScriptedAdapter(err("transient", "connect"), None), StopsDuringSleep()
+    with pytest.raises(ModelCallError):
+        await run(adapter, rec, give_up=lambda: bool(stopped))
+    assert adapter.calls == 1 and len(rec.delays) == 1 and len(rec.failures) == 1
+
+    # Never stopped: retried as usual.
+    adapter, rec = ScriptedAdapter(err("transient", "connect"), None), Recorder()
+    assert (await run(adapter, rec, give_up=lambda: False)).text == "ok"
+    assert adapter.calls == 2

@@ -206,3 +206,40 @@ def test_a_stop_caused_by_samples_after_all_does_not_repeat(tmp_path) -> None:
     assert "3 trajectories failed" in again.stderr and "--retry-failed" in again.stderr
     last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
     assert len(last) == 8 and sum(f.status == "failed" for f in last.values()) == 3
+
+
+def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
+    """One model behind a closed port, one that works: the dead one is stopped (said at once),
+    every trajectory of the live one finishes, and the rerun after the fix finishes the rest."""
+    store = tmp_path / "run.lmdb"
+
+    def both(base_url: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", "openai:fake-model",
+             "--model", "reference:calibrated", "--base-url", base_url, "--api-key-env", KEY_ENV,
+             "--dataset", "synthetic:2", "--limit", "4", "--settings", "vaot,cot", "--store",
+             str(store), "--max-attempts", "2", "--retry-base-delay", "0.05", "--concurrency",
+             "4", "--no-progress"],
+            cwd=ROOT, env={**os.environ, KEY_ENV: KEY}, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+
+    dead = both(f"http://127.0.0.1:{closed_port()}/v1")
+    assert dead.returncode == 1, dead.stdout + dead.stderr
+    said = dead.stderr.splitlines()
+    assert any(line.startswith("stopped openai:fake-model: cannot connect")
+               and line.endswith("the run goes on without it") for line in said), dead.stderr
+    assert "stopped: openai:fake-model cannot be used as configured" in dead.stderr
+    assert "Traceback" not in dead.stderr
+    events = _events(store)
+    started = {e.traj: e.model for e in events if type(e).__name__ == "TrajectoryStarted"}
+    finished = {e.traj: e.status for e in events if isinstance(e, TrajectoryFinished)}
+    live = [t for t, m in started.items() if m == "reference:calibrated"]
+    assert len(live) == 8 and all(finished.get(t) in ("answered", "max_steps") for t in live)
+    assert not any(started[t] == "openai:fake-model" for t in finished)  # none marked failed
+
+    with fake_server_process("openai", "--api-key", KEY) as port:
+        fixed = both(f"http://127.0.0.1:{port}/v1")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
+    assert len(last) == 16 and all(f.status in ("answered", "max_steps") for f in last.values())
