@@ -250,6 +250,11 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         step_no = state.next_step
         if step_no > max_steps:
             return _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
+        stopped = rt.breaker.stopped(job.model)
+        if stopped is not None:  # stopped since this trajectory began: no further call to it
+            await writes.settle()  # its last step is durable; the rerun continues after it
+            raise ModelUnusableError(stopped.model, stopped.kinds, stopped.message,
+                                     stopped.count)
         current_hex, frame, decorated = state.current_state(original)
         request = build_request(
             setting=job.setting, question=sample.question, choices=sample.choices,

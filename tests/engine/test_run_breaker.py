@@ -243,3 +243,50 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
     assert len(last) == 16 and all(f.status in ("answered", "max_steps") for f in last.values())
+
+
+async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_stopped(
+        tmp_path) -> None:
+    """Three calls rejected at once stop the model while a fourth is still on the wire: that
+    reply is recorded (it was paid for), then its trajectory asks nothing more and is left
+    unfinished after it, for the rerun."""
+    from adapters.datasets.loading import load_dataset
+    from adapters.models.base import ModelCallError, ModelReply, Usage
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import open_run_store, run_jobs
+    from store import Step
+
+    class RejectsThreeThenSlow:
+        name = connection_key = "openai:m"
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.all_asked = asyncio.Event()  # the four first calls are all on the wire
+
+        async def generate(self, request):
+            self.calls += 1
+            mine = self.calls
+            if mine == 4:
+                self.all_asked.set()
+            await self.all_asked.wait()
+            if mine <= 3:
+                raise ModelCallError("openai:m: not authorised (HTTP 401)", retry="no",
+                                     kind="auth", status=401)
+            await asyncio.sleep(0.3)
+            return ModelReply(text="Step 1 (Text): Looking at the image.", usage=Usage(5, 5))
+
+        async def aclose(self) -> None:
+            return None
+
+    config = RunConfig(models=(ModelConfig("openai:m"),), dataset="synthetic:1",
+                       settings=("vaot",), store=str(tmp_path / "run.lmdb"), concurrency=4,
+                       limit=4)
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    adapter = RejectsThreeThenSlow()
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={"openai:m": adapter})
+        events = [stored.event for stored in store.iter_events()]
+    assert [m.model for m in result.stopped] == ["openai:m"] and result.stopped[0].count == 3
+    assert adapter.calls == 4  # the slow one's reply ends its asking
+    steps = [e for e in events if isinstance(e, Step)]
+    assert len(steps) == 1 and not any(isinstance(e, TrajectoryFinished) for e in events)
