@@ -1,10 +1,12 @@
 """Driving one trajectory through the VAoT loop: request → reply → parse → render → observe → event.
 
 The driver reads what the store already holds for the trajectory and continues from there, so a
-rerun after a crash neither loses nor repeats a step. Before a reply is acted on it is written to
-the store's reply cache under (trajectory, request hash), so a call that was paid for before a
-crash is served from the cache on the rerun (the request is rebuilt identically from the
-committed history, hence the same hash).
+rerun after a crash neither loses nor repeats a step. Before a reply is acted on it is queued for
+the store's reply cache under (trajectory, request hash), ahead of anything that follows from it,
+so a call whose reply was committed before a crash is served from the cache on the rerun (the
+request is rebuilt identically from the committed history, hence the same hash). The queue is
+committed in groups (every 10 ms when busy): a reply that arrived in the last few tens of
+milliseconds before a kill -9 is asked again, the price of not waiting for a disk flush per call.
 """
 
 from __future__ import annotations
