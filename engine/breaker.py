@@ -73,7 +73,7 @@ class ModelUnusableError(Exception):
 
 
 class _Model:
-    __slots__ = ("answered", "kinds", "running", "streak", "waiting")
+    __slots__ = ("answered", "kinds", "last_fault", "running", "stop_event", "streak", "waiting")
 
     def __init__(self) -> None:
         self.answered = False
@@ -84,7 +84,10 @@ class _Model:
         """Trajectories failed for good with a stop kind since the last success."""
         self.kinds: set[str] = set()
         """Their fault kinds."""
+        self.last_fault = ""
+        """The message of the last of them."""
         self.waiting: list[asyncio.Future[bool]] = []
+        self.stop_event: asyncio.Event | None = None
 
 
 class ModelBreaker:
@@ -97,13 +100,18 @@ class ModelBreaker:
         self._models: dict[str, _Model] = {}
         self._stopped: dict[str, ModelUnusableError] = {}
 
-    def stop(self, error: ModelUnusableError) -> ModelUnusableError:
-        """Stop ``error.model``; returns what stopped it (the first error, if it already was)."""
-        return self._stopped.setdefault(error.model, error)
-
     def stopped(self, model: str) -> ModelUnusableError | None:
         """What stopped ``model``, if it was stopped."""
         return self._stopped.get(model)
+
+    def stop_event(self, model: str) -> asyncio.Event:
+        """Set when ``model`` is stopped: what a call waiting for a slot or a retry waits on too."""
+        m = self._model(model)
+        if m.stop_event is None:
+            m.stop_event = asyncio.Event()
+            if model in self._stopped:
+                m.stop_event.set()
+        return m.stop_event
 
     def _model(self, model: str) -> _Model:
         found = self._models.get(model)
@@ -119,8 +127,11 @@ class ModelBreaker:
         """It ended (finished, failed, stopped or cancelled)."""
         m = self._model(model)
         m.running -= 1
-        if m.waiting and len(m.waiting) >= m.running:
-            self._decide(m, stop=not m.answered)  # no call is left running to tell
+        if m.waiting and len(m.waiting) >= m.running:  # no call is left running to tell
+            if m.answered:
+                self._release(m, stop=False)
+            else:
+                self._stop(model, m)
 
     def succeeded(self, model: str) -> None:
         """A call to ``model`` got a reply: the model works."""
@@ -129,16 +140,13 @@ class ModelBreaker:
         m.streak = 0
         m.kinds.clear()
         if m.waiting:
-            self._decide(m, stop=False)
+            self._release(m, stop=False)
 
-    def streak(self, model: str) -> tuple[str, int]:
-        """The fault kinds (joined) and number of the stop-kind failures in a row now."""
-        m = self._model(model)
-        return ", ".join(sorted(m.kinds)), m.streak
-
-    async def judge(self, model: str, kind: str, *, failed_so_before: bool = False) -> bool:
-        """A trajectory's call to ``model`` failed for good with ``kind``: True if the run must
-        stop (the caller raises :class:`ModelUnusableError`), False to record it as failed.
+    async def judge(self, model: str, kind: str, message: str = "", *,
+                    failed_so_before: bool = False) -> bool:
+        """A trajectory's call to ``model`` failed for good with ``kind`` (``message``): True if
+        the model is stopped (the caller raises what :meth:`stopped` returns), False to record
+        the trajectory as failed.
 
         ``failed_so_before``: the trajectory's last recorded attempt failed with a stop kind too
         (see the module's docstring). May wait for the model's other calls to decide.
@@ -150,12 +158,16 @@ class ModelBreaker:
         m = self._model(model)
         m.streak += 1
         m.kinds.add(kind)
+        m.last_fault = message
         if m.streak >= (self.threshold_after_success if m.answered else self.threshold):
-            self._decide(m, stop=True)
+            self._stop(model, m)
             return True
         if len(m.waiting) + 1 >= m.running:  # no other trajectory of this model running to tell
-            self._decide(m, stop=not m.answered)
-            return not m.answered
+            if m.answered:
+                self._release(m, stop=False)
+                return False
+            self._stop(model, m)
+            return True
         verdict: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         m.waiting.append(verdict)
         try:
@@ -164,8 +176,18 @@ class ModelBreaker:
             if verdict in m.waiting:  # cancelled while waiting
                 m.waiting.remove(verdict)
 
+    def _stop(self, model: str, m: _Model) -> None:
+        """Stop ``model`` now: recorded before anyone hears of it, so no job of it starts in
+        between, and every wait on it (a slot, a retry, a verdict) ends."""
+        if model not in self._stopped:
+            kinds = ", ".join(sorted(m.kinds))
+            self._stopped[model] = ModelUnusableError(model, kinds, m.last_fault, m.streak)
+        if m.stop_event is not None:
+            m.stop_event.set()
+        self._release(m, stop=True)
+
     @staticmethod
-    def _decide(m: _Model, *, stop: bool) -> None:
+    def _release(m: _Model, *, stop: bool) -> None:
         waiting, m.waiting = m.waiting, []
         for verdict in waiting:
             if not verdict.done():

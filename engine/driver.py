@@ -29,7 +29,7 @@ from engine.context import Context, derive_seed
 from engine.conversation import RequestSpec, build_request
 from engine.limits import ConnectionLimiter
 from engine.parsing import parse_step
-from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
+from engine.retry import CallAbandoned, CallFailedInfo, RetryPolicy, call_with_retries
 from engine.states import StateCache, encode_state
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY, observe
@@ -181,9 +181,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
             trajectory or before it started (engine/breaker.py); then nothing of it is written
             after its last failed call.
     """
-    stopped = rt.breaker.stopped(job.model)
-    if stopped is not None:  # left unfinished, untouched: the rerun after the fix runs it
-        raise ModelUnusableError(stopped.model, stopped.kinds, stopped.message, stopped.count)
+    if rt.breaker.stopped(job.model) is not None:  # left untouched for the rerun after the fix
+        raise _stopped_error(rt, job)
     rt.breaker.enter(job.model)  # what the breaker may wait on to judge a failure
     try:
         return await _drive(job, rt)
@@ -252,11 +251,9 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         step_no = state.next_step
         if step_no > max_steps:
             return _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
-        stopped = rt.breaker.stopped(job.model)
-        if stopped is not None:  # stopped since this trajectory began: no further call to it
+        if rt.breaker.stopped(job.model) is not None:  # stopped since this trajectory began
             await writes.settle()  # its last step is durable; the rerun continues after it
-            raise ModelUnusableError(stopped.model, stopped.kinds, stopped.message,
-                                     stopped.count)
+            raise _stopped_error(rt, job)
         current_hex, frame, decorated = state.current_state(original)
         request = build_request(
             setting=job.setting, question=sample.question, choices=sample.choices,
@@ -277,24 +274,40 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 reply = await call_with_retries(
                     adapter, request, rng=ctx.rng(), policy=rt.retry, on_failure=on_failure,
                     sleep=rt.sleep, limiter=limiter,
-                    give_up=lambda: rt.breaker.stopped(job.model) is not None,
+                    abandon=rt.breaker.stop_event(job.model),
                 )
+            except CallAbandoned as gone:
+                # Its model was stopped while this call waited for a slot or a retry: not this
+                # trajectory's failure. The fault it was about to retry is recorded as such
+                # (the rerun retries it); nothing marks the trajectory failed.
+                await writes.settle()
+                if gone.error is not None and not gone.recorded:
+                    await store.append([CallFailed(
+                        traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
+                        attempt=0, kind=gone.error.kind, retry=gone.error.retry,
+                        status=gone.error.status, retry_after=gone.error.retry_after,
+                        message=str(gone.error)[:500], retried=True,
+                    )])
+                raise _stopped_error(rt, job) from None
             except ModelCallError as exc:
                 _tell_fault(rt, job.model, exc.kind, str(exc), retried=False)
                 await writes.settle()
+                # A fault after its model was stopped is not this trajectory's failure: it is
+                # recorded as one the rerun retries, so it does not count as "failed so before"
+                # (engine/breaker.py) the way the faults that stopped the model do.
+                after_stop = rt.breaker.stopped(job.model) is not None
+                stop = after_stop or await rt.breaker.judge(
+                    job.model, exc.kind, str(exc),
+                    failed_so_before=state.last_fault in STOP_KINDS)
                 await store.append([CallFailed(
                     traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no, attempt=0,
                     kind=exc.kind, retry=exc.retry, status=exc.status,
-                    retry_after=exc.retry_after, message=str(exc)[:500], retried=False,
+                    retry_after=exc.retry_after, message=str(exc)[:500], retried=after_stop,
                 )])
-                if await rt.breaker.judge(job.model, exc.kind,
-                                          failed_so_before=state.last_fault in STOP_KINDS):
-                    # The model cannot be used as configured: stop it rather than mark this
-                    # and every later trajectory of it failed (engine/breaker.py).
-                    kinds, count = rt.breaker.streak(job.model)
-                    unusable = ModelUnusableError(job.model, kinds, str(exc), count)
-                    rt.breaker.stop(unusable)
-                    raise unusable from None
+                if stop:
+                    # The model cannot be used as configured: it is stopped rather than this
+                    # and every later trajectory of it marked failed (engine/breaker.py).
+                    raise _stopped_error(rt, job) from None
                 return _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
                                      error=str(exc))
             encoded = encode_reply(reply)
@@ -413,6 +426,13 @@ def _source_state(state: TrajectoryState, source: str, current: tuple, original:
             box = step.returned_frame
             return step.returned_state, Frame(*box) if box else Frame(), step.returned_decorated
     return current
+
+
+def _stopped_error(rt: Runtime, job: TrajectoryJob) -> ModelUnusableError:
+    """A fresh error (one per trajectory: tasks must not share one) for a stopped model."""
+    stopped = rt.breaker.stopped(job.model)
+    assert stopped is not None
+    return ModelUnusableError(stopped.model, stopped.kinds, stopped.message, stopped.count)
 
 
 def _tell_fault(rt: Runtime, model: str, kind: str, message: str, *, retried: bool) -> None:

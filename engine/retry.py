@@ -20,7 +20,8 @@ import msgspec
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply, ModelRequest
 from engine.limits import ConnectionLimiter, Sleep, estimate_tokens
 
-__all__ = ["DEFAULT_POLICY", "CallFailedInfo", "OnFailure", "RetryPolicy", "call_with_retries"]
+__all__ = ["DEFAULT_POLICY", "CallAbandoned", "CallFailedInfo", "OnFailure", "RetryPolicy",
+           "call_with_retries"]
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -82,6 +83,45 @@ class CallFailedInfo(msgspec.Struct, frozen=True):
 OnFailure = Callable[[CallFailedInfo], Awaitable[None]]
 
 
+class CallAbandoned(Exception):
+    """The caller's ``abandon`` event was set: no further attempt was made.
+
+    ``error``: the last attempt's fault, if an attempt was made; ``recorded``: it was already
+    passed to ``on_failure`` (as a fault to be retried).
+    """
+
+    def __init__(self, error: ModelCallError | None, *, recorded: bool) -> None:
+        super().__init__(str(error) if error is not None else "abandoned before the first attempt")
+        self.error = error
+        self.recorded = recorded
+
+
+async def _unless(abandon: asyncio.Event | None, waiting: Awaitable):
+    """Await ``waiting`` unless ``abandon`` is set first (then ``waiting`` is cancelled and
+    :class:`asyncio.CancelledError` is not raised: ``_ABANDONED`` is returned)."""
+    if abandon is None:
+        return await waiting
+    if abandon.is_set():
+        if asyncio.iscoroutine(waiting):
+            waiting.close()
+        return _ABANDONED
+    task = asyncio.ensure_future(waiting)
+    stop = asyncio.ensure_future(abandon.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
+        return _ABANDONED
+    return task.result()
+
+
+_ABANDONED = object()
+
+
 async def _attempt(
     adapter: ModelAdapter, request: ModelRequest, timeout_s: float | None
 ) -> ModelReply:
@@ -112,7 +152,7 @@ async def call_with_retries(
     sleep: Sleep = asyncio.sleep,
     limiter: ConnectionLimiter | None = None,
     estimated_tokens: int | None = None,
-    give_up: Callable[[], bool] | None = None,
+    abandon: asyncio.Event | None = None,
 ) -> ModelReply:
     """Call ``adapter.generate(request)`` until it succeeds or the policy gives up.
 
@@ -127,8 +167,9 @@ async def call_with_retries(
         limiter: if given, each attempt holds one of its slots; 429s and successes are reported
             to it and the tokens/min charge is corrected with the reply's usage.
         estimated_tokens: the tokens/min charge per attempt (default: :func:`estimate_tokens`).
-        give_up: asked before each wait for another attempt; True raises the last fault now
-            (its model was stopped meanwhile, engine/breaker.py).
+        abandon: once set (its model was stopped, engine/breaker.py), no further attempt is
+            made: a wait for a slot or for the next attempt ends at once, and
+            :class:`CallAbandoned` is raised. An attempt already on the wire completes.
 
     Returns:
         The reply of the first successful attempt.
@@ -136,19 +177,25 @@ async def call_with_retries(
     Raises:
         ModelCallError: a fault classified ``no``, or the last fault once attempts (or the
             Retry-After ceiling) ran out; a note on the exception says how many attempts were made.
+        CallAbandoned: ``abandon`` was set.
     """
     tokens = 0
     if limiter is not None and limiter.config.tokens_per_minute:
         tokens = estimated_tokens if estimated_tokens is not None else estimate_tokens(request)
     attempt = 0
+    error: ModelCallError | None = None
     while True:
         attempt += 1
+        if abandon is not None and abandon.is_set():
+            raise CallAbandoned(error, recorded=error is not None)
         try:
             if limiter is None:
                 return await _attempt(adapter, request, policy.call_timeout_s)
             # acquire/release rather than ``limiter.slot()``: this runs on every call, and a
             # generator-based context manager costs more than the rest of the bookkeeping.
-            permit = await limiter.acquire(tokens)
+            permit = await _unless(abandon, limiter.acquire(tokens))
+            if permit is _ABANDONED:
+                raise CallAbandoned(error, recorded=error is not None)
             try:
                 reply = await _attempt(adapter, request, policy.call_timeout_s)
                 permit.used = reply.usage.input_tokens + reply.usage.output_tokens or None
@@ -163,9 +210,11 @@ async def call_with_retries(
         if error.retry == "no":
             raise error
         delay = policy.backoff_s(attempt, error, rng) if attempt < policy.max_attempts else None
-        if delay is None or (give_up is not None and give_up()):
+        if delay is None:
             error.add_note(f"gave up after {attempt} attempt(s)")
             raise error
+        if abandon is not None and abandon.is_set():
+            raise CallAbandoned(error, recorded=False)
         if on_failure is not None:
             await on_failure(
                 CallFailedInfo(
@@ -179,7 +228,5 @@ async def call_with_retries(
                     message=str(error),
                 )
             )
-        await sleep(delay)
-        if give_up is not None and give_up():  # stopped while we waited: no further attempt
-            error.add_note(f"gave up after {attempt} attempt(s)")
-            raise error
+        if await _unless(abandon, sleep(delay)) is _ABANDONED:
+            raise CallAbandoned(error, recorded=True)

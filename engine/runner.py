@@ -8,6 +8,7 @@ model's :class:`~engine.limits.ConnectionLimiter`; rendering runs in a thread po
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -269,8 +270,9 @@ async def run_jobs(
                     stopped[exc.model] = StoppedModel.of(exc)
                     log.error("model_stopped", model=exc.model, kinds=exc.kinds,
                               count=exc.count, error=exc.message)
-                    if on_stop is not None:
-                        on_stop(stopped[exc.model])
+                    if on_stop is not None:  # a hook that fails (a closed terminal) is not
+                        with contextlib.suppress(Exception):  # a reason to end the run
+                            on_stop(stopped[exc.model])
                 continue
             except (StoreError, asyncio.CancelledError):
                 raise  # the log itself is in trouble, or we are stopping: end the run

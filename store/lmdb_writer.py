@@ -114,6 +114,11 @@ class LmdbWriter:
             return []
         return self._submit("events", prepare_events(events)).result()
 
+    def sync(self) -> None:
+        """Block until every write queued before this call is durable (or has failed): a
+        reader that follows sees all of them, also those of tasks a stop cancelled."""
+        self._submit("cache", []).result()
+
     async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
         return await self.put_blob_nowait(key, data, fmt)
 

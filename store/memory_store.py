@@ -54,6 +54,9 @@ class MemoryStore(Recorder):
     async def append(self, events: Sequence[Event]) -> list[int]:
         return self.append_sync(events)
 
+    def sync(self) -> None:
+        """Every write is applied as it is made: nothing to wait for."""
+
     def append_nowait(self, events: Sequence[Event]) -> asyncio.Future:
         return _settled(self.append_sync, events)
 

@@ -12,6 +12,7 @@ The contract (tested once, in tests/store/contract.py, against every recorder):
   ``head(id)``, ``iter_index()`` (stream, pos, seq), ``iter_heads()`` (stream, pos, hash).
 - ``put_blob`` / ``get_blob`` / ``has_blob`` (dedup by key), ``cache_put`` / ``cache_get``.
 - ``subscribe(after)``: an async iterator of every later event, in order, exactly once.
+- ``sync()``: returns once every write queued before it is durable (or has failed).
 """
 
 from __future__ import annotations

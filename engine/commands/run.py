@@ -271,6 +271,9 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
                       "rerun to resume", markup=False)
             return 1
+        # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land first.
+        with contextlib.suppress(StoreError):
+            store.sync()
         calls_seen: list[int] = [0]
         records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
                                                    calls_seen)).values() if r.traj in ours]

@@ -198,28 +198,55 @@ async def test_cancellation_is_not_swallowed() -> None:
     assert rec.failures == []
 
 
-async def test_a_stopped_model_gives_up_before_the_next_wait_and_after_it() -> None:
-    # Stopped before the first retry: no wait, no second attempt, the fault raised as final.
+async def test_an_abandoned_call_makes_no_further_attempt() -> None:
+    from engine.retry import CallAbandoned
+
+    # Abandoned (its model stopped) after a fault it would retry: no wait, no second attempt,
+    # and the fault is handed back unrecorded, for the caller to record as one to retry.
+    stop = asyncio.Event()
+
+    class StopsOnFailure(ScriptedAdapter):
+        async def generate(self, request):
+            stop.set()
+            return await super().generate(request)
+
+    adapter, rec = StopsOnFailure(err("transient", "connect"), None), Recorder()
+    with pytest.raises(CallAbandoned) as caught:
+        await run(adapter, rec, abandon=stop)
+    assert adapter.calls == 1 and rec.delays == [] and rec.failures == []
+    assert caught.value.error.kind == "connect" and not caught.value.recorded
+
+    # Stopped during the wait for the next attempt (a long Retry-After, say): the wait ends at
+    # once, the fault was already recorded as one to retry, and no attempt follows.
+    stop = asyncio.Event()
+    adapter, rec = ScriptedAdapter(err("rate_limit", "http_429", retry_after=300), None), Recorder()
+
+    async def sleep_forever(delay: float) -> None:
+        rec.delays.append(delay)
+        asyncio.get_running_loop().call_soon(stop.set)
+        await asyncio.Event().wait()
+
+    with pytest.raises(CallAbandoned) as caught:
+        await call_with_retries(adapter, REQUEST, rng=random.Random(0), sleep=sleep_forever,
+                                on_failure=rec.on_failure, abandon=stop)
+    assert adapter.calls == 1 and rec.delays[0] >= 300 and len(rec.failures) == 1
+    assert caught.value.recorded
+
+    # Waiting for a slot of the endpoint's limiter when the model is stopped: no call at all.
+    stop = asyncio.Event()
+    limiter = ConnectionLimiter("k", LimitConfig(max_concurrent=1))
+    held = await limiter.acquire()
+    adapter, rec = ScriptedAdapter(None), Recorder()
+    waiting = asyncio.ensure_future(run(adapter, rec, abandon=stop, limiter=limiter))
+    await asyncio.sleep(0.01)
+    stop.set()
+    with pytest.raises(CallAbandoned) as caught:
+        await waiting
+    assert adapter.calls == 0 and caught.value.error is None
+    limiter.release(held)
+    assert limiter.in_flight == 0  # the abandoned wait took no slot with it
+
+    # Never set: retried as usual.
     adapter, rec = ScriptedAdapter(err("transient", "connect"), None), Recorder()
-    with pytest.raises(ModelCallError) as caught:
-        await run(adapter, rec, give_up=lambda: True)
-    assert adapter.calls == 1 and rec.delays == [] and caught.value.kind == "connect"
-    assert "gave up after 1 attempt(s)" in caught.value.__notes__
-
-    # Stopped while it waited: the wait is not followed by another attempt.
-    stopped = []
-
-    class StopsDuringSleep(Recorder):
-        async def sleep(self, delay: float) -> None:
-            await super().sleep(delay)
-            stopped.append(True)
-
-    adapter, rec = ScriptedAdapter(err("transient", "connect"), None), StopsDuringSleep()
-    with pytest.raises(ModelCallError):
-        await run(adapter, rec, give_up=lambda: bool(stopped))
-    assert adapter.calls == 1 and len(rec.delays) == 1 and len(rec.failures) == 1
-
-    # Never stopped: retried as usual.
-    adapter, rec = ScriptedAdapter(err("transient", "connect"), None), Recorder()
-    assert (await run(adapter, rec, give_up=lambda: False)).text == "ok"
+    assert (await run(adapter, rec, abandon=asyncio.Event())).text == "ok"
     assert adapter.calls == 2

@@ -148,11 +148,17 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     # tell, so it stops at once (the concurrency-1 case: a wrong key marks nothing failed)…
     breaker = ModelBreaker()
     breaker.enter("m")
-    assert await breaker.judge("m", "auth") is True
+    assert not breaker.stop_event("m").is_set()
+    assert await breaker.judge("m", "auth", "m: rejected") is True
+    stopped = breaker.stopped("m")
+    assert (stopped.kinds, stopped.count, stopped.message) == ("auth", 1, "m: rejected")
+    assert breaker.stop_event("m").is_set()  # every wait on the model ends
     # …but a trajectory whose last attempt already failed so is recorded as failed, uncounted:
     # a stop caused by one sample after all cannot repeat on every rerun.
+    breaker = ModelBreaker()
+    breaker.enter("m")
     assert await breaker.judge("m", "auth", failed_so_before=True) is False
-    assert breaker.streak("m") == ("auth", 1)
+    assert breaker.stopped("m") is None
 
     # One waits, and the other running trajectory ends without a reply: no one left to tell.
     breaker = ModelBreaker()
@@ -171,8 +177,9 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     breaker.enter("m")
     breaker.succeeded("m")
     assert [await breaker.judge("m", "not_found") for _ in range(9)] == [False] * 9
+    assert breaker.stopped("m") is None
     assert await breaker.judge("m", "connect") is True
-    assert breaker.streak("m") == ("connect, not_found", 10)
+    assert (breaker.stopped("m").kinds, breaker.stopped("m").count) == ("connect, not_found", 10)
 
     # The stop names every kind in the streak; models are judged apart.
     breaker = ModelBreaker()
@@ -185,7 +192,8 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     assert not any(w.done() for w in first)
     assert await breaker.judge("a", "not_found") is True
     assert [await w for w in first] == [True, True]
-    assert breaker.streak("a") == ("connect, not_found", 3)
+    assert (breaker.stopped("a").kinds, breaker.stopped("a").count) == ("connect, not_found", 3)
+    assert breaker.stopped("b") is None
 
 
 def test_a_stop_caused_by_samples_after_all_does_not_repeat(tmp_path) -> None:
@@ -213,13 +221,13 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
     every trajectory of the live one finishes, and the rerun after the fix finishes the rest."""
     store = tmp_path / "run.lmdb"
 
-    def both(base_url: str) -> subprocess.CompletedProcess[str]:
+    def both(base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "engine", "run", "--model", "openai:fake-model",
              "--model", "reference:calibrated", "--base-url", base_url, "--api-key-env", KEY_ENV,
              "--dataset", "synthetic:2", "--limit", "4", "--settings", "vaot,cot", "--store",
              str(store), "--max-attempts", "2", "--retry-base-delay", "0.05", "--concurrency",
-             "4", "--no-progress"],
+             "4", "--no-progress", *extra],
             cwd=ROOT, env={**os.environ, KEY_ENV: KEY}, capture_output=True, text=True,
             timeout=120,
         )  # fmt: skip
@@ -238,9 +246,22 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
     assert len(live) == 8 and all(finished.get(t) in ("answered", "max_steps") for t in live)
     assert not any(started[t] == "openai:fake-model" for t in finished)  # none marked failed
 
+    # Rerun before the fix: only the trajectories whose faults stopped the model (three, or
+    # fewer when no other call of it was left running) are now recorded as failed ("failed so
+    # before"); the others' faults came after the stop, so they count afresh and stop it
+    # again, rather than a flood of failed trajectories.
+    again = both(f"http://127.0.0.1:{closed_port()}/v1")
+    assert again.returncode == 1 and "stopped: openai:fake-model" in again.stderr, again.stderr
+    last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
+    failed = [t for t, f in last.items() if f.status == "failed"]
+    assert 1 <= len(failed) <= 3 and all(started[t] == "openai:fake-model" for t in failed)
+
     with fake_server_process("openai", "--api-key", KEY) as port:
         fixed = both(f"http://127.0.0.1:{port}/v1")
-    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+        assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # the failed ones stay so
+        assert f"{len(failed)} trajectories failed" in fixed.stderr
+        retried = both(f"http://127.0.0.1:{port}/v1", "--retry-failed")
+    assert retried.returncode == 0, retried.stdout + retried.stderr
     last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
     assert len(last) == 16 and all(f.status in ("answered", "max_steps") for f in last.values())
 

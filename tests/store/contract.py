@@ -183,6 +183,15 @@ class RecorderContract(abc.ABC):
         with pytest.raises(StoreError, match="gif"):
             store.put_blob_sync(bytes(32), b"x", fmt="gif")
 
+    def test_sync_waits_for_writes_a_loop_queued_and_never_awaited(self, store: Recorder) -> None:
+        async def queue_and_leave() -> None:  # a cancelled run: queued, not awaited
+            store.append_nowait(steps("a", 0, 50))
+            store.cache_put_many_nowait([(b"k", b"v")])
+
+        asyncio.run(queue_and_leave())
+        store.sync()
+        assert len(store.read_trajectory("a")) == 50 and store.cache_get(b"k") == b"v"
+
     async def test_reply_cache(self, store: Recorder) -> None:
         assert store.cache_get(b"req") is None
         await store.cache_put(b"req", b"reply \xe2\x9c\x93")
