@@ -187,6 +187,12 @@ class ConnectionLimiter:
 
     # -- acquire / release --------------------------------------------------------------------
 
+    def free_now(self) -> bool:
+        """:meth:`acquire` would not wait (no pause, a free slot, no one queued, no rate
+        buckets to consult): a caller may then skip racing it against anything else."""
+        return (self.in_flight < self.limit and not self._waiters and self._rpm is None
+                and self._tpm is None and self.pause_until <= self._clock())
+
     async def acquire(self, tokens: int = 0) -> Permit:
         """Wait for the pause, a concurrency slot and the rate buckets; return the permit."""
         while (wait := self.pause_until - self._clock()) > 0:

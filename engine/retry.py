@@ -193,7 +193,10 @@ async def call_with_retries(
                 return await _attempt(adapter, request, policy.call_timeout_s)
             # acquire/release rather than ``limiter.slot()``: this runs on every call, and a
             # generator-based context manager costs more than the rest of the bookkeeping.
-            permit = await _unless(abandon, limiter.acquire(tokens))
+            if abandon is None or limiter.free_now():  # the common case: no wait to race
+                permit = await limiter.acquire(tokens)
+            else:
+                permit = await _unless(abandon, limiter.acquire(tokens))
             if permit is _ABANDONED:
                 raise CallAbandoned(error, recorded=error is not None)
             try:

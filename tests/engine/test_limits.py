@@ -173,3 +173,14 @@ def test_estimate_tokens_counts_text_images_and_output() -> None:
         messages=(Message("user", (TextPart("x" * 400), ImagePart(sha="0" * 64))),), max_tokens=50
     )
     assert estimate_tokens(request) == 100 + 1000 + 50
+
+
+async def test_free_now_says_when_acquire_would_not_wait() -> None:
+    limiter = ConnectionLimiter("k", LimitConfig(max_concurrent=1))
+    assert limiter.free_now()
+    permit = await limiter.acquire()
+    assert not limiter.free_now()  # the one slot is taken
+    limiter.release(permit)
+    assert limiter.free_now()
+    rated = ConnectionLimiter("k", LimitConfig(max_concurrent=4, requests_per_minute=60))
+    assert not rated.free_now()  # a rate bucket may make it wait: the caller must not assume
