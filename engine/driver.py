@@ -290,20 +290,25 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                     )])
                 raise _stopped_error(rt, job) from None
             except ModelCallError as exc:
-                _tell_fault(rt, job.model, exc.kind, str(exc), retried=False)
+                _tell_fault(rt, job.model, exc.kind, str(exc),
+                            retried=rt.breaker.stopped(job.model) is not None)
                 await writes.settle()
                 # A fault after its model was stopped is not this trajectory's failure: it is
                 # recorded as one the rerun retries, so it does not count as "failed so before"
-                # (engine/breaker.py) the way the faults that stopped the model do.
+                # (engine/breaker.py) the way the faults that stopped the model do. Looked at in
+                # the same turn as the judging, which counts every other fault.
                 after_stop = rt.breaker.stopped(job.model) is not None
-                stop = after_stop or await rt.breaker.judge(
-                    job.model, exc.kind, str(exc),
-                    failed_so_before=state.last_fault in STOP_KINDS)
-                await store.append([CallFailed(
-                    traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no, attempt=0,
-                    kind=exc.kind, retry=exc.retry, status=exc.status,
-                    retry_after=exc.retry_after, message=str(exc)[:500], retried=after_stop,
-                )])
+                try:
+                    stop = after_stop or await rt.breaker.judge(
+                        job.model, exc.kind, str(exc),
+                        failed_so_before=state.last_fault in STOP_KINDS)
+                finally:  # also when the run is stopped while the verdict is awaited
+                    await store.append([CallFailed(
+                        traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
+                        attempt=0, kind=exc.kind, retry=exc.retry, status=exc.status,
+                        retry_after=exc.retry_after, message=str(exc)[:500],
+                        retried=after_stop,
+                    )])
                 if stop:
                     # The model cannot be used as configured: it is stopped rather than this
                     # and every later trajectory of it marked failed (engine/breaker.py).

@@ -187,11 +187,13 @@ class ConnectionLimiter:
 
     # -- acquire / release --------------------------------------------------------------------
 
-    def free_now(self) -> bool:
-        """:meth:`acquire` would not wait (no pause, a free slot, no one queued, no rate
-        buckets to consult): a caller may then skip racing it against anything else."""
-        return (self.in_flight < self.limit and not self._waiters and self._rpm is None
-                and self._tpm is None and self.pause_until <= self._clock())
+    def free_now(self, tokens: int = 0) -> bool:
+        """:meth:`acquire` of ``tokens`` would not wait (no pause, a free slot, no one queued,
+        the rate buckets holding enough): a caller may then skip racing it against anything."""
+        return (self.in_flight < self.limit and not self._waiters
+                and self.pause_until <= self._clock()
+                and (self._rpm is None or self._rpm.level >= 1)
+                and (self._tpm is None or not tokens or self._tpm.level >= tokens))
 
     async def acquire(self, tokens: int = 0) -> Permit:
         """Wait for the pause, a concurrency slot and the rate buckets; return the permit."""

@@ -96,9 +96,11 @@ class CallAbandoned(Exception):
         self.recorded = recorded
 
 
-async def _unless(abandon: asyncio.Event | None, waiting: Awaitable):
-    """Await ``waiting`` unless ``abandon`` is set first (then ``waiting`` is cancelled and
-    :class:`asyncio.CancelledError` is not raised: ``_ABANDONED`` is returned)."""
+async def _unless(abandon: asyncio.Event | None, waiting: Awaitable,
+                  undo: Callable[[object], None] | None = None):
+    """Await ``waiting`` unless ``abandon`` is set first: then ``waiting`` is cancelled and
+    ``_ABANDONED`` returned. A result that arrives anyway once it is not wanted (abandoned, or
+    this task cancelled in the same turn) is handed to ``undo`` (a limiter permit is released)."""
     if abandon is None:
         return await waiting
     if abandon.is_set():
@@ -107,16 +109,23 @@ async def _unless(abandon: asyncio.Event | None, waiting: Awaitable):
         return _ABANDONED
     task = asyncio.ensure_future(waiting)
     stop = asyncio.ensure_future(abandon.wait())
+    delivered = False
     try:
         await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            delivered = True
+            return task.result()
+        return _ABANDONED
     finally:
         stop.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-    if task.cancelled():
-        return _ABANDONED
-    return task.result()
+        if not delivered:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            if not task.cancelled():
+                late_error = task.exception()  # read, so it is never reported as unretrieved
+                if late_error is None and undo is not None:  # won a moment too late: give back
+                    undo(task.result())
 
 
 _ABANDONED = object()
@@ -193,11 +202,14 @@ async def call_with_retries(
                 return await _attempt(adapter, request, policy.call_timeout_s)
             # acquire/release rather than ``limiter.slot()``: this runs on every call, and a
             # generator-based context manager costs more than the rest of the bookkeeping.
-            if abandon is None or limiter.free_now():  # the common case: no wait to race
+            if abandon is None or limiter.free_now(tokens):  # the common case: no wait to race
                 permit = await limiter.acquire(tokens)
             else:
-                permit = await _unless(abandon, limiter.acquire(tokens))
-            if permit is _ABANDONED:
+                permit = await _unless(abandon, limiter.acquire(tokens), undo=limiter.release)
+                if permit is _ABANDONED:
+                    raise CallAbandoned(error, recorded=error is not None)
+            if abandon is not None and abandon.is_set():  # stopped as the slot came free
+                limiter.release(permit)
                 raise CallAbandoned(error, recorded=error is not None)
             try:
                 reply = await _attempt(adapter, request, policy.call_timeout_s)

@@ -182,5 +182,15 @@ async def test_free_now_says_when_acquire_would_not_wait() -> None:
     assert not limiter.free_now()  # the one slot is taken
     limiter.release(permit)
     assert limiter.free_now()
-    rated = ConnectionLimiter("k", LimitConfig(max_concurrent=4, requests_per_minute=60))
-    assert not rated.free_now()  # a rate bucket may make it wait: the caller must not assume
+    # A rate bucket: free while it holds a token, not once the burst is spent.
+    now = [0.0]
+    rated = ConnectionLimiter("k", LimitConfig(max_concurrent=100, requests_per_minute=60),
+                              clock=lambda: now[0])
+    taken = 0
+    while rated.free_now():
+        rated.release(await rated.acquire())
+        taken += 1
+        assert taken < 1000
+    assert taken >= 1 and not rated.free_now()
+    now[0] += 1.0  # a second later the bucket holds a token again
+    assert rated.free_now()
