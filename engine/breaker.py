@@ -68,9 +68,6 @@ class ModelUnusableError(Exception):
         self.message = message
         self.count = count
 
-    def __reduce__(self):  # crosses from a worker process to the parent
-        return (type(self), (self.model, self.kinds, self.message, self.count))
-
 
 class _Model:
     __slots__ = ("answered", "kinds", "last_fault", "running", "stop_event", "streak", "waiting")
