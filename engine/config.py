@@ -45,6 +45,10 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Processes the run is spread over (see engine/workers.py); not part of the run's identity."""
     max_steps: int = 10
     max_tokens: int = 2048
+    token_budget: int | None = None
+    """Tokens (input + output, as the API reports them) one trajectory may spend: once its
+    recorded steps reach it, it asks nothing more and ends as ``max_steps``. The call that
+    crosses it is kept: a reply's size is known only once it is paid for."""
     temperature: float | None = None
     seed: int = 0
     epochs: int = 1
@@ -106,6 +110,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if self.workers > 1 and self.store == ":memory:":
             raise ConfigError("--workers: an in-memory store cannot be shared by several "
                               "processes; give --store a path")
+        if self.token_budget is not None and not 1 <= self.token_budget <= 10**12:
+            raise ConfigError(f"--token-budget: must be from 1 to 1,000,000,000,000, "
+                              f"got {self.token_budget}")
         if self.limit is not None and not 1 <= self.limit <= 10**9:
             raise ConfigError(f"--limit: must be from 1 to 1,000,000,000, got {self.limit}")
         if self.shape not in ("see2think", "chat"):

@@ -84,6 +84,7 @@ class Runtime:
         request_spec: RequestSpec,
         max_steps: int,
         seed: int,
+        token_budget: int | None = None,
         retry: RetryPolicy,
         render_base: str = "current",
         retry_failed: bool = False,
@@ -100,6 +101,7 @@ class Runtime:
         self.render_pool = render_pool
         self.request_spec = request_spec
         self.max_steps = max_steps
+        self.token_budget = token_budget
         self.seed = seed
         self.retry = retry
         self.render_base = render_base
@@ -227,6 +229,8 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
     policy = SETTING_POLICY[job.setting]
     max_steps = 1 if job.setting == "cot" else rt.max_steps
     calls = tokens = 0
+    # Counted from the log, so a resumed or retried trajectory's earlier steps count too.
+    spent = sum(s.usage.input_tokens + s.usage.output_tokens for s in state.steps)
     # Only a trajectory that already had events can have cached replies from an earlier
     # process (even with no step committed: a crash may fall between a step's reply and its
     # event); and after its first cache miss, no later step can have one either.
@@ -249,7 +253,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
 
     while True:
         step_no = state.next_step
-        if step_no > max_steps:
+        if step_no > max_steps or (rt.token_budget is not None and spent >= rt.token_budget):
             return _finish(rt, state, job, ctx, "max_steps", None, calls, tokens, writes)
         if rt.breaker.stopped(job.model) is not None:  # stopped since this trajectory began
             await writes.settle()  # its last step is durable; the rerun continues after it
@@ -323,6 +327,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             rt.breaker.succeeded(job.model)
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
+        spent += reply.usage.input_tokens + reply.usage.output_tokens
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            (current_hex, frame, decorated), original, dialect, convention,
                            policy, latency_ms, cached is not None, writes)

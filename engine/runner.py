@@ -86,6 +86,8 @@ def run_identity(config: RunConfig) -> dict:
         "shape": config.shape, "image_history": config.image_history,
         "render_base": config.render_base, "prompts": PROMPTS_VERSION,
         "max_tokens": config.max_tokens, "temperature": config.temperature,
+        # Only when set: the runs started before budgets existed keep their ids.
+        **({"token_budget": config.token_budget} if config.token_budget is not None else {}),
     }
 
 
@@ -147,7 +149,8 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
             "renderer": RENDERER_VERSION, "render_base": config.render_base,
             "conventions": {m.spec: m.convention for m in config.models},
             "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
-            "image_history": config.image_history, "engine_version": ENGINE_VERSION,
+            "image_history": config.image_history, "token_budget": config.token_budget,
+            "engine_version": ENGINE_VERSION,
             "flags": {"cumulative_canvas": config.render_base == "current",
                       "wrong_render_schedule": "all"},
             **(extra_header or {}),
@@ -174,7 +177,7 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     # it (the dataset may: more samples, or the same file reached by another path).
     now_run = {"seed": config.seed, "max_steps": config.max_steps,
                "shape": config.shape, "image_history": config.image_history,
-               "render_base": config.render_base}
+               "render_base": config.render_base, "token_budget": config.token_budget}
     for field, value in now_run.items():
         if field in header.config and header.config[field] != value:
             raise ConfigError(
@@ -234,7 +237,7 @@ async def run_jobs(
         render_pool=pool,
         request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,
                                  max_tokens=config.max_tokens, temperature=config.temperature),
-        max_steps=config.max_steps, seed=config.seed,
+        max_steps=config.max_steps, token_budget=config.token_budget, seed=config.seed,
         retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
                           base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,

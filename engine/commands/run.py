@@ -77,6 +77,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="model calls per trajectory before it ends as max_steps (default 10)")
     p.add_argument("--max-tokens", type=int, metavar="N", help="output tokens per call (2048)")
+    p.add_argument("--token-budget", type=int, metavar="N",
+                   help="tokens (input + output, as the API reports them) one trajectory may "
+                   "spend; once its recorded steps reach it, it asks nothing more and ends as "
+                   "max_steps (the call that crosses it is kept). Default: no budget")
     p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature")
     p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0)")
     p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (1)")
@@ -111,7 +115,8 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     flags = {
         "dataset": args.dataset, "store": args.store, "limit": args.limit,
         "concurrency": args.concurrency, "workers": args.workers, "max_steps": args.max_steps,
-        "max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
+        "max_tokens": args.max_tokens, "token_budget": args.token_budget,
+        "temperature": args.temperature, "seed": args.seed,
         "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
         "render_base": args.render_base, "call_timeout_s": args.timeout,
         "run_name": args.run_name, "max_attempts": args.max_attempts,
