@@ -68,7 +68,7 @@ def read_key(
         if required:
             raise MissingKeyError(
                 f"{provider}: the API key variable {env_var} is not set; export {env_var}=... "
-                f"or name another variable with api_key_env"
+                "or name another variable with --api-key-env NAME (api_key_env in a config file)"
             )
         return None
     register_secret(value, env_var)
