@@ -1,16 +1,18 @@
-"""Memory a loaded dataset holds: file images are named, not held (DESIGN.md §5, memory bar).
+"""Memory a loaded dataset holds: images are named, not held (DESIGN.md §5, memory bar).
 
 Writes ``--samples`` noise PNGs (incompressible, so each file is as large as its pixels) and a
-JSONL naming them, loads it the way ``vaot run`` does, and prints the resident memory the
-loaded samples hold ÷ the bytes of the images on disk. Goal: far below 1 (the images are read
-again when a trajectory needs them); a loader that kept the bytes would print about 1.
+JSONL naming them (or, with ``--inline``, holding them as ``data:`` URIs), loads it the way
+``vaot run`` does, and prints the resident memory the loaded samples hold ÷ the bytes of the
+images. Goal: far below 1 (the images are read again when a trajectory needs them); a loader
+that kept the bytes would print about 1.
 
-    python bench/dataset_memory.py [--samples 1000] [--side 256]
+    python bench/dataset_memory.py [--samples 1000] [--side 256] [--inline]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import json
 import os
@@ -33,6 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--side", type=int, default=256, help="image width and height")
+    parser.add_argument("--inline", action="store_true",
+                        help="write the images into the JSONL as data: URIs, not as files")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="vaot-dataset-memory-"))
     try:
@@ -43,7 +47,11 @@ def main() -> None:
             noise = os.urandom(args.side * args.side * 3)
             Image.frombytes("RGB", (args.side, args.side), noise).save(path, compress_level=1)
             on_disk += path.stat().st_size
-            rows.append(json.dumps({"id": str(i), "image": f"img/{i}.png", "question": "Which?",
+            image = f"img/{i}.png"
+            if args.inline:
+                image = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+                path.unlink()
+            rows.append(json.dumps({"id": str(i), "image": image, "question": "Which?",
                                     "answer": "A", "category": "bench", "group": "2D"}))
         (root / "set.jsonl").write_text("\n".join(rows) + "\n")
         gc.collect()
@@ -54,8 +62,9 @@ def main() -> None:
         assert len(samples) == args.samples and not skipped, skipped[:3]
     finally:
         shutil.rmtree(root)
-    print(f"{args.samples} samples, {args.side}x{args.side} noise PNGs, {on_disk / 1e6:.1f} MB on "
-          f"disk: the loaded samples hold {held / 1e6:.1f} MB resident = {held / on_disk:.3f} "
+    where = "inline in the JSONL" if args.inline else "on disk"
+    print(f"{args.samples} samples, {args.side}x{args.side} noise PNGs, {on_disk / 1e6:.1f} MB "
+          f"{where}: the loaded samples hold {held / 1e6:.1f} MB resident = {held / on_disk:.3f} "
           f"of the image bytes (goal: far below 1; {held / args.samples / 1e3:.1f} kB per sample)")
 
 

@@ -204,10 +204,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         state.finished = None
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
-    # A file named by the dataset was checked at load; if it fails now, it changed since.
-    name = (f"sample {sample.id} (file {sample.image_path}, read again at its first step)"
-            if sample.image_path else f"sample {sample.id}")
-    original = await rt.states.add_original(sample.image or sample.image_path, name=name)
+    original = await rt.states.add_original(sample.image_source, name=_image_name(sample))
     writes = PendingWrites()
     # The original's blob, queued by whichever trajectory loaded it.
     writes.own(original, rt.states.unsettled_write(original))
@@ -422,6 +419,18 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
+
+
+def _image_name(sample: Sample) -> str:
+    """How an error names a sample's image. A named image (a file, or a ``data:`` URI in the
+    dataset file) was checked at load; if it fails now, its file changed since."""
+    if sample.image:
+        return f"sample {sample.id}"
+    if sample.image_inline is not None:
+        inline = sample.image_inline
+        return (f"sample {sample.id} (inline image at line {inline.line} of {inline.path}, "
+                "read again at its first step)")
+    return f"sample {sample.id} (file {sample.image_path}, read again at its first step)"
 
 
 def _source_state(state: TrajectoryState, source: str, current: tuple, original: str):

@@ -14,10 +14,14 @@ import hashlib
 from collections import OrderedDict
 from concurrent.futures import Executor
 
+import msgspec
+from PIL import Image
+
+from adapters.datasets.base import InlineImage, InlineImageError
 from adapters.models.base import ImagePart
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import encode_png, image_hash
-from adapters.renderers.images import load_image
+from adapters.renderers.images import ImageLoadError, load_image
 from store.actions import Frame
 from store.recorder import Recorder
 
@@ -42,6 +46,32 @@ class EncodedState:
 def encode_state(canvas: CanvasState) -> EncodedState:
     """Hash and encode a canvas (CPU-bound: run it in the render pool)."""
     return EncodedState(canvas, image_hash(canvas.image), encode_png(canvas.image))
+
+
+def _load_original(source: bytes | str | InlineImage, name: str) -> Image.Image:
+    """A sample's original image, decoded (blocking: run it in the pool).
+
+    Raises:
+        ImageLoadError: named ``name``, whatever went wrong (an inline image's file included).
+    """
+    if isinstance(source, InlineImage):
+        try:
+            source = source.read()
+        except InlineImageError as exc:
+            raise ImageLoadError(name, exc.reason) from None
+        except OSError as exc:
+            raise ImageLoadError(name, f"cannot read its file ({exc.strerror or exc})") from None
+    return load_image(source, name=name)
+
+
+def _source_key(source: bytes | str | InlineImage) -> bytes:
+    """What identifies an original: held bytes by their hash, a file by its path, an inline
+    image by its place (file, line, offset) — never by its file alone, which holds many."""
+    if isinstance(source, InlineImage):
+        return b"inline:" + msgspec.msgpack.encode(source)
+    if isinstance(source, str):
+        return b"path:" + source.encode()
+    return hashlib.sha256(source).digest()
 
 
 def _succeeded(future: asyncio.Future) -> bool:
@@ -153,16 +183,19 @@ class StateCache:
             for future in pending:
                 future.result()
 
-    async def add_original(self, source: bytes | str, name: str) -> str:
-        """Load (normalise to RGB) and add a sample's original image: its encoded bytes, or the
-        path of its file (read in the pool, not on the event loop).
+    async def add_original(self, source: bytes | str | InlineImage, name: str) -> str:
+        """Load (normalise to RGB) and add a sample's original image: its encoded bytes, the
+        path of its file, or its place in the dataset file (read in the pool, not on the event
+        loop).
 
-        Memoised on the input bytes or path: the settings and epochs of one sample load it once.
+        Memoised on the input bytes, path or place: the settings and epochs of one sample load
+        it once.
+
+        Raises:
+            ImageLoadError: the image cannot be read or decoded; the message starts with
+                ``name``.
         """
-        if isinstance(source, str):
-            source_key = b"path:" + source.encode()
-        else:
-            source_key = hashlib.sha256(source).digest()
+        source_key = _source_key(source)
         known = self._originals.get_touch(source_key)
         if known is not None and known in self._canvases:
             return known
@@ -172,7 +205,7 @@ class StateCache:
         future = asyncio.get_running_loop().create_future()
         self._loading[source_key] = future
         try:
-            image = await self._in_pool(lambda: load_image(source, name=name))
+            image = await self._in_pool(_load_original, source, name)
             hex_key = await self.add(CanvasState.from_image(image))
         except BaseException as exc:
             future.set_exception(exc)

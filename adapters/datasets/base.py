@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import abc
+import base64
+import binascii
+import hashlib
 import os
 from pathlib import Path
 from typing import Protocol
@@ -10,23 +13,106 @@ from typing import Protocol
 import msgspec
 
 __all__ = [
-    "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "Sample", "SkippedRow",
-    "read_image_file",
+    "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
+    "InlineImageError", "Sample", "SkippedRow", "decode_data_uri", "read_image_file",
 ]
+
+
+class InlineImageError(ValueError):
+    """An inline image (a ``data:`` URI) that cannot be used: ``where`` names it, ``reason``
+    says why."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
+
+
+def decode_data_uri(uri: str) -> tuple[str, bytes]:
+    """The header (``data:<type>;base64``) and the decoded bytes of a base64 ``data:`` URI.
+
+    Raises:
+        InlineImageError: not a base64 ``data:`` URI, invalid base64, or no bytes at all.
+    """
+    header, comma, payload = uri.partition(",")
+    if not header.startswith("data:") or not comma or not header.endswith(";base64"):
+        raise InlineImageError("data: URI", "must be base64 ('data:<type>;base64,...')")
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise InlineImageError("data: URI", "holds invalid base64") from None
+    if not data:
+        raise InlineImageError("data: URI", "is empty")
+    return header, data
+
+
+def _digest(literal: bytes) -> bytes:
+    """What an :class:`InlineImage` keeps of its span, to notice that the file changed."""
+    return hashlib.blake2b(literal, digest_size=16).digest()
+
+
+class InlineImage(msgspec.Struct, frozen=True):
+    """Where a text dataset spells an image inline, as a ``data:`` URI: read again and decoded
+    when a trajectory needs it, so a run does not hold the image for its whole length.
+
+    The span is the JSON string literal, quotes included, exactly as the file spells it:
+    decoding it as JSON gives the URI whatever escapes its writer chose (``\\/`` for ``/``).
+    """
+
+    path: str
+    """The dataset file (absolute)."""
+    line: int
+    """The 1-based line of the row, to name it."""
+    offset: int
+    """The byte offset of the literal's opening quote in the file."""
+    length: int
+    """The literal's length in bytes, quotes included."""
+    digest: bytes
+    """A digest of the literal as it was loaded."""
+
+    @classmethod
+    def spelled(cls, path: str, line: int, offset: int, literal: bytes) -> InlineImage:
+        """The place of ``literal`` (a JSON string), found at ``offset`` of ``path``."""
+        return cls(path, line, offset, len(literal), _digest(literal))
+
+    @property
+    def where(self) -> str:
+        return f"the inline image at line {self.line} of {self.path}"
+
+    def read(self) -> bytes:
+        """The decoded image bytes.
+
+        Raises:
+            OSError: the file cannot be read (any more).
+            InlineImageError: the file changed after the dataset was loaded (shorter, or other
+                bytes at the span).
+        """
+        with open(self.path, "rb") as file:
+            file.seek(self.offset)
+            literal = file.read(self.length)
+        if len(literal) < self.length:
+            raise InlineImageError(self.where, "the file changed after the dataset was loaded "
+                                               "(it is shorter now)")
+        if _digest(literal) != self.digest:
+            raise InlineImageError(self.where, "the file changed after the dataset was loaded "
+                                               "(other bytes at the image's place)")
+        # The same literal decoded at load, so this cannot fail now.
+        return decode_data_uri(msgspec.json.decode(literal, type=str))[1]
 
 
 class Sample(msgspec.Struct, frozen=True):
     """One question about one image.
 
-    The image is either held (``image``: the encoded bytes, PNG/JPEG/…: generated or inline
-    samples) or named (``image_path``: a file, read when a trajectory needs it, so a run's memory
-    does not grow with its dataset); :meth:`read_image` gives the bytes either way.
-    ``key_regions`` are boxes ``[x1, y1, x2, y2]`` in the original image's pixel coordinates.
+    The image is either held (``image``: the encoded bytes, PNG/JPEG/…: generated samples) or
+    named: a file (``image_path``) or a ``data:`` URI in the dataset file (``image_inline``), read
+    when a trajectory needs it, so a run's memory does not grow with its dataset;
+    :meth:`read_image` gives the bytes either way. ``key_regions`` are boxes
+    ``[x1, y1, x2, y2]`` in the original image's pixel coordinates.
     """
 
     id: str
     image: bytes
-    """The encoded image, or ``b""`` when ``image_path`` names it."""
+    """The encoded image, or ``b""`` when ``image_path`` or ``image_inline`` names it."""
     question: str
     answer: str
     category: str = ""
@@ -40,14 +126,29 @@ class Sample(msgspec.Struct, frozen=True):
     meta: dict[str, str] = {}
     image_path: str = ""
     """An absolute path to read the image from, when ``image`` is empty."""
+    image_inline: InlineImage | None = None
+    """Where the dataset file spells the image as a ``data:`` URI, when ``image`` is empty."""
+
+    @property
+    def image_source(self) -> bytes | str | InlineImage:
+        """The held bytes, else the inline image's place, else the file's path."""
+        if self.image:
+            return self.image
+        if self.image_inline is not None:
+            return self.image_inline
+        return self.image_path
 
     def read_image(self) -> bytes:
         """The encoded image bytes.
 
         Raises:
             OSError: the named file cannot be read (any more).
+            InlineImageError: the dataset file changed since the inline image was loaded.
         """
-        return self.image or Path(self.image_path).read_bytes()
+        source = self.image_source
+        if isinstance(source, InlineImage):
+            return source.read()
+        return source if isinstance(source, bytes) else Path(source).read_bytes()
 
 
 class SkippedRow(msgspec.Struct, frozen=True):

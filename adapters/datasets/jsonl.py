@@ -3,7 +3,8 @@
 Each non-blank line is an object with
 
 - ``id`` (string or integer, unique in the file),
-- ``image``: a path relative to the JSONL file's folder, or a ``data:<type>;base64,<data>`` URI,
+- ``image``: a path relative to the JSONL file's folder, or a ``data:<type>;base64,<data>`` URI
+  (any JSON escapes, ``\\/`` included),
 - ``question``, ``answer`` (a string; a number is written out),
 - ``category``, ``group`` (strings, possibly empty; ``group`` is 2D | 3D | Real for the paper's
   tasks),
@@ -15,14 +16,17 @@ A line that is not valid JSON, lacks a field, names a missing image or repeats a
 becomes a :class:`~adapters.datasets.base.SkippedRow` with the file and its 1-based line number;
 blank lines are ignored. Only a file that cannot be read at all raises
 :class:`~adapters.datasets.base.DatasetError`.
+
+Every image is checked at load and then named, not held (DESIGN.md §5: memory follows what is in
+flight, not the size of the run): a file by its path, a ``data:`` URI by its place in the JSONL
+file (:class:`~adapters.datasets.base.InlineImage`), read again when a trajectory needs it.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +36,11 @@ from adapters.datasets.base import (
     CachedLoader,
     DatasetError,
     ImageFileError,
+    InlineImage,
+    InlineImageError,
     Sample,
     SkippedRow,
+    decode_data_uri,
     read_image_file,
 )
 from adapters.renderers.images import ImageLoadError, check_image
@@ -45,6 +52,12 @@ REQUIRED_FIELDS = ("id", "image", "question", "answer", "category", "group")
 
 class _BadRow(Exception):
     """Why one line cannot become a sample."""
+
+
+class _ImageLiteral(msgspec.Struct):
+    """A row's ``image`` as the file spells it (other fields are skipped, not decoded)."""
+
+    image: msgspec.Raw
 
 
 class JsonlLoader(CachedLoader):
@@ -61,21 +74,15 @@ class JsonlLoader(CachedLoader):
         self.path = Path(path)
 
     def _load(self) -> list[Sample]:
-        try:
-            raw = self.path.read_bytes()
-        except OSError as exc:
-            reason = "file not found" if isinstance(exc, FileNotFoundError) else exc.strerror
-            raise DatasetError(f"cannot read JSONL dataset {self.path}: {reason}") from None
-        raw = raw.removeprefix(b"\xef\xbb\xbf")
         samples: list[Sample] = []
         first_line: dict[str, int] = {}
-        for number, line in enumerate(raw.split(b"\n"), start=1):
+        for number, start, line in self._lines():
             if self.limit is not None and len(samples) >= self.limit:
                 break
             if not line.strip():
                 continue
             try:
-                sample = self._sample(line)
+                sample = self._sample(line, number, start)
                 if sample.id in first_line:
                     raise _BadRow(
                         f"duplicate id {sample.id!r} (first at line {first_line[sample.id]})"
@@ -89,7 +96,23 @@ class JsonlLoader(CachedLoader):
             samples.append(sample)
         return samples
 
-    def _sample(self, line: bytes) -> Sample:
+    def _lines(self) -> Iterator[tuple[int, int, bytes]]:
+        """Each line's 1-based number, byte offset in the file and bytes (a leading byte-order
+        mark left out), read one at a time."""
+        try:
+            with self.path.open("rb") as file:
+                start = 0
+                for number, line in enumerate(file, start=1):
+                    offset = start
+                    start += len(line)
+                    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                        line, offset = line[3:], offset + 3
+                    yield number, offset, line
+        except OSError as exc:
+            reason = "file not found" if isinstance(exc, FileNotFoundError) else exc.strerror
+            raise DatasetError(f"cannot read JSONL dataset {self.path}: {reason}") from None
+
+    def _sample(self, line: bytes, number: int, start: int) -> Sample:
         try:
             row = msgspec.json.decode(line)
         except msgspec.DecodeError as exc:
@@ -111,11 +134,12 @@ class JsonlLoader(CachedLoader):
         answer = _string(row, "answer", allow_empty=False)
         category = _string(row, "category")
         group = _string(row, "group")
-        image, path, meta = self._image(row["image"])
+        path, inline, meta = self._image(row["image"], line, number, start)
         return Sample(
             id=sample_id,
-            image=b"" if path else image,  # a file is read again when needed, not held
+            image=b"",  # named, read again when a trajectory needs it
             image_path=path,
+            image_inline=inline,
             question=question,
             answer=answer,
             category=category,
@@ -125,32 +149,33 @@ class JsonlLoader(CachedLoader):
             meta=meta,
         )
 
-    def _image(self, value: Any) -> tuple[bytes, str, dict[str, str]]:
-        """The image bytes (checked), its absolute path if it is a file (else ``""``), and the
-        meta that says where they came from."""
+    def _image(self, value: Any, line: bytes, number: int,
+               start: int) -> tuple[str, InlineImage | None, dict[str, str]]:
+        """Where the row's image is, checked: a file's absolute path (else ``""``) or the place
+        of its ``data:`` URI in the file (line ``number``, at byte ``start``), and the meta that
+        says where it came from."""
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
         if value.startswith("data:"):
-            header, comma, payload = value.partition(",")
-            if not comma or not header.endswith(";base64"):
-                raise _BadRow("'image' data: URI must be base64 ('data:<type>;base64,...')")
+            # The literal as spelled, so the bytes checked here are those read again later.
+            literal = bytes(msgspec.json.decode(line, type=_ImageLiteral).image)
             try:
-                image = base64.b64decode(payload, validate=True)
-            except (binascii.Error, ValueError):
-                raise _BadRow("'image' data: URI holds invalid base64") from None
-            if not image:
-                raise _BadRow("'image' is empty")
+                header, image = decode_data_uri(msgspec.json.decode(literal, type=str))
+            except InlineImageError as exc:
+                raise _BadRow(f"'image' {exc}") from None
             try:
                 check_image(image, name=header)
             except ImageLoadError as exc:
                 raise _BadRow(f"image {header!r}: {exc.reason}") from None
-            return image, "", {"image": header}
+            inline = InlineImage.spelled(os.path.abspath(self.path), number,
+                                         start + line.index(literal), literal)
+            return "", inline, {"image": header}
         try:
-            image, path = read_image_file(self.path.parent, value,
-                                          relative_to="the JSONL file's folder")
+            _, path = read_image_file(self.path.parent, value,
+                                      relative_to="the JSONL file's folder")
         except ImageFileError as exc:
             raise _BadRow(str(exc)) from None
-        return image, path, {"image": value}
+        return path, None, {"image": value}
 
 
 def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:
