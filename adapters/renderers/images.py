@@ -12,8 +12,9 @@ import contextlib
 import io
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -78,15 +79,19 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
     """Refuse early what :func:`load_image` would refuse, without decoding the pixels.
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
-    checksums (a truncated or corrupt PNG); a JPEG's segments are walked to its end-of-image
-    marker (see :func:`_jpeg_reaches_its_end`).
+    checksums (a truncated or corrupt PNG). A truncation is found from the file's structure:
+    a JPEG's segments are walked to its end-of-image marker, a GIF's blocks to the end of its
+    first image, and a TIFF's strips or tiles and a BMP's pixel rows must lie within the data.
+    A truncated WebP needs nothing here: Pillow parses the whole RIFF container when it opens
+    one, and refuses it then.
 
     Raises:
         ImageLoadError: as :func:`load_image`.
     """
     with _opened(source, name, max_pixels) as im:
-        if im.format == "JPEG" and not _jpeg_reaches_its_end(source):
-            raise ImageLoadError(name, "corrupt or truncated image (it ends inside a scan)")
+        where = _truncated_where(im, source)
+        if where:
+            raise ImageLoadError(name, f"corrupt or truncated image (it ends inside {where})")
         try:
             im.verify()
         except SyntaxError as exc:
@@ -94,6 +99,26 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
             # load_image uses such a file, and refusing it here would drop a usable row.
             if "checksum" not in str(exc):
                 raise
+
+
+def _truncated_where(im: Image.Image, data: bytes) -> str | None:
+    """Where an opened image's data clearly runs out before the decoder is done, if it does.
+
+    Each check answers None for anything that is not a clear truncation: the decoder is the
+    judge of the rest.
+    """
+    if im.format == "JPEG" and not _jpeg_reaches_its_end(data):
+        return "a scan"
+    if im.format == "GIF" and not _gif_reaches_its_end(data):
+        return "its first image"
+    if im.format == "TIFF":
+        if not _tiff_directory_is_whole(data, im.tag_v2.offset):  # type: ignore[attr-defined]
+            return "its first directory"
+        if not _tiff_reaches_its_end(im, len(data)):
+            return "its pixel data"
+    if im.format == "BMP" and not _bmp_reaches_its_end(im, data):
+        return "its pixel data"
+    return None
 
 
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})  # TEM and RSTn: markers with no length
@@ -143,6 +168,136 @@ def _jpeg_reaches_its_end(data: bytes) -> bool:
                 break
 
 
+def _gif_reaches_its_end(data: bytes) -> bool:
+    """Whether a GIF's blocks lead to the end of its first image before the data runs out.
+
+    Walks the colour tables and the extension blocks to the first image (skipping stray bytes
+    between blocks, as Pillow does), then its data sub-blocks (each says its length) to their
+    terminator. Only the first frame is decoded, so what follows it is not looked at, the
+    trailer included: Pillow decodes a GIF without one. Data that ends where a sub-block should
+    start counts as truncated, as where the coded pixels end cannot be told without decoding
+    them.
+    """
+    end = len(data)
+    if end <= 10:
+        return False
+    i: int | None = _after_gif_colour_table(data, flags_at=10, table_at=13)
+    while i is not None and i < end:
+        if data[i] == 0x21:  # extension: a label, then sub-blocks
+            i = _after_gif_sub_blocks(data, i + 2)
+        elif data[i] == 0x2C:  # image: descriptor, colour table, LZW code size, sub-blocks
+            if i + 10 > end:
+                return False
+            lzw_code_size_at = _after_gif_colour_table(data, flags_at=i + 9, table_at=i + 10)
+            return _after_gif_sub_blocks(data, lzw_code_size_at + 1) is not None
+        elif data[i] == 0x3B:
+            return True  # a trailer before any image: let the decoder say
+        else:
+            i += 1
+    return False
+
+
+def _after_gif_colour_table(data: bytes, *, flags_at: int, table_at: int) -> int:
+    """Where a GIF descriptor's colour table ends (where it would start, if it has none)."""
+    flags = data[flags_at]
+    return table_at + (3 << ((flags & 0x07) + 1) if flags & 0x80 else 0)
+
+
+def _after_gif_sub_blocks(data: bytes, i: int) -> int | None:
+    """Past the terminator of the sub-blocks starting at ``i``; None if the data ends first."""
+    while i < len(data):
+        if data[i] == 0:
+            return i + 1
+        i += 1 + data[i]
+    return None
+
+
+def _tiff_reaches_its_end(im: Image.Image, end: int) -> bool:
+    """Whether the first frame's strips or tiles lie within the data.
+
+    Compressed data goes to libtiff, which reads each strip or tile whole, as long as its byte
+    count says. Uncompressed data is read by Pillow only as far as the pixels need: a larger
+    byte count is harmless there, and an edge tile's last rows need not be padded out.
+    """
+    tags = im.tag_v2  # type: ignore[attr-defined]
+    codec = im.tile[0][0] if im.tile else None
+    if codec == "raw":
+        sample_bits = _tag_values(tags, 258) or (1,)
+        if len(sample_bits) == 1:
+            sample_bits *= (_tag_values(tags, 277) or (1,))[0]
+        bits = sample_bits[0] if tags.get(284) == 2 else sum(sample_bits)  # planar: one band
+        for _, (x0, y0, x1, y1), offset, args in im.tile:
+            row = -(-(x1 - x0) * bits // 8)
+            if y1 > y0 and offset + (y1 - y0 - 1) * (args[1] or row) + row > end:
+                return False
+        return True
+    offsets, counts = (273, 279) if 273 in tags else (324, 325)
+    return all(
+        offset + count <= end
+        for offset, count in zip(_tag_values(tags, offsets), _tag_values(tags, counts),
+                                 strict=False)
+    )
+
+
+_TIFF_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8,
+                    13: 4, 16: 8, 17: 8, 18: 8}
+"""Bytes per value of each TIFF field type; entries of other types are skipped, as Pillow does."""
+
+
+def _tiff_directory_is_whole(data: bytes, at: int | None) -> bool:
+    """Whether a TIFF directory's entries, and the values stored apart from them, are all there.
+
+    Pillow drops an entry whose value is cut off and decodes without it; libtiff refuses the
+    file. Either way a directory that runs past the end of the data is a clear truncation.
+    """
+    if at is None:
+        return True
+    order: Literal["little", "big"] = "little" if data[:2] == b"II" else "big"
+    big = int.from_bytes(data[2:4], order) == 43  # BigTIFF: 8-byte counts and offsets
+    field = 8 if big else 4
+    count_size, entry_size = (8, 20) if big else (2, 12)
+    first = at + count_size
+    if first > len(data):
+        return False
+    entries = int.from_bytes(data[at:first], order)
+    if first + entries * entry_size > len(data):
+        return False
+    for entry in range(first, first + entries * entry_size, entry_size):
+        kind = int.from_bytes(data[entry + 2:entry + 4], order)
+        count = int.from_bytes(data[entry + 4:entry + 4 + field], order)
+        size = count * _TIFF_TYPE_SIZES.get(kind, 0)
+        value_at = int.from_bytes(data[entry + 4 + field:entry + 4 + 2 * field], order)
+        if size > field and value_at + size > len(data):
+            return False
+    return True
+
+
+def _tag_values(tags: Mapping[int, object], tag: int) -> tuple[int, ...]:
+    """A TIFF tag's integer values; none if it is missing or holds anything else."""
+    value = tags.get(tag)
+    values = value if isinstance(value, tuple) else (value,)
+    return values if all(isinstance(v, int) for v in values) else ()  # type: ignore[return-value]
+
+
+def _bmp_reaches_its_end(im: Image.Image, data: bytes) -> bool:
+    """Whether a BMP's pixel rows lie within the data.
+
+    The decoder needs neither the padding after the last row nor the file-size field, so
+    neither is looked at. Run-length coded rows cannot be measured without decoding them:
+    there only pixel data that starts past the end counts.
+    """
+    if len(im.tile) != 1:
+        return True
+    codec, _, offset, args = im.tile[0]
+    if codec != "raw":
+        return offset < len(data)
+    core_header = int.from_bytes(data[14:18], "little") == 12  # OS/2 1.x: 16-bit fields
+    bits = int.from_bytes(data[24:26] if core_header else data[28:30], "little")
+    width, height = im.size
+    row = -(-width * bits // 8)
+    return height == 0 or offset + (height - 1) * args[1] + row <= len(data)
+
+
 @contextlib.contextmanager
 def _opened(source: bytes | str | os.PathLike[str], name: str | None,
             max_pixels: int) -> Iterator[Image.Image]:
@@ -173,9 +328,10 @@ def _opened(source: bytes | str | os.PathLike[str], name: str | None,
         raise ImageLoadError(label, f"refused as a decompression bomb ({exc})") from None
     except UnidentifiedImageError:
         raise ImageLoadError(label, "not a recognised image format") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+    except (OSError, SyntaxError, ValueError, EOFError, UserWarning) as exc:
         # Pillow reports truncated and corrupt data as OSError ("image file is truncated"),
-        # SyntaxError (bad headers) or ValueError/EOFError depending on the codec.
+        # SyntaxError (bad headers) or ValueError/EOFError depending on the codec; and warns
+        # about some (a TIFF directory cut short), which a strict warning filter raises.
         raise ImageLoadError(label, f"corrupt or truncated image ({exc})") from None
 
 

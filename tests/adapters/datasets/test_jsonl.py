@@ -122,6 +122,29 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(folder: Path) -> 
     assert "group" in reasons[13]
 
 
+def test_truncated_webp_and_gif_images_are_skipped_rows_naming_them(folder: Path) -> None:
+    noise = Image.frombytes("RGB", (48, 32), os.urandom(48 * 32 * 3))
+    webp, gif = io.BytesIO(), io.BytesIO()
+    noise.save(webp, format="WEBP", lossless=True)
+    noise.quantize(64).save(gif, format="GIF")
+    (folder / "img" / "cut.webp").write_bytes(webp.getvalue()[: len(webp.getvalue()) // 2])
+    (folder / "img" / "cut.gif").write_bytes(gif.getvalue()[:-100])  # inside the pixel data
+    (folder / "img" / "whole.gif").write_bytes(gif.getvalue())
+    lines = [
+        row("webp", image="img/cut.webp"),  # 1
+        row("gif", image="img/cut.gif"),  # 2
+        row("whole", image="img/whole.gif"),  # 3
+    ]
+    path = write_lines(folder / "set.jsonl", lines)
+    loader = JsonlLoader(path)
+    assert [s.id for s in loader.samples()] == ["whole"]
+    reasons = {r.line: r.reason for r in loader.skipped}
+    assert {r.source for r in loader.skipped} == {str(path)}
+    assert set(reasons) == {1, 2}
+    assert "cut.webp" in reasons[1] and "corrupt or truncated" in reasons[1]
+    assert "cut.gif" in reasons[2] and "corrupt or truncated" in reasons[2]
+
+
 def test_limit_stops_reading(folder: Path) -> None:
     path = write_lines(folder / "set.jsonl", [row("a"), row("b"), "not json"])
     loader = JsonlLoader(path, limit=2)

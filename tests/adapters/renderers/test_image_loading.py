@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import itertools
+import re
 import struct
 import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from adapters.renderers import CanvasState, ImageLoadError, encode_png, image_hash, load_image
+from adapters.renderers.images import check_image
 
 
 def _encode(im: Image.Image, fmt: str = "PNG", **kw) -> bytes:
@@ -177,3 +183,145 @@ def test_check_image_finds_a_truncated_jpeg_without_decoding_it(progressive) -> 
             load_image(cut)  # what decoding says…
         with pytest.raises(ImageLoadError, match=r"cut\.jpg.*truncated"):
             check_image(cut, name="cut.jpg")  # …the early check says too
+
+
+def _tiff_directory_first(
+    grey: np.ndarray, *, rows_per_strip: int = 0, tile: int = 0, deflate: bool = True,
+    padded_count: int = 0,
+) -> bytes:
+    """A grey TIFF laid out directory first, as many writers do (Pillow, compressing, does not).
+
+    ``padded_count`` is added to the last strip's byte count, as some writers do.
+    """
+    height, width = grey.shape
+    if tile:
+        padded = np.zeros((-(-height // tile) * tile, -(-width // tile) * tile), np.uint8)
+        padded[:height, :width] = grey
+        blocks = [padded[y:y + tile, x:x + tile]
+                  for y in range(0, height, tile) for x in range(0, width, tile)]
+        layout, where, sizes = [(322, tile), (323, tile)], 324, 325
+    else:
+        blocks = [grey[y:y + rows_per_strip] for y in range(0, height, rows_per_strip)]
+        layout, where, sizes = [(278, rows_per_strip)], 273, 279
+    chunks = [np.ascontiguousarray(block).tobytes() for block in blocks]
+    if deflate:
+        chunks = [zlib.compress(chunk) for chunk in chunks]
+    fields = sorted([(256, width), (257, height), (258, 8), (259, 8 if deflate else 1), (262, 1),
+                     *layout, (where, 0), (sizes, 0)])
+    arrays_at = 8 + 2 + 12 * len(fields) + 4
+    data_at = arrays_at + 8 * len(chunks)
+    offsets = list(itertools.accumulate([len(c) for c in chunks[:-1]], initial=data_at))
+    counts = [len(c) for c in chunks[:-1]] + [len(chunks[-1]) + padded_count]
+    directory = struct.pack("<H", len(fields))
+    for tag, value in fields:
+        if tag in (where, sizes):  # several strips or tiles: the values are stored apart
+            at = arrays_at + (4 * len(chunks) if tag == sizes else 0)
+            directory += struct.pack("<HHII", tag, 4, len(chunks), at)
+        else:
+            directory += struct.pack("<HHII", tag, 4, 1, value)
+    return (b"II*\0" + struct.pack("<I", 8) + directory + b"\0\0\0\0"
+            + struct.pack(f"<{2 * len(chunks)}I", *offsets, *counts) + b"".join(chunks))
+
+
+def _whole_files() -> dict[str, bytes]:
+    rgb = Image.fromarray(np.random.default_rng(0).integers(0, 256, (30, 40, 3), dtype=np.uint8))
+    grey = np.random.default_rng(1).integers(0, 256, (30, 41), dtype=np.uint8)
+    return {
+        "lossless.webp": _encode(rgb, "WEBP", lossless=True),
+        "lossy.webp": _encode(rgb, "WEBP", quality=80),
+        "noise.gif": _encode(rgb.quantize(64), "GIF"),
+        "interlaced.gif": _encode(Image.fromarray(grey), "GIF", interlace=True),
+        "raw.tiff": _encode(rgb, "TIFF"),
+        "deflate.tiff": _encode(rgb, "TIFF", compression="tiff_deflate"),
+        "lzw.tiff": _encode(rgb, "TIFF", compression="tiff_lzw"),
+        "strips.tiff": _tiff_directory_first(grey, rows_per_strip=7),
+        "tiles.tiff": _tiff_directory_first(grey, tile=16),
+        "raw-strips.tiff": _tiff_directory_first(grey, rows_per_strip=7, deflate=False),
+        "rgb.bmp": _encode(rgb, "BMP"),
+        "palette.bmp": _encode(rgb.quantize(64), "BMP"),
+        "bits.bmp": _encode(rgb.convert("1").crop((0, 0, 32, 30)), "BMP"),  # rows unpadded
+    }
+
+
+_WHOLE = _whole_files()
+
+
+@pytest.mark.parametrize("name", sorted(_WHOLE))
+def test_check_image_finds_a_truncation_from_the_structure(name: str) -> None:
+    whole = _WHOLE[name]
+    check_image(whole, name=name)
+    load_image(whole)
+    # Inside the header or directory, a third and two thirds into the pixel data, and 3 bytes
+    # short (one short is decodable for a GIF without its trailer: see the test below).
+    for cut in (20, len(whole) // 3, len(whole) * 2 // 3, len(whole) - 3):
+        with pytest.raises(ImageLoadError, match=r"truncated|not a recognised"):
+            load_image(whole[:cut])  # what decoding says…
+        named = rf"^{re.escape(name)}: .*(truncated|not a recognised)"
+        with pytest.raises(ImageLoadError, match=named):
+            check_image(whole[:cut], name=name)  # …the early check says too, by name
+
+
+def test_what_the_decoder_does_not_need_is_not_required() -> None:
+    gif = _WHOLE["noise.gif"]
+    assert gif.endswith(b"\x00\x3b")
+    rng = np.random.default_rng(2)
+    rgb = Image.fromarray(rng.integers(0, 256, (30, 41, 3), dtype=np.uint8))
+    padded_bmp = _encode(rgb, "BMP")  # 41 × 3 bytes a row, padded to 124
+    frames = [Image.fromarray(rng.integers(0, 256, (30, 41, 3), dtype=np.uint8)).quantize(64)
+              for _ in range(3)]
+    animation = _encode(frames[0], "GIF", save_all=True, append_images=frames[1:])
+    pages = _encode(rgb, "TIFF", save_all=True, append_images=[rgb, rgb])
+    grey = rng.integers(0, 256, (30, 41), dtype=np.uint8)
+    decodable = {  # three equal frames or pages: a cut two thirds in spares the first
+        "no-trailer.gif": gif[:-1],  # Pillow decodes a GIF without its trailer
+        "later-frame-cut.gif": animation[: len(animation) * 2 // 3],  # only frame 0 is decoded
+        "later-page-cut.tiff": pages[: len(pages) * 2 // 3],
+        "no-padding.bmp": padded_bmp[:-1],  # nor is the padding after the last row needed
+        # Uncompressed strips are read as far as the pixels need, whatever the byte count says.
+        "long-count.tiff": _tiff_directory_first(grey, rows_per_strip=7, deflate=False,
+                                                 padded_count=100),
+        "trailing-bytes.webp": _WHOLE["lossy.webp"] + b"appended",
+    }
+    for name, data in decodable.items():
+        load_image(data)
+        check_image(data, name=name)
+    # libtiff reads a compressed strip as long as its byte count says: there it is a truncation.
+    long_deflate = _tiff_directory_first(grey, rows_per_strip=7, padded_count=100)
+    with pytest.raises(ImageLoadError, match="corrupt or truncated"):
+        load_image(long_deflate)
+    with pytest.raises(ImageLoadError, match=r"long\.tiff: .*ends inside its pixel data"):
+        check_image(long_deflate, name="long.tiff")
+
+
+@st.composite
+def _prefixes(draw: st.DrawFn) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(sorted(_WHOLE)))
+    whole = _WHOLE[name]
+    return name, whole[: draw(st.integers(0, len(whole) - 1))]
+
+
+@settings(max_examples=600, deadline=None)
+@given(_prefixes())
+def test_check_image_lets_through_no_prefix_that_loading_refuses(prefix: tuple[str, bytes]) -> None:
+    name, data = prefix
+    try:
+        load_image(data)
+    except ImageLoadError:
+        with pytest.raises(ImageLoadError, match=rf"^{re.escape(name)}: "):
+            check_image(data, name=name)
+
+
+@st.composite
+def _damaged(draw: st.DrawFn) -> bytes:
+    data = bytearray(_WHOLE[draw(st.sampled_from(sorted(_WHOLE)))])
+    for at, value in draw(st.lists(st.tuples(st.integers(0, 199), st.integers(0, 255)),
+                                   min_size=1, max_size=4)):
+        data[at % len(data)] = value
+    return bytes(data[: draw(st.integers(0, len(data)))])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_damaged())
+def test_check_image_on_damaged_headers_raises_nothing_but_its_own_error(data: bytes) -> None:
+    with contextlib.suppress(ImageLoadError):
+        check_image(data, name="damaged")
