@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import struct
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -244,11 +245,26 @@ _TIFF_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8,
 """Bytes per value of each TIFF field type; entries of other types are skipped, as Pillow does."""
 
 
-def _tiff_directory_is_whole(data: bytes, at: int | None) -> bool:
-    """Whether a TIFF directory's entries, and the values stored apart from them, are all there.
+_TIFF_DECODER_TAGS = frozenset({
+    258,  # BitsPerSample
+    273, 279,  # StripOffsets, StripByteCounts
+    320,  # ColorMap
+    324, 325,  # TileOffsets, TileByteCounts
+    338, 339,  # ExtraSamples, SampleFormat
+    347,  # JPEGTables
+    530,  # YCbCrSubSampling
+})
+"""The directory entries a decoder needs to find and lay out the pixels."""
 
-    Pillow drops an entry whose value is cut off and decodes without it; libtiff refuses the
-    file. Either way a directory that runs past the end of the data is a clear truncation.
+
+def _tiff_directory_is_whole(data: bytes, at: int | None) -> bool:
+    """Whether a TIFF directory's entries, and the values of those the decoder needs (where
+    the pixels are, how they are laid out) stored apart from them, are all there.
+
+    A directory whose entries run past the end of the data is a clear truncation: Pillow warns
+    and goes on with the entries it got, and the decoder fails later. A value the decoder does
+    not need (a Software or XMP string) cut off is not: Pillow drops that entry and decodes the
+    pixels exactly, so such a file is accepted.
     """
     if at is None:
         return True
@@ -267,7 +283,8 @@ def _tiff_directory_is_whole(data: bytes, at: int | None) -> bool:
         count = int.from_bytes(data[entry + 4:entry + 4 + field], order)
         size = count * _TIFF_TYPE_SIZES.get(kind, 0)
         value_at = int.from_bytes(data[entry + 4 + field:entry + 4 + 2 * field], order)
-        if size > field and value_at + size > len(data):
+        tag = int.from_bytes(data[entry:entry + 2], order)
+        if tag in _TIFF_DECODER_TAGS and size > field and value_at + size > len(data):
             return False
     return True
 
@@ -333,6 +350,10 @@ def _opened(source: bytes | str | os.PathLike[str], name: str | None,
         # SyntaxError (bad headers) or ValueError/EOFError depending on the codec; and warns
         # about some (a TIFF directory cut short), which a strict warning filter raises.
         raise ImageLoadError(label, f"corrupt or truncated image ({exc})") from None
+    except (TypeError, IndexError, KeyError, ZeroDivisionError, struct.error) as exc:
+        # A field of an unexpected type or size (a TIFF's strip offsets stored as text) trips
+        # the plugins' own arithmetic: still this input's fault, so still named.
+        raise ImageLoadError(label, f"corrupt image ({type(exc).__name__}: {exc})") from None
 
 
 def _over_white(im: Image.Image) -> Image.Image:

@@ -293,6 +293,43 @@ def test_what_the_decoder_does_not_need_is_not_required() -> None:
         check_image(long_deflate, name="long.tiff")
 
 
+def _retyped_tiff_entry(data: bytes, tag: int, *, kind: int | None = None,
+                        value_at: int | None = None) -> bytes:
+    """``data`` (a little-endian TIFF) with one directory entry's type or value offset changed."""
+    out = bytearray(data)
+    first = struct.unpack("<I", out[4:8])[0]
+    for k in range(struct.unpack("<H", out[first:first + 2])[0]):
+        entry = first + 2 + 12 * k
+        if struct.unpack("<H", out[entry:entry + 2])[0] == tag:
+            if kind is not None:
+                out[entry + 2:entry + 4] = struct.pack("<H", kind)
+            if value_at is not None:
+                out[entry + 8:entry + 12] = struct.pack("<I", value_at)
+            return bytes(out)
+    raise AssertionError(f"no tag {tag}")
+
+
+# Pillow warns that the tag's value is cut off; a run ignores its warnings (images.py), this
+# suite makes every warning an error, so here they are ignored as in a run.
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("compression", ["raw", "tiff_deflate", "tiff_lzw"])
+def test_a_tiff_whose_unneeded_tag_points_past_the_end_is_accepted(compression: str) -> None:
+    rgb = Image.fromarray(np.random.default_rng(3).integers(0, 256, (20, 30, 3), dtype=np.uint8))
+    whole = _encode(rgb, "TIFF", compression=compression, tiffinfo={305: "x" * 40})
+    data = _retyped_tiff_entry(whole, 305, value_at=len(whole) + 1000)  # Software: cut off
+    assert np.array_equal(np.asarray(load_image(data)), np.asarray(rgb))
+    check_image(data, name="software.tiff")
+
+
+def test_a_tiff_field_of_the_wrong_type_is_refused_by_name() -> None:
+    rgb = Image.fromarray(np.random.default_rng(4).integers(0, 256, (23, 37, 3), dtype=np.uint8))
+    data = _retyped_tiff_entry(_encode(rgb, "TIFF"), 273, kind=2)  # strip offsets as text
+    with pytest.raises(ImageLoadError, match=r"^text\.tiff: corrupt"):
+        check_image(data, name="text.tiff")
+    with pytest.raises(ImageLoadError, match=r"^text\.tiff: corrupt"):
+        load_image(data, name="text.tiff")
+
+
 @st.composite
 def _prefixes(draw: st.DrawFn) -> tuple[str, bytes]:
     name = draw(st.sampled_from(sorted(_WHOLE)))
