@@ -179,11 +179,15 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
                "shape": config.shape, "image_history": config.image_history,
                "render_base": config.render_base, "token_budget": config.token_budget}
     for field, value in now_run.items():
-        if field in header.config and header.config[field] != value:
+        # A header from before budgets existed had none: a budget is compared all the same.
+        if field not in header.config and field != "token_budget":
+            continue
+        was = header.config.get(field)
+        if was != value:
             raise ConfigError(
-                f"run {run_id} in this store was started with {field} "
-                f"{header.config[field]!r}, not {value!r}; resuming would mix the two in one "
-                "run. Keep it, or start a separate run with another --run-name")
+                f"run {run_id} in this store was started with {field} {was!r}, not "
+                f"{value!r}; resuming would mix the two in one run. Keep it, or start a "
+                "separate run with another --run-name")
     before = {m.get("spec"): m for m in header.config.get("models", [])}
     for model in config.models:
         old = before.get(model.spec)

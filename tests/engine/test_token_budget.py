@@ -18,7 +18,8 @@ from adapters.models.base import ModelCallError, ModelReply, ModelRequest, TextP
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
 from engine.runner import run_identity, run_jobs
-from store import MemoryStore, Step, TrajectoryFinished
+from store import MemoryStore, RunStarted, Step, TrajectoryFinished
+from store.events import run_stream
 
 SPEC = "scripted:budget"
 PER_CALL = 120
@@ -106,3 +107,21 @@ def test_the_budget_is_part_of_the_run_only_when_set() -> None:
 def test_a_budget_out_of_range_is_named(budget: int) -> None:
     with pytest.raises(ConfigError, match="--token-budget"):
         _config(token_budget=budget)
+
+
+async def test_a_named_run_from_before_budgets_is_not_resumed_with_one() -> None:
+    # A run named with --run-name keeps its id whatever its options; its header, written before
+    # budgets existed, says nothing of one: that means none, so a budget now would mix the two.
+    config = _config(run_name="exp1", token_budget=None)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    run_id = run_id_for(run_identity(config))
+    old_header = {"seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
+                  "image_history": config.image_history, "render_base": config.render_base}
+    store = MemoryStore()
+    await store.append([RunStarted(traj=run_stream(run_id), pos=0, at=0.0, run_id=run_id,
+                                   config=old_header)])
+    budgeted = msgspec.structs.replace(config, token_budget=300)
+    with pytest.raises(ConfigError, match="token_budget None, not 300"):
+        await run_jobs(budgeted, store, samples, adapters={SPEC: FixedUsage()})
+    result = await run_jobs(config, store, samples, adapters={SPEC: FixedUsage()})
+    assert [o.status for o in result.outcomes] == ["max_steps", "max_steps"]  # 10 steps each
