@@ -6,7 +6,7 @@ import hashlib
 
 import msgspec
 
-__all__ = ["run_id_for", "trajectory_id"]
+__all__ = ["recorded_text", "run_id_for", "trajectory_id"]
 
 _encoder = msgspec.json.Encoder(order="sorted")
 
@@ -14,6 +14,12 @@ _encoder = msgspec.json.Encoder(order="sorted")
 def run_id_for(identity: dict) -> str:
     """16 hex digits of the hash of what makes two runs the same run."""
     return hashlib.sha256(_encoder.encode(identity)).hexdigest()[:16]
+
+
+def recorded_text(text: str) -> str:
+    """``text`` as it is recorded (in ids, in the log): a path the OS gave in bytes that are not
+    UTF-8 (a Latin-1 folder name) has them spelled ``\\xNN``; any other text is unchanged."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def trajectory_id(run_id: str, model: str, sample_id: str, setting: str, epoch: int) -> str:

@@ -58,7 +58,9 @@ def exclusive_run(store_dir: str | os.PathLike[str]) -> Iterator[None]:
         # Who holds it, for the message above (advisory: the lock is the flock, not this text).
         os.ftruncate(fd, 0)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-        os.pwrite(fd, f"pid {os.getpid()}, started {stamp}: {' '.join(sys.argv)}\n".encode(), 0)
+        # surrogateescape: an argument (a path) need not be valid UTF-8; its bytes go back as given.
+        os.pwrite(fd, f"pid {os.getpid()}, started {stamp}: {' '.join(sys.argv)}\n".encode(
+            "utf-8", "surrogateescape"), 0)
         yield
     finally:
         os.close(fd)  # releases the lock

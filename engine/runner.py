@@ -26,7 +26,7 @@ from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
 from engine.driver import Outcome, PendingWrites, Runtime, TrajectoryJob, drive_trajectory
-from engine.ids import run_id_for, trajectory_id
+from engine.ids import recorded_text, run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
@@ -82,7 +82,8 @@ def run_identity(config: RunConfig) -> dict:
     if config.run_name:
         return {"name": config.run_name}
     return {
-        "dataset": config.dataset, "seed": config.seed, "max_steps": config.max_steps,
+        "dataset": recorded_text(config.dataset), "seed": config.seed,
+        "max_steps": config.max_steps,
         "shape": config.shape, "image_history": config.image_history,
         "render_base": config.render_base, "prompts": PROMPTS_VERSION,
         "max_tokens": config.max_tokens, "temperature": config.temperature,
@@ -144,7 +145,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     else:
         header = {
             "models": [msgspec.to_builtins(m) for m in config.models],
-            "settings": list(config.settings), "dataset": config.dataset,
+            "settings": list(config.settings), "dataset": recorded_text(config.dataset),
             "prompts": prompt_hashes(), "prompts_version": PROMPTS_VERSION,
             "renderer": RENDERER_VERSION, "render_base": config.render_base,
             "conventions": {m.spec: m.convention for m in config.models},

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import os
+import struct
 from collections import OrderedDict
 from concurrent.futures import Executor
 
-import msgspec
 from PIL import Image
 
 from adapters.datasets.base import InlineImage, InlineImageError
@@ -64,13 +65,18 @@ def _load_original(source: bytes | str | InlineImage, name: str) -> Image.Image:
     return load_image(source, name=name)
 
 
+_PLACE = struct.Struct(">QQ")
+
+
 def _source_key(source: bytes | str | InlineImage) -> bytes:
     """What identifies an original: held bytes by their hash, a file by its path, an inline
     image by its place (file, line, offset) — never by its file alone, which holds many."""
+    # os.fsencode: a path need not be valid UTF-8 (a folder named in Latin-1, say).
     if isinstance(source, InlineImage):
-        return b"inline:" + msgspec.msgpack.encode(source)
+        place = _PLACE.pack(source.offset, source.length) + source.digest
+        return b"inline:" + place + os.fsencode(source.path)
     if isinstance(source, str):
-        return b"path:" + source.encode()
+        return b"path:" + os.fsencode(source)
     return hashlib.sha256(source).digest()
 
 

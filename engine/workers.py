@@ -23,6 +23,7 @@ import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import queue as queue_module
 import signal
 import sys
@@ -120,7 +121,8 @@ def run_in_workers(
         processes = []
         for i in range(workers):
             shard = Path(scratch) / f"samples-{i}.msgpack"
-            shard.write_bytes(msgspec.msgpack.encode(samples[i::workers]))
+            # Pickled, not msgpack'd: a path need not be valid UTF-8, which msgpack requires.
+            shard.write_bytes(pickle.dumps(samples[i::workers], protocol=pickle.HIGHEST_PROTOCOL))
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid())))
@@ -251,7 +253,7 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
 
     log = configure_logging(log_path_for(config.store))
     try:
-        samples = msgspec.msgpack.decode(Path(shard).read_bytes(), type=list[Sample])
+        samples: list[Sample] = pickle.loads(Path(shard).read_bytes())  # our own file
         with tuned_gc(), open_run_store(config.store) as store:
             try:
                 calls = asyncio.run(_run_share(config, store, samples, messages, parent))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,18 @@ async def test_an_inline_image_changed_since_loading_is_named_when_its_trajector
         assert f"sample s{line - 1} (inline image at line {line} of {inline}" in error
         assert "shorter" in error
     assert sum(o.status == "answered" for o in outcomes.values()) == 2
+
+
+def test_a_dataset_in_a_folder_whose_name_is_not_utf8_runs(tmp_path) -> None:
+    # A Latin-1 folder name: a path is bytes to the OS, and nothing on the way (the originals'
+    # cache keys, the samples sent to worker processes) may require it to be UTF-8.
+    folder = tmp_path / os.fsdecode(b"caf\xe9")
+    folder.mkdir()
+    originals = _images()
+    files, inline = _datasets(folder, originals)
+    _run(files, tmp_path / "files.lmdb")
+    _run(inline, tmp_path / "workers.lmdb", "--workers", "2")
+    expected = _by_sample(tmp_path / "files.lmdb")
+    assert {v[0] for k, v in expected.items() if k[2] == "end"} == {"answered"}
+    assert expected[("s0", "vaot", "original")] == image_hash(load_image(originals[0])).hex()
+    assert _by_sample(tmp_path / "workers.lmdb") == expected
