@@ -46,7 +46,7 @@ from adapters.renderers.images import load_image
 from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
 from engine.gc_tuning import tuned_gc
-from engine.runner import open_run_store, run_jobs
+from engine.runner import RunResult, make_adapters, open_run_store, run_jobs
 from engine.workers import run_in_workers
 from store.actions import Zoom
 from store.events import Step, TrajectoryFinished
@@ -144,6 +144,9 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
             concurrency=args.in_flight, max_steps=args.steps + 1, seed=1, workers=args.workers,
         )
         store = open_run_store(config.store)
+        # Made before the clock starts, as `vaot run` makes them before its run (importing the
+        # HTTP client is a process's start-up, not the run's; the floor imports it early too).
+        adapters = make_adapters(config) if args.workers == 1 else None
         threads = ThreadCpu()
         threads.__enter__()
         before = dict(threads.by_name())
@@ -153,7 +156,7 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
         if args.workers > 1:
             result = run_in_workers(config, store, samples)
         else:
-            result = asyncio.run(run_jobs(config, store, samples))
+            result = asyncio.run(run_and_close(config, store, samples, adapters))
         wall = time.time() - start
         cpu = engine_cpu() - cpu0  # this process and the workers it has joined
         threads.__exit__()
@@ -177,6 +180,14 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
             "server_cpu": server_cpu, "calls": len(replies), "rendered": rendered,
             "threads": per_thread if args.workers == 1 else None, "failed": failed,
             **rates(replies, finished, start, args.in_flight)}
+
+
+async def run_and_close(config: RunConfig, store, samples: list[Sample], adapters) -> RunResult:
+    try:
+        return await run_jobs(config, store, samples, adapters=adapters)
+    finally:
+        for adapter in adapters.values():
+            await adapter.aclose()
 
 
 def rates(replies: list[float], finished: list[float], start: float, in_flight: int) -> dict:
