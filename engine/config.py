@@ -28,6 +28,11 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     dialect: str = "vaot"
     convention: str = "xyxy"
     """Order of box coordinates the model writes: ``xyxy`` (default) or ``yxyx``."""
+    max_tokens_field: str | None = None
+    """OpenAI only: ``max_tokens`` or ``max_completion_tokens`` (default: the latter on OpenAI's
+    API, the former on other servers)."""
+    detail: str | None = None
+    """OpenAI only: the image detail the API is asked for (``low``, ``high``, ``auto``)."""
     max_concurrency: int | None = None
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
@@ -164,6 +169,11 @@ def _validate_model(model: ModelConfig) -> None:
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ConfigError(f"{where}: base URL {model.base_url!r} is not an http(s) URL "
                               "with a host, like http://127.0.0.1:8000/v1")
+    if model.max_tokens_field not in (None, "max_tokens", "max_completion_tokens"):
+        raise ConfigError(f"{where}: max_tokens_field {model.max_tokens_field!r} is not "
+                          "'max_tokens' or 'max_completion_tokens'")
+    if model.detail not in (None, "low", "high", "auto"):
+        raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'")
     if model.max_concurrency is not None and model.max_concurrency < 1:
         raise ConfigError(f"{where}: max_concurrency must be at least 1, "
                           f"got {model.max_concurrency}")

@@ -108,7 +108,9 @@ def make_adapters(config: RunConfig) -> dict[str, ModelAdapter]:
     adapters = {}
     for model in config.models:
         options = AdapterOptions(base_url=model.base_url, api_key_env=model.api_key_env,
-                                 timeout_s=config.call_timeout_s, extra=dict(model.extra))
+                                 timeout_s=config.call_timeout_s, extra=dict(model.extra),
+                                 max_tokens_field=model.max_tokens_field,  # type: ignore[arg-type]
+                                 detail=model.detail)
         adapters[model.spec] = create_adapter(model.spec, options)
     return adapters
 
@@ -162,7 +164,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
 
 # What a model's replies are read with (or asked with): changing one of these between two
 # invocations of a run would mix two experiments under one run id.
-_MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra")
+_MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra", "detail")
 
 
 def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:

@@ -93,7 +93,10 @@ class AdapterOptions(msgspec.Struct, frozen=True):
     timeout_s: float = 120.0
     detail: str | None = None
     """OpenAI image detail: low | high | auto."""
-    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
+    """OpenAI's name for the output-token cap. By default ``max_completion_tokens`` on OpenAI's
+    own API (its newer models refuse ``max_tokens``) and ``max_tokens`` on other servers (what
+    every OpenAI-compatible server reads)."""
     api_version: str | None = None
     extra_headers: dict[str, str] = {}
     extra: dict[str, Any] = {}

@@ -35,6 +35,9 @@ _FINISH = {
 }
 
 
+_TOKEN_FIELDS = frozenset({"max_tokens", "max_completion_tokens"})
+
+
 def _text_of(message: Message) -> str:
     return "".join(p.text for p in message.content if isinstance(p, TextPart))
 
@@ -46,6 +49,12 @@ class OpenAIAdapter(HttpAdapter):
     default_base_url = DEFAULT_BASE_URL
     default_key_env = DEFAULT_KEY_ENV
     path = "/chat/completions"
+
+    def __init__(self, model: str, options: AdapterOptions) -> None:
+        super().__init__(model, options)
+        hosted = (options.base_url or DEFAULT_BASE_URL).rstrip("/") == DEFAULT_BASE_URL
+        self._max_tokens_field = options.max_tokens_field or (
+            "max_completion_tokens" if hosted else "max_tokens")
 
     def _read_key(self, base_url: str, key_env: str) -> str | None:
         # The hosted API always needs a key. Another base_url gets one only when api_key_env names
@@ -82,8 +91,10 @@ class OpenAIAdapter(HttpAdapter):
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [self._message(m) for m in request.messages],
-            self.options.max_tokens_field: request.max_tokens,
         }
+        # Only one of the two names: OpenAI refuses a request with both.
+        if not _TOKEN_FIELDS & (self.options.extra.keys() | request.extra.keys()):
+            body[self._max_tokens_field] = request.max_tokens
         body.update(
             sampling_fields(
                 request,

@@ -50,7 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with any of the options below "
                    "(flags override it); [[models]] tables may set base_url, api_key_env, "
-                   "dialect, convention, max_concurrency, requests_per_minute, tokens_per_minute")
+                   "dialect, convention, max_concurrency, requests_per_minute, tokens_per_minute, "
+                   "extra (fields added to each request), and for OpenAI detail and "
+                   "max_tokens_field")
     p.add_argument("--model", action="append", metavar="SPEC", dest="models",
                    help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
                    "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL "

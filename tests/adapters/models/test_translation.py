@@ -42,6 +42,24 @@ async def test_openai_max_completion_tokens_field(serve) -> None:
     assert body["max_completion_tokens"] == 99 and "max_tokens" not in body
 
 
+def test_openai_names_the_token_cap_as_the_server_reads_it(monkeypatch) -> None:
+    # OpenAI's newer models refuse max_tokens ("use max_completion_tokens instead"); every
+    # compatible server (vLLM, SGLang, Ollama) reads max_tokens. Only one is ever sent.
+    from adapters.models.base import AdapterOptions
+    from adapters.models.openai import create
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-field")
+    hosted = create("gpt-5", AdapterOptions()).build_body(vaot_request(max_tokens=77))
+    assert hosted["max_completion_tokens"] == 77 and "max_tokens" not in hosted
+    local = create("qwen", AdapterOptions(base_url="http://127.0.0.1:8000/v1"))
+    body = local.build_body(vaot_request(max_tokens=77))
+    assert body["max_tokens"] == 77 and "max_completion_tokens" not in body
+    chosen = create("qwen", AdapterOptions(base_url="http://127.0.0.1:8000/v1",
+                                           extra={"max_completion_tokens": 500}))
+    body = chosen.build_body(vaot_request(max_tokens=77))
+    assert body["max_completion_tokens"] == 500 and "max_tokens" not in body
+
+
 async def test_openai_reply_with_logprobs_and_usage(serve) -> None:
     server, adapter = await serve("openai", replies=["Final Answer: B"])
     reply = await adapter.generate(vaot_request(logprobs=True, top_logprobs=3))

@@ -1,0 +1,25 @@
+"""Per-model options a [[models]] table may set reach the adapter, and bad values are named."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.config import ConfigError, ModelConfig, RunConfig
+from engine.runner import make_adapters
+
+
+def test_openai_detail_and_token_field_reach_the_adapter() -> None:
+    config = RunConfig(models=(ModelConfig("openai:qwen", base_url="http://127.0.0.1:9/v1",
+                                           detail="low",
+                                           max_tokens_field="max_completion_tokens"),))
+    adapter = make_adapters(config.validate())["openai:qwen"]
+    assert (adapter.options.detail, adapter.options.max_tokens_field) == (
+        "low", "max_completion_tokens")
+
+
+@pytest.mark.parametrize(("field", "value"), [("detail", "medium"),
+                                              ("max_tokens_field", "max_output_tokens")])
+def test_a_bad_openai_option_is_named(field: str, value: str) -> None:
+    model = ModelConfig("openai:qwen", base_url="http://127.0.0.1:9/v1", **{field: value})
+    with pytest.raises(ConfigError, match=f"model openai:qwen: {field} '{value}'"):
+        RunConfig(models=(model,)).validate()
