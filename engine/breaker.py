@@ -1,7 +1,7 @@
 """Stopping a run whose model cannot be used at all, instead of failing every trajectory.
 
-A wrong port, a rejected key or a misspelt model name makes every call to that model fail the
-same way. Left alone, a run would spend each trajectory's retries and then record it as failed:
+A wrong port, a rejected key, a misspelt model name, an account out of credit or a request
+parameter the model refuses makes every call to that model fail the same way. Left alone, a run would spend each trajectory's retries and then record it as failed:
 thousands of failed trajectories in the log, a rerun that needs ``--retry-failed``, and, for an
 unreachable endpoint, about twenty seconds of retries per trajectory before the run ends.
 
@@ -42,9 +42,10 @@ import asyncio
 __all__ = ["STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
            "ModelUnusableError"]
 
-STOP_KINDS = frozenset({"connect", "auth", "not_found"})
+STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter"})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
-the endpoint refuses connections, the key is rejected, the model or URL is unknown."""
+the endpoint refuses connections, the key is rejected, the model or URL is unknown, the account
+has no credit left, or the model refuses a request parameter."""
 
 THRESHOLD = 3
 """Trajectories in a row whose calls fail for good with a stop kind that stop the run, before any

@@ -150,6 +150,27 @@ def retry_info_delay(body: bytes) -> float | None:
     return None
 
 
+_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached",
+                          "billing_not_active"})
+_QUOTA_MARKERS = ("credit balance is too low", "exceeded your current quota")
+_UNSUPPORTED_CODES = frozenset({"unsupported_parameter", "unsupported_value",
+                                "unknown_parameter"})
+_UNSUPPORTED_MARKERS = ("unsupported parameter", "unsupported value",
+                        "invalid json payload received. unknown name")
+
+
+def _error_codes(body: bytes) -> set[str]:
+    """The machine-readable names an error body gives (``error.type``, ``error.code``)."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return set()
+    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(err, dict):
+        return set()
+    return {str(err[k]) for k in ("type", "code", "status") if isinstance(err.get(k), str)}
+
+
 def classify_status(
     status: int,
     headers: Mapping[str, str],
@@ -164,6 +185,30 @@ def classify_status(
     """Map a non-2xx HTTP reply to a classified :class:`ModelCallError`."""
     detail = error_message(body)
     where = f"{provider}:{model}"
+    codes = _error_codes(body[:65536])
+    said = detail.lower()
+    if status in (400, 402, 403, 429) and (codes & _QUOTA_CODES
+                                           or any(m in said for m in _QUOTA_MARKERS)):
+        # Out of credit or over a spending limit: waiting does not bring it back (OpenAI sends
+        # this as a 429, Anthropic as a 400), and every call of the model would meet it.
+        return ModelCallError(
+            f"{where}: the account has no quota or credit left (HTTP {status}): {detail}. "
+            "Add credit or raise the spending limit, then rerun",
+            retry="no",
+            kind="quota",
+            status=status,
+        )
+    if status == 400 and (codes & _UNSUPPORTED_CODES
+                          or any(m in said for m in _UNSUPPORTED_MARKERS)):
+        # A request field this model refuses (a temperature a reasoning model does not take):
+        # the configuration's fault, so every call of the model would meet it.
+        return ModelCallError(
+            f"{where}: the model refuses a request parameter (HTTP 400): {detail}. Change the "
+            "option (say --temperature, or a field of extra) for this model, then rerun",
+            retry="no",
+            kind="unsupported_parameter",
+            status=status,
+        )
     if status == 429:
         return ModelCallError(
             f"{where}: rate limited (HTTP 429): {detail}",

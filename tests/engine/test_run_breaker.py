@@ -97,6 +97,27 @@ def test_a_rejected_key_stops_the_run_after_one_round_of_calls(tmp_path) -> None
     assert max(steps.values()) == 1
 
 
+@pytest.mark.parametrize(("fault", "said"), [
+    ("quota", "no quota or credit left"),
+    ("unsupported_parameter", "refuses a request parameter"),
+])
+def test_an_account_out_of_credit_or_a_refused_parameter_stops_the_run(tmp_path, fault,
+                                                                       said) -> None:
+    # Every call of the model meets it, and no wait cures it: stopped at once, not retried (an
+    # out-of-quota 429 is not a rate limit), nothing marked failed; the fixed rerun finishes.
+    store = tmp_path / "run.lmdb"
+    seen = tmp_path / "refused.jsonl"
+    with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(seen),
+                             "--fault-rate", "1", "--faults", fault) as port:
+        refused = _run(store, f"http://127.0.0.1:{port}/v1")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "stopped: openai:fake-model cannot be used" in refused.stderr
+    assert said in refused.stderr and f"'{fault}' on 3 trajectories in a row" in refused.stderr
+    assert len(seen.read_text().splitlines()) <= 6  # one call per slot, none retried
+    assert not any(isinstance(e, TrajectoryFinished) for e in _events(store))
+    _finishes_after_the_fix(store, tmp_path / "requests.jsonl")
+
+
 @pytest.mark.parametrize("concurrency", ["1", "6"])
 def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path, concurrency) -> None:
     store = tmp_path / "run.lmdb"
@@ -113,7 +134,7 @@ def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path, concur
 
 
 async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
-    assert {"connect", "auth", "not_found"} == STOP_KINDS
+    assert {"connect", "auth", "not_found", "quota", "unsupported_parameter"} == STOP_KINDS
     # Three running, three refused in a row: stop, and the two waiting learn it too.
     breaker = ModelBreaker()
     for _ in range(3):

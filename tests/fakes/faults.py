@@ -46,6 +46,8 @@ ALL_FAULTS: tuple[str, ...] = (
     "401",
     "403",
     "404",
+    "quota",
+    "unsupported_parameter",
 )
 
 ErrorBody = Callable[[int, str, str], dict]
@@ -163,4 +165,10 @@ async def fault_response(
         return error(400, "Invalid value for 'temperature'", "invalid_request_error")
     if fault == "404":
         return error(404, "The model does not exist", "not_found_error")
+    if fault == "quota":  # OpenAI says so with a 429 that no wait cures
+        return error(429, "You exceeded your current quota, please check your plan and billing "
+                     "details.", "insufficient_quota")
+    if fault == "unsupported_parameter":  # what OpenAI's reasoning models say of a temperature
+        return error(400, "Unsupported value: 'temperature' does not support 0 with this model. "
+                     "Only the default (1) value is supported.", "invalid_request_error")
     raise ValueError(f"fault {fault!r} has no generic response")

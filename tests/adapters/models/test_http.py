@@ -96,6 +96,46 @@ def test_context_length_in_each_dialect(body) -> None:
     assert "context window" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (429, b'{"error": {"message": "You exceeded your current quota, please check your plan '
+              b'and billing details.", "type": "insufficient_quota", "param": null, '
+              b'"code": "insufficient_quota"}}'),
+        (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": "Your '
+              b'credit balance is too low to access the Anthropic API."}}'),
+    ],
+)
+def test_an_account_out_of_credit_is_not_a_rate_limit(status, body) -> None:
+    error = classify(status, body)
+    assert (error.retry, error.kind) == ("no", "quota")
+    assert "no quota or credit left" in str(error)
+
+
+def test_a_plain_rate_limit_is_still_one() -> None:
+    body = b'{"error": {"message": "Rate limit reached for gpt-4o", "type": "requests", "code": "rate_limit_exceeded"}}'
+    assert (classify(429, body).retry, classify(429, body).kind) == ("rate_limit", "http_429")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"error": {"message": "Unsupported parameter: \'max_tokens\' is not supported with '
+        b'this model. Use \'max_completion_tokens\' instead.", "type": "invalid_request_error", '
+        b'"param": "max_tokens", "code": "unsupported_parameter"}}',
+        b'{"error": {"message": "Unsupported value: \'temperature\' does not support 0 with this '
+        b'model.", "type": "invalid_request_error", "param": "temperature", '
+        b'"code": "unsupported_value"}}',
+        b'{"error": {"code": 400, "message": "Invalid JSON payload received. Unknown name '
+        b'\\"topK\\" at \'generation_config\': Cannot find field.", "status": "INVALID_ARGUMENT"}}',
+    ],
+)
+def test_a_refused_request_parameter_is_named(body) -> None:
+    error = classify(400, body)
+    assert (error.retry, error.kind) == ("no", "unsupported_parameter")
+    assert "refuses a request parameter" in str(error)
+
+
 def test_auth_message_without_a_key() -> None:
     assert "no API key was sent" in str(classify(401, key_env=None))
 
