@@ -132,6 +132,7 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ConfigError(f"--image-history: {exc}") from None
         for model in self.models:
             _validate_model(model)
+            _validate_temperature(model, self.temperature)
         if self.prices:
             from engine.cost import PriceTable
 
@@ -181,6 +182,21 @@ def _validate_model(model: ModelConfig) -> None:
         rate = getattr(model, name)
         if rate is not None and not (math.isfinite(rate) and rate > 0):
             raise ConfigError(f"{where}: {name} must be a positive number, got {rate}")
+
+
+_TEMPERATURE_MAX = {"anthropic": 1.0, "gemini": 2.0, "openai": 2.0}
+"""The highest temperature each provider's own API takes (another OpenAI-compatible server sets
+its own range, so only OpenAI's API is held to OpenAI's)."""
+
+
+def _validate_temperature(model: ModelConfig, temperature: float | None) -> None:
+    provider = model.spec.partition(":")[0]
+    high = _TEMPERATURE_MAX.get(provider)
+    if provider == "openai" and model.base_url is not None:
+        high = None
+    if temperature is not None and high is not None and temperature > high:
+        raise ConfigError(f"--temperature: {temperature:g} is above {high:g}, the most "
+                          f"{provider}'s API takes (model {model.spec})")
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:

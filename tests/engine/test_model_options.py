@@ -23,3 +23,20 @@ def test_a_bad_openai_option_is_named(field: str, value: str) -> None:
     model = ModelConfig("openai:qwen", base_url="http://127.0.0.1:9/v1", **{field: value})
     with pytest.raises(ConfigError, match=f"model openai:qwen: {field} '{value}'"):
         RunConfig(models=(model,)).validate()
+
+
+@pytest.mark.parametrize(("spec", "base_url", "temperature", "refused"), [
+    ("anthropic:claude-x", None, 1.5, True),
+    ("anthropic:claude-x", None, 1.0, False),
+    ("gemini:gemini-x", None, 2.5, True),
+    ("openai:gpt-x", None, 2.5, True),
+    ("openai:qwen", "http://127.0.0.1:9/v1", 2.5, False),  # another server sets its own range
+])
+def test_a_temperature_above_the_providers_range_is_named(spec, base_url, temperature,
+                                                          refused) -> None:
+    config = RunConfig(models=(ModelConfig(spec, base_url=base_url),), temperature=temperature)
+    if refused:
+        with pytest.raises(ConfigError, match=f"--temperature: .*model {spec}"):
+            config.validate()
+    else:
+        config.validate()
