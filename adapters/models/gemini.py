@@ -29,7 +29,8 @@ DEFAULT_KEY_ENV = "GEMINI_API_KEY"
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 # Finish reasons that mean "the provider refused"; retrying the same prompt will not help.
-_BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+_BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+            "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE"}
 
 
 class GeminiAdapter(HttpAdapter):
@@ -76,8 +77,12 @@ class GeminiAdapter(HttpAdapter):
         body: dict[str, Any] = {"contents": contents, "generationConfig": config}
         if system:
             body["systemInstruction"] = {"parts": system}
-        body.update(self.options.extra)
-        body.update(request.extra)
+        for extra in (self.options.extra, request.extra):
+            for key, value in extra.items():
+                if key == "generationConfig" and isinstance(value, dict):
+                    config.update(value)  # a thinkingConfig, say, beside the fields set here
+                else:
+                    body[key] = value
         return body
 
     def parse_reply(self, data: Any) -> ModelReply:
@@ -116,7 +121,10 @@ class GeminiAdapter(HttpAdapter):
             usage = data.get("usageMetadata") or {}
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply candidate is malformed", "bad_reply") from None
-        if not text and not tool_calls:
+        # A thinking model can spend the whole output budget thinking: an empty reply cut at
+        # max tokens is what the model did, recorded as such (asking again would pay for the
+        # same thinking again), not a transient fault.
+        if not text and not tool_calls and raw_finish != "MAX_TOKENS":
             if raw_finish in _BLOCKED:
                 raise self._reply_error(
                     f"the reply was blocked (finishReason={raw_finish})", "safety_block", retry="no"

@@ -138,6 +138,35 @@ async def test_gemini_tool_calls(serve) -> None:
     assert reply.finish_reason == "tool_calls"
 
 
+def _gemini(monkeypatch, **options):
+    from adapters.models.base import AdapterOptions
+    from adapters.models.gemini import create
+
+    monkeypatch.setenv("GEMINI_API_KEY", "test-gemini-key")
+    return create("gemini-x", AdapterOptions(**options))
+
+
+@pytest.mark.parametrize("content", [{"role": "model"}, {"role": "model", "parts": [{"text": ""}]}])
+def test_gemini_thinking_through_the_whole_budget_is_an_empty_reply_cut_at_length(
+        monkeypatch, content) -> None:
+    # Thinking counts against maxOutputTokens: all of it spent thinking leaves no text. That is
+    # what the model did (recorded as such), not a fault to retry and pay for again.
+    reply = _gemini(monkeypatch).parse_reply({
+        "candidates": [{"content": content, "finishReason": "MAX_TOKENS"}],
+        "usageMetadata": {"promptTokenCount": 900, "thoughtsTokenCount": 2048},
+    })
+    assert (reply.text, reply.finish_reason) == ("", "length")
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (900, 2048)
+
+
+def test_gemini_extra_generation_config_is_merged_not_replaced(monkeypatch) -> None:
+    adapter = _gemini(monkeypatch, extra={"generationConfig": {"thinkingConfig": {
+        "thinkingBudget": 512}}})
+    config = adapter.build_body(vaot_request(max_tokens=300))["generationConfig"]
+    assert config["maxOutputTokens"] == 300
+    assert config["thinkingConfig"] == {"thinkingBudget": 512}
+
+
 async def test_anthropic_request_shape(serve) -> None:
     server, adapter = await serve("anthropic")
     reply = await adapter.generate(vaot_request(temperature=0.5, seed=1, stop=("END",)))
