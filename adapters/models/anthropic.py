@@ -14,6 +14,8 @@ import msgspec
 from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models.base import (
     AdapterOptions,
+    ImagePart,
+    ModelCallError,
     ModelReply,
     ModelRequest,
     TextPart,
@@ -32,6 +34,12 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_API_VERSION = "2023-06-01"
+
+# The Messages API's documented limits (the vision guide; the errors page for the request size):
+# over them it answers 400 or 413 on every attempt, after the whole request was uploaded.
+MAX_IMAGES = 100
+MAX_IMAGE_BASE64 = 5 * 2**20
+MAX_REQUEST_BYTES = 32 * 2**20
 
 _STOP = {
     "end_turn": "stop",
@@ -59,7 +67,14 @@ class AnthropicAdapter(HttpAdapter):
     # -- translation (pure; tested directly) -------------------------------------------------
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body for ``request``."""
+        """The JSON body for ``request``.
+
+        Raises:
+            ModelCallError: (not retried) an image or the request is over the API's documented
+                limits, which it would refuse: said here, naming the limit, before paying for
+                an upload. Images are never resized: what the model is shown is what is logged.
+        """
+        self._check_limits(request)
         system: list[str] = []
         messages: list[dict[str, Any]] = []
         for message in request.messages:
@@ -89,6 +104,29 @@ class AnthropicAdapter(HttpAdapter):
         body.update(self.options.extra)
         body.update(request.extra)
         return body
+
+    def _check_limits(self, request: ModelRequest) -> None:
+        images = [p for m in request.messages for p in m.content if isinstance(p, ImagePart)]
+        if len(images) > MAX_IMAGES:
+            raise ModelCallError(
+                f"{self.name}: the request holds {len(images)} images, over the Messages API's "
+                f"{MAX_IMAGES}; send fewer (--image-history original+last:K)",
+                retry="no", kind="request_too_large")
+        total = 0
+        for part in images:
+            total += len(part.b64)
+            if len(part.b64) > MAX_IMAGE_BASE64:
+                raise ModelCallError(
+                    f"{self.name}: image {part.sha[:12]} is {len(part.b64) / 2**20:.1f} MiB as "
+                    f"base64, over the Messages API's {MAX_IMAGE_BASE64 / 2**20:.0f} MiB per "
+                    "image; use smaller images in the dataset (vaot never resizes what a model "
+                    "is shown)", retry="no", kind="image_too_large")
+        if total > MAX_REQUEST_BYTES:
+            raise ModelCallError(
+                f"{self.name}: the request's images are {total / 2**20:.1f} MiB as base64, over "
+                f"the Messages API's {MAX_REQUEST_BYTES / 2**20:.0f} MiB per request; send fewer "
+                "(--image-history original+last:K) or smaller images",
+                retry="no", kind="request_too_large")
 
     def parse_reply(self, data: Any) -> ModelReply:
         """The :class:`ModelReply` for a decoded 200 body; refusals and empty replies raise."""

@@ -167,6 +167,32 @@ def test_gemini_extra_generation_config_is_merged_not_replaced(monkeypatch) -> N
     assert config["thinkingConfig"] == {"thinkingBudget": 512}
 
 
+def test_anthropic_refuses_what_the_api_would_before_uploading(monkeypatch) -> None:
+    from adapters.models.anthropic import MAX_IMAGE_BASE64, create
+    from adapters.models.base import AdapterOptions, ImagePart, Message, ModelCallError, TextPart
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    adapter = create("claude-x", AdapterOptions())
+    request = vaot_request()
+
+    def with_images(*parts: ImagePart):
+        return msgspec.structs.replace(request, messages=(
+            Message("user", (TextPart("Which?"), *parts)),))
+
+    big = ImagePart(sha="ab" * 32, b64="A" * (MAX_IMAGE_BASE64 + 4))
+    with pytest.raises(ModelCallError, match=r"image abababababab is 5\.0 MiB .* 5 MiB per image") as one:
+        adapter.build_body(with_images(big))
+    assert (one.value.retry, one.value.kind) == ("no", "image_too_large")
+    seven = [ImagePart(sha=f"{i:064x}", b64="A" * (5 * 2**20)) for i in range(7)]
+    with pytest.raises(ModelCallError, match="32 MiB per request") as total:
+        adapter.build_body(with_images(*seven))
+    assert total.value.kind == "request_too_large"
+    many = [ImagePart(sha=f"{i:064x}", b64="AAAA") for i in range(101)]
+    with pytest.raises(ModelCallError, match="101 images, over the Messages API's 100"):
+        adapter.build_body(with_images(*many))
+    adapter.build_body(with_images(*many[:100]))  # at the limit: sent
+
+
 async def test_anthropic_request_shape(serve) -> None:
     server, adapter = await serve("anthropic")
     reply = await adapter.generate(vaot_request(temperature=0.5, seed=1, stop=("END",)))
