@@ -152,7 +152,9 @@ def retry_info_delay(body: bytes) -> float | None:
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached",
                           "billing_not_active"})
-_QUOTA_MARKERS = ("credit balance is too low", "exceeded your current quota")
+# Not "exceeded your current quota": Gemini says that of its per-minute quotas too, in 429s
+# that are rate limits (with a RetryInfo delay), while OpenAI's out-of-credit 429 has its code.
+_QUOTA_MARKERS = ("credit balance is too low",)
 _UNSUPPORTED_CODES = frozenset({"unsupported_parameter", "unsupported_value",
                                 "unknown_parameter"})
 _UNSUPPORTED_MARKERS = ("unsupported parameter", "unsupported value",

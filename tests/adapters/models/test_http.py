@@ -112,9 +112,16 @@ def test_an_account_out_of_credit_is_not_a_rate_limit(status, body) -> None:
     assert "no quota or credit left" in str(error)
 
 
-def test_a_plain_rate_limit_is_still_one() -> None:
-    body = b'{"error": {"message": "Rate limit reached for gpt-4o", "type": "requests", "code": "rate_limit_exceeded"}}'
-    assert (classify(429, body).retry, classify(429, body).kind) == ("rate_limit", "http_429")
+@pytest.mark.parametrize("body", [
+    b'{"error": {"message": "Rate limit reached for gpt-4o", "type": "requests", "code": "rate_limit_exceeded"}}',
+    # Gemini's per-minute quota: the same words as running out, but a wait cures it.
+    b'{"error": {"code": 429, "message": "You exceeded your current quota, please check your '
+    b'plan and billing details.", "status": "RESOURCE_EXHAUSTED", "details": [{"@type": '
+    b'"type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "21s"}]}}',
+])
+def test_a_rate_limit_is_still_one(body) -> None:
+    error = classify(429, body)
+    assert (error.retry, error.kind) == ("rate_limit", "http_429")
 
 
 @pytest.mark.parametrize(
