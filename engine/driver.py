@@ -322,6 +322,13 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
             rt.breaker.succeeded(job.model)
+            if reply.finish_reason == "length" and not reply.text.strip() and not reply.tool_calls:
+                # Recorded as it is (an empty step), but said at once: every later call of the
+                # model will likely do the same until the budget is raised.
+                _tell_fault(rt, job.model, "empty_at_max_tokens",
+                            f"{job.model}: a reply reached --max-tokens "
+                            f"({rt.request_spec.max_tokens}) before any text (a thinking model "
+                            "can spend it all thinking); raise --max-tokens", retried=False)
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         spent += reply.usage.input_tokens + reply.usage.output_tokens
