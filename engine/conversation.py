@@ -82,6 +82,11 @@ def build_request(
         else "Solve it now."
     )
 
+    def said(h: HistoryStep) -> str:
+        # A reply with no text (a thinking model that spent its budget thinking) is shown as
+        # such: an empty part would be refused by some APIs and tell the model nothing.
+        return h.raw_text if h.raw_text.strip() else f"(Step {h.step}: the reply had no text.)"
+
     def observation(h: HistoryStep) -> list:
         if h.returned_state is not None:
             if h.returned_state in shown:
@@ -97,7 +102,7 @@ def build_request(
             Message("user", (TextPart(question_text), image(original_state))),
         ]
         for h in history:
-            messages.append(Message("assistant", (TextPart(h.raw_text),)))
+            messages.append(Message("assistant", (TextPart(said(h)),)))
             obs = observation(h)
             messages.append(Message("user", (*obs, TextPart(closing_for(h.step + 1, max_steps)))))
         if not history:
@@ -107,7 +112,7 @@ def build_request(
         if history:
             parts.append(TextPart("Your previous steps:"))
         for h in history:
-            parts.append(TextPart(h.raw_text.strip()))
+            parts.append(TextPart(said(h).strip()))
             parts.extend(observation(h))
         parts.append(TextPart(closing))
         messages = [Message("user", tuple(parts))]

@@ -52,14 +52,18 @@ class GeminiAdapter(HttpAdapter):
         contents: list[dict[str, Any]] = []
         for message in request.messages:
             if message.role == "system":
-                system.extend({"text": p.text} for p in message.content if isinstance(p, TextPart))
+                system.extend({"text": p.text} for p in message.content
+                              if isinstance(p, TextPart) and p.text)
                 continue
+            # An empty text part is refused ("required oneof field 'data'"): the API reads ""
+            # as unset.
             parts = [
                 {"text": p.text}
                 if isinstance(p, TextPart)
                 else {"inline_data": {"mime_type": p.media_type, "data": p.b64}}
                 for p in message.content
-            ]
+                if not (isinstance(p, TextPart) and not p.text)
+            ] or [{"text": "(no text)"}]
             contents.append(
                 {"role": "model" if message.role == "assistant" else "user", "parts": parts}
             )

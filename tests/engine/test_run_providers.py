@@ -99,3 +99,36 @@ def test_run_survives_faults_and_never_leaks_the_key(provider, workers, tmp_path
     assert key.encode() not in log_file.read_bytes()
     for path in store_path.iterdir():
         assert key.encode() not in path.read_bytes(), f"the key is in {path.name}"
+
+
+@pytest.mark.parametrize("shape", ["see2think", "chat"])
+def test_a_gemini_reply_cut_before_any_text_is_a_step_and_the_run_goes_on(shape, tmp_path) -> None:
+    # A thinking model that spent its output budget thinking: an empty candidate cut at
+    # MAX_TOKENS. It is recorded as it is, said at once, and the next request (which must not
+    # carry an empty text part: the real API refuses "") gets its answer.
+    key = "gemini-empty-e2e-51aa"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "", "finish_reason": "length"},
+                                  *["Step 2 (Text): Now I see it.\nFinal Answer: B"] * 4]))
+    log = tmp_path / "requests.jsonl"
+    store_path = tmp_path / "run.lmdb"
+    with fake_server_process("gemini", "--api-key", key, "--script", str(script),
+                             "--requests-log", str(log)) as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", "gemini:fake-model",
+             "--base-url", f"http://127.0.0.1:{port}/v1beta", "--api-key-env", KEY_ENV,
+             "--dataset", "synthetic:1", "--limit", "1", "--settings", "vaot", "--shape", shape,
+             "--concurrency", "1", "--store", str(store_path), "--no-progress"],
+            cwd=ROOT, env={**os.environ, KEY_ENV: key}, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "raise --max-tokens" in done.stderr
+    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["ok"] for r in requests] == [True, True], [r["problems"] for r in requests]
+    with open_store(store_path, create=False) as store:
+        events = [s.event for s in store.iter_events()]
+    steps = [e for e in events if isinstance(e, Step)]
+    assert (steps[0].raw_text, steps[0].finish_reason) == ("", "length")
+    assert steps[-1].final_answer == "B"
+    assert [e.status for e in events if isinstance(e, TrajectoryFinished)] == ["answered"]

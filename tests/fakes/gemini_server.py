@@ -105,6 +105,9 @@ class FakeGemini(FakeServer):
             elif "text" in part:
                 if not isinstance(part["text"], str):
                     problems.append(f"{at}.text must be a string")
+                elif not part["text"]:  # proto3 reads "" as unset, as the real API does
+                    problems.append(f"* GenerateContentRequest.{at}.data: required oneof field "
+                                    "'data' must have one initialized field")
             elif "inline_data" in part or "inlineData" in part:
                 if not allow_images:
                     problems.append(f"{at}: only text is allowed here")
