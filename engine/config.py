@@ -185,15 +185,13 @@ def _validate_model(model: ModelConfig) -> None:
 
 
 _TEMPERATURE_MAX = {"anthropic": 1.0, "gemini": 2.0, "openai": 2.0}
-"""The highest temperature each provider's own API takes (another OpenAI-compatible server sets
-its own range, so only OpenAI's API is held to OpenAI's)."""
+"""The highest temperature each provider's own API takes (a server at another base URL that
+speaks the same protocol sets its own range, so only the provider's own API is held to it)."""
 
 
 def _validate_temperature(model: ModelConfig, temperature: float | None) -> None:
     provider = model.spec.partition(":")[0]
-    high = _TEMPERATURE_MAX.get(provider)
-    if provider == "openai" and model.base_url is not None:
-        high = None
+    high = _TEMPERATURE_MAX.get(provider) if model.base_url is None else None
     if temperature is not None and high is not None and temperature > high:
         raise ConfigError(f"--temperature: {temperature:g} is above {high:g}, the most "
                           f"{provider}'s API takes (model {model.spec})")

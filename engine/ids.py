@@ -18,8 +18,11 @@ def run_id_for(identity: dict) -> str:
 
 def recorded_text(text: str) -> str:
     """``text`` as it is recorded (in ids, in the log): a path the OS gave in bytes that are not
-    UTF-8 (a Latin-1 folder name) has them spelled ``\\xNN``; any other text is unchanged."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    UTF-8 (a Latin-1 folder name) has them spelled ``\\xNN`` and a NUL appended, which no path
+    or argument can hold, so it never reads as a name really spelled with a backslash; any
+    other text is unchanged."""
+    escaped = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return escaped if escaped == text else escaped + "\0"
 
 
 def trajectory_id(run_id: str, model: str, sample_id: str, setting: str, epoch: int) -> str:

@@ -31,6 +31,7 @@ def test_a_bad_openai_option_is_named(field: str, value: str) -> None:
     ("gemini:gemini-x", None, 2.5, True),
     ("openai:gpt-x", None, 2.5, True),
     ("openai:qwen", "http://127.0.0.1:9/v1", 2.5, False),  # another server sets its own range
+    ("anthropic:other", "http://127.0.0.1:9/v1", 1.5, False),
 ])
 def test_a_temperature_above_the_providers_range_is_named(spec, base_url, temperature,
                                                           refused) -> None:
@@ -40,3 +41,16 @@ def test_a_temperature_above_the_providers_range_is_named(spec, base_url, temper
             config.validate()
     else:
         config.validate()
+
+
+def test_a_path_that_is_not_utf8_is_recorded_apart_from_one_spelled_with_a_backslash() -> None:
+    import os
+
+    from engine.ids import recorded_text
+
+    latin1 = "jsonl:/data/" + os.fsdecode(b"caf\xe9") + "/d.jsonl"
+    spelled = "jsonl:/data/caf\\xe9/d.jsonl"  # a folder really named with a backslash
+    assert recorded_text(spelled) == spelled
+    assert recorded_text("jsonl:café.jsonl") == "jsonl:café.jsonl"
+    assert recorded_text(latin1) != recorded_text(spelled)
+    assert recorded_text(latin1).encode()  # storable as UTF-8

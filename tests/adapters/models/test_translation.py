@@ -187,10 +187,13 @@ def test_anthropic_refuses_what_the_api_would_before_uploading(monkeypatch) -> N
     with pytest.raises(ModelCallError, match="32 MiB per request") as total:
         adapter.build_body(with_images(*seven))
     assert total.value.kind == "request_too_large"
-    many = [ImagePart(sha=f"{i:064x}", b64="AAAA") for i in range(101)]
-    with pytest.raises(ModelCallError, match="101 images, over the Messages API's 100"):
+    many = [ImagePart(sha=f"{i:064x}", b64="AAAA") for i in range(601)]
+    with pytest.raises(ModelCallError, match="601 images, over the Messages API's 600"):
         adapter.build_body(with_images(*many))
-    adapter.build_body(with_images(*many[:100]))  # at the limit: sent
+    adapter.build_body(with_images(*many[:600]))  # at the limit: sent
+    # Another server speaking the protocol sets its own limits.
+    other = create("claude-x", AdapterOptions(base_url="http://127.0.0.1:9/v1"))
+    other.build_body(with_images(big, *many))
 
 
 async def test_anthropic_request_shape(serve) -> None:
