@@ -120,6 +120,28 @@ def error_message(body: bytes) -> str:
     return text
 
 
+_GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m(?!s))?"
+                          r"(?:(\d+(?:\.\d*)?)s)?(?:(\d+(?:\.\d*)?)ms)?")
+
+
+def ratelimit_reset(headers: Mapping[str, str]) -> float | None:
+    """Seconds until an exhausted OpenAI rate-limit window resets, if the headers say.
+
+    OpenAI sends ``x-ratelimit-remaining-{requests,tokens}`` and ``x-ratelimit-reset-…`` (a
+    duration such as ``1s``, ``6m0s`` or ``20ms``) with every reply, and not always a
+    ``Retry-After`` with a 429; the windows that are used up say how long to wait.
+    """
+    waits = []
+    for window in ("requests", "tokens"):
+        if headers.get(f"x-ratelimit-remaining-{window}", "").strip() != "0":
+            continue
+        match = _GO_DURATION.fullmatch(headers.get(f"x-ratelimit-reset-{window}", "").strip())
+        if match and any(match.groups()):
+            h, m, s, ms = (float(g) if g else 0.0 for g in match.groups())
+            waits.append(3600 * h + 60 * m + s + ms / 1000)
+    return max(waits) if waits else None
+
+
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _DURATION = re.compile(r"\s*(\d+(?:\.\d*)?)s\s*")
 
@@ -216,7 +238,8 @@ def classify_status(
             f"{where}: rate limited (HTTP 429): {detail}",
             retry="rate_limit",
             kind="http_429",
-            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
+            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body),
+                                     ratelimit_reset(headers)),
             status=status,
         )
     if status >= 500 or status in _TRANSIENT_4XX:

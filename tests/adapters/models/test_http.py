@@ -78,6 +78,21 @@ def test_classify_status(status, retry, kind) -> None:
     assert (error.retry, error.kind, error.status) == (retry, kind, status)
 
 
+@pytest.mark.parametrize(("headers", "wait"), [
+    ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"}, 1.0),
+    ({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "6m0s",
+      "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20ms"}, 360.0),
+    ({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1h2m3.5s"}, 3723.5),
+    ({"x-ratelimit-remaining-tokens": "12", "x-ratelimit-reset-tokens": "6m0s"}, None),
+    ({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "soon"}, None),
+    # A Retry-After, when sent, is the server's own word and wins.
+    ({"Retry-After": "3", "x-ratelimit-remaining-tokens": "0",
+      "x-ratelimit-reset-tokens": "6m0s"}, 3.0),
+])
+def test_a_429_waits_for_the_exhausted_openai_window(headers, wait) -> None:
+    assert classify(429, headers=headers).retry_after == wait
+
+
 def test_503_retry_after_is_kept() -> None:
     assert classify(503, headers={"Retry-After": "4"}).retry_after == 4.0
 
