@@ -15,13 +15,14 @@ import os
 import struct
 from collections import OrderedDict
 from concurrent.futures import Executor
+from pathlib import Path
 
 from PIL import Image
 
 from adapters.datasets.base import InlineImage, InlineImageError
 from adapters.models.base import ImagePart
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.encode import encode_png, image_hash
+from adapters.renderers.encode import encode_png, image_hash, plain_rgb_png
 from adapters.renderers.images import ImageLoadError, load_image
 from store.actions import Frame
 from store.recorder import Recorder
@@ -44,13 +45,17 @@ class EncodedState:
         return self.key.hex()
 
 
-def encode_state(canvas: CanvasState) -> EncodedState:
-    """Hash and encode a canvas (CPU-bound: run it in the render pool)."""
-    return EncodedState(canvas, image_hash(canvas.image), encode_png(canvas.image))
+def encode_state(canvas: CanvasState, png: bytes | None = None) -> EncodedState:
+    """Hash and encode a canvas (CPU-bound: run it in the render pool); ``png``, when given,
+    already holds exactly these pixels (see :func:`plain_rgb_png`) and is not made again."""
+    return EncodedState(canvas, image_hash(canvas.image),
+                        png if png is not None else encode_png(canvas.image))
 
 
-def _load_original(source: bytes | str | InlineImage, name: str) -> Image.Image:
-    """A sample's original image, decoded (blocking: run it in the pool).
+def _load_original(source: bytes | str | InlineImage,
+                   name: str) -> tuple[Image.Image, bytes | None]:
+    """A sample's original image, decoded, and its file's bytes when they can be stored and
+    sent as they are (blocking: run it in the pool).
 
     Raises:
         ImageLoadError: named ``name``, whatever went wrong (an inline image's file included).
@@ -62,7 +67,13 @@ def _load_original(source: bytes | str | InlineImage, name: str) -> Image.Image:
             raise ImageLoadError(name, exc.reason) from None
         except OSError as exc:
             raise ImageLoadError(name, f"cannot read its file ({exc.strerror or exc})") from None
-    return load_image(source, name=name)
+    elif isinstance(source, str):
+        try:
+            source = Path(source).read_bytes()
+        except OSError as exc:
+            raise ImageLoadError(name, f"cannot open ({exc.strerror or exc})") from None
+    image = load_image(source, name=name)
+    return image, (source if plain_rgb_png(source) else None)
 
 
 _PLACE = struct.Struct(">QQ")
@@ -128,14 +139,15 @@ class StateCache:
     async def _in_pool(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
-    async def add(self, canvas: CanvasState) -> str:
-        """Encode ``canvas`` once, persist its blob, cache it; returns its hex hash.
+    async def add(self, canvas: CanvasState, png: bytes | None = None) -> str:
+        """Encode ``canvas`` once (unless ``png`` already holds its pixels), persist its blob,
+        cache it; returns its hex hash.
 
         For states no single trajectory owns (a sample's original): every trajectory that names
         it awaits its blob write (:meth:`unsettled_write`), and :meth:`settle` awaits the rest.
         """
-        encoded = await self._in_pool(encode_state, canvas)
-        self.encodes += 1
+        encoded = await self._in_pool(encode_state, canvas, png)
+        self.encodes += png is None
         hex_key, _ = self.add_encoded(encoded)  # the write is tracked for whoever names it
         return hex_key
 
@@ -211,8 +223,8 @@ class StateCache:
         future = asyncio.get_running_loop().create_future()
         self._loading[source_key] = future
         try:
-            image = await self._in_pool(_load_original, source, name)
-            hex_key = await self.add(CanvasState.from_image(image))
+            image, png = await self._in_pool(_load_original, source, name)
+            hex_key = await self.add(CanvasState.from_image(image), png)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: the waiters (if any) re-raise it themselves

@@ -1,0 +1,86 @@
+"""A sample's original whose PNG bytes already stand for its pixels is stored and sent as it is.
+
+Encoding is the most expensive step of loading an original (a 1024² PNG: 60–180 ms); an 8-bit
+RGB PNG with nothing that changes how it looks decodes, in any viewer, to exactly the pixels
+the state's hash is taken of, so its own bytes are kept. Anything else is encoded again.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from adapters.renderers.encode import encode_png, image_hash, plain_rgb_png
+from adapters.renderers.images import load_image
+from engine.states import StateCache
+from store.memory_store import MemoryStore
+
+RNG = np.random.default_rng(5)
+RGB = Image.fromarray(RNG.integers(0, 256, (24, 32, 3), dtype=np.uint8))
+
+
+def _png(image: Image.Image, **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", **options)
+    return buffer.getvalue()
+
+
+def _with_chunk(png: bytes, kind: bytes, payload: bytes) -> bytes:
+    """``png`` with one more chunk right after its header chunk (IHDR is 8 + 25 bytes)."""
+    chunk = struct.pack(">I", len(payload)) + kind + payload
+    chunk += struct.pack(">I", zlib.crc32(kind + payload))
+    return png[:33] + chunk + png[33:]
+
+
+PLAIN = _png(RGB, optimize=True)  # not what encode_png makes: its bytes are really kept
+
+
+@pytest.mark.parametrize(("data", "plain"), [
+    (PLAIN, True),
+    (_with_chunk(PLAIN, b"sRGB", b"\x00"), True),  # says what is assumed anyway
+    (_png(RGB, pnginfo=None, dpi=(72, 72)), True),  # pHYs: a print size, not a look
+    (_png(RGB.convert("RGBA")), False),
+    (_png(RGB.convert("L")), False),
+    (_png(RGB.quantize(16)), False),
+    (_png(RGB, transparency=(0, 0, 0)), False),  # tRNS: a colour shown as transparent
+    (_with_chunk(PLAIN, b"gAMA", struct.pack(">I", 45455)), False),
+    (_with_chunk(PLAIN, b"iCCP", b"icc\x00\x00" + zlib.compress(b"profile")), False),
+    (_with_chunk(PLAIN, b"eXIf", b"MM\x00*\x00\x00\x00\x08"), False),
+    (PLAIN[:-12], False),  # no IEND
+    (b"\xff\xd8\xff\xe0 a jpeg", False),
+])
+def test_which_pngs_stand_for_their_pixels(data: bytes, plain: bool) -> None:
+    assert plain_rgb_png(data) is plain
+
+
+async def test_a_plain_rgb_png_original_is_kept_as_it_is(tmp_path) -> None:
+    store = MemoryStore()
+    states = StateCache(store, None)
+    path = tmp_path / "plain.png"
+    path.write_bytes(PLAIN)
+    assert encode_png(load_image(PLAIN)) != PLAIN
+    for source in (PLAIN, str(path)):
+        states = StateCache(store, None)
+        hex_key = await states.add_original(source, name="plain")
+        assert hex_key == image_hash(RGB).hex()
+        assert store.get_blob(bytes.fromhex(hex_key)) == PLAIN
+        assert base64.b64decode(states.image_part(hex_key).b64) == PLAIN  # what the model gets
+        assert states.encodes == 0
+    await states.settle()
+
+
+async def test_any_other_original_is_encoded_again() -> None:
+    store = MemoryStore()
+    states = StateCache(store, None)
+    rgba = _png(RGB.convert("RGBA"))
+    hex_key = await states.add_original(rgba, name="rgba")
+    assert hex_key == image_hash(load_image(rgba)).hex()
+    blob = store.get_blob(bytes.fromhex(hex_key))
+    assert blob != rgba and blob == encode_png(load_image(rgba)) and states.encodes == 1
+    await states.settle()
