@@ -33,6 +33,10 @@ _CHUNK = struct.Struct(">I4s")
 # profile, an EXIF rotation) or what it shows (an animation): such a file's bytes do not stand
 # for the pixels we decoded. sRGB only says what is assumed anyway.
 _CHANGES_THE_LOOK = frozenset({b"tRNS", b"gAMA", b"cHRM", b"iCCP", b"sBIT", b"eXIf", b"acTL"})
+_TEXT = frozenset({b"tEXt", b"zTXt", b"iTXt"})
+# Text chunks Pillow reads an orientation from (so the pixels we hash are rotated, while a
+# viewer shows the file's as stored): EXIF written as text, and XMP's tiff:Orientation.
+_ORIENTING_TEXT = (b"Raw profile type", b"XML:com.adobe.xmp")
 
 
 def plain_rgb_png(data: bytes) -> bool:
@@ -51,6 +55,8 @@ def plain_rgb_png(data: bytes) -> bool:
     while at + 8 <= len(data):
         length, kind = _CHUNK.unpack_from(data, at)
         if kind in _CHANGES_THE_LOOK:
+            return False
+        if kind in _TEXT and data[at + 8:at + 8 + min(length, 80)].startswith(_ORIENTING_TEXT):
             return False
         if kind == b"IEND":
             return True

@@ -52,6 +52,11 @@ PLAIN = _png(RGB, optimize=True)  # not what encode_png makes: its bytes are rea
     (_with_chunk(PLAIN, b"gAMA", struct.pack(">I", 45455)), False),
     (_with_chunk(PLAIN, b"iCCP", b"icc\x00\x00" + zlib.compress(b"profile")), False),
     (_with_chunk(PLAIN, b"eXIf", b"MM\x00*\x00\x00\x00\x08"), False),
+    # Pillow also takes an orientation from EXIF written as text, and from XMP.
+    (_with_chunk(PLAIN, b"zTXt", b"Raw profile type exif\x00\x00" + zlib.compress(b"exif")),
+     False),
+    (_with_chunk(PLAIN, b"iTXt", b"XML:com.adobe.xmp\x00\x00\x00\x00\x00<x:xmpmeta/>"), False),
+    (_with_chunk(PLAIN, b"tEXt", b"Comment\x00made by hand"), True),
     (PLAIN[:-12], False),  # no IEND
     (b"\xff\xd8\xff\xe0 a jpeg", False),
 ])
@@ -72,6 +77,29 @@ async def test_a_plain_rgb_png_original_is_kept_as_it_is(tmp_path) -> None:
         assert store.get_blob(bytes.fromhex(hex_key)) == PLAIN
         assert base64.b64decode(states.image_part(hex_key).b64) == PLAIN  # what the model gets
         assert states.encodes == 0
+    await states.settle()
+
+
+@pytest.mark.parametrize("orientation", ["xmp", "exif_text"])
+async def test_an_original_rotated_by_its_metadata_is_encoded_as_rotated(orientation) -> None:
+    from PIL import PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    if orientation == "xmp":
+        info.add_itxt("XML:com.adobe.xmp",
+                      '<x:xmpmeta><rdf:Description tiff:Orientation="6"/></x:xmpmeta>')
+    else:
+        exif = Image.Exif()
+        exif[0x0112] = 6
+        raw = exif.tobytes()
+        info.add_text("Raw profile type exif", f"\nexif\n{len(raw)}\n{raw.hex()}\n", zip=True)
+    data = _png(RGB, pnginfo=info)
+    assert load_image(data).size == (24, 32)  # turned upright when loaded
+    store = MemoryStore()
+    states = StateCache(store, None)
+    hex_key = await states.add_original(data, name="turned")
+    blob = store.get_blob(bytes.fromhex(hex_key))
+    assert Image.open(io.BytesIO(blob)).size == (24, 32) and states.encodes == 1
     await states.settle()
 
 
