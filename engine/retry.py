@@ -54,7 +54,13 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if error.retry == "rate_limit":
             delay *= self.rate_limit_multiplier
         delay = min(delay, self.max_delay_s)
-        return delay * (1.0 - self.jitter + self.jitter * rng.random())
+        delay *= 1.0 - self.jitter + self.jitter * rng.random()
+        floor = getattr(error, "wait_at_least", None)
+        if floor is not None:
+            if floor > self.max_retry_after_s:
+                return None
+            delay = max(delay, floor + rng.uniform(0.0, self.retry_after_jitter_s))
+        return delay
 
 
 DEFAULT_POLICY = RetryPolicy()

@@ -238,8 +238,9 @@ def classify_status(
             f"{where}: rate limited (HTTP 429): {detail}",
             retry="rate_limit",
             kind="http_429",
-            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body),
-                                     ratelimit_reset(headers)),
+            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
+            # Only a floor: the 429 may come from a limit these headers do not describe.
+            wait_at_least=ratelimit_reset(headers),
             status=status,
         )
     if status >= 500 or status in _TRANSIENT_4XX:

@@ -124,12 +124,16 @@ class ModelCallError(AdapterError):
         kind: str,
         retry_after: float | None = None,
         status: int | None = None,
+        wait_at_least: float | None = None,
     ) -> None:
         super().__init__(message)
         self.retry = retry
         self.kind = kind
         self.retry_after = retry_after
         self.status = status
+        self.wait_at_least = wait_at_least
+        """A floor the reply's headers imply (a rate-limit window's reset), under the usual
+        backoff; unlike ``retry_after``, it does not replace it."""
 
 
 @runtime_checkable

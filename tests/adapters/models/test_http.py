@@ -90,7 +90,31 @@ def test_classify_status(status, retry, kind) -> None:
       "x-ratelimit-reset-tokens": "6m0s"}, 3.0),
 ])
 def test_a_429_waits_for_the_exhausted_openai_window(headers, wait) -> None:
-    assert classify(429, headers=headers).retry_after == wait
+    error = classify(429, headers=headers)
+    if "Retry-After" in headers:
+        assert error.retry_after == wait
+    else:  # a floor under the backoff, not a replacement for it
+        assert (error.retry_after, error.wait_at_least) == (None, wait)
+
+
+def test_a_short_window_does_not_take_the_backoff_away() -> None:
+    import random
+
+    from engine.retry import RetryPolicy
+
+    policy, rng = RetryPolicy(), random.Random(1)
+    short = classify(429, headers={"x-ratelimit-remaining-tokens": "0",
+                                   "x-ratelimit-reset-tokens": "20ms"})
+    long = classify(429, headers={"x-ratelimit-remaining-tokens": "0",
+                                  "x-ratelimit-reset-tokens": "40s"})
+    for n in range(1, 6):  # the usual rate-limit backoff, however short the window
+        usual = min(policy.base_delay_s * policy.multiplier ** (n - 1)
+                    * policy.rate_limit_multiplier, policy.max_delay_s)
+        assert policy.backoff_s(n, short, rng) >= (1 - policy.jitter) * usual
+    assert policy.backoff_s(1, long, rng) >= 40
+    endless = classify(429, headers={"x-ratelimit-remaining-tokens": "0",
+                                     "x-ratelimit-reset-tokens": "2h"})
+    assert policy.backoff_s(1, endless, rng) is None
 
 
 def test_503_retry_after_is_kept() -> None:
