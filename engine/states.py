@@ -22,8 +22,8 @@ from PIL import Image
 from adapters.datasets.base import InlineImage, InlineImageError
 from adapters.models.base import ImagePart
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.encode import encode_png, image_hash, plain_rgb_png
-from adapters.renderers.images import ImageLoadError, load_image
+from adapters.renderers.encode import encode_png, image_hash, plain_png_bytes
+from adapters.renderers.images import ImageLoadError, load_image, load_image_upright
 from store.actions import Frame
 from store.recorder import Recorder
 
@@ -47,7 +47,7 @@ class EncodedState:
 
 def encode_state(canvas: CanvasState, png: bytes | None = None) -> EncodedState:
     """Hash and encode a canvas (CPU-bound: run it in the render pool); ``png``, when given,
-    already holds exactly these pixels (see :func:`plain_rgb_png`) and is not made again."""
+    already holds exactly these pixels (see :func:`plain_png_bytes`) and is not made again."""
     return EncodedState(canvas, image_hash(canvas.image),
                         png if png is not None else encode_png(canvas.image))
 
@@ -72,8 +72,9 @@ def _load_original(source: bytes | str | InlineImage,
             source = Path(source).read_bytes()
         except OSError as exc:
             raise ImageLoadError(name, f"cannot open ({exc.strerror or exc})") from None
-    image = load_image(source, name=name)
-    return image, (source if plain_rgb_png(source) else None)
+    image, turned = load_image_upright(source, name=name)
+    # Turned upright from its metadata: the file's bytes, as stored, are not these pixels.
+    return image, (None if turned else plain_png_bytes(source))
 
 
 _PLACE = struct.Struct(">QQ")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import struct
+import zlib
 
 from PIL import Image
 
 from store.blobs import pixel_hash
 
-__all__ = ["PNG_COMPRESS_LEVEL", "encode_png", "image_hash", "plain_rgb_png"]
+__all__ = ["PNG_COMPRESS_LEVEL", "encode_png", "image_hash", "plain_png_bytes"]
 
 PNG_COMPRESS_LEVEL = 1
 """zlib level 1: about 3× faster than the default 6 on UI-like images for ~10–20% more bytes."""
@@ -29,36 +30,45 @@ def image_hash(image: Image.Image) -> bytes:
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _CHUNK = struct.Struct(">I4s")
-# Chunks that change how a viewer shows the pixels (a transparent colour, gamma, a colour
-# profile, an EXIF rotation) or what it shows (an animation): such a file's bytes do not stand
-# for the pixels we decoded. sRGB only says what is assumed anyway.
-_CHANGES_THE_LOOK = frozenset({b"tRNS", b"gAMA", b"cHRM", b"iCCP", b"sBIT", b"eXIf", b"acTL"})
+# Chunks that change how a viewer shows the pixels (a transparent colour, gamma, colour space,
+# a colour profile, an EXIF rotation) or what it shows (an animation): such a file's bytes do
+# not stand for the pixels we decoded. sRGB only says what is assumed anyway.
+_CHANGES_THE_LOOK = frozenset({b"tRNS", b"gAMA", b"cHRM", b"cICP", b"iCCP", b"sBIT", b"eXIf",
+                               b"acTL"})
 _TEXT = frozenset({b"tEXt", b"zTXt", b"iTXt"})
-# Text chunks Pillow reads an orientation from (so the pixels we hash are rotated, while a
-# viewer shows the file's as stored): EXIF written as text, and XMP's tiff:Orientation.
-_ORIENTING_TEXT = (b"Raw profile type", b"XML:com.adobe.xmp")
+# Text chunks Pillow reads an orientation from: EXIF written as text, XMP's tiff:Orientation.
+# (The loader also checks what Pillow did: see engine/states.py.)
+_ORIENTING_TEXT = (b"exif\x00", b"Raw profile type", b"XML:com.adobe.xmp")
 
 
-def plain_rgb_png(data: bytes) -> bool:
-    """Whether ``data`` is a PNG whose bytes can stand for its decoded RGB pixels as they are.
+def plain_png_bytes(data: bytes) -> bytes | None:
+    """The bytes of ``data`` that can stand for its decoded RGB pixels as they are, if any.
 
-    An 8-bit RGB PNG with nothing that changes how its pixels are shown decodes, in any
-    viewer, to exactly the pixels the pixel hash is taken of: a sample's original in such a file
-    is stored and sent as it is, instead of being encoded again (the most expensive step of
-    loading one). Reads the chunk headers only; anything unexpected answers False.
+    An 8-bit RGB PNG, every chunk whole with its checksum right (decoders such as libpng refuse
+    a wrong one), and nothing that changes how its pixels are shown, decodes in any viewer to
+    exactly the pixels the pixel hash is taken of: a sample's original in such a file is stored
+    and sent as it is (up to its end chunk: anything appended is left out) instead of being
+    encoded again, the most expensive step of loading one. Reads the chunk headers and
+    checksums only; anything unexpected answers None.
     """
     if not data.startswith(_PNG_SIGNATURE) or len(data) < 33 or data[12:16] != b"IHDR":
-        return False
+        return None
     if data[24] != 8 or data[25] != 2:  # bit depth 8, colour type 2 (RGB)
-        return False
+        return None
     at = 8
-    while at + 8 <= len(data):
+    while at + 12 <= len(data):
         length, kind = _CHUNK.unpack_from(data, at)
+        end = at + 12 + length
+        if end > len(data):
+            return None
+        payload = data[at + 8:at + 8 + length]
+        if zlib.crc32(kind + payload) != int.from_bytes(data[end - 4:end], "big"):
+            return None
         if kind in _CHANGES_THE_LOOK:
-            return False
-        if kind in _TEXT and data[at + 8:at + 8 + min(length, 80)].startswith(_ORIENTING_TEXT):
-            return False
+            return None
+        if kind in _TEXT and payload[:80].startswith(_ORIENTING_TEXT):
+            return None
         if kind == b"IEND":
-            return True
-        at += 12 + length
-    return False
+            return data[:end]
+        at = end
+    return None

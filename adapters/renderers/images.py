@@ -21,7 +21,8 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 __all__ = [
-    "DEFAULT_MAX_PIXELS", "ImageLoadError", "RenderError", "check_image", "load_image", "to_rgb",
+    "DEFAULT_MAX_PIXELS", "ImageLoadError", "RenderError", "check_image", "load_image",
+    "load_image_upright", "to_rgb",
 ]
 
 # Pillow's warnings about an input (corrupt EXIF, an image over its own pixel limit) would reach
@@ -71,9 +72,27 @@ def load_image(
     Raises:
         ImageLoadError: missing, unreadable, truncated, too large or undecodable input.
     """
+    return load_image_upright(source, name=name, max_pixels=max_pixels)[0]
+
+
+def load_image_upright(
+    source: bytes | str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+) -> tuple[Image.Image, bool]:
+    """As :func:`load_image`, and whether the image was turned upright: its metadata (EXIF, in
+    whichever chunk or segment Pillow found it, or XMP) gave an orientation other than as
+    stored, so the pixels returned are not the file's as stored."""
     with _opened(source, name, max_pixels) as im:
         im.load()
-        return to_rgb(im)
+        turned = im.getexif().get(_ORIENTATION, 1) in _TURNING
+        return to_rgb(im), turned
+
+
+_ORIENTATION = 0x0112
+_TURNING = frozenset(range(2, 9))
+"""EXIF orientations Pillow's exif_transpose applies (1 is as stored)."""
 
 
 def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> None:

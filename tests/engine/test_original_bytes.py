@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from adapters.renderers.encode import encode_png, image_hash, plain_rgb_png
+from adapters.renderers.encode import encode_png, image_hash, plain_png_bytes
 from adapters.renderers.images import load_image
 from engine.states import StateCache
 from store.memory_store import MemoryStore
@@ -57,14 +57,17 @@ PLAIN = _png(RGB, optimize=True)  # not what encode_png makes: its bytes are rea
      False),
     (_with_chunk(PLAIN, b"iTXt", b"XML:com.adobe.xmp\x00\x00\x00\x00\x00<x:xmpmeta/>"), False),
     (_with_chunk(PLAIN, b"tEXt", b"Comment\x00made by hand"), True),
+    (_with_chunk(PLAIN, b"tEXt", b"exif\x00MM\x00*"), False),  # Pillow's own EXIF-as-text key
     (PLAIN[:-12], False),  # no IEND
+    (PLAIN[:-4], False),  # an IEND without its checksum
+    (PLAIN[:-5] + bytes([PLAIN[-5] ^ 1]) + PLAIN[-4:], False),  # a wrong checksum: libpng refuses
     (b"\xff\xd8\xff\xe0 a jpeg", False),
 ])
 def test_which_pngs_stand_for_their_pixels(data: bytes, plain: bool) -> None:
-    assert plain_rgb_png(data) is plain
+    assert (plain_png_bytes(data) == data) is plain
 
 
-async def test_a_plain_rgb_png_original_is_kept_as_it_is(tmp_path) -> None:
+async def test_a_plain_png_bytes_original_is_kept_as_it_is(tmp_path) -> None:
     store = MemoryStore()
     states = StateCache(store, None)
     path = tmp_path / "plain.png"
@@ -100,6 +103,29 @@ async def test_an_original_rotated_by_its_metadata_is_encoded_as_rotated(orienta
     hex_key = await states.add_original(data, name="turned")
     blob = store.get_blob(bytes.fromhex(hex_key))
     assert Image.open(io.BytesIO(blob)).size == (24, 32) and states.encodes == 1
+    await states.settle()
+
+
+def test_what_follows_the_end_chunk_is_left_out() -> None:
+    assert plain_png_bytes(PLAIN + b"\x00" * 4096) == PLAIN
+
+
+async def test_an_original_turned_by_any_metadata_pillow_reads_is_encoded_as_turned(
+        monkeypatch) -> None:
+    # Whatever route Pillow takes to an orientation (here one the chunk walk is told to miss),
+    # the loader sees that the pixels were turned and does not keep the file's bytes.
+    import adapters.renderers.encode as encode
+
+    monkeypatch.setattr(encode, "_ORIENTING_TEXT", ())
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    data = _with_chunk(PLAIN, b"tEXt", b"exif\x00" + exif.tobytes())
+    assert plain_png_bytes(data) == data and load_image(data).size == (24, 32)
+    store = MemoryStore()
+    states = StateCache(store, None)
+    hex_key = await states.add_original(data, name="turned")
+    assert hex_key == image_hash(load_image(data)).hex()
+    assert Image.open(io.BytesIO(store.get_blob(bytes.fromhex(hex_key)))).size == (24, 32)
     await states.settle()
 
 
