@@ -172,15 +172,24 @@ def retry_info_delay(body: bytes) -> float | None:
     return None
 
 
-_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached",
-                          "billing_not_active"})
-# Not "exceeded your current quota": Gemini says that of its per-minute quotas too, in 429s
-# that are rate limits (with a RetryInfo delay), while OpenAI's out-of-credit 429 has its code.
-_QUOTA_MARKERS = ("credit balance is too low",)
-_UNSUPPORTED_CODES = frozenset({"unsupported_parameter", "unsupported_value",
-                                "unknown_parameter"})
-_UNSUPPORTED_MARKERS = ("unsupported parameter", "unsupported value",
-                        "invalid json payload received. unknown name")
+# Faults every call of the model would meet, which no wait cures: (statuses, error codes,
+# message markers, kind, what to say). Out of credit: OpenAI sends a 429 with its code,
+# Anthropic a 400 ("credit balance is too low"); not "exceeded your current quota", which
+# Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
+# field (a temperature a reasoning model does not take, an unknown Gemini field): a 400.
+_UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, str], ...] = (
+    (frozenset({400, 402, 403, 429}),
+     frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}),
+     ("credit balance is too low",), "quota",
+     "the account has no quota or credit left (HTTP {status}): {detail}. Add credit or raise "
+     "the spending limit, then rerun"),
+    (frozenset({400}),
+     frozenset({"unsupported_parameter", "unsupported_value", "unknown_parameter"}),
+     ("unsupported parameter", "unsupported value",
+      "invalid json payload received. unknown name"), "unsupported_parameter",
+     "the model refuses a request parameter (HTTP {status}): {detail}. Change the option (say "
+     "--temperature, or a field of extra) for this model, then rerun"),
+)
 
 
 def _error_codes(body: bytes) -> set[str]:
@@ -211,28 +220,10 @@ def classify_status(
     where = f"{provider}:{model}"
     codes = _error_codes(body[:65536])
     said = detail.lower()
-    if status in (400, 402, 403, 429) and (codes & _QUOTA_CODES
-                                           or any(m in said for m in _QUOTA_MARKERS)):
-        # Out of credit or over a spending limit: waiting does not bring it back (OpenAI sends
-        # this as a 429, Anthropic as a 400), and every call of the model would meet it.
-        return ModelCallError(
-            f"{where}: the account has no quota or credit left (HTTP {status}): {detail}. "
-            "Add credit or raise the spending limit, then rerun",
-            retry="no",
-            kind="quota",
-            status=status,
-        )
-    if status == 400 and (codes & _UNSUPPORTED_CODES
-                          or any(m in said for m in _UNSUPPORTED_MARKERS)):
-        # A request field this model refuses (a temperature a reasoning model does not take):
-        # the configuration's fault, so every call of the model would meet it.
-        return ModelCallError(
-            f"{where}: the model refuses a request parameter (HTTP 400): {detail}. Change the "
-            "option (say --temperature, or a field of extra) for this model, then rerun",
-            retry="no",
-            kind="unsupported_parameter",
-            status=status,
-        )
+    for statuses, known_codes, markers, kind, text in _UNCURABLE:
+        if status in statuses and (codes & known_codes or any(m in said for m in markers)):
+            return ModelCallError(f"{where}: " + text.format(status=status, detail=detail),
+                                  retry="no", kind=kind, status=status)
     if status == 429:
         return ModelCallError(
             f"{where}: rate limited (HTTP 429): {detail}",
