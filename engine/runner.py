@@ -1,8 +1,9 @@
 """Running a whole configuration: every (model, sample, setting, epoch) trajectory, concurrently.
 
-Structured concurrency: one TaskGroup of ``concurrency`` workers pulling jobs from a queue, so
-memory follows what is in flight rather than the size of the run. Per-endpoint limits sit in each
-model's :class:`~engine.limits.ConnectionLimiter`; rendering runs in a thread pool.
+Structured concurrency: one TaskGroup of ``concurrency`` workers taking jobs from a scheduler
+that keeps each model's share of the slots (engine/scheduler.py), so memory follows what is in
+flight rather than the size of the run. Per-endpoint limits sit in each model's
+:class:`~engine.limits.ConnectionLimiter`; rendering runs in a thread pool.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from engine.ids import recorded_text, run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
+from engine.scheduler import FairScheduler, in_flight_caps
 from engine.states import StateCache
 from store import open_store
 from store.errors import StoreError
@@ -249,9 +251,8 @@ async def run_jobs(
                           base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
     )
-    queue: asyncio.Queue[TrajectoryJob] = asyncio.Queue()
-    for job in jobs:
-        queue.put_nowait(job)
+    scheduler = FairScheduler(jobs, in_flight_caps(  # only models with a remote endpoint
+        {m.spec: m.max_concurrency for m in config.models if m.spec in runtime.limiters}))
     outcomes: list[Outcome] = []
     stopped: dict[str, StoppedModel] = {}
 
@@ -267,13 +268,13 @@ async def run_jobs(
 
     async def worker(group: asyncio.TaskGroup) -> None:
         while True:
-            try:
-                job = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            job = await scheduler.next()
+            if job is None:
                 return
             try:
                 outcome, writes = await drive_trajectory(job, runtime)
             except ModelUnusableError as exc:
+                scheduler.drop(exc.model)  # its other jobs stay unfinished for the rerun
                 # Its model was stopped (now, or before this job started): the trajectory stays
                 # unfinished for the rerun after the fix, and the run goes on with other models.
                 if exc.model not in stopped:
@@ -295,6 +296,8 @@ async def run_jobs(
                 report(job, Outcome(job.traj, "failed", None, 0,
                                     error=f"{type(exc).__name__}: {exc}"))
                 continue
+            finally:
+                scheduler.finished(job)
             # The slot is free once the last event is queued; its commit lands meanwhile.
             if writes.all_done():
                 report(job, outcome)

@@ -71,7 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "structured logs go beside it, in PATH without .lmdb + .log")
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
     p.add_argument("--concurrency", type=int, metavar="N",
-                   help="trajectories in flight (default 64)")
+                   help="trajectories in flight (default 64), shared evenly by the models "
+                   "while each has work (a slow model does not take a fast one's slots); a "
+                   "model with max_concurrency C holds at most 2C")
     p.add_argument("--workers", type=int, metavar="N",
                    help="processes to spread the run over (default 1); each runs its own event "
                    "loop, render threads and store writer on every N-th sample, with 1/N of the "
