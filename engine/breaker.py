@@ -30,6 +30,12 @@ this way (it was stopped before, or failed before and is retried with ``--retry-
 fails this way again is recorded as failed at once, without counting toward a stop. So if the
 cause was one sample after all, the next rerun gets past it.
 
+A model whose replies all reach ``--max-tokens`` before any text (a thinking model that spends
+the whole budget thinking) is stopped the same way once :data:`EMPTY_THRESHOLD` replies in a row
+came back so before any reply with text: each such call is paid for in full and teaches nothing,
+and every later one would likely do the same. The empty steps are recorded as they are. Once a
+reply with text has come, empty ones are the model's answers to hard samples, and never stop it.
+
 A refused connection reaches this point only after the whole retry budget, so a local server that
 is still starting gets that long to come up. Each process of a ``--workers`` run judges by its
 own calls.
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
+__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
            "ModelUnusableError"]
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter"})
@@ -53,6 +59,15 @@ call to the model has succeeded in this process."""
 
 THRESHOLD_AFTER_SUCCESS = 10
 """The same once calls to it have succeeded: scattered samples it rejects must not stop it."""
+
+
+EMPTY_AT_MAX_TOKENS = "empty_at_max_tokens"
+"""The kind a model is stopped with when its replies all end at the token limit with no text."""
+
+EMPTY_THRESHOLD = 8
+"""Replies in a row cut at the token limit before any text that stop a model from which no reply
+with text has come in this process (a model answering half its samples empty-handed would be
+stopped by mistake once in 256 runs)."""
 
 
 class ModelUnusableError(Exception):
@@ -71,7 +86,8 @@ class ModelUnusableError(Exception):
 
 
 class _Model:
-    __slots__ = ("answered", "kinds", "last_fault", "running", "stop_event", "streak", "waiting")
+    __slots__ = ("answered", "empty_streak", "kinds", "last_fault", "running", "stop_event",
+                 "streak", "texted", "waiting")
 
     def __init__(self) -> None:
         self.answered = False
@@ -86,6 +102,10 @@ class _Model:
         """The message of the last of them."""
         self.waiting: list[asyncio.Future[bool]] = []
         self.stop_event: asyncio.Event | None = None
+        self.texted = False
+        """A reply with text (or a tool call) has come from it in this process."""
+        self.empty_streak = 0
+        """Replies in a row cut at the token limit before any text, while none had text."""
 
 
 class ModelBreaker:
@@ -139,6 +159,25 @@ class ModelBreaker:
         m.kinds.clear()
         if m.waiting:
             self._release(m, stop=False)
+
+    def replied(self, model: str, *, empty_at_limit: bool, message: str = "") -> bool:
+        """A reply from ``model`` was recorded; ``empty_at_limit``: it reached the token limit
+        before any text (``message`` says so). True if that stopped the model."""
+        m = self._model(model)
+        if not empty_at_limit:
+            m.texted = True
+            m.empty_streak = 0
+            return False
+        if m.texted or model in self._stopped:
+            return model in self._stopped
+        m.empty_streak += 1
+        if m.empty_streak < EMPTY_THRESHOLD:
+            return False
+        m.kinds = {EMPTY_AT_MAX_TOKENS}
+        m.last_fault = message
+        m.streak = m.empty_streak
+        self._stop(model, m)
+        return True
 
     async def judge(self, model: str, kind: str, message: str = "", *,
                     failed_so_before: bool = False) -> bool:

@@ -24,7 +24,7 @@ from adapters.datasets.base import Sample
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
 from adapters.renderers.pillow_renderer import render
-from engine.breaker import STOP_KINDS, ModelBreaker, ModelUnusableError
+from engine.breaker import EMPTY_AT_MAX_TOKENS, STOP_KINDS, ModelBreaker, ModelUnusableError
 from engine.context import Context, derive_seed
 from engine.conversation import RequestSpec, build_request
 from engine.limits import ConnectionLimiter
@@ -322,13 +322,19 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
             rt.breaker.succeeded(job.model)
-            if reply.finish_reason == "length" and not reply.text.strip() and not reply.tool_calls:
+            empty = (reply.finish_reason == "length" and not reply.text.strip()
+                     and not reply.tool_calls)
+            message = ""
+            if empty:
                 # Recorded as it is (an empty step), but said at once: every later call of the
                 # model will likely do the same until the budget is raised.
-                _tell_fault(rt, job.model, "empty_at_max_tokens",
-                            f"{job.model}: a reply reached --max-tokens "
-                            f"({rt.request_spec.max_tokens}) before any text (a thinking model "
-                            "can spend it all thinking); raise --max-tokens", retried=False)
+                message = (f"{job.model}: replies reached --max-tokens "
+                           f"({rt.request_spec.max_tokens}) before any text (a thinking model "
+                           "can spend it all thinking); raise --max-tokens")
+                _tell_fault(rt, job.model, EMPTY_AT_MAX_TOKENS, message, retried=False)
+            # Only empty replies with no text from the model yet stop it (engine/breaker.py):
+            # then this step is recorded and the loop's next turn stops the trajectory.
+            rt.breaker.replied(job.model, empty_at_limit=empty, message=message)
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         spent += reply.usage.input_tokens + reply.usage.output_tokens

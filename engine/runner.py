@@ -155,6 +155,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
             "conventions": {m.spec: m.convention for m in config.models},
             "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
             "image_history": config.image_history, "token_budget": config.token_budget,
+            "max_tokens": config.max_tokens, "temperature": config.temperature,
             "engine_version": ENGINE_VERSION,
             "flags": {"cumulative_canvas": config.render_base == "current",
                       "wrong_render_schedule": "all"},
@@ -182,7 +183,8 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     # it (the dataset may: more samples, or the same file reached by another path).
     now_run = {"seed": config.seed, "max_steps": config.max_steps,
                "shape": config.shape, "image_history": config.image_history,
-               "render_base": config.render_base, "token_budget": config.token_budget}
+               "render_base": config.render_base, "token_budget": config.token_budget,
+               "max_tokens": config.max_tokens, "temperature": config.temperature}
     for field, value in now_run.items():
         # A header from before budgets existed had none: a budget is compared all the same.
         if field not in header.config and field != "token_budget":

@@ -20,6 +20,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
+from engine.breaker import EMPTY_AT_MAX_TOKENS
 from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import configure_logging, log_path_for
@@ -328,8 +329,7 @@ def run(args: argparse.Namespace) -> int:
                   markup=False)
     if stopped and not interrupted:
         err.print(f"the trajectories of the stopped model(s) were not marked failed; committed "
-                  f"work is kept in {config.store}. Fix the endpoint, key or model name, then "
-                  "rerun the same command to continue", markup=False)
+                  f"work is kept in {config.store}. {_stop_advice(stopped)}", markup=False)
         if failed:
             err.print(f"{failed} trajectories failed before the stop or for other reasons; rerun "
                       "with --retry-failed to run them again", markup=False)
@@ -383,9 +383,25 @@ def _open_for_run(config: RunConfig):
 def _stop_reason(model) -> str:
     """Why a model was stopped, in one line (a ``StoppedModel``)."""
     said = model.message.removeprefix(f"{model.model}: ")
+    if model.kinds == EMPTY_AT_MAX_TOKENS:
+        return f"{said} ({model.count} replies in a row, none with text yet)"
     in_a_row = (f"on {model.count} trajectories in a row" if model.count > 1
                 else "on the one trajectory of it running")
     return f"{said} ('{model.kinds}' {in_a_row}, no call to it succeeding meanwhile)"
+
+
+def _stop_advice(stopped) -> str:
+    """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
+    fixable = [m for m in stopped if m.kinds != EMPTY_AT_MAX_TOKENS]
+    advice = []
+    if fixable:
+        advice.append("Fix the endpoint, key or model name, then rerun the same command to "
+                      "continue")
+    if len(fixable) < len(stopped):
+        # max_tokens is part of a run's identity: the raised budget is a new run of its own.
+        advice.append("Rerun with a higher --max-tokens: a new run, as the token limit is part "
+                      "of what a run is (with --run-name, give it a new name)")
+    return "; ".join(advice)
 
 
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):

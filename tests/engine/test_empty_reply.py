@@ -1,12 +1,26 @@
-"""A reply cut at max tokens before any text is recorded as it is, and said at once."""
+"""A reply cut at max tokens before any text is recorded as it is, and said at once; a model
+whose replies all come back so, before any with text, is stopped (engine/breaker.py)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import ModelReply, ModelRequest, Usage
-from engine.config import ModelConfig, RunConfig
+from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_THRESHOLD
+from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.runner import run_jobs
-from store import MemoryStore, Step
+from store import MemoryStore, Step, TrajectoryFinished, open_store
+from tests.fakes.process import fake_server_process
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SPEC = "scripted:thinker"
 
@@ -38,3 +52,86 @@ async def test_an_empty_reply_cut_at_max_tokens_is_a_step_and_is_told_at_once() 
     assert len(steps) == 6 and {(s.raw_text, s.finish_reason) for s in steps} == {("", "length")}
     assert {(model, kind) for model, kind, _, _ in told} == {(SPEC, "empty_at_max_tokens")}
     assert "raise --max-tokens" in told[0][2] and "(64)" in told[0][2]
+
+
+class FirstThenNothing(SpendsItAllThinking):
+    """Writes text once, then spends every later budget thinking."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        if self.calls == 1:
+            return ModelReply(text="Step 1 (Text): A first look.", usage=Usage(500, 8), model=SPEC)
+        return await super().generate(request)
+
+
+def _run_config(**overrides) -> RunConfig:
+    base = dict(models=(ModelConfig(SPEC),), dataset="synthetic:1", limit=7, settings=("vaot",),
+                store=":memory:", max_steps=10, max_tokens=64, concurrency=2)
+    return RunConfig(**(base | overrides)).validate()
+
+
+async def test_a_model_whose_replies_all_run_out_is_stopped_with_its_steps_kept() -> None:
+    config = _run_config()
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    store = MemoryStore()
+    result = await run_jobs(config, store, samples, adapters={SPEC: SpendsItAllThinking()})
+    assert [(m.model, m.kinds, m.count) for m in result.stopped] == [
+        (SPEC, EMPTY_AT_MAX_TOKENS, EMPTY_THRESHOLD)]
+    assert "raise --max-tokens" in result.stopped[0].message
+    events = [s.event for s in store.iter_events()]
+    # Every reply paid for is in the log; the two trajectories running when it stopped (of the
+    # 7 × 10 steps the run would have asked for) are left unfinished, not failed.
+    steps = [e for e in events if isinstance(e, Step)]
+    assert EMPTY_THRESHOLD <= len(steps) <= EMPTY_THRESHOLD + config.concurrency - 1
+    assert not [e for e in events if isinstance(e, TrajectoryFinished)]
+    assert result.outcomes == []
+
+
+async def test_empty_replies_after_a_reply_with_text_are_answers_not_a_stop() -> None:
+    config = _run_config(max_steps=3)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = FirstThenNothing()
+    result = await run_jobs(config, MemoryStore(), samples, adapters={SPEC: adapter})
+    assert result.stopped == []
+    assert [o.status for o in result.outcomes] == ["max_steps"] * 7
+    assert adapter.calls == 21
+
+
+def test_the_cli_stops_a_model_that_spends_every_reply_thinking(tmp_path) -> None:
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([{"text": "", "finish_reason": "length"}] * 200))
+    store = tmp_path / "run.lmdb"
+    with fake_server_process("gemini", "--script", str(script)) as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", "gemini:fake-thinker",
+             "--base-url", f"http://127.0.0.1:{port}/v1beta", "--api-key-env", "VAOT_EMPTY_KEY",
+             "--dataset", "synthetic:2", "--settings", "vaot", "--store", str(store),
+             "--max-tokens", "64", "--concurrency", "4", "--no-progress"],
+            cwd=ROOT, env={**os.environ, "VAOT_EMPTY_KEY": "k-empty"}, capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "stopped gemini:fake-thinker: replies reached --max-tokens (64) before any text" in (
+        done.stderr)
+    assert f"({EMPTY_THRESHOLD} replies in a row, none with text yet)" in done.stderr
+    assert "Rerun with a higher --max-tokens: a new run" in done.stderr
+    assert "Fix the endpoint" not in done.stderr and "Traceback" not in done.stderr
+    with open_store(store, create=False) as opened:
+        steps = [s.event for s in opened.iter_events() if isinstance(s.event, Step)]
+    # 14 samples × 10 steps would have been 140 calls paid for in full.
+    assert EMPTY_THRESHOLD <= len(steps) < EMPTY_THRESHOLD + 4
+
+
+async def test_a_named_run_is_not_resumed_with_another_token_limit() -> None:
+    # The advice after such a stop is a higher --max-tokens: under a run name (which keeps its
+    # id whatever its options) that must not continue the same trajectories with a new limit.
+    config = _run_config(run_name="thinking", limit=1)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    store = MemoryStore()
+    await run_jobs(config, store, samples, adapters={SPEC: FirstThenNothing()})
+    raised = msgspec.structs.replace(config, max_tokens=4096)
+    with pytest.raises(ConfigError, match="max_tokens 64, not 4096"):
+        await run_jobs(raised, store, samples, adapters={SPEC: FirstThenNothing()})
