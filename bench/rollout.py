@@ -47,7 +47,7 @@ from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
 from engine.gc_tuning import tuned_gc
 from engine.runner import RunResult, make_adapters, open_run_store, run_jobs
-from engine.workers import run_in_workers
+from engine.workers import run_in_workers, warm_up
 from store.actions import Zoom
 from store.events import Step, TrajectoryFinished
 
@@ -109,16 +109,42 @@ class ThreadCpu:
 
 
 def engine_cpu() -> float:
-    """CPU seconds of this process plus its joined child processes (the workers)."""
+    """CPU seconds of this process plus the workers that have ended: its own joined children
+    (spawned workers) and those the fork server has joined (workers forked from it)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+            + sum(_stat(pid, 13) + _stat(pid, 14) for pid in _fork_servers()))
+
+
+def _stat(pid: int, field: int) -> float:
+    """Field ``field`` (0 = state) after the command of /proc/PID/stat, clock ticks → seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return int(fields[field]) / os.sysconf("SC_CLK_TCK")
+
+
+def _fork_servers() -> list[int]:
+    """This process's children that are multiprocessing fork servers (Linux /proc)."""
+    me = str(os.getpid())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()
+            if stat[1] == me and b"forkserver" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 def process_cpu(pid: int) -> float:
     """CPU seconds (user + system) used so far by process ``pid`` (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return _stat(pid, 11) + _stat(pid, 12)
 
 
 def make_samples(n: int, distinct: int) -> list[Sample]:
@@ -326,6 +352,8 @@ def main() -> None:
                         help="also run phase A's requests from a bare aiohttp loop (no engine): "
                         "the most this machine allows")
     args = parser.parse_args()
+    if args.workers > 1:
+        warm_up()  # as vaot run does before it reads its dataset
     samples = make_samples(args.trajectories, args.distinct_images)
     root = Path(tempfile.mkdtemp(prefix="vaot-rollout-"))
     try:

@@ -179,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
     from engine.ids import run_id_for
     from engine.runner import build_jobs, make_adapters, run_identity
 
+    if config.workers > 1:
+        from engine.workers import warm_up
+
+        warm_up()  # the workers' process imports the engine while the dataset is read
     # Models first: a bad spec or a missing key is reported before a dataset is read.
     try:
         adapters = make_adapters(config)

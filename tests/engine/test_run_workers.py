@@ -1,7 +1,7 @@
 """`vaot run --workers N`: the same log as one process, and stopping or killing it loses nothing.
 
-Real processes throughout: the CLI in a subprocess, its workers spawned by it, SIGINT and SIGKILL
-sent to the parent as a terminal or an OOM killer would.
+Real processes throughout: the CLI in a subprocess, its workers forked from its fork server,
+SIGINT and SIGKILL sent to the parent as a terminal or an OOM killer would.
 """
 
 from __future__ import annotations
@@ -61,6 +61,26 @@ def _children(pid: int) -> list[int]:
             if int(stat.rpartition(")")[2].split()[1]) == pid:
                 kids.append(int(entry))
     return kids
+
+
+def _descendants(pid: int) -> list[int]:
+    """Children, grandchildren …: the fork server and the workers forked from it."""
+    found, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+def _workers(pid: int) -> list[int]:
+    """The run's worker processes, by the name each gives itself."""
+    out = []
+    for kid in _descendants(pid):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{kid}/comm").read_text().startswith("vaot-worker-") and _alive(kid):
+                out.append(kid)
+    return out
 
 
 def _alive(pid: int) -> bool:
@@ -151,32 +171,35 @@ def test_two_workers_write_what_one_process_writes(tmp_path):
 def test_sigint_stops_the_workers_and_the_same_command_resumes(tmp_path):
     store = tmp_path / "s.lmdb"
     proc = _start_and_wait(store, 2, at_least=5)
-    workers = _children(proc.pid)
+    workers = _workers(proc.pid)
+    assert len(workers) == 2, workers
+    everything = _descendants(proc.pid)  # the fork server too
     proc.send_signal(signal.SIGINT)  # to the parent only: it must stop its workers itself
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert "rerun the same command to resume" in err
-    assert not _gone(workers)
+    assert not _gone(everything)
     _intact_then_resumed(store)
 
 
 def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_path):
     store = tmp_path / "s.lmdb"
     proc = _start_and_wait(store, 2, at_least=5)
-    workers = [pid for pid in _children(proc.pid) if _alive(pid)]
-    assert workers, "no worker processes found"
+    workers = _workers(proc.pid)
+    assert len(workers) == 2, workers
+    everything = [pid for pid in _descendants(proc.pid) if _alive(pid)]  # the fork server too
     proc.kill()
     proc.communicate()
     assert not _gone(workers), "workers outlived their parent"
+    assert not _gone(everything)
     _intact_then_resumed(store)
 
 
 def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     store = tmp_path / "s.lmdb"
     proc = _start_and_wait(store, 2, at_least=5)
-    workers = [pid for pid in _children(proc.pid) if _alive(pid)
-               and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    workers = _workers(proc.pid)
     assert len(workers) == 2, workers
     os.kill(workers[0], signal.SIGKILL)  # the OOM killer, say
     _out, err = proc.communicate(timeout=30)
