@@ -31,10 +31,17 @@ fails this way again is recorded as failed at once, without counting toward a st
 cause was one sample after all, the next rerun gets past it.
 
 A model whose replies all reach ``--max-tokens`` before any text (a thinking model that spends
-the whole budget thinking) is stopped the same way once :data:`EMPTY_THRESHOLD` replies in a row
-came back so before any reply with text: each such call is paid for in full and teaches nothing,
-and every later one would likely do the same. The empty steps are recorded as they are. Once a
-reply with text has come, empty ones are the model's answers to hard samples, and never stop it.
+the whole budget thinking) is stopped the same way once :data:`EMPTY_THRESHOLD` replies in a row,
+from at least :data:`THRESHOLD` trajectories, came back so before any reply with text: each such
+call is paid for in full and teaches nothing, and every later one would likely do the same. The
+empty steps are recorded as they are. Once the model has written text (in this process, or in
+the log of a trajectory it reads), empty replies are its answers to hard samples, and never stop
+it.
+
+"No call left to tell" counts the model's jobs not yet started too: the run's scheduler starts
+more of them while every running one waits (see :meth:`ModelBreaker.attach`), as long as a slot
+is not held by a waiting trajectory, so a model limited to one call at a time is judged on as
+many trajectories as any other.
 
 A refused connection reaches this point only after the whole retry budget, so a local server that
 is still starting gets that long to come up. Each process of a ``--workers`` run judges by its
@@ -44,6 +51,7 @@ own calls.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 __all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
            "ModelUnusableError"]
@@ -65,9 +73,8 @@ EMPTY_AT_MAX_TOKENS = "empty_at_max_tokens"
 """The kind a model is stopped with when its replies all end at the token limit with no text."""
 
 EMPTY_THRESHOLD = 8
-"""Replies in a row cut at the token limit before any text that stop a model from which no reply
-with text has come in this process (a model answering half its samples empty-handed would be
-stopped by mistake once in 256 runs)."""
+"""Replies in a row cut at the token limit before any text (from :data:`THRESHOLD` trajectories
+or more) that stop a model from which no reply with text has come."""
 
 
 class ModelUnusableError(Exception):
@@ -86,8 +93,8 @@ class ModelUnusableError(Exception):
 
 
 class _Model:
-    __slots__ = ("answered", "empty_streak", "kinds", "last_fault", "running", "stop_event",
-                 "streak", "texted", "waiting")
+    __slots__ = ("answered", "empty_streak", "empty_trajs", "kinds", "last_fault", "running",
+                 "stop_event", "streak", "texted", "waiting")
 
     def __init__(self) -> None:
         self.answered = False
@@ -106,6 +113,8 @@ class _Model:
         """A reply with text (or a tool call) has come from it in this process."""
         self.empty_streak = 0
         """Replies in a row cut at the token limit before any text, while none had text."""
+        self.empty_trajs: set[str] = set()
+        """The trajectories those replies came from."""
 
 
 class ModelBreaker:
@@ -117,6 +126,22 @@ class ModelBreaker:
         self.threshold_after_success = threshold_after_success
         self._models: dict[str, _Model] = {}
         self._stopped: dict[str, ModelUnusableError] = {}
+        self._can_start_more: Callable[[str], bool] = lambda model: False
+        self._on_wait: Callable[[], None] = lambda: None
+
+    def attach(self, can_start_more: Callable[[str], bool], on_wait: Callable[[], None]) -> None:
+        """Hear from the scheduler whether it can still start a job of a model (one that would
+        call it and so tell), and tell it when a trajectory starts waiting (its slot no longer
+        counts against the model's share)."""
+        self._can_start_more = can_start_more
+        self._on_wait = on_wait
+
+    def waiting(self, model: str | None = None) -> int:
+        """Trajectories of ``model`` (of every model, if None) waiting for a verdict."""
+        if model is not None:
+            found = self._models.get(model)
+            return len(found.waiting) if found is not None else 0
+        return sum(len(m.waiting) for m in self._models.values())
 
     def stopped(self, model: str) -> ModelUnusableError | None:
         """What stopped ``model``, if it was stopped."""
@@ -145,11 +170,18 @@ class ModelBreaker:
         """It ended (finished, failed, stopped or cancelled)."""
         m = self._model(model)
         m.running -= 1
-        if m.waiting and len(m.waiting) >= m.running:  # no call is left running to tell
-            if m.answered:
-                self._release(m, stop=False)
-            else:
-                self._stop(model, m)
+        if m.waiting:
+            self._decide_if_nobody_can_tell(model, m)
+
+    def _decide_if_nobody_can_tell(self, model: str, m: _Model) -> None:
+        """Every running trajectory of ``model`` waits, and no job of it can start: no call is
+        left to tell, so decide now."""
+        if len(m.waiting) < m.running or self._can_start_more(model):
+            return
+        if m.answered:
+            self._release(m, stop=False)
+        else:
+            self._stop(model, m)
 
     def succeeded(self, model: str) -> None:
         """A call to ``model`` got a reply: the model works."""
@@ -160,18 +192,28 @@ class ModelBreaker:
         if m.waiting:
             self._release(m, stop=False)
 
-    def replied(self, model: str, *, empty_at_limit: bool, message: str = "") -> bool:
-        """A reply from ``model`` was recorded; ``empty_at_limit``: it reached the token limit
-        before any text (``message`` says so). True if that stopped the model."""
+    def wrote_text(self, model: str) -> None:
+        """``model`` has written text (a reply now, or a step in the log): empty replies from it
+        are answers from now on."""
         m = self._model(model)
-        if not empty_at_limit:
-            m.texted = True
-            m.empty_streak = 0
-            return False
-        if m.texted or model in self._stopped:
+        m.texted = True
+        m.empty_streak = 0
+        m.empty_trajs.clear()
+
+    def replied(self, model: str, traj: str, *, has_text: bool, empty_at_limit: bool,
+                message: str = "") -> bool:
+        """A reply of trajectory ``traj`` from ``model`` is in: with text (or a tool call), or
+        with none and cut at the token limit (``message`` says so). True if the model is
+        stopped (now or before)."""
+        if has_text:
+            self.wrote_text(model)
+            return model in self._stopped
+        m = self._model(model)
+        if not empty_at_limit or m.texted or model in self._stopped:
             return model in self._stopped
         m.empty_streak += 1
-        if m.empty_streak < EMPTY_THRESHOLD:
+        m.empty_trajs.add(traj)
+        if m.empty_streak < EMPTY_THRESHOLD or len(m.empty_trajs) < self.threshold:
             return False
         m.kinds = {EMPTY_AT_MAX_TOKENS}
         m.last_fault = message
@@ -199,14 +241,11 @@ class ModelBreaker:
         if m.streak >= (self.threshold_after_success if m.answered else self.threshold):
             self._stop(model, m)
             return True
-        if len(m.waiting) + 1 >= m.running:  # no other trajectory of this model running to tell
-            if m.answered:
-                self._release(m, stop=False)
-                return False
-            self._stop(model, m)
-            return True
         verdict: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         m.waiting.append(verdict)
+        self._decide_if_nobody_can_tell(model, m)
+        if not verdict.done():
+            self._on_wait()  # its slot no longer counts against the model's share
         try:
             return await verdict
         finally:

@@ -195,6 +195,8 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
 async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrites]:
     store = rt.store
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
+    if state.steps and any(s.raw_text.strip() or s.actions_raw for s in state.steps):
+        rt.breaker.wrote_text(job.model)  # an earlier invocation's evidence counts (breaker.py)
     if state.finished is not None:
         f = state.finished
         if not (f.status == "failed" and rt.retry_failed):
@@ -322,25 +324,33 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
             rt.breaker.succeeded(job.model)
-            empty = (reply.finish_reason == "length" and not reply.text.strip()
-                     and not reply.tool_calls)
-            message = ""
-            if empty:
-                # Recorded as it is (an empty step), but said at once: every later call of the
-                # model will likely do the same until the budget is raised.
-                message = (f"{job.model}: replies reached --max-tokens "
-                           f"({rt.request_spec.max_tokens}) before any text (a thinking model "
-                           "can spend it all thinking); raise --max-tokens")
-                _tell_fault(rt, job.model, EMPTY_AT_MAX_TOKENS, message, retried=False)
-            # Only empty replies with no text from the model yet stop it (engine/breaker.py):
-            # then this step is recorded and the loop's next turn stops the trajectory.
-            rt.breaker.replied(job.model, empty_at_limit=empty, message=message)
+        has_text = bool(reply.text.strip() or reply.tool_calls)
+        empty = not has_text and reply.finish_reason == "length"
+        if empty and cached is None:
+            # Recorded as it is (an empty step), but said at once: every later call of the
+            # model will likely do the same until the budget is raised.
+            _tell_fault(rt, job.model, EMPTY_AT_MAX_TOKENS,
+                        f"{job.model}: a reply reached --max-tokens "
+                        f"({rt.request_spec.max_tokens}) before any text (a thinking model can "
+                        "spend it all thinking); raise --max-tokens", retried=False)
+        # Empty replies from a model that has written no text yet stop it (engine/breaker.py):
+        # this step is still recorded, and then the trajectory stops, even at its last step.
+        stopped_by_empties = empty and rt.breaker.replied(
+            job.model, job.traj, has_text=False, empty_at_limit=True,
+            message=f"{job.model}: replies reach --max-tokens ({rt.request_spec.max_tokens}) "
+                    "before any text (a thinking model can spend it all thinking); raise "
+                    "--max-tokens")
+        if has_text:
+            rt.breaker.wrote_text(job.model)
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         spent += reply.usage.input_tokens + reply.usage.output_tokens
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            (current_hex, frame, decorated), original, dialect, convention,
                            policy, latency_ms, cached is not None, writes)
+        if stopped_by_empties:
+            await writes.settle()  # the empty step is durable; the rerun continues after it
+            raise _stopped_error(rt, job)
         last = state.steps[-1]
         if last.final_answer is not None:
             # Queued in the same turn as the step, so both usually land in one commit; the

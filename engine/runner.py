@@ -253,8 +253,15 @@ async def run_jobs(
                           base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
     )
+    breaker = runtime.breaker
     scheduler = FairScheduler(jobs, in_flight_caps(  # only models with a remote endpoint
-        {m.spec: m.max_concurrency for m in config.models if m.spec in runtime.limiters}))
+        {m.spec: m.max_concurrency for m in config.models if m.spec in runtime.limiters}),
+        waiting=breaker.waiting)
+    slots = min(config.concurrency, len(jobs)) or 1
+    # A job of a model whose running trajectories all wait for a verdict can still start (and
+    # tell) while it has jobs left and some slot is held by a trajectory that is not waiting.
+    breaker.attach(lambda model: scheduler.remaining(model) > 0 and breaker.waiting() < slots,
+                   scheduler.wake)
     outcomes: list[Outcome] = []
     stopped: dict[str, StoppedModel] = {}
 
@@ -308,7 +315,7 @@ async def run_jobs(
 
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(config.concurrency, len(jobs)) or 1):
+            for _ in range(slots):
                 group.create_task(worker(group))
         await states.settle()  # the originals' blob writes, owned by no single trajectory
     finally:

@@ -12,13 +12,17 @@ A model with an endpoint limit (``max_concurrency``) gets at most twice that man
 in flight: beyond it they would only wait for the endpoint, holding slots another model could use.
 Twice, not once, so its endpoint stays busy while some of its trajectories render, record, start
 or finish between calls.
+
+A trajectory waiting for the breaker's verdict on its failure (engine/breaker.py) makes no calls:
+it counts towards neither its model's share nor its cap, so more of the model's jobs start and
+their calls tell whether the model works, as they would with one queue.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from engine.driver import TrajectoryJob
 
@@ -36,22 +40,32 @@ def in_flight_caps(limits: Mapping[str, int | None]) -> dict[str, int]:
 class FairScheduler:
     """Hands out jobs one at a time; :meth:`finished` gives a job's slot back."""
 
-    def __init__(self, jobs: Iterable[TrajectoryJob], caps: Mapping[str, int] | None = None
-                 ) -> None:
+    def __init__(self, jobs: Iterable[TrajectoryJob], caps: Mapping[str, int] | None = None,
+                 waiting: Callable[[str], int] | None = None) -> None:
+        """``waiting(model)``: how many of the model's trajectories in flight wait for a verdict
+        (and so count towards nothing)."""
         self._queues: dict[str, deque[TrajectoryJob]] = {}
         for job in jobs:
             self._queues.setdefault(job.model, deque()).append(job)
         self._in_flight = dict.fromkeys(self._queues, 0)
         self._handed = dict.fromkeys(self._queues, 0)  # ties go to the model served least
         self._caps = dict(caps or {})
+        self._waiting = waiting or (lambda model: 0)
         self._freed: asyncio.Event | None = None
 
     def in_flight(self, model: str) -> int:
         return self._in_flight.get(model, 0)
 
-    def remaining(self) -> int:
-        """Jobs not yet handed out."""
+    def remaining(self, model: str | None = None) -> int:
+        """Jobs not yet handed out (of ``model``, if given)."""
+        if model is not None:
+            return len(self._queues.get(model, ()))
         return sum(len(queue) for queue in self._queues.values())
+
+    def wake(self) -> None:
+        """Something other than a finished job may let a slot start one: look again."""
+        if self._freed is not None:
+            self._freed.set()
 
     async def next(self) -> TrajectoryJob | None:
         """The next job to run, or ``None`` once every job has been handed out.
@@ -72,8 +86,7 @@ class FairScheduler:
     def finished(self, job: TrajectoryJob) -> None:
         """``job`` no longer holds a slot."""
         self._in_flight[job.model] -= 1
-        if self._freed is not None:
-            self._freed.set()
+        self.wake()
 
     def drop(self, model: str) -> list[TrajectoryJob]:
         """Hand out nothing more of ``model`` (it was stopped); returns the jobs it still had."""
@@ -81,8 +94,7 @@ class FairScheduler:
         left = list(queue or ())
         if queue:
             queue.clear()
-        if self._freed is not None:
-            self._freed.set()  # a slot waiting only on this model's cap has nothing to wait for
+        self.wake()  # a slot waiting only on this model's cap has nothing to wait for
         return left
 
     def _pick(self) -> TrajectoryJob | None:
@@ -91,11 +103,11 @@ class FairScheduler:
         for model, queue in self._queues.items():
             if not queue:
                 continue
-            in_flight = self._in_flight[model]
+            active = self._in_flight[model] - self._waiting(model)
             cap = self._caps.get(model)
-            if cap is not None and in_flight >= cap:
+            if cap is not None and active >= cap:
                 continue
-            key = (in_flight, self._handed[model])
+            key = (active, self._handed[model])
             if best is None or key < best_key:
                 best, best_key = model, key
         if best is None:

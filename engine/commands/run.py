@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "left, or a request parameter it refuses, on 3 trajectories in a row before any call\n"
         "to it succeeded, or on 10 in a row later) is stopped, without marking them failed,\n"
         "and the run goes on with the other models; one failing so a second time is recorded\n"
-        "as failed.\n"
+        "as failed. So is a model whose first 8 replies in a row (from 3 trajectories or more)\n"
+        "all reach --max-tokens before any text: rerun with a higher --max-tokens.\n"
         "Exit status: 0 all trajectories ended, 1 some failed, a model was stopped or the store\n"
         "failed, 2 bad input, 130 interrupted."
     )
@@ -396,16 +397,20 @@ def _stop_reason(model) -> str:
 
 def _stop_advice(stopped) -> str:
     """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
-    fixable = [m for m in stopped if m.kinds != EMPTY_AT_MAX_TOKENS]
+    fixable = [m.model for m in stopped if m.kinds != EMPTY_AT_MAX_TOKENS]
+    thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
+    both = bool(fixable and thinking)
     advice = []
     if fixable:
-        advice.append("Fix the endpoint, key or model name, then rerun the same command to "
+        advice.append((f"For {', '.join(fixable)}: f" if both else "F")
+                      + "ix the endpoint, key or model name, then rerun the same command to "
                       "continue")
-    if len(fixable) < len(stopped):
+    if thinking:
         # max_tokens is part of a run's identity: the raised budget is a new run of its own.
-        advice.append("Rerun with a higher --max-tokens: a new run, as the token limit is part "
-                      "of what a run is (with --run-name, give it a new name)")
-    return "; ".join(advice)
+        advice.append((f"For {', '.join(thinking)}: r" if both else "R")
+                      + "erun with a higher --max-tokens: a new run, as the token limit is "
+                      "part of what a run is (with --run-name, give it a new name)")
+    return ". ".join(advice)
 
 
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):

@@ -3,7 +3,8 @@
 Two in-process models share a run's slots: one answers at once, the other holds every call
 until the test lets it go. Pulled from one queue in job order, the slots would fill with the held
 model's trajectories and the fast model would stop finishing; with a share per model, every fast
-trajectory finishes while the slow model's calls are still held.
+trajectory finishes while the slow model's calls are still held. The breaker still judges a
+model whose running trajectories all wait for its verdict by calls of its other jobs.
 """
 
 from __future__ import annotations
@@ -126,3 +127,50 @@ async def test_a_capped_model_waits_for_its_own_slot_and_a_dropped_one_ends() ->
     assert await asyncio.wait_for(waiting, 5) is None
     stopped.finished(only)
     assert stopped.remaining() == 0
+
+
+class FailsFirst:
+    """One call at a time; the first ``bad`` calls fail for good with ``kind``, the rest answer."""
+
+    def __init__(self, spec: str, bad: int, kind: str, *, then: str = "answer") -> None:
+        self.name = self.connection_key = spec
+        self.bad, self.kind, self.then = bad, kind, then
+        self.calls = 0
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        from adapters.models.base import ModelCallError
+
+        self.calls += 1
+        await asyncio.sleep(0.002)
+        failing = self.calls <= self.bad if self.then == "answer" else self.calls > self.bad
+        if failing:
+            raise ModelCallError(f"{self.name}: {self.kind}", retry="no", kind=self.kind)
+        return ModelReply(text=ANSWER, usage=Usage(10, 5), model=self.name)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _one_limited_model(adapter, n: int):
+    config = RunConfig(models=(ModelConfig(adapter.name, max_concurrency=1),),
+                       dataset="synthetic:2", limit=n, settings=("vaot",), store=":memory:",
+                       concurrency=64, max_steps=3).validate()
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    result = await run_jobs(config, MemoryStore(), samples, adapters={adapter.name: adapter})
+    statuses = sorted(o.status for o in result.outcomes)
+    return statuses, [(s.kinds, s.count) for s in result.stopped]
+
+
+async def test_two_rejected_samples_do_not_stop_a_model_limited_to_one_call() -> None:
+    # Only two trajectories of it run at once (its cap), both waiting for the breaker's verdict
+    # on their 404s: its other jobs must still start and show that the model answers.
+    statuses, stopped = await _one_limited_model(FailsFirst("scripted:m", 2, "not_found"), 12)
+    assert stopped == []
+    assert statuses == ["answered"] * 10 + ["failed"] * 2
+
+
+async def test_an_outage_of_a_limited_endpoint_stops_it_without_marking_anything_failed() -> None:
+    statuses, stopped = await _one_limited_model(
+        FailsFirst("scripted:down", 2, "connect", then="fail"), 40)
+    assert statuses == ["answered", "answered"]
+    assert stopped == [("connect", 10)]
