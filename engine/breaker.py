@@ -39,9 +39,10 @@ the log of a trajectory it reads), empty replies are its answers to hard samples
 it.
 
 "No call left to tell" counts the model's jobs not yet started too: the run's scheduler starts
-more of them while every running one waits (see :meth:`ModelBreaker.attach`), as long as a slot
-is not held by a waiting trajectory, so a model limited to one call at a time is judged on as
-many trajectories as any other.
+more of them while every running one waits (see :meth:`ModelBreaker.attach`), so a model limited
+to one call at a time is judged on as many trajectories as any other. When every slot of the run
+is held by a waiting trajectory no job can start: the model that has waited longest is decided
+then, which frees its slots for the others.
 
 A refused connection reaches this point only after the whole retry budget, so a local server that
 is still starting gets that long to come up. Each process of a ``--workers`` run judges by its
@@ -51,6 +52,7 @@ own calls.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 
 __all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
@@ -94,7 +96,7 @@ class ModelUnusableError(Exception):
 
 class _Model:
     __slots__ = ("answered", "empty_streak", "empty_trajs", "kinds", "last_fault", "running",
-                 "stop_event", "streak", "texted", "waiting")
+                 "stop_event", "streak", "texted", "waiting", "waiting_since")
 
     def __init__(self) -> None:
         self.answered = False
@@ -108,6 +110,8 @@ class _Model:
         self.last_fault = ""
         """The message of the last of them."""
         self.waiting: list[asyncio.Future[bool]] = []
+        self.waiting_since = 0
+        """When its first waiting trajectory began to wait (a ticket: smaller is earlier)."""
         self.stop_event: asyncio.Event | None = None
         self.texted = False
         """A reply with text (or a tool call) has come from it in this process."""
@@ -126,14 +130,18 @@ class ModelBreaker:
         self.threshold_after_success = threshold_after_success
         self._models: dict[str, _Model] = {}
         self._stopped: dict[str, ModelUnusableError] = {}
-        self._can_start_more: Callable[[str], bool] = lambda model: False
+        self._has_jobs: Callable[[str], bool] = lambda model: False
+        self._slots = 0
         self._on_wait: Callable[[], None] = lambda: None
+        self._tickets = itertools.count()
 
-    def attach(self, can_start_more: Callable[[str], bool], on_wait: Callable[[], None]) -> None:
-        """Hear from the scheduler whether it can still start a job of a model (one that would
-        call it and so tell), and tell it when a trajectory starts waiting (its slot no longer
-        counts against the model's share)."""
-        self._can_start_more = can_start_more
+    def attach(self, has_jobs: Callable[[str], bool], slots: int,
+               on_wait: Callable[[], None]) -> None:
+        """Hear from the run's scheduler whether it still has jobs of a model (which would call
+        it and so tell) and how many slots the run has; tell it when a trajectory starts waiting
+        (its slot no longer counts against the model's share)."""
+        self._has_jobs = has_jobs
+        self._slots = slots
         self._on_wait = on_wait
 
     def waiting(self, model: str | None = None) -> int:
@@ -176,8 +184,20 @@ class ModelBreaker:
     def _decide_if_nobody_can_tell(self, model: str, m: _Model) -> None:
         """Every running trajectory of ``model`` waits, and no job of it can start: no call is
         left to tell, so decide now."""
-        if len(m.waiting) < m.running or self._can_start_more(model):
+        if len(m.waiting) < m.running:
             return
+        if not self._has_jobs(model):
+            self._decide(model, m)
+            return
+        # Jobs of it would tell once they start, but none starts while every slot holds a
+        # waiting trajectory: decide the model that waited longest (the one a single queue
+        # would have decided first), and so on until a slot is free or this one is decided.
+        while m.waiting and self.waiting() >= self._slots:
+            name, oldest = min(((n, x) for n, x in self._models.items() if x.waiting),
+                               key=lambda item: item[1].waiting_since)
+            self._decide(name, oldest)
+
+    def _decide(self, model: str, m: _Model) -> None:
         if m.answered:
             self._release(m, stop=False)
         else:
@@ -242,6 +262,8 @@ class ModelBreaker:
             self._stop(model, m)
             return True
         verdict: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if not m.waiting:
+            m.waiting_since = next(self._tickets)
         m.waiting.append(verdict)
         self._decide_if_nobody_can_tell(model, m)
         if not verdict.done():

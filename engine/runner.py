@@ -259,9 +259,8 @@ async def run_jobs(
         waiting=breaker.waiting)
     slots = min(config.concurrency, len(jobs)) or 1
     # A job of a model whose running trajectories all wait for a verdict can still start (and
-    # tell) while it has jobs left and some slot is held by a trajectory that is not waiting.
-    breaker.attach(lambda model: scheduler.remaining(model) > 0 and breaker.waiting() < slots,
-                   scheduler.wake)
+    # tell) while it has jobs left and some slot is not held by a waiting trajectory.
+    breaker.attach(lambda model: scheduler.remaining(model) > 0, slots, scheduler.wake)
     outcomes: list[Outcome] = []
     stopped: dict[str, StoppedModel] = {}
 

@@ -14,11 +14,13 @@ workers ignore Ctrl-C and stop gracefully on SIGTERM (in-flight calls cancelled,
 kept), which the parent sends on Ctrl-C; a worker whose run dies is killed by the kernel
 (Linux) or notices within half a second, so a rerun never races an orphan.
 
-Workers are forked from a fork server (where the platform has one): a fresh, single-threaded
-process that imports the engine once, started by :func:`warm_up` while the run is still reading
-its dataset. A worker then starts in milliseconds instead of spending a third of a second
-importing the engine after the dataset is read. (Forking the run's own process is not safe: it
-runs threads and holds the store open.) Elsewhere they are spawned.
+On Linux, workers are forked from a fork server: a fresh process that imports the engine once
+(and runs none of the run's threads, store or event loop), started by :func:`warm_up` while the
+run is still reading its dataset. A worker then starts in milliseconds instead of spending a
+third of a second importing the engine after the dataset is read. (Forking the run's own process
+is not safe: it runs threads and holds the store open.) The fork server outlives one run, so each
+worker is handed the run's environment as it is now (API keys, proxies), not as it was when the
+server started. Elsewhere, or when the fork server cannot start, workers are spawned.
 """
 
 from __future__ import annotations
@@ -56,22 +58,40 @@ _PRELOAD = ["engine.workers"]  # and so the runner, the adapters, the renderer, 
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    """Fork server where there is one (its children start with the engine imported), else spawn;
-    never fork a process that runs threads."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    """The fork server, running (on Linux: its children start with the engine imported), else
+    spawn; never fork a process that runs threads."""
+    if sys.platform.startswith("linux"):
+        from multiprocessing import forkserver
+
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
-        return context
+        try:
+            with _sigint_ignored():
+                forkserver.ensure_running()
+            return context
+        except OSError:  # e.g. its socket's path under a deep TMPDIR is too long for AF_UNIX
+            pass
     return multiprocessing.get_context("spawn")
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while a child is started, so the child starts ignoring it: the fork
+    server must not die (with a traceback) of a Ctrl-C meant for the run while it imports."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def warm_up() -> None:
     """Start the process workers are forked from now, so its imports overlap the caller's own
     start-up (reading and checking a dataset); harmless if no run with workers follows."""
-    if _context().get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
+    _context()
 
 
 class WorkerError(RuntimeError):
@@ -152,7 +172,8 @@ def run_in_workers(
             shard.write_bytes(pickle.dumps(samples[i::workers], protocol=pickle.HIGHEST_PROTOCOL))
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
-                args=(i, share_of(config, workers, i), str(shard), messages, os.getpid())))
+                args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
+                      dict(os.environ))))
         return _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
                           started)
 
@@ -287,9 +308,13 @@ def _die_with_run(index: int, run: int) -> None:
         os._exit(1)
 
 
-def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int) -> None:
+def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int,
+                 environ: dict[str, str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_run(index, parent)
+    # The run's environment now, not the fork server's from when it started.
+    os.environ.clear()
+    os.environ.update(environ)
     from engine.gc_tuning import tuned_gc
     from engine.logs import configure_logging, log_path_for
     from engine.runner import open_run_store

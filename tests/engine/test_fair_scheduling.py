@@ -174,3 +174,20 @@ async def test_an_outage_of_a_limited_endpoint_stops_it_without_marking_anything
         FailsFirst("scripted:down", 2, "connect", then="fail"), 40)
     assert statuses == ["answered", "answered"]
     assert stopped == [("connect", 10)]
+
+
+async def test_slots_full_of_waiting_trajectories_decide_the_model_that_waited_longest() -> None:
+    # Two slots: a model whose endpoint is down waits on its first failure while more of its jobs
+    # could still tell; then the healthy model's one rejected sample waits too. No slot is left
+    # for a call that could tell either apart: the down model, which waited first, is stopped,
+    # and the healthy one goes on (its rejected sample recorded as that trajectory's failure).
+    down = FailsFirst("scripted:down", 0, "connect", then="fail")
+    healthy = FailsFirst("scripted:healthy", 1, "not_found")
+    config = RunConfig(models=(ModelConfig(down.name), ModelConfig(healthy.name)),
+                       dataset="synthetic:1", limit=7, settings=("vaot",), store=":memory:",
+                       concurrency=2, max_steps=3).validate()
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    result = await run_jobs(config, MemoryStore(), samples,
+                            adapters={down.name: down, healthy.name: healthy})
+    assert [(s.model, s.kinds) for s in result.stopped] == [(down.name, "connect")]
+    assert sorted(o.status for o in result.outcomes) == ["answered"] * 6 + ["failed"]

@@ -215,3 +215,42 @@ def test_a_worker_error_names_the_errors_inside_a_task_group():
     group = ExceptionGroup("unhandled errors in a TaskGroup",
                            [ValueError("bad pixels"), ExceptionGroup("inner", [KeyError("k")])])
     assert _describe(group) == "ValueError: bad pixels; KeyError: 'k'"
+
+
+def test_workers_read_the_environment_of_the_run_not_of_the_fork_server(tmp_path):
+    # One process runs the CLI twice (a notebook, a wrapper script): the fork server started by
+    # the first run must not hand the second run's workers the key as it was then.
+    from tests.fakes.process import fake_server_process
+
+    script = tmp_path / "twice.py"
+    script.write_text(
+        "import os, sys\n"
+        "from engine.cli import main\n"
+        "def run(store, model, *extra):\n"
+        "    return main(['run', '--model', model, '--dataset', 'synthetic:1', '--limit', '4',\n"
+        "                 '--settings', 'vaot', '--store', store, '--workers', '2',\n"
+        "                 '--no-progress', *extra])\n"
+        "if __name__ == '__main__':\n"
+        "    os.environ['VAOT_TWICE_KEY'] = 'sk-stale-0000'\n"
+        "    first = run(sys.argv[1] + '/a.lmdb', 'reference:calibrated')\n"
+        "    os.environ['VAOT_TWICE_KEY'] = 'sk-fresh-1111'\n"
+        "    second = run(sys.argv[1] + '/b.lmdb', 'openai:fake-model', '--base-url',\n"
+        "                 sys.argv[2], '--api-key-env', 'VAOT_TWICE_KEY', '--max-attempts', '1')\n"
+        "    sys.exit(10 * first + second)\n")
+    with fake_server_process("openai", "--api-key", "sk-fresh-1111") as port:
+        done = subprocess.run([sys.executable, str(script), str(tmp_path),
+                               f"http://127.0.0.1:{port}/v1"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _finished(tmp_path / "b.lmdb") == 4
+
+
+def test_a_temp_dir_too_deep_for_the_fork_servers_socket_falls_back_to_spawning(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)  # a Unix socket path allows about 108 bytes
+    deep.mkdir(parents=True)
+    done = subprocess.run(_cmd(tmp_path / "s.lmdb", 2, "--limit", "3"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "TMPDIR": str(deep)})
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert _finished(tmp_path / "s.lmdb") == 3 * 4
