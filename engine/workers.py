@@ -230,13 +230,22 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
                         handle(*messages.get(timeout=0.2))
                 if i not in done:
                     raise WorkerError(f"worker {i} exited with code {processes[i].exitcode} "
-                                      "before finishing its share")
+                                      f"before finishing its share{_why(processes[i])}")
     except BaseException:
         _stop(processes, messages)
         raise
     for process in processes:
         process.join()
     return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()))
+
+
+def _why(process) -> str:
+    """What an exit code the worker itself never chose means."""
+    if process.exitcode == 255 and process._start_method == "forkserver":
+        # The fork server reports its children's exit status; when it dies, they die with it
+        # (PDEATHSIG) and the run only learns that no status came.
+        return " (no exit status: the fork server it was started from has died)"
+    return ""
 
 
 @contextlib.contextmanager
