@@ -254,3 +254,18 @@ def test_a_temp_dir_too_deep_for_the_fork_servers_socket_falls_back_to_spawning(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert _finished(tmp_path / "s.lmdb") == 3 * 4
+
+
+def test_a_dead_fork_server_takes_its_workers_down_and_is_named(tmp_path):
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5)
+    workers = _workers(proc.pid)
+    server = [pid for pid in _children(proc.pid)
+              if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(server) == 1 and len(workers) == 2, (server, workers)
+    os.kill(server[0], signal.SIGKILL)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "the fork server it was started from has died" in err and "Traceback" not in err
+    assert not _gone(workers)
+    _intact_then_resumed(store)
