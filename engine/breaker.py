@@ -55,8 +55,8 @@ import asyncio
 import itertools
 from collections.abc import Callable
 
-__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD", "THRESHOLD_AFTER_SUCCESS", "ModelBreaker",
-           "ModelUnusableError"]
+__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD",
+           "THRESHOLD_AFTER_SUCCESS", "ModelBreaker", "ModelUnusableError"]
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter"})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
@@ -220,16 +220,11 @@ class ModelBreaker:
         m.empty_streak = 0
         m.empty_trajs.clear()
 
-    def replied(self, model: str, traj: str, *, has_text: bool, empty_at_limit: bool,
-                message: str = "") -> bool:
-        """A reply of trajectory ``traj`` from ``model`` is in: with text (or a tool call), or
-        with none and cut at the token limit (``message`` says so). True if the model is
-        stopped (now or before)."""
-        if has_text:
-            self.wrote_text(model)
-            return model in self._stopped
+    def empty_reply(self, model: str, traj: str, message: str) -> bool:
+        """A reply of trajectory ``traj`` from ``model`` reached the token limit before any text
+        (``message`` says so). True if the model is stopped (now or before)."""
         m = self._model(model)
-        if not empty_at_limit or m.texted or model in self._stopped:
+        if m.texted or model in self._stopped:
             return model in self._stopped
         m.empty_streak += 1
         m.empty_trajs.add(traj)

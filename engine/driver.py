@@ -195,7 +195,7 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
 async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrites]:
     store = rt.store
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
-    if state.steps and any(s.raw_text.strip() or s.actions_raw for s in state.steps):
+    if any(s.raw_text.strip() or s.actions_raw for s in state.steps):
         rt.breaker.wrote_text(job.model)  # an earlier invocation's evidence counts (breaker.py)
     if state.finished is not None:
         f = state.finished
@@ -325,23 +325,20 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             calls += 1
             rt.breaker.succeeded(job.model)
         has_text = bool(reply.text.strip() or reply.tool_calls)
-        empty = not has_text and reply.finish_reason == "length"
-        if empty and cached is None:
-            # Recorded as it is (an empty step), but said at once: every later call of the
-            # model will likely do the same until the budget is raised.
-            _tell_fault(rt, job.model, EMPTY_AT_MAX_TOKENS,
-                        f"{job.model}: a reply reached --max-tokens "
-                        f"({rt.request_spec.max_tokens}) before any text (a thinking model can "
-                        "spend it all thinking); raise --max-tokens", retried=False)
-        # Empty replies from a model that has written no text yet stop it (engine/breaker.py):
-        # this step is still recorded, and then the trajectory stops, even at its last step.
-        stopped_by_empties = empty and rt.breaker.replied(
-            job.model, job.traj, has_text=False, empty_at_limit=True,
-            message=f"{job.model}: replies reach --max-tokens ({rt.request_spec.max_tokens}) "
-                    "before any text (a thinking model can spend it all thinking); raise "
-                    "--max-tokens")
+        stopped_by_empties = False
         if has_text:
             rt.breaker.wrote_text(job.model)
+        elif reply.finish_reason == "length":
+            # Recorded as it is (an empty step), but said at once; a model that has written no
+            # text yet is stopped by enough of them (engine/breaker.py): then this step is still
+            # recorded, and the trajectory stops after it, even at its last step.
+            why = (f"--max-tokens ({rt.request_spec.max_tokens}) before any text (a thinking "
+                   "model can spend it all thinking); raise --max-tokens")
+            if cached is None:
+                _tell_fault(rt, job.model, EMPTY_AT_MAX_TOKENS,
+                            f"{job.model}: a reply reached {why}", retried=False)
+            stopped_by_empties = rt.breaker.empty_reply(
+                job.model, job.traj, f"{job.model}: replies reach {why}")
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         spent += reply.usage.input_tokens + reply.usage.output_tokens

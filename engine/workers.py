@@ -175,11 +175,11 @@ def run_in_workers(
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
                       dict(os.environ))))
         return _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
-                          started)
+                          started, context.get_start_method() == "forkserver")
 
 
 def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id: str,
-               started: float) -> RunResult:
+               started: float, from_fork_server: bool) -> RunResult:
     outcomes: list[Outcome] = []
     calls = 0
     done: set[int] = set()
@@ -230,7 +230,8 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
                         handle(*messages.get(timeout=0.2))
                 if i not in done:
                     raise WorkerError(f"worker {i} exited with code {processes[i].exitcode} "
-                                      f"before finishing its share{_why(processes[i])}")
+                                      f"before finishing its share"
+                                      f"{_why(processes[i].exitcode, from_fork_server)}")
     except BaseException:
         _stop(processes, messages)
         raise
@@ -239,9 +240,9 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
     return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()))
 
 
-def _why(process) -> str:
+def _why(exitcode: int | None, from_fork_server: bool) -> str:
     """What an exit code the worker itself never chose means."""
-    if process.exitcode == 255 and process._start_method == "forkserver":
+    if exitcode == 255 and from_fork_server:
         # The fork server reports its children's exit status; when it dies, they die with it
         # (PDEATHSIG) and the run only learns that no status came.
         return " (no exit status: the fork server it was started from has died)"
