@@ -44,8 +44,8 @@ from store.events import (
 )
 from store.recorder import Recorder
 
-__all__ = ["Outcome", "PendingWrites", "Runtime", "TrajectoryJob", "drive_trajectory",
-           "run_trajectory"]
+__all__ = ["Outcome", "PendingWrites", "Runtime", "SampleChangedError", "TrajectoryJob",
+           "drive_trajectory", "run_trajectory", "sample_meta"]
 
 
 class TrajectoryJob(msgspec.Struct, frozen=True):
@@ -211,13 +211,18 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
     # The original's blob, queued by whichever trajectory loaded it.
     writes.own(original, rt.states.unsettled_write(original))
     resumed = state.started is not None
+    if resumed and state.started.input_state != original:
+        raise SampleChangedError(
+            f"sample {sample.id}: its image changed since this trajectory started (recorded "
+            f"state {state.started.input_state[:12]}, now {original[:12]}); continuing would "
+            "mix two images in one trajectory. Restore the image, or start a separate run "
+            "(--run-name NAME, or another --store)")
     if not resumed:
         started = TrajectoryStarted(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,
             sample_id=sample.id, setting=job.setting, model=job.model, input_state=original,
             epoch=job.epoch,
-            sample_meta={"category": sample.category, "group": sample.group,
-                         "family": sample.family, "answer": sample.answer},
+            sample_meta=sample_meta(sample),
         )
         # Queued, not awaited: every later write of this trajectory commits after it.
         writes.add(store.append_nowait([started]))
@@ -439,6 +444,17 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
+
+
+class SampleChangedError(Exception):
+    """A resumed trajectory's sample is no longer what it was when the trajectory started."""
+
+
+def sample_meta(sample: Sample) -> dict:
+    """What a trajectory records of its sample for scoring and grouping; a resume checks that
+    the dataset still says the same (engine/runner.py)."""
+    return {"category": sample.category, "group": sample.group, "family": sample.family,
+            "answer": sample.answer}
 
 
 def _image_name(sample: Sample) -> str:

@@ -19,6 +19,7 @@ import msgspec
 import structlog
 
 from adapters.datasets.base import Sample
+from adapters.datasets.loading import dataset_identity
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
 from adapters.renderers.pillow_renderer import RENDERER_VERSION
@@ -26,7 +27,14 @@ from engine.breaker import ModelUnusableError
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
-from engine.driver import Outcome, PendingWrites, Runtime, TrajectoryJob, drive_trajectory
+from engine.driver import (
+    Outcome,
+    PendingWrites,
+    Runtime,
+    TrajectoryJob,
+    drive_trajectory,
+    sample_meta,
+)
 from engine.ids import recorded_text, run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
@@ -35,12 +43,13 @@ from engine.scheduler import FairScheduler, in_flight_caps
 from engine.states import StateCache
 from store import open_store
 from store.errors import StoreError
-from store.events import RunStarted, run_stream
+from store.events import RunStarted, TrajectoryStarted, run_stream
 from store.recorder import Recorder
 
 log = structlog.get_logger("vaot.engine")
 
-__all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "open_run_store", "run_identity",
+__all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "check_samples_unchanged",
+           "open_run_store", "run_identity",
            "run_jobs", "write_run_header"]
 
 ENGINE_VERSION = "vaot-engine/1"
@@ -87,7 +96,7 @@ def run_identity(config: RunConfig) -> dict:
     if config.run_name:
         return {"name": config.run_name}
     return {
-        "dataset": recorded_text(config.dataset), "seed": config.seed,
+        "dataset": recorded_text(dataset_identity(config.dataset)), "seed": config.seed,
         "max_steps": config.max_steps,
         "shape": config.shape, "image_history": config.image_history,
         "render_base": config.render_base, "prompts": PROMPTS_VERSION,
@@ -143,29 +152,68 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter]
 
 
 async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
-                           extra_header: dict | None = None) -> None:
-    """Append the run's ``RunStarted`` event unless the store already holds it (a resume)."""
+                           extra_header: dict | None = None) -> bool:
+    """Append the run's ``RunStarted`` event unless the store already holds it; returns whether
+    it did (False: a resume, checked against the header first)."""
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
     if store.head(header_stream) is not None:
         _check_resume(config, store.read_trajectory(header_stream), run_id)
-    else:
-        header = {
-            "models": [msgspec.to_builtins(m) for m in config.models],
-            "settings": list(config.settings), "dataset": recorded_text(config.dataset),
-            "prompts": prompt_hashes(), "prompts_version": PROMPTS_VERSION,
-            "renderer": RENDERER_VERSION, "render_base": config.render_base,
-            "conventions": {m.spec: m.convention for m in config.models},
-            "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
-            "image_history": config.image_history, "token_budget": config.token_budget,
-            "max_tokens": config.max_tokens, "temperature": config.temperature,
-            "engine_version": ENGINE_VERSION,
-            "flags": {"cumulative_canvas": config.render_base == "current",
-                      "wrong_render_schedule": "all"},
-            **(extra_header or {}),
-        }
-        await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
-                                       config=header, engine_version=ENGINE_VERSION)])
+        return False
+    header = {
+        "models": [msgspec.to_builtins(m) for m in config.models],
+        "settings": list(config.settings),
+        "dataset": recorded_text(dataset_identity(config.dataset)),
+        "prompts": prompt_hashes(), "prompts_version": PROMPTS_VERSION,
+        "renderer": RENDERER_VERSION, "render_base": config.render_base,
+        "conventions": {m.spec: m.convention for m in config.models},
+        "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
+        "image_history": config.image_history, "token_budget": config.token_budget,
+        "max_tokens": config.max_tokens, "temperature": config.temperature,
+        "engine_version": ENGINE_VERSION,
+        "flags": {"cumulative_canvas": config.render_base == "current",
+                  "wrong_render_schedule": "all"},
+        **(extra_header or {}),
+    }
+    await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
+                                   config=header, engine_version=ENGINE_VERSION)])
+    return True
+
+
+def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob]) -> None:
+    """Refuse to resume a run whose dataset now says something else of a sample it started.
+
+    A finished trajectory is skipped on a resume and scored against what it recorded of its
+    sample: after a label was fixed in the file, the summary would show the old label's score
+    with no sign of it. (An image is compared when its trajectory goes on: engine/driver.py.)
+
+    Raises:
+        ConfigError: naming the first changed sample and field, and how many samples changed.
+    """
+    changed: dict[str, str] = {}
+    seen: set[str] = set()
+    for job in jobs:
+        sample = job.sample
+        if sample.id in seen or store.head(job.traj) is None:
+            continue
+        started = next((s.event for s in store.read_trajectory(job.traj)
+                        if isinstance(s.event, TrajectoryStarted)), None)
+        if started is None:
+            continue
+        seen.add(sample.id)
+        now = sample_meta(sample)
+        for field, was in started.sample_meta.items():
+            if field in now and now[field] != was:
+                changed[sample.id] = f"{field} was {was!r}, now {now[field]!r}"
+                break
+    if changed:
+        first, what = next(iter(changed.items()))
+        more = f" (and {len(changed) - 1} more samples)" if len(changed) > 1 else ""
+        raise ConfigError(
+            f"the dataset changed since run {jobs[0].run_id} started these samples: sample "
+            f"{first}: {what}{more}. Its finished trajectories would be scored against the new "
+            "values. Restore the dataset, or start a separate run (--run-name NAME, or another "
+            "--store)")
 
 
 # What a model's replies are read with (or asked with): changing one of these between two
@@ -239,8 +287,10 @@ async def run_jobs(
         attach = getattr(adapter, "attach", None)
         if attach is not None:
             attach(store)
-    await write_run_header(config, store, run_id, extra_header)
+    fresh = await write_run_header(config, store, run_id, extra_header)
     jobs = build_jobs(config, run_id, samples)
+    if not fresh:
+        check_samples_unchanged(store, jobs)
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")
     states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),

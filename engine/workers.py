@@ -47,7 +47,14 @@ from adapters.datasets.base import Sample
 from engine.config import RunConfig
 from engine.driver import Outcome, TrajectoryJob
 from engine.ids import run_id_for
-from engine.runner import RunResult, StoppedModel, build_jobs, run_identity, write_run_header
+from engine.runner import (
+    RunResult,
+    StoppedModel,
+    build_jobs,
+    check_samples_unchanged,
+    run_identity,
+    write_run_header,
+)
 from store.recorder import Recorder
 
 __all__ = ["WorkerError", "run_in_workers", "share_of", "warm_up", "worker_count"]
@@ -158,8 +165,11 @@ def run_in_workers(
     workers = worker_count(config, len(samples))
     run_id = run_id_for(run_identity(config))
     # Written here, once: workers racing to write it would conflict on the header stream.
-    asyncio.run(write_run_header(config, store, run_id, extra_header))
-    jobs = {job.traj: job for job in build_jobs(config, run_id, samples)}
+    fresh = asyncio.run(write_run_header(config, store, run_id, extra_header))
+    all_jobs = build_jobs(config, run_id, samples)
+    if not fresh:  # here, before any worker starts, rather than in each worker's share
+        check_samples_unchanged(store, all_jobs)
+    jobs = {job.traj: job for job in all_jobs}
     context = _context()
     messages = context.Queue()
     with tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from adapters.datasets.base import DatasetError, Sample, SkippedRow
 from adapters.datasets.jsonl import JsonlLoader
 from adapters.datasets.see2think import See2ThinkLoader
 
-__all__ = ["DATASET_FORMS", "load_dataset"]
+__all__ = ["DATASET_FORMS", "dataset_identity", "load_dataset"]
 
 DATASET_FORMS = ("synthetic", "synthetic:N", "see2think:TASKS.json", "jsonl:FILE")
 """The spec forms ``load_dataset`` accepts, for help texts and error messages."""
@@ -55,6 +56,19 @@ def load_dataset(
         loader = (See2ThinkLoader if scheme == "see2think" else JsonlLoader)(path, limit=limit)
         return loader.samples(), list(loader.skipped)
     raise DatasetError(f"unknown dataset spec {spec!r}; {_VALID}")
+
+
+def dataset_identity(spec: str) -> str:
+    """The spec as a run is known by: a file's path made absolute.
+
+    So the same file named from another directory, or as ``./FILE``, is the same run, and two
+    files of one name in two directories are two runs (a run keyed by the text as typed would
+    score one file's samples with the other's trajectories). Other forms are kept as given.
+    """
+    scheme, _, argument = spec.strip().partition(":")
+    if scheme in ("see2think", "jsonl") and argument.strip():
+        return f"{scheme}:{os.path.abspath(Path(argument.strip()).expanduser())}"
+    return spec
 
 
 def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int) -> list[Sample]:

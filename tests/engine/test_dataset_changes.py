@@ -1,0 +1,123 @@
+"""A resume must never score one dataset's samples with another's trajectories.
+
+A run is known by its dataset file's absolute path (not the text typed), and a resume refuses a
+dataset whose labels changed since the run started its samples, or whose image changed under an
+unfinished trajectory.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+from PIL import Image
+
+from engine.cli import main
+from engine.config import RunConfig
+from engine.runner import run_identity
+
+
+def _png(colour: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (48, 32), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _dataset(folder: Path, answer: str, colour=(9, 99, 199), n: int = 3) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.png").write_bytes(_png(colour))
+    rows = [{"id": f"s{i}", "image": "a.png", "question": "Which colour?", "answer": answer,
+             "category": "colour", "group": "2D"} for i in range(n)]
+    path = folder / "val.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _run(store: Path, dataset: str, *more: str) -> int:
+    return main(["run", "--model", "scripted:builtin", "--settings", "cot,vaot", "--dataset",
+                 dataset, "--store", str(store), "--no-progress", *more])
+
+
+def test_the_same_file_named_two_ways_is_one_run(tmp_path, monkeypatch) -> None:
+    _dataset(tmp_path / "d", "red")
+    monkeypatch.chdir(tmp_path / "d")
+    ids = {json.dumps(run_identity(RunConfig(dataset=spec)))
+           for spec in ("jsonl:val.jsonl", "jsonl:./val.jsonl",
+                        f"jsonl:{tmp_path / 'd' / 'val.jsonl'}", "jsonl:../d/val.jsonl")}
+    assert len(ids) == 1
+
+
+def test_two_files_of_one_name_in_two_folders_are_two_runs(tmp_path, monkeypatch) -> None:
+    _dataset(tmp_path / "a", "red")
+    _dataset(tmp_path / "b", "blue")
+    monkeypatch.chdir(tmp_path / "a")
+    in_a = run_identity(RunConfig(dataset="jsonl:val.jsonl"))
+    monkeypatch.chdir(tmp_path / "b")
+    in_b = run_identity(RunConfig(dataset="jsonl:val.jsonl"))
+    assert in_a != in_b
+    # The header records the absolute path too, so the log says which file it was.
+    assert in_b["dataset"] == f"jsonl:{os.path.abspath(tmp_path / 'b' / 'val.jsonl')}"
+
+
+def test_a_resume_refuses_a_dataset_whose_labels_changed(tmp_path, capsys) -> None:
+    path = _dataset(tmp_path / "d", "red")
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{path}") == 0
+    path.write_text(path.read_text().replace('"red"', '"blue"'))
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}") == 2
+    err = capsys.readouterr().err
+    assert "the dataset changed since run" in err and "answer was 'red', now 'blue'" in err
+    assert "(and 2 more samples)" in err and "Traceback" not in err
+    # Put back as it was, the run resumes (and has nothing left to do).
+    path.write_text(path.read_text().replace('"blue"', '"red"'))
+    assert _run(store, f"jsonl:{path}") == 0
+    assert "model calls this session 0" in capsys.readouterr().out
+
+
+def test_a_resume_with_workers_refuses_it_too(tmp_path, capsys) -> None:
+    path = _dataset(tmp_path / "d", "red", n=4)
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{path}", "--workers", "2") == 0
+    path.write_text(path.read_text().replace('"colour"', '"hue"'))
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}", "--workers", "2") == 2
+    assert "category was 'colour', now 'hue'" in capsys.readouterr().err
+
+
+def test_more_samples_in_the_file_are_not_a_change(tmp_path, capsys) -> None:
+    path = _dataset(tmp_path / "d", "red", n=2)
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{path}") == 0
+    _dataset(tmp_path / "d", "red", n=3)
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}") == 0
+    assert "trajectories 6/6 finished" in capsys.readouterr().out
+
+
+def test_an_image_changed_under_an_unfinished_trajectory_is_named(tmp_path, capsys) -> None:
+    from adapters.datasets.loading import load_dataset
+    from engine.config import ModelConfig
+    from engine.driver import sample_meta
+    from engine.ids import run_id_for
+    from engine.runner import build_jobs, open_run_store
+    from store.events import TrajectoryStarted
+
+    path = _dataset(tmp_path / "d", "red", n=1)
+    store = tmp_path / "run.lmdb"
+    config = RunConfig(models=(ModelConfig("scripted:builtin"),), dataset=f"jsonl:{path}",
+                       settings=("vaot",), store=str(store))
+    samples, _ = load_dataset(config.dataset)
+    (job,) = build_jobs(config, run_id_for(run_identity(config)), samples)
+    # Started (as a crash would leave it) on an image other than the file's now.
+    with open_run_store(str(store)) as recorder:
+        recorder.append_sync([TrajectoryStarted(
+            traj=job.traj, pos=0, at=0.0, run_id=job.run_id, sample_id="s0", setting="vaot",
+            model="scripted:builtin", input_state="ab" * 32, sample_meta=sample_meta(samples[0]))])
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}", "--settings", "vaot") == 1
+    err = capsys.readouterr().err
+    assert "sample s0: its image changed since this trajectory started" in err
+    assert "recorded state abababababab" in err
