@@ -292,7 +292,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 if gone.error is not None and not gone.recorded:
                     await store.append([CallFailed(
                         traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
-                        attempt=0, kind=gone.error.kind, retry=gone.error.retry,
+                        attempt=gone.error.attempt, kind=gone.error.kind, retry=gone.error.retry,
                         status=gone.error.status, retry_after=gone.error.retry_after,
                         message=str(gone.error)[:500], retried=True,
                     )])
@@ -313,7 +313,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 finally:  # also when the run is stopped while the verdict is awaited
                     await store.append([CallFailed(
                         traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
-                        attempt=0, kind=exc.kind, retry=exc.retry, status=exc.status,
+                        attempt=exc.attempt, kind=exc.kind, retry=exc.retry, status=exc.status,
                         retry_after=exc.retry_after, message=str(exc)[:500],
                         retried=after_stop,
                     )])

@@ -226,6 +226,7 @@ async def call_with_retries(
             return reply
         except ModelCallError as exc:
             error = exc
+            error.attempt = attempt  # recorded with the fault the caller logs
         if limiter is not None and error.retry == "rate_limit":
             limiter.on_rate_limited(error.retry_after)
         if error.retry == "no":

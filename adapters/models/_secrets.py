@@ -66,8 +66,9 @@ def read_key(
     value = env.get(env_var, "").strip()
     if not value:
         if required:
+            state = "is not set" if env_var not in env else "is set but empty"
             raise MissingKeyError(
-                f"{provider}: the API key variable {env_var} is not set; export {env_var}=... "
+                f"{provider}: the API key variable {env_var} {state}; export {env_var}=... "
                 "or name another variable with --api-key-env NAME (api_key_env in a config file)"
             )
         return None

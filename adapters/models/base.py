@@ -134,6 +134,8 @@ class ModelCallError(AdapterError):
         self.wait_at_least = wait_at_least
         """A floor the reply's headers imply (a rate-limit window's reset), under the usual
         backoff; unlike ``retry_after``, it does not replace it."""
+        self.attempt = 0
+        """Which attempt (1-based) of the engine's retry loop this fault ended; 0 outside it."""
 
 
 @runtime_checkable

@@ -22,12 +22,23 @@ from store.export import event_line
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", metavar="STORE", help="path of the store")
-    parser.add_argument("--from", dest="start", type=int, default=0, metavar="N",
-                        help="start at sequence number N (default 0)")
+    parser.add_argument("--from", dest="start", type=_sequence_number, default=0, metavar="N",
+                        help="start at sequence number N (default 0, the first event)")
     parser.add_argument("-f", "--follow", action="store_true",
                         help="keep running and print new events as they are committed")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line (for machines) instead of text")
+
+
+def _sequence_number(text: str) -> int:
+    """A sequence number: 0 or more, as stored (an unsigned 64-bit integer)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {2**64 - 1:,}, got {value}")
+    return value
 
 
 def _short(text: str | None, width: int = 60) -> str:

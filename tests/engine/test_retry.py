@@ -123,6 +123,7 @@ async def test_no_retry_is_raised_at_once() -> None:
     with pytest.raises(ModelCallError) as info:
         await run(adapter, rec)
     assert info.value.kind == "auth" and adapter.calls == 1
+    assert info.value.attempt == 1  # the log records which attempt ended the call
     assert rec.delays == [] and rec.failures == []
 
 
@@ -134,6 +135,8 @@ async def test_exhaustion_raises_the_last_error_with_a_note() -> None:
     assert info.value.kind == "c"
     assert info.value.__notes__ == ["gave up after 3 attempt(s)"]
     assert len(rec.failures) == 2  # only faults that were retried are reported
+    # The give-up is attempt 3, after the retried 1 and 2 (it was logged as attempt 0).
+    assert [f.attempt for f in rec.failures] + [info.value.attempt] == [1, 2, 3]
 
 
 async def test_per_call_timeout_is_a_transient_fault() -> None:

@@ -63,6 +63,7 @@ def test_failed_trajectories_are_retried_only_when_asked(tmp_path) -> None:
         kinds = [type(e) for e in evs]
         assert kinds[:3] == [TrajectoryStarted, CallFailed, TrajectoryFinished]
         assert evs[2].status == "failed" and not evs[1].retried
+        assert evs[1].attempt == 1  # the one attempt allowed, as the log should say
         assert Step in kinds[3:] and kinds[-1] is TrajectoryFinished
         assert evs[-1].status in ("answered", "max_steps")
     check = subprocess.run([sys.executable, "-m", "engine", "verify", str(store)], cwd=ROOT,

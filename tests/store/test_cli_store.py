@@ -87,6 +87,29 @@ def test_tail_prints_one_line_per_event(store_path: Path) -> None:
     assert [msgspec.json.decode(line)["seq"] for line in done.stdout.splitlines()] == [5, 6]
 
 
+@pytest.mark.parametrize("command", [("tail",), ("tail", "--json"), ("export", "--jsonl")])
+def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, command) -> None:
+    # `vaot tail STORE | head`: far more output than a pipe holds, and the reader goes away.
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.append_sync(steps("a", 0, 4000))
+    proc = subprocess.Popen([sys.executable, "-m", "engine", command[0], str(path),
+                             *command[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert err.decode() == ""  # no traceback
+    assert proc.returncode == 141  # as if killed by SIGPIPE, the shells' convention
+
+
+@pytest.mark.parametrize("bad", ["-1", "18446744073709551616", "x"])
+def test_tail_from_a_bad_sequence_number_is_one_clear_line(store_path: Path, bad: str) -> None:
+    done = vaot("tail", store_path, "--from", bad)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "argument --from" in done.stderr and done.stderr.count("\n") == 1
+
+
 def test_tail_on_a_missing_store_is_one_clear_line(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     done = vaot("tail", missing)

@@ -28,8 +28,14 @@ from tests.fakes.faults import FaultPlan
 def test_missing_key_names_the_variable() -> None:
     with pytest.raises(MissingKeyError) as info:
         read_key("VAOT_NO_SUCH_KEY", provider="openai", environ={})
-    assert "VAOT_NO_SUCH_KEY" in str(info.value)
+    assert "VAOT_NO_SUCH_KEY is not set" in str(info.value)
     assert read_key("VAOT_NO_SUCH_KEY", provider="openai", required=False, environ={}) is None
+
+
+def test_an_empty_key_is_not_called_unset() -> None:
+    # `KEY= vaot run ...`, or a .env line with nothing after the =: the fix is not the same.
+    with pytest.raises(MissingKeyError, match="VAOT_KEY is set but empty"):
+        read_key("VAOT_KEY", provider="openai", environ={"VAOT_KEY": "  "})
 
 
 def test_hosted_adapters_demand_their_key(monkeypatch) -> None:
