@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import os
 import time
 from pathlib import Path
@@ -51,11 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Exit status: 0 all trajectories ended, 1 some failed, a model was stopped or the store\n"
         "failed, 2 bad input, 130 interrupted."
     )
-    p.add_argument("--config", metavar="FILE", help="TOML file with any of the options below "
-                   "(flags override it); [[models]] tables may set base_url, api_key_env, "
-                   "dialect, convention, max_concurrency, requests_per_minute, tokens_per_minute, "
-                   "extra (fields added to each request), and for OpenAI detail and "
-                   "max_tokens_field")
+    p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
+                   "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
+                   "except --timeout (call_timeout_s) and --retry-base-delay "
+                   "(retry_base_delay_s); it may also hold a price table (prices). Flags "
+                   "override it. Models: models = [\"openai:M\"] or [[models]] tables with spec "
+                   "and any of base_url, api_key_env, dialect, convention, max_concurrency, "
+                   "requests_per_minute, tokens_per_minute, extra (fields added to each "
+                   "request), and for OpenAI detail and max_tokens_field")
     p.add_argument("--model", action="append", metavar="SPEC", dest="models",
                    help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
                    "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL "
@@ -116,8 +120,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+# What a config file calls the flags whose names it does not share, and where the per-model
+# ones go: said when a file uses the flag's name, rather than only "unknown field".
+_CONFIG_NAMES = {
+    "timeout": "call_timeout_s", "retry_base_delay": "retry_base_delay_s",
+    "model": "models (a list of specs, or [[models]] tables)",
+    **{flag: f"{flag} in a [[models]] table (one per model)"
+       for flag in ("base_url", "api_key_env", "dialect", "convention")},
+}
+
+
+def _check_config_keys(raw: dict, path: str) -> None:
+    known = {f.name for f in msgspec.structs.fields(RunConfig)}
+    for key in raw:
+        if key in known:
+            continue
+        name = str(key).replace("-", "_")
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = _CONFIG_NAMES.get(name) or (name if name in known else None) or (
+            close[0] if close else None)
+        if name in ("no_progress", "config"):
+            hint = f"the flag --{name.replace('_', '-')} (it has no config key)"
+        raise ConfigError(f"--config {path}: unknown option {key!r}"
+                          + (f"; use {hint}" if hint else "")
+                          + " (see --config in vaot run --help)")
+
+
 def _config_from(args: argparse.Namespace) -> RunConfig:
     raw: dict = load_toml(args.config) if args.config else {}
+    if args.config:
+        _check_config_keys(raw, args.config)
     models = raw.pop("models", None)
     flags = {
         "dataset": args.dataset, "store": args.store, "limit": args.limit,

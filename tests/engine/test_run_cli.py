@@ -93,6 +93,28 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     assert not store.exists(), "a bad input created the store"
 
 
+@pytest.mark.parametrize(("line", "hint"), [
+    ("timeout = 5", "use call_timeout_s"),
+    ("retry_base_delay = 2.0", "use retry_base_delay_s"),
+    ("max-steps = 3", "use max_steps"),
+    ("limt = 3", "use limit"),
+    ('model = "openai:m"', "use models (a list of specs"),
+    ('base_url = "http://127.0.0.1:9/v1"', "use base_url in a [[models]] table"),
+    ("no_progress = true", "the flag --no-progress"),
+])
+def test_a_config_key_named_like_a_flag_says_what_to_write(line, hint, tmp_path,
+                                                           capsys) -> None:
+    from engine.cli import main
+
+    config = tmp_path / "k.toml"
+    config.write_text(line + "\n")
+    store = tmp_path / "run.lmdb"
+    assert main(["run", "--config", str(config), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert f"--config {config}: unknown option" in err and hint in err, err
+    assert not store.exists()
+
+
 def test_toml_config_with_model_tables_runs_and_flags_override_it(tmp_path) -> None:
     store = tmp_path / "cfg.lmdb"
     config = tmp_path / "run.toml"
