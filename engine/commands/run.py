@@ -292,8 +292,10 @@ def run(args: argparse.Namespace) -> int:
                 def on_stop(model) -> None:
                     # At once: the run goes on with the other models, perhaps for hours.
                     stopped.append(model)
-                    err.print(f"stopped {model.model}: {_stop_reason(model)}; the run goes on "
-                              "without it", markup=False)
+                    rest = ("the run goes on without it" if len(stopped) < len(config.models)
+                            else "no model is left, so the run ends")
+                    err.print(f"stopped {model.model}: {_stop_reason(model)}; {rest}",
+                              markup=False)
 
                 with tuned_gc():
                     if config.workers > 1:
@@ -365,11 +367,14 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"stopped: {model.model} cannot be used as configured: {_stop_reason(model)}",
                   markup=False)
     if stopped and not interrupted:
-        err.print(f"the trajectories of the stopped model(s) were not marked failed; committed "
+        err.print(f"the trajectories a stop interrupted stay unfinished, not failed; committed "
                   f"work is kept in {config.store}. {_stop_advice(stopped)}", markup=False)
         if failed:
-            err.print(f"{failed} trajectories failed before the stop or for other reasons; rerun "
-                      "with --retry-failed to run them again", markup=False)
+            # A call that failed so on an earlier run too is the trajectory's failure, not the
+            # endpoint's (engine/breaker.py): those, and any other errors, are counted here.
+            err.print(f"{failed} trajectories ended as failed (their call failed the same way "
+                      "on an earlier run too, or another error); rerun with --retry-failed to "
+                      "run them again", markup=False)
         return 1
     if interrupted:
         err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "

@@ -65,6 +65,8 @@ def test_an_unreachable_endpoint_stops_the_run_and_a_rerun_finishes_it(tmp_path,
     assert typo.returncode == 1, typo.stdout + typo.stderr
     assert "stopped: openai:fake-model cannot be used as configured" in typo.stderr, typo.stderr
     assert "'connect' on 3 trajectories in a row" in typo.stderr
+    assert "no model is left, so the run ends" in typo.stderr  # its only model
+    assert "stay unfinished, not failed" in typo.stderr
     assert "rerun the same command" in typo.stderr
     assert "Traceback" not in typo.stderr and "worker" not in typo.stderr
     assert "--retry-failed" not in typo.stderr  # nothing to retry: nothing was marked failed
