@@ -112,6 +112,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                     name == "--timeout" and number == 0):
                 bound = f"above {low:g}" if name == "--timeout" else f"from {low:g}"
                 raise ConfigError(f"{name}: must be a number {bound} up to {high:g}, got {number}")
+        if self.run_name is not None and not self.run_name.strip():
+            raise ConfigError("--run-name: an empty name names no run; give one, or leave it "
+                              "out to key the run by its options")
         if self.workers > 1 and self.store == ":memory:":
             raise ConfigError("--workers: an in-memory store cannot be shared by several "
                               "processes; give --store a path")

@@ -222,7 +222,9 @@ def classify_status(
     said = detail.lower()
     for statuses, known_codes, markers, kind, text in _UNCURABLE:
         if status in statuses and (codes & known_codes or any(m in said for m in markers)):
-            return ModelCallError(f"{where}: " + text.format(status=status, detail=detail),
+            # The text goes on after the detail with its own sentence: no ".." between them.
+            said_so = detail.rstrip().removesuffix(".")
+            return ModelCallError(f"{where}: " + text.format(status=status, detail=said_so),
                                   retry="no", kind=kind, status=status)
     if status == 429:
         return ModelCallError(

@@ -249,8 +249,15 @@ def run(args: argparse.Namespace) -> int:
         totals[job.setting] = totals.get(job.setting, 0) + 1
         ours.add(job.traj)
     models = ", ".join(m.spec for m in config.models)
-    console.print(f"run {run_id}: {len(samples)} samples × {len(config.settings)} settings × "
-                  f"{len(config.models)} model(s) [{models}] → {config.store}", markup=False)
+    def count(n: int, noun: str, plural: str | None = None) -> str:
+        return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+    epochs = f" × {count(config.epochs, 'epoch')}" if config.epochs > 1 else ""
+    console.print(f"run {run_id}: {count(len(samples), 'sample')} × "
+                  f"{count(len(config.settings), 'setting')} × "
+                  f"{count(len(config.models), 'model')}{epochs} = "
+                  f"{count(len(ours), 'trajectory', 'trajectories')} [{models}] → {config.store}",
+                  markup=False)
     log.info("run_start", run_id=run_id, samples=len(samples), skipped=len(skipped),
              models=[m.spec for m in config.models], settings=list(config.settings),
              store=config.store)
@@ -440,8 +447,8 @@ def _stop_advice(stopped) -> str:
     advice = []
     if fixable:
         advice.append((f"For {', '.join(fixable)}: f" if both else "F")
-                      + "ix the endpoint, key or model name, then rerun the same command to "
-                      "continue")
+                      + "ix what the stop names (the endpoint, key, model name, credit or an "
+                      "option), then rerun the same command to continue")
     if thinking:
         # max_tokens is part of a run's identity: the raised budget is a new run of its own.
         advice.append((f"For {', '.join(thinking)}: r" if both else "R")

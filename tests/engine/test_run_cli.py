@@ -63,6 +63,7 @@ BAD_INPUTS = {
     "UTF-16 config, bad key": (["--config", "{tmp}/utf16.toml"], "colour"),
     "empty settings": (["--settings", ""], "--settings"),
     "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
+    "empty run name": (["--run-name", " "], "--run-name"),
     "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
                        "'reference:blind' given more than once"),
 }

@@ -180,6 +180,7 @@ def test_a_refused_request_parameter_is_named(body) -> None:
     error = classify(400, body)
     assert (error.retry, error.kind) == ("no", "unsupported_parameter")
     assert "refuses a request parameter" in str(error)
+    assert ".." not in str(error)  # the server's sentence ends where ours begins
 
 
 def test_auth_message_without_a_key() -> None:
