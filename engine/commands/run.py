@@ -67,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", metavar="URL",
                    help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1)")
     p.add_argument("--api-key-env", metavar="NAME",
-                   help="environment variable holding the API key (its value is never logged)")
+                   help="environment variable holding the API key (default OPENAI_API_KEY, "
+                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; its value is never logged)")
     p.add_argument("--dataset", metavar="SPEC",
                    help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
                    "(default: synthetic)")
@@ -75,7 +76,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
                    "structured logs go beside it, in PATH without .lmdb + .log")
-    p.add_argument("--limit", type=int, metavar="N", help="use only the first N samples")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="use only the first N samples (default: all)")
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="trajectories in flight (default 64), shared evenly by the models "
                    "while each has work (a slow model does not take a fast one's slots); a "
@@ -87,14 +89,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "bottleneck (heavy rendering, very fast endpoints); resuming works with any N")
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="model calls per trajectory before it ends as max_steps (default 10)")
-    p.add_argument("--max-tokens", type=int, metavar="N", help="output tokens per call (2048)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="output tokens per call (default 2048)")
     p.add_argument("--token-budget", type=int, metavar="N",
                    help="tokens (input + output, as the API reports them) one trajectory may "
                    "spend; once its recorded steps reach it, it asks nothing more and ends as "
                    "max_steps (the call that crosses it is kept). Default: no budget")
-    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature")
+    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default: each API's own)")
     p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0)")
-    p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (1)")
+    p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (default 1)")
     p.add_argument("--shape", choices=("see2think", "chat"),
                    help="conversation shape (default see2think: one message per step)")
     p.add_argument("--image-history", metavar="H",
@@ -172,6 +174,10 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"
         raise ConfigError(f"--config {args.config}: models must be [[models]] tables (one per "
                           f"model) or a list of specs like [\"openai:gpt-4o\"], not {shape}")
+    if models == [] and not args.models:  # not "no models given": the demo would run instead
+        raise ConfigError(f"--config {args.config}: models is empty; name at least one model "
+                          "(models = [\"openai:M\"]), or leave models out for the demo's "
+                          "reference agents")
     tables = [m if isinstance(m, dict) else {"spec": m} for m in models or []]
     if args.models:
         # A --model that the config also describes keeps the config's table (its base_url,
@@ -292,6 +298,10 @@ def run(args: argparse.Namespace) -> int:
                         told.add((model, kind))
                         named = message if message.startswith(f"{model}:") else (
                             f"{model}: {message}")
+                        if kind == EMPTY_AT_MAX_TOKENS:  # a reply, recorded as its step
+                            err.print(f"{named} (the first such reply; each is recorded as an "
+                                      "empty step)", markup=False)
+                            return
                         then = "retrying within bounds" if retried else "not retried"
                         err.print(f"{named} (first '{kind}' fault: {then}; every fault is "
                                   "recorded)", markup=False)
@@ -349,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
     calls = max(calls_seen[0], progress.calls)
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
-        f"{retried} call faults recorded; model calls this session {calls}; tokens {tokens:,}; "
+        f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}; "
         f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
     for job, outcome in session_failures[:5]:
         err.print(f"failed: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",

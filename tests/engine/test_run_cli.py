@@ -64,6 +64,7 @@ BAD_INPUTS = {
     "empty settings": (["--settings", ""], "--settings"),
     "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
     "empty run name": (["--run-name", " "], "--run-name"),
+    "empty models list": (["--config", "{tmp}/no_models.toml"], "models is empty"),
     "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
                        "'reference:blind' given more than once"),
 }
@@ -79,6 +80,7 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     (tmp_path / "price.toml").write_text('[prices]\n"reference:blind" = 5\n')
     (tmp_path / "models_table.toml").write_text('[models]\nspec = "reference:blind"\n')
     (tmp_path / "models_int.toml").write_text("models = 5\n")
+    (tmp_path / "no_models.toml").write_text("models = []\n")
     (tmp_path / "utf16.toml").write_text('colour = "red"\n', encoding="utf-16")
     args, named = BAD_INPUTS[case]
     store = tmp_path / "run.lmdb"
