@@ -34,7 +34,9 @@ A model whose replies all reach ``--max-tokens`` before any text (a thinking mod
 the whole budget thinking) is stopped the same way once :data:`EMPTY_THRESHOLD` replies in a row,
 from at least :data:`THRESHOLD` trajectories, came back so before any reply with text: each such
 call is paid for in full and teaches nothing, and every later one would likely do the same. The
-empty steps are recorded as they are. Once the model has written text (in this process, or in
+empty steps are recorded as they are. Replies that end for another reason with no text at all
+(an empty ``content`` with ``stop``: a server that puts the text elsewhere, say) stop it the same
+way, as :data:`EMPTY_REPLY`. Once the model has written text (in this process, or in
 the log of a trajectory it reads), empty replies are its answers to hard samples, and never stop
 it.
 
@@ -55,7 +57,7 @@ import asyncio
 import itertools
 from collections.abc import Callable
 
-__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD",
+__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_KINDS", "EMPTY_REPLY", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD",
            "THRESHOLD_AFTER_SUCCESS", "ModelBreaker", "ModelUnusableError"]
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter"})
@@ -73,6 +75,11 @@ THRESHOLD_AFTER_SUCCESS = 10
 
 EMPTY_AT_MAX_TOKENS = "empty_at_max_tokens"
 """The kind a model is stopped with when its replies all end at the token limit with no text."""
+
+EMPTY_REPLY = "empty_reply"
+"""The kind a model is stopped with when its replies carry no text and were not cut short."""
+
+EMPTY_KINDS = frozenset({EMPTY_AT_MAX_TOKENS, EMPTY_REPLY})
 
 EMPTY_THRESHOLD = 8
 """Replies in a row cut at the token limit before any text (from :data:`THRESHOLD` trajectories
@@ -220,9 +227,11 @@ class ModelBreaker:
         m.empty_streak = 0
         m.empty_trajs.clear()
 
-    def empty_reply(self, model: str, traj: str, message: str) -> bool:
-        """A reply of trajectory ``traj`` from ``model`` reached the token limit before any text
-        (``message`` says so). True if the model is stopped (now or before)."""
+    def empty_reply(self, model: str, traj: str, message: str,
+                    kind: str = EMPTY_AT_MAX_TOKENS) -> bool:
+        """A reply of trajectory ``traj`` from ``model`` held no text: it reached the token limit
+        first (``EMPTY_AT_MAX_TOKENS``) or ended so (``EMPTY_REPLY``); ``message`` says which.
+        True if the model is stopped (now or before)."""
         m = self._model(model)
         if m.texted or model in self._stopped:
             return model in self._stopped
@@ -230,7 +239,7 @@ class ModelBreaker:
         m.empty_trajs.add(traj)
         if m.empty_streak < EMPTY_THRESHOLD or len(m.empty_trajs) < self.threshold:
             return False
-        m.kinds = {EMPTY_AT_MAX_TOKENS}
+        m.kinds = {kind}
         m.last_fault = message
         m.streak = m.empty_streak
         self._stop(model, m)

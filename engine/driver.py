@@ -24,7 +24,13 @@ from adapters.datasets.base import Sample
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
 from adapters.renderers.pillow_renderer import render
-from engine.breaker import EMPTY_AT_MAX_TOKENS, STOP_KINDS, ModelBreaker, ModelUnusableError
+from engine.breaker import (
+    EMPTY_AT_MAX_TOKENS,
+    EMPTY_REPLY,
+    STOP_KINDS,
+    ModelBreaker,
+    ModelUnusableError,
+)
 from engine.context import Context, derive_seed
 from engine.conversation import RequestSpec, build_request
 from engine.limits import ConnectionLimiter
@@ -344,6 +350,17 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                             f"{job.model}: a reply reached {why}", retried=False)
             stopped_by_empties = rt.breaker.empty_reply(
                 job.model, job.traj, f"{job.model}: replies reach {why}")
+        else:
+            # Ended, not cut short, with nothing in it: paid for and teaching nothing, and if
+            # every reply is so (a server that puts the text in another field), stopped too.
+            why = (f"no text (finish_reason {reply.finish_reason!r}); its server may put the "
+                   "text in another field, or the model may need another --dialect or --shape")
+            if cached is None:
+                _tell_fault(rt, job.model, EMPTY_REPLY, f"{job.model}: a reply came back with "
+                            f"{why}", retried=False)
+            stopped_by_empties = rt.breaker.empty_reply(
+                job.model, job.traj, f"{job.model}: replies come back with {why}",
+                kind=EMPTY_REPLY)
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         spent += reply.usage.input_tokens + reply.usage.output_tokens

@@ -21,7 +21,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
-from engine.breaker import EMPTY_AT_MAX_TOKENS
+from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY
 from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import configure_logging, log_path_for
@@ -298,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
                         told.add((model, kind))
                         named = message if message.startswith(f"{model}:") else (
                             f"{model}: {message}")
-                        if kind == EMPTY_AT_MAX_TOKENS:  # a reply, recorded as its step
+                        if kind in EMPTY_KINDS:  # a reply, recorded as its step
                             err.print(f"{named} (the first such reply; each is recorded as an "
                                       "empty step)", markup=False)
                             return
@@ -442,7 +442,7 @@ def _open_for_run(config: RunConfig):
 def _stop_reason(model) -> str:
     """Why a model was stopped, in one line (a ``StoppedModel``)."""
     said = model.message.removeprefix(f"{model.model}: ")
-    if model.kinds == EMPTY_AT_MAX_TOKENS:
+    if model.kinds in EMPTY_KINDS:
         return f"{said} ({model.count} replies in a row, none with text yet)"
     in_a_row = (f"on {model.count} trajectories in a row" if model.count > 1
                 else "on the one trajectory of it running")
@@ -451,9 +451,10 @@ def _stop_reason(model) -> str:
 
 def _stop_advice(stopped) -> str:
     """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
-    fixable = [m.model for m in stopped if m.kinds != EMPTY_AT_MAX_TOKENS]
+    fixable = [m.model for m in stopped if m.kinds not in EMPTY_KINDS]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
-    both = bool(fixable and thinking)
+    silent = [m.model for m in stopped if m.kinds == EMPTY_REPLY]
+    both = len([group for group in (fixable, thinking, silent) if group]) > 1
     advice = []
     if fixable:
         advice.append((f"For {', '.join(fixable)}: f" if both else "F")
@@ -464,6 +465,11 @@ def _stop_advice(stopped) -> str:
         advice.append((f"For {', '.join(thinking)}: r" if both else "R")
                       + "erun with a higher --max-tokens: a new run, as the token limit is "
                       "part of what a run is (with --run-name, give it a new name)")
+    if silent:
+        advice.append((f"For {', '.join(silent)}: c" if both else "C")
+                      + "heck what its server returns (vaot tail shows the empty steps), then "
+                      "rerun; as a new run (--run-name NAME) if the empty steps should not stay "
+                      "in these trajectories")
     return ". ".join(advice)
 
 

@@ -182,3 +182,29 @@ async def test_text_in_the_log_from_an_earlier_invocation_counts() -> None:
     result = await run_jobs(more, store, samples, adapters={SPEC: SpendsItAllThinking()})
     assert result.stopped == []
     assert [o.status for o in result.outcomes] == ["max_steps"] * 7
+
+
+def test_the_cli_stops_a_model_whose_replies_end_with_no_text(tmp_path) -> None:
+    # "content": null with finish_reason "stop": a server that puts the text in another field
+    # (a reasoning parser, say). Before, every trajectory ran to --max-steps, each call paid.
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([{"text": "", "finish_reason": "stop"}] * 200))
+    store = tmp_path / "run.lmdb"
+    with fake_server_process("openai", "--script", str(script)) as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", "openai:fake-silent",
+             "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key-env", "VAOT_EMPTY_KEY",
+             "--dataset", "synthetic:2", "--settings", "vaot", "--store", str(store),
+             "--concurrency", "4", "--no-progress"],
+            cwd=ROOT, env={**os.environ, "VAOT_EMPTY_KEY": "k-empty"}, capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "a reply came back with no text (finish_reason 'stop')" in done.stderr  # at once
+    assert "stopped openai:fake-silent: replies come back with no text" in done.stderr
+    assert "Check what its server returns" in done.stderr
+    assert "Fix what the stop names" not in done.stderr and "Traceback" not in done.stderr
+    with open_store(store, create=False) as opened:
+        steps = [s.event for s in opened.iter_events() if isinstance(s.event, Step)]
+    assert EMPTY_THRESHOLD <= len(steps) < EMPTY_THRESHOLD + 4
+    assert {(s.raw_text, s.finish_reason) for s in steps} == {("", "stop")}
