@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "to it succeeded, or on 10 in a row later) is stopped, without marking them failed,\n"
         "and the run goes on with the other models; one failing so a second time is recorded\n"
         "as failed. So is a model whose first 8 replies in a row (from 3 trajectories or more)\n"
-        "all reach --max-tokens before any text: rerun with a higher --max-tokens.\n"
+        "all reach --max-tokens before any text (rerun with a higher --max-tokens), or all end\n"
+        "with no text at all (check what its server returns).\n"
         "Exit status: 0 all trajectories ended, 1 some failed, a model was stopped or the store\n"
         "failed, 2 bad input, 130 interrupted."
     )
