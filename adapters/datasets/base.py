@@ -204,9 +204,10 @@ class ImageFileError(ValueError):
     """A dataset row's image file cannot be used; the message says why (for a skipped row)."""
 
 
-def read_image_file(folder: Path, value: str, *, relative_to: str) -> tuple[bytes, str]:
+def read_image_file(folder: Path, value: str, *,
+                    relative_to: str) -> tuple[bytes, str, tuple[int, int]]:
     """The image file a row names, relative to ``folder`` (or absolute), read and checked as
-    ``load_image`` would check it: its bytes and its absolute path.
+    ``load_image`` would check it: its bytes, its absolute path and its upright size.
 
     ``relative_to`` names ``folder`` in the message for a missing file ("the JSONL file's
     folder"), so the user knows where a relative path was looked for.
@@ -232,7 +233,7 @@ def read_image_file(folder: Path, value: str, *, relative_to: str) -> tuple[byte
     if not data:
         raise ImageFileError(f"image {value!r} is an empty file")
     try:
-        check_image(data, name=value)
+        size = check_image(data, name=value)
     except ImageLoadError as exc:
         raise ImageFileError(f"image {value!r}: {exc.reason}") from None
-    return data, os.path.abspath(path)
+    return data, os.path.abspath(path), size

@@ -134,7 +134,7 @@ class JsonlLoader(CachedLoader):
         answer = _string(row, "answer", allow_empty=False)
         category = _string(row, "category")
         group = _string(row, "group")
-        path, inline, meta = self._image(row["image"], line, number, start)
+        path, inline, meta, size = self._image(row["image"], line, number, start)
         return Sample(
             id=sample_id,
             image=b"",  # named, read again when a trajectory needs it
@@ -145,15 +145,15 @@ class JsonlLoader(CachedLoader):
             category=category,
             group=group,
             choices=_choices(row.get("choices")),
-            key_regions=_key_regions(row.get("key_regions")),
+            key_regions=_key_regions(row.get("key_regions"), size),
             meta=meta,
         )
 
     def _image(self, value: Any, line: bytes, number: int,
-               start: int) -> tuple[str, InlineImage | None, dict[str, str]]:
+               start: int) -> tuple[str, InlineImage | None, dict[str, str], tuple[int, int]]:
         """Where the row's image is, checked: a file's absolute path (else ``""``) or the place
-        of its ``data:`` URI in the file (line ``number``, at byte ``start``), and the meta that
-        says where it came from."""
+        of its ``data:`` URI in the file (line ``number``, at byte ``start``), the meta that
+        says where it came from, and its upright size."""
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
         if value.startswith("data:"):
@@ -164,18 +164,18 @@ class JsonlLoader(CachedLoader):
             except InlineImageError as exc:
                 raise _BadRow(f"'image' {exc}") from None
             try:
-                check_image(image, name=header)
+                size = check_image(image, name=header)
             except ImageLoadError as exc:
                 raise _BadRow(f"image {header!r}: {exc.reason}") from None
             inline = InlineImage.spelled(os.path.abspath(self.path), number,
                                          start + line.index(literal), literal)
-            return "", inline, {"image": header}
+            return "", inline, {"image": header}, size
         try:
-            _, path = read_image_file(self.path.parent, value,
-                                      relative_to="the JSONL file's folder")
+            _, path, size = read_image_file(self.path.parent, value,
+                                            relative_to="the JSONL file's folder")
         except ImageFileError as exc:
             raise _BadRow(str(exc)) from None
-        return path, None, {"image": value}
+        return path, None, {"image": value}, size
 
 
 def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:
@@ -207,8 +207,9 @@ def _choices(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _key_regions(value: Any) -> tuple[tuple[int, int, int, int], ...]:
-    """Boxes ``[x1, y1, x2, y2]`` in pixels, checked for shape and order."""
+def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int, int], ...]:
+    """Boxes ``[x1, y1, x2, y2]`` in pixels, checked for shape and order, and to lie on the
+    image (``size``: its upright width and height)."""
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -227,5 +228,8 @@ def _key_regions(value: Any) -> tuple[tuple[int, int, int, int], ...]:
         x1, y1, x2, y2 = (round(v) for v in box)
         if x1 < 0 or y1 < 0 or x2 <= x1 or y2 <= y1:
             raise _BadRow(f"key region {box!r} needs 0 <= x1 < x2 and 0 <= y1 < y2")
+        if x2 > size[0] or y2 > size[1]:
+            raise _BadRow(f"key region {box!r} goes past the image, which is "
+                          f"{size[0]}×{size[1]} pixels")
         boxes.append((x1, y1, x2, y2))
     return tuple(boxes)

@@ -226,7 +226,7 @@ class See2ThinkLoader(CachedLoader):
             self._skip(data_path, row_line, f"element {index} has no 'image_path'")
             return None
         try:
-            _, image_file = read_image_file(data_path.parent, image_path,
+            _, image_file, _ = read_image_file(data_path.parent, image_path,
                                             relative_to="the folder of its data.json")
         except ImageFileError as exc:
             self._skip(data_path, row_line, str(exc))

@@ -92,11 +92,14 @@ def load_image_upright(
 
 _ORIENTATION = 0x0112
 _TURNING = frozenset(range(2, 9))
+_QUARTER_TURNS = frozenset(range(5, 9))  # the orientations that swap width and height
 """EXIF orientations Pillow's exif_transpose applies (1 is as stored)."""
 
 
-def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> None:
-    """Refuse early what :func:`load_image` would refuse, without decoding the pixels.
+def check_image(source: bytes, *, name: str,
+                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
+    """Refuse early what :func:`load_image` would refuse, without decoding the pixels; returns
+    the (width, height) of the image as it is shown, turned upright from its EXIF orientation.
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
     checksums (a truncated or corrupt PNG). A truncation is found from the file's structure:
@@ -112,6 +115,7 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
         where = _truncated_where(im, source)
         if where:
             raise ImageLoadError(name, f"corrupt or truncated image (it ends inside {where})")
+        width, height = im.size
         try:
             im.verify()
         except SyntaxError as exc:
@@ -119,6 +123,19 @@ def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXEL
             # load_image uses such a file, and refusing it here would drop a usable row.
             if "checksum" not in str(exc):
                 raise
+    # Opened again: verify() leaves an image good for nothing else, and reading EXIF before it
+    # may read past the header (a PNG's eXIf chunk can follow its pixels).
+    with _opened(source, name, max_pixels) as im:
+        try:
+            # Pillow decodes a whole PNG to look for an eXIf chunk after its pixels: only a
+            # PNG that has one is worth it (the check must not decode every dataset image).
+            has_exif = im.format != "PNG" or b"eXIf" in source
+            orientation = im.getexif().get(_ORIENTATION, 1) if has_exif else 1
+        except Exception:  # unreadable EXIF: judged when the image is loaded, not here
+            orientation = 1
+    if orientation in _QUARTER_TURNS:  # upright, it is the other way round
+        width, height = height, width
+    return width, height
 
 
 def _truncated_where(im: Image.Image, data: bytes) -> str | None:

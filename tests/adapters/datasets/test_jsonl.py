@@ -122,6 +122,38 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(folder: Path) -> 
     assert "group" in reasons[13]
 
 
+def test_a_key_region_past_the_image_is_a_skipped_row(folder: Path) -> None:
+    # The fixture image is 8×8: a box reaching x=8 or y=8 is its edge, x=9 is past it.
+    lines = [row("edge", key_regions=[[0, 0, 8, 8]]),
+             row("wide", key_regions=[[0, 0, 9, 4]]),
+             row("tall", key_regions=[[2, 2, 4, 5000]]),
+             row("inline", image="data:image/png;base64," + base64.b64encode(png(
+                 (0, 9, 0), size=4)).decode(), key_regions=[[0, 0, 5, 4]])]
+    loader = JsonlLoader(write_lines(folder / "set.jsonl", lines))
+    assert [s.id for s in loader.samples()] == ["edge"]
+    reasons = {r.line: r.reason for r in loader.skipped}
+    assert "goes past the image, which is 8×8 pixels" in reasons[2]
+    assert "[2, 2, 4, 5000]" in reasons[3]
+    assert "4×4 pixels" in reasons[4]
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_key_regions_are_on_the_upright_image(folder: Path, fmt: str) -> None:
+    # Stored 40 wide and 20 tall, shown 20 wide and 40 tall (EXIF orientation 6): boxes are on
+    # the image as it is shown, which is what the model sees.
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 20), (1, 2, 3)).save(buf, format=fmt, exif=exif)
+    (folder / "img" / f"turned.{fmt.lower()}").write_bytes(buf.getvalue())
+    name = f"img/turned.{fmt.lower()}"
+    lines = [row("upright", image=name, key_regions=[[0, 0, 20, 40]]),
+             row("stored", image=name, key_regions=[[0, 0, 40, 20]])]
+    loader = JsonlLoader(write_lines(folder / "set.jsonl", lines))
+    assert [s.id for s in loader.samples()] == ["upright"]
+    assert "20×40 pixels" in loader.skipped[0].reason
+
+
 def test_truncated_webp_and_gif_images_are_skipped_rows_naming_them(folder: Path) -> None:
     noise = Image.frombytes("RGB", (48, 32), os.urandom(48 * 32 * 3))
     webp, gif = io.BytesIO(), io.BytesIO()
