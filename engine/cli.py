@@ -8,6 +8,7 @@ break the others.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -40,6 +41,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("vaot")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = _Parser(
         prog="vaot",
@@ -48,6 +58,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
             "Run `vaot run` with no arguments for the embedded demo."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"vaot {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subs: dict[str, argparse.ArgumentParser] = {}
     for name, help_text in COMMAND_HELP.items():
@@ -66,7 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     elif not argv:
         parser.print_help()
         return 0
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the command's own parser, so the hint is `vaot run --help`, with the flag
+        # meant when one is close (--limt: --limit).
+        sub = subs.get(args.command) if args.command else None
+        known = [o for a in (sub or parser)._actions for o in a.option_strings]
+        close = [difflib.get_close_matches(u.split("=")[0], known, n=1) for u in unknown]
+        meant = [c[0] for c in close if c]
+        (sub or parser).error(f"unrecognized arguments: {' '.join(unknown)}"
+                              + (f"; did you mean {', '.join(meant)}?" if meant else ""))
     if args.command is None:
         parser.print_help()
         return 0

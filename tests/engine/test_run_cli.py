@@ -96,6 +96,25 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     assert not store.exists(), "a bad input created the store"
 
 
+def test_a_mistyped_flag_is_named_by_its_command_with_the_flag_meant(capsys) -> None:
+    from engine.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--limt", "3"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err == ("vaot run: error: unrecognized arguments: --limt 3; did you mean --limit? "
+                   "(see vaot run --help)\n")
+
+
+def test_version(capsys) -> None:
+    from engine.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("vaot ")
+
+
 @pytest.mark.parametrize(("line", "hint"), [
     ("timeout = 5", "use call_timeout_s"),
     ("retry_base_delay = 2.0", "use retry_base_delay_s"),
