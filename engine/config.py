@@ -142,7 +142,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             try:
                 PriceTable.from_config(self.prices)
             except msgspec.ValidationError as exc:
-                raise ConfigError(f"prices: {exc}") from None
+                raise ConfigError(
+                    f"prices: {exc}; each model's price is a table, e.g. [prices.\"openai:gpt-4o\"] "
+                    "with input_per_mtok and output_per_mtok (per million tokens)") from None
         return self
 
 

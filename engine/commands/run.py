@@ -205,7 +205,12 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     except msgspec.ValidationError as exc:
         where = f" in {args.config}" if args.config else ""
         raise ConfigError(f"bad configuration{where}: {exc}") from None
-    return config.validate()
+    try:
+        return config.validate()
+    except ConfigError as exc:
+        if args.config and str(exc).startswith("prices:"):  # only a config file sets them
+            raise ConfigError(f"--config {args.config}: {exc}") from None
+        raise
 
 
 def run(args: argparse.Namespace) -> int:

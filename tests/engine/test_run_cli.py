@@ -55,7 +55,7 @@ BAD_INPUTS = {
     "a key for a variable name": (["--model", "openai:x", "--api-key-env", "sk-abc123secret"],
                                   "NAME of an environment variable"),
     "negative rate": (["--config", "{tmp}/rate.toml"], "requests_per_minute"),
-    "bad price": (["--config", "{tmp}/price.toml"], "prices"),
+    "bad price": (["--config", "{tmp}/price.toml"], "price.toml: prices"),
     "a [models] table": (["--config", "{tmp}/models_table.toml"], "[[models]]"),
     "models a number": (["--config", "{tmp}/models_int.toml"], "[[models]]"),
     "empty store": (["--store", ""], "--store"),
