@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.frame.is_identity:
         f = result.frame
         print(
-            f"frame in original: [{f.x1:.1f}, {f.y1:.1f}, {f.x2:.1f}, {f.y2:.1f}]", file=sys.stderr
+            f"frame in original (0–1000 on each axis, not pixels): "
+            f"[{f.x1:.1f}, {f.y1:.1f}, {f.x2:.1f}, {f.y2:.1f}]", file=sys.stderr
         )
     return 0
