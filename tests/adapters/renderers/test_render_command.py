@@ -49,7 +49,7 @@ def test_block_from_file_with_global_style_and_warnings(image, tmp_path, capsys)
     assert main(["render", str(image), str(spec), "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert "style.feather" in captured.err
-    assert "frame in original: [0.0, 0.0, 500.0, 500.0]" in captured.err
+    assert "frame in original (0–1000 on each axis, not pixels): [0.0, 0.0, 500.0, 500.0]" in captured.err
     assert load_image(out).size == (320, 240)
 
 
@@ -57,7 +57,7 @@ def test_other_dialects_go_through_the_parser(image, tmp_path, capsys):
     reply = '<tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [0, 0, 160, 120]}}</tool_call>'
     out = tmp_path / "out.png"
     assert main(["render", str(image), reply, "--dialect", "deepeyes", "-o", str(out)]) == 0
-    assert "frame in original: [0.0, 0.0, 500.0, 500.0]" in capsys.readouterr().err
+    assert "frame in original (0–1000 on each axis, not pixels): [0.0, 0.0, 500.0, 500.0]" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
