@@ -245,6 +245,45 @@ def test_workers_read_the_environment_of_the_run_not_of_the_fork_server(tmp_path
     assert _finished(tmp_path / "b.lmdb") == 4
 
 
+def test_workers_work_in_the_directory_of_the_run_not_of_the_fork_server(tmp_path):
+    # A notebook changes directory between two runs: the second run's relative --store and
+    # dataset paths (and so its run id) must mean to its workers what they mean to it.
+    import io
+    import json
+
+    from PIL import Image
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (9, 99, 199)).save(buffer, format="PNG")
+    (second / "a.png").write_bytes(buffer.getvalue())
+    (second / "set.jsonl").write_text("".join(json.dumps(
+        {"id": f"s{i}", "image": "a.png", "question": "Which?", "answer": "A",
+         "category": "c", "group": "2D"}) + "\n" for i in range(4)))
+    script = tmp_path / "twice.py"
+    script.write_text(
+        "import os, sys\n"
+        "from engine.cli import main\n"
+        "def run(dataset):\n"
+        "    return main(['run', '--model', 'reference:calibrated', '--dataset', dataset,\n"
+        "                 '--limit', '4', '--settings', 'vaot', '--store', 'run.lmdb',\n"
+        "                 '--workers', '2', '--no-progress'])\n"
+        "if __name__ == '__main__':\n"
+        "    os.chdir(sys.argv[1])\n"
+        "    one = run('synthetic:1')\n"
+        "    os.chdir(sys.argv[2])\n"
+        "    two = run('jsonl:set.jsonl')\n"
+        "    sys.exit(10 * one + two)\n")
+    done = subprocess.run([sys.executable, str(script), str(first), str(second)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _finished(first / "run.lmdb") == 4 and _finished(second / "run.lmdb") == 4
+    assert "trajectories 4/4 finished" in done.stdout.split("run ")[-1], done.stdout
+
+
 def test_a_temp_dir_too_deep_for_the_fork_servers_socket_falls_back_to_spawning(tmp_path):
     deep = tmp_path / ("d" * 60) / ("e" * 60)  # a Unix socket path allows about 108 bytes
     deep.mkdir(parents=True)
