@@ -44,8 +44,10 @@ def parse_image_history(value: str) -> int | None:
     if value == "all":
         return None
     prefix = "original+last:"
-    if value.startswith(prefix) and value[len(prefix):].isdigit():
-        return int(value[len(prefix):])
+    count = value[len(prefix):] if value.startswith(prefix) else ""
+    # Spelled one way only (no "01", no other scripts' digits): the text is part of a run's id.
+    if count.isascii() and count.isdigit() and str(int(count)) == count:
+        return int(count)
     raise ValueError(f"image history {value!r}: expected 'all' or 'original+last:K'")
 
 
@@ -70,7 +72,9 @@ def build_request(
 ) -> ModelRequest:
     """The request for model call number ``step`` (1-based)."""
     keep = parse_image_history(spec.image_history)
-    returned = [h.returned_state for h in history if h.returned_state is not None]
+    # By step, not by image: steps that returned the same pixels (two zooms into one blank
+    # region) are still separate images in the history, and only the last k are shown.
+    returned = [h.step for h in history if h.returned_state is not None]
     shown = set(returned if keep is None else returned[len(returned) - keep:] if keep else [])
     instructions = prompt_for(setting)
     question_text = _question_text(question, choices)
@@ -89,7 +93,7 @@ def build_request(
 
     def observation(h: HistoryStep) -> list:
         if h.returned_state is not None:
-            if h.returned_state in shown:
+            if h.step in shown:
                 return [TextPart(f"Image returned after Step {h.step}:"), image(h.returned_state)]
             return [TextPart(f"(The image returned after Step {h.step} is omitted.)")]
         if h.acted:
