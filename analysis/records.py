@@ -44,12 +44,19 @@ class TrajectoryRecord(msgspec.Struct):
 
 def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str, ...]] | None = None
             ) -> dict[str, TrajectoryRecord]:
-    """Fold events (in log order) into records keyed by trajectory id."""
+    """Fold events (in log order) into records keyed by trajectory id.
+
+    ``choices`` (sample id → options) scores letter answers; without an entry, the options the
+    trajectory recorded of its sample are used (runs before they were recorded have none).
+    """
     records: dict[str, TrajectoryRecord] = {}
+    recorded_choices: dict[str, tuple[str, ...]] = {}
     for item in events:
         event = item.event if isinstance(item, StoredEvent) else item
         if isinstance(event, TrajectoryStarted):
             meta = event.sample_meta
+            if meta.get("choices"):
+                recorded_choices[event.traj] = _decode_choices(meta["choices"])
             records[event.traj] = TrajectoryRecord(
                 traj=event.traj, run_id=event.run_id, sample_id=event.sample_id,
                 model=event.model, setting=event.setting, category=meta.get("category", ""),
@@ -77,6 +84,18 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             record.answer = event.answer
             record.hit_max_steps = event.status == "max_steps"
             if event.status != "failed":
-                opts = (choices or {}).get(record.sample_id, ())
+                opts = (choices or {}).get(record.sample_id) or recorded_choices.get(
+                    record.traj, ())
                 record.correct = bool(score_answer(event.answer, record.truth, opts))
     return records
+
+
+def _decode_choices(text: str) -> tuple[str, ...]:
+    """The options a trajectory recorded (a JSON list of strings); anything else, none."""
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return ()

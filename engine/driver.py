@@ -468,10 +468,13 @@ class SampleChangedError(Exception):
 
 
 def sample_meta(sample: Sample) -> dict:
-    """What a trajectory records of its sample for scoring and grouping; a resume checks that
-    the dataset still says the same (engine/runner.py)."""
+    """What a trajectory records of its sample for scoring and grouping, and of what it was
+    asked; a resume checks that the dataset still says the same (engine/runner.py). The
+    choices are a JSON list in a string (the field holds strings): a letter answer is scored
+    against them."""
     return {"category": sample.category, "group": sample.group, "family": sample.family,
-            "answer": sample.answer}
+            "answer": sample.answer, "question": sample.question,
+            "choices": msgspec.json.encode(list(sample.choices)).decode()}
 
 
 def _image_name(sample: Sample) -> str:

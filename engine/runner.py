@@ -180,6 +180,11 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     return True
 
 
+def _short(value: object, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 2] + "…" + text[-1]
+
+
 def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob]) -> None:
     """Refuse to resume a run whose dataset now says something else of a sample it started.
 
@@ -204,7 +209,7 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob]) -> None:
         now = sample_meta(sample)
         for field, was in started.sample_meta.items():
             if field in now and now[field] != was:
-                changed[sample.id] = f"{field} was {was!r}, now {now[field]!r}"
+                changed[sample.id] = f"{field} was {_short(was)}, now {_short(now[field])}"
                 break
     if changed:
         first, what = next(iter(changed.items()))

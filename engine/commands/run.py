@@ -348,8 +348,10 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(StoreError):
             store.sync()
         calls_seen: list[int] = [0]
+        options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
         records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
-                                                   calls_seen)).values() if r.traj in ours]
+                                                   calls_seen), options).values()
+                   if r.traj in ours]
     wall = time.monotonic() - started
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)

@@ -87,6 +87,52 @@ def test_a_resume_with_workers_refuses_it_too(tmp_path, capsys) -> None:
     assert "category was 'colour', now 'hue'" in capsys.readouterr().err
 
 
+def test_a_resume_refuses_a_changed_question_or_choices(tmp_path, capsys) -> None:
+    path = _dataset(tmp_path / "d", "B")
+    store = tmp_path / "run.lmdb"
+    original = path.read_text()
+    assert _run(store, f"jsonl:{path}") == 0
+    path.write_text(original.replace("Which colour?", "Which colour is the square?"))
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}") == 2
+    assert "question was 'Which colour?', now 'Which colour is the square?'" in (
+        capsys.readouterr().err)
+    rows = [json.loads(line) for line in original.splitlines()]
+    path.write_text("".join(json.dumps({**r, "choices": ["red", "blue"]}) + "\n" for r in rows))
+    assert _run(store, f"jsonl:{path}") == 2
+    assert "choices was '[]', now '[\"red\",\"blue\"]'" in capsys.readouterr().err
+
+
+def test_letter_answers_are_scored_against_the_choices_in_the_summary(tmp_path, capsys) -> None:
+    # A model that answers with the option's letter; the file's answer is the option's text.
+    folder = tmp_path / "d"
+    _dataset(folder, "x")
+    rows = [{"id": f"s{i}", "image": "a.png", "question": "Which?", "answer": "blue",
+             "choices": ["red", "blue", "green"], "category": "c", "group": "2D"}
+            for i in range(2)]
+    path = folder / "mc.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    script = tmp_path / "letters.json"
+    script.write_text(json.dumps({"steps": ["Final Answer: B"],
+                                  "cot": "Step 1 (Text): It is the second.\nFinal Answer: B"}))
+    config = tmp_path / "run.toml"
+    config.write_text(f'[[models]]\nspec = "scripted:letters"\nextra = {{script = '
+                      f'{json.dumps(str(script))}}}\n')
+    capsys.readouterr()
+    done = main(["run", "--config", str(config), "--settings", "cot", "--dataset",
+                 f"jsonl:{path}", "--store", str(tmp_path / "mc.lmdb"), "--no-progress"])
+    out = capsys.readouterr().out
+    assert done == 0 and "100.0 (2/2)" in out, out
+
+    # The log alone scores it too: the trajectories recorded the choices of their samples.
+    from analysis.records import project
+    from store import open_store
+
+    with open_store(tmp_path / "mc.lmdb", create=False) as opened:
+        records = project(opened.iter_events())
+    assert [r.correct for r in records.values()] == [True, True]
+
+
 def test_more_samples_in_the_file_are_not_a_change(tmp_path, capsys) -> None:
     path = _dataset(tmp_path / "d", "red", n=2)
     store = tmp_path / "run.lmdb"
