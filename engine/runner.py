@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import msgspec
 import structlog
@@ -31,6 +32,7 @@ from engine.driver import (
     Outcome,
     PendingWrites,
     Runtime,
+    SampleChangedError,
     TrajectoryJob,
     drive_trajectory,
     sample_meta,
@@ -49,7 +51,7 @@ from store.recorder import Recorder
 log = structlog.get_logger("vaot.engine")
 
 __all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "check_samples_unchanged",
-           "open_run_store", "run_identity",
+           "first_error", "open_run_store", "run_identity",
            "run_jobs", "write_run_header"]
 
 ENGINE_VERSION = "vaot-engine/1"
@@ -183,6 +185,22 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
 def _short(value: object, width: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= width else text[: width - 2] + "…" + text[-1]
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def first_error(exc: BaseException, kind: type[_E]) -> _E | None:
+    """``exc`` if it is a ``kind``, else the first ``kind`` inside it (a task group wraps the
+    errors that ended it in exception groups, nested)."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_error(inner, kind)
+            if found is not None:
+                return found
+    return None
 
 
 def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob]) -> None:
@@ -351,8 +369,10 @@ async def run_jobs(
                         with contextlib.suppress(Exception):  # a reason to end the run
                             on_stop(stopped[exc.model])
                 continue
-            except (StoreError, asyncio.CancelledError):
-                raise  # the log itself is in trouble, or we are stopping: end the run
+            except (StoreError, SampleChangedError, asyncio.CancelledError):
+                # The log itself is in trouble, the dataset is not the run's any more, or we
+                # are stopping: end the run (what it committed stays valid).
+                raise
             except Exception as exc:
                 # One trajectory's bad input (an undecodable image) or a bug in a component must
                 # not take the whole run down. It stays unfinished in the store, so a rerun (say,

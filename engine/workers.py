@@ -45,13 +45,14 @@ import msgspec
 
 from adapters.datasets.base import Sample
 from engine.config import RunConfig
-from engine.driver import Outcome, TrajectoryJob
+from engine.driver import Outcome, SampleChangedError, TrajectoryJob
 from engine.ids import run_id_for
 from engine.runner import (
     RunResult,
     StoppedModel,
     build_jobs,
     check_samples_unchanged,
+    first_error,
     run_identity,
     write_run_header,
 )
@@ -215,6 +216,8 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
                     on_stop(payload)
         elif kind == "error":
             raise WorkerError(f"worker {index} failed: {payload}")
+        elif kind == "changed":  # the dataset, not the worker: said as a single process would
+            raise SampleChangedError(payload)
 
     try:
         with _sigint_deferred():  # a worker must get its arguments whole
@@ -351,9 +354,13 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
                 # lock, which would block every other worker's last message.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except BaseException as exc:  # the parent names the worker and stops the others
-        if not isinstance(exc, KeyboardInterrupt):
+        changed = first_error(exc, SampleChangedError)
+        if not isinstance(exc, KeyboardInterrupt) and changed is None:
             log.exception("worker_failed", worker=index)
-        messages.put(("error", index, _describe(exc)))
+        if changed is not None:
+            messages.put(("changed", index, str(changed)))
+        else:
+            messages.put(("error", index, _describe(exc)))
         messages.close()
         messages.join_thread()
         raise SystemExit(1) from None

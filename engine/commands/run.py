@@ -275,8 +275,10 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
+    from engine.driver import SampleChangedError
     from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables
+    from engine.runner import first_error
     from engine.workers import WorkerError, run_in_workers
 
     started = time.monotonic()
@@ -335,10 +337,14 @@ def run(args: argparse.Namespace) -> int:
         except WorkerError as exc:
             err.print(f"vaot run: {exc}; committed work is kept, rerun to resume", markup=False)
             return 1
-        except (StoreError, BaseExceptionGroup) as exc:
+        except (StoreError, SampleChangedError, BaseExceptionGroup) as exc:
+            changed = first_error(exc, SampleChangedError)
+            if changed is not None:  # like a relabelled sample: the data is not the run's
+                err.print(f"vaot run: {changed}; committed work is kept", markup=False)
+                return 2
             # A write the store refused (say, another program appending to these trajectories):
             # the run cannot go on, but what it committed stays valid.
-            refused = _store_error(exc)
+            refused = first_error(exc, StoreError)
             if refused is None:
                 raise
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
@@ -494,18 +500,6 @@ def _count_calls(events, ours: set[str], since: float, seen: list[int]):
                 and event.traj in ours):
             seen[0] += 1
         yield stored
-
-
-def _store_error(exc: BaseException) -> StoreError | None:
-    """The store error that ended a run, also from inside a task group's exception group."""
-    if isinstance(exc, StoreError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _store_error(inner)
-            if found is not None:
-                return found
-    return None
 
 
 async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop):

@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from engine.cli import main
@@ -143,7 +144,9 @@ def test_more_samples_in_the_file_are_not_a_change(tmp_path, capsys) -> None:
     assert "trajectories 6/6 finished" in capsys.readouterr().out
 
 
-def test_an_image_changed_under_an_unfinished_trajectory_is_named(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("workers", [(), ("--workers", "2")])
+def test_an_image_changed_under_an_unfinished_trajectory_is_named(tmp_path, capsys,
+                                                                  workers) -> None:
     from adapters.datasets.loading import load_dataset
     from engine.config import ModelConfig
     from engine.driver import sample_meta
@@ -151,19 +154,21 @@ def test_an_image_changed_under_an_unfinished_trajectory_is_named(tmp_path, caps
     from engine.runner import build_jobs, open_run_store
     from store.events import TrajectoryStarted
 
-    path = _dataset(tmp_path / "d", "red", n=1)
+    path = _dataset(tmp_path / "d", "red", n=2)  # two samples: two workers really run
     store = tmp_path / "run.lmdb"
     config = RunConfig(models=(ModelConfig("scripted:builtin"),), dataset=f"jsonl:{path}",
                        settings=("vaot",), store=str(store))
     samples, _ = load_dataset(config.dataset)
-    (job,) = build_jobs(config, run_id_for(run_identity(config)), samples)
+    job = build_jobs(config, run_id_for(run_identity(config)), samples)[0]
     # Started (as a crash would leave it) on an image other than the file's now.
     with open_run_store(str(store)) as recorder:
         recorder.append_sync([TrajectoryStarted(
             traj=job.traj, pos=0, at=0.0, run_id=job.run_id, sample_id="s0", setting="vaot",
             model="scripted:builtin", input_state="ab" * 32, sample_meta=sample_meta(samples[0]))])
     capsys.readouterr()
-    assert _run(store, f"jsonl:{path}", "--settings", "vaot") == 1
+    assert _run(store, f"jsonl:{path}", "--settings", "vaot", *workers) == 2
     err = capsys.readouterr().err
     assert "sample s0: its image changed since this trajectory started" in err
     assert "recorded state abababababab" in err
+    # Nothing was marked failed, so nothing to --retry-failed: restore the image and rerun.
+    assert "--retry-failed" not in err and "Traceback" not in err

@@ -75,11 +75,11 @@ def test_the_lock_is_exclusive_and_sigkill_of_its_holder_frees_it(tmp_path) -> N
 
 
 def test_a_store_error_inside_a_task_group_is_found_for_its_one_line() -> None:
-    from engine.commands.run import _store_error
-    from store.errors import SequenceConflictError
+    from engine.runner import first_error
+    from store.errors import SequenceConflictError, StoreError
 
     conflict = SequenceConflictError("t1", 3, 3)
     nested = ExceptionGroup("run", [ValueError("other"), ExceptionGroup("inner", [conflict])])
-    assert _store_error(nested) is conflict
-    assert _store_error(conflict) is conflict
-    assert _store_error(ExceptionGroup("run", [ValueError("x")])) is None
+    assert first_error(nested, StoreError) is conflict
+    assert first_error(conflict, StoreError) is conflict
+    assert first_error(ExceptionGroup("run", [ValueError("x")]), StoreError) is None
