@@ -20,6 +20,16 @@ def log_path_for(store_path: str) -> Path | None:
     return path.with_name(path.name.removesuffix(".lmdb") + ".log")
 
 
+def _traceback_into_line(_logger, _name, event_dict):
+    """A library's traceback the redacting filter already wrote out (``exc_text``, the key
+    taken out) goes into the JSON object, and off the record, so nothing follows the line."""
+    record = event_dict.get("_record")
+    if record is not None and record.exc_text:
+        event_dict.setdefault("exception", record.exc_text)
+        record.exc_text = None
+    return event_dict
+
+
 def configure_logging(log_file: Path | None) -> structlog.stdlib.BoundLogger:
     """Send structlog (and stdlib logging, e.g. aiohttp's) to ``log_file`` as JSON lines
     (``None``: nowhere, for a run that keeps nothing)."""
@@ -29,7 +39,24 @@ def configure_logging(log_file: Path | None) -> structlog.stdlib.BoundLogger:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(log_file, encoding="utf-8")
     handler.addFilter(RedactingFilter())
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    # Every line one JSON object, whoever logged it (structlog, or aiohttp and asyncio through
+    # stdlib logging) and with its traceback inside it: a plain Formatter would append the
+    # traceback as lines of text after the JSON, which no log reader parses.
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[
+            _traceback_into_line,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            redact_processor,
+            structlog.processors.JSONRenderer(),
+            redact_processor,  # again on the rendered line: covers anything a processor added
+        ],
+    ))
     root = logging.getLogger()
     for old in list(root.handlers):
         if getattr(old, "_vaot", False):
@@ -42,10 +69,7 @@ def configure_logging(log_file: Path | None) -> structlog.stdlib.BoundLogger:
         processors=[
             structlog.stdlib.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            redact_processor,
-            structlog.processors.JSONRenderer(),
-            redact_processor,  # again on the rendered line: covers anything a processor added
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,  # rendered by the handler
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,

@@ -121,8 +121,11 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if _secrets:
-            record.msg = redact(record.getMessage())
-            record.args = None
+            # structlog's records carry their event dict, redacted when it is rendered; a
+            # library's message is redacted here.
+            if not isinstance(record.msg, dict):
+                record.msg = redact(record.getMessage())
+                record.args = None
             if record.exc_info and record.exc_info[1] is not None:
                 record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
                 record.exc_info = None

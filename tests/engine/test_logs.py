@@ -1,0 +1,43 @@
+"""The run's log file: one JSON object per line, tracebacks inside them, keys never written."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from adapters.models import _secrets
+from engine.logs import configure_logging
+
+KEY = "sk-logtest-0123456789"
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_every_line_is_one_json_object_with_its_traceback_inside(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(_secrets, "_secrets", dict(_secrets._secrets))  # registered for this test
+    log_file = tmp_path / "run.log"
+    log = configure_logging(log_file)
+    try:
+        raise ValueError("bad pixels")
+    except ValueError:
+        log.exception("trajectory_error", traj="t1")  # structlog, as the runner logs
+        logging.getLogger("asyncio").error("loop callback failed", exc_info=True)  # a library
+    _secrets.register_secret(KEY, "VAOT_LOG_KEY")  # as a run does once it reads its key
+    try:
+        raise RuntimeError(f"rejected {KEY}")
+    except RuntimeError:
+        log.exception("worker_failed", worker=1, said=KEY)
+        logging.getLogger("aiohttp.client").error("request to %s failed", KEY, exc_info=True)
+    log.info("run_end", calls=3)
+    lines = _lines(log_file)  # a traceback appended as text lines would not parse
+    assert [line["event"] for line in lines] == [
+        "trajectory_error", "loop callback failed", "worker_failed",
+        "request to [redacted $VAOT_LOG_KEY] failed", "run_end"]
+    assert "ValueError: bad pixels" in lines[0]["exception"]
+    assert "ValueError: bad pixels" in lines[1]["exception"] and lines[1]["logger"] == "asyncio"
+    assert "RuntimeError: rejected [redacted $VAOT_LOG_KEY]" in lines[2]["exception"]
+    assert "RuntimeError: rejected [redacted $VAOT_LOG_KEY]" in lines[3]["exception"]
+    assert KEY not in log_file.read_text(encoding="utf-8")
+    assert all(line["timestamp"] and line["level"] for line in lines)
