@@ -39,7 +39,9 @@ _TOKEN_FIELDS = frozenset({"max_tokens", "max_completion_tokens"})
 
 
 def _text_of(message: Message) -> str:
-    return "".join(p.text for p in message.content if isinstance(p, TextPart))
+    # One part per line: "(… is omitted.)" and "Now write Step 2." are two sentences, as they
+    # are when the parts go as separate content parts (and to the other providers).
+    return "\n".join(p.text for p in message.content if isinstance(p, TextPart))
 
 
 class OpenAIAdapter(HttpAdapter):

@@ -60,6 +60,21 @@ def test_openai_names_the_token_cap_as_the_server_reads_it(monkeypatch) -> None:
     assert body["max_completion_tokens"] == 500 and "max_tokens" not in body
 
 
+def test_openai_text_only_turns_keep_their_parts_apart(monkeypatch) -> None:
+    # A chat-shape observation with its image omitted: two sentences, not one run together.
+    from adapters.models.base import AdapterOptions, Message, ModelRequest, TextPart
+    from adapters.models.openai import create
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-parts")
+    adapter = create("gpt-5", AdapterOptions())
+    request = ModelRequest(messages=(Message("user", (
+        TextPart("(The image returned after Step 1 is omitted.)"),
+        TextPart("Now write Step 2."))),))
+    (message,) = adapter.build_body(request)["messages"]
+    assert message["content"] == ("(The image returned after Step 1 is omitted.)\n"
+                                  "Now write Step 2.")
+
+
 async def test_openai_reply_with_logprobs_and_usage(serve) -> None:
     server, adapter = await serve("openai", replies=["Final Answer: B"])
     reply = await adapter.generate(vaot_request(logprobs=True, top_logprobs=3))
