@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
+import structlog
 
 from adapters.datasets.base import Sample
 from engine.config import RunConfig
@@ -396,9 +397,11 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int) -
 
     watcher = asyncio.create_task(watch_parent())
     told: set[tuple[str, str]] = set()
+    log = structlog.get_logger("vaot")
 
     def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
-        if (model, kind) not in told:  # the first of each kind: the rest are in the log
+        log.warning("call_fault", model=model, kind=kind, message=message, retried=retried)
+        if (model, kind) not in told:  # the first of each kind to the parent, for the terminal
             told.add((model, kind))
             messages.put(("fault", 0, (model, kind, message, retried)))
 

@@ -300,8 +300,10 @@ def run(args: argparse.Namespace) -> int:
                 told: set[tuple[str, str]] = set()
 
                 def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
-                    # The first fault of each kind, at once: a wrong URL or key shows in
-                    # seconds, not when the retries of every trajectory have run out.
+                    # Every fault to the log; the first of each kind to the terminal, at once:
+                    # a wrong URL or key shows in seconds, not when every retry has run out.
+                    log.warning("call_fault", model=model, kind=kind, message=message,
+                                retried=retried)
                     if (model, kind) not in told:
                         told.add((model, kind))
                         named = message if message.startswith(f"{model}:") else (
@@ -332,14 +334,17 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             interrupted = True
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
+            log.error("run_refused", run_id=run_id, reason=str(exc))
             err.print(f"vaot run: {exc}", markup=False)
             return 2
         except WorkerError as exc:
+            log.error("run_failed", run_id=run_id, reason=str(exc))
             err.print(f"vaot run: {exc}; committed work is kept, rerun to resume", markup=False)
             return 1
         except (StoreError, SampleChangedError, BaseExceptionGroup) as exc:
             changed = first_error(exc, SampleChangedError)
             if changed is not None:  # like a relabelled sample: the data is not the run's
+                log.error("run_refused", run_id=run_id, reason=str(changed))
                 err.print(f"vaot run: {changed}; committed work is kept", markup=False)
                 return 2
             # A write the store refused (say, another program appending to these trajectories):

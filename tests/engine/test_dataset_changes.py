@@ -72,6 +72,8 @@ def test_a_resume_refuses_a_dataset_whose_labels_changed(tmp_path, capsys) -> No
     err = capsys.readouterr().err
     assert "the dataset changed since run" in err and "answer was 'red', now 'blue'" in err
     assert "(and 2 more samples)" in err and "Traceback" not in err
+    last = json.loads((tmp_path / "run.log").read_text().splitlines()[-1])
+    assert last["event"] == "run_refused" and "answer was 'red'" in last["reason"]  # why, kept
     # Put back as it was, the run resumes (and has nothing left to do).
     path.write_text(path.read_text().replace('"blue"', '"red"'))
     assert _run(store, f"jsonl:{path}") == 0

@@ -10,6 +10,7 @@ nothing marked failed — tests/engine/test_run_breaker.py.)
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,6 +42,9 @@ def test_failed_trajectories_are_retried_only_when_asked(tmp_path) -> None:
         busy = _run(store, f"http://127.0.0.1:{overloaded}/v1")
     assert busy.returncode == 1, busy.stdout + busy.stderr
     assert "3 trajectories failed" in busy.stderr and "--retry-failed" in busy.stderr
+    logged = [json.loads(line) for line in store.with_name("run.log").read_text().splitlines()]
+    faults = [e for e in logged if e["event"] == "call_fault"]
+    assert len(faults) == 3 and {f["kind"] for f in faults} == {"http_503"}  # every one
 
     log = tmp_path / "requests.jsonl"
     with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(log)) as port:
