@@ -282,7 +282,8 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
                 raise ConfigError(
                     f"model {model.spec}: run {run_id} in this store was started with {field} "
                     f"{was!r}, not {is_!r}; resuming would mix the two in one run. Keep "
-                    f"{was!r}, or start a separate run with --run-name NAME")
+                    f"{was!r}, or start a separate run with "
+                    + ("another --run-name" if config.run_name else "--run-name NAME"))
 
 
 async def run_jobs(
