@@ -104,19 +104,26 @@ async def test_empty_replies_after_a_reply_with_text_are_answers_not_a_stop() ->
     assert adapter.calls == 21
 
 
-def test_the_cli_stops_a_model_that_spends_every_reply_thinking(tmp_path) -> None:
+def _run_against(tmp_path, provider: str, model: str, path: str, finish_reason: str,
+                 *extra: str) -> subprocess.CompletedProcess[str]:
+    """`vaot run` against a fake ``provider`` whose every reply is empty, ending so."""
     script = tmp_path / "replies.json"
-    script.write_text(json.dumps([{"text": "", "finish_reason": "length"}] * 200))
-    store = tmp_path / "run.lmdb"
-    with fake_server_process("gemini", "--script", str(script)) as port:
-        done = subprocess.run(
-            [sys.executable, "-m", "engine", "run", "--model", "gemini:fake-thinker",
-             "--base-url", f"http://127.0.0.1:{port}/v1beta", "--api-key-env", "VAOT_EMPTY_KEY",
-             "--dataset", "synthetic:2", "--settings", "vaot", "--store", str(store),
-             "--max-tokens", "64", "--concurrency", "4", "--no-progress"],
+    script.write_text(json.dumps([{"text": "", "finish_reason": finish_reason}] * 200))
+    with fake_server_process(provider, "--script", str(script)) as port:
+        return subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", f"{provider}:{model}",
+             "--base-url", f"http://127.0.0.1:{port}/{path}", "--api-key-env", "VAOT_EMPTY_KEY",
+             "--dataset", "synthetic:2", "--settings", "vaot", "--store",
+             str(tmp_path / "run.lmdb"), "--concurrency", "4", "--no-progress", *extra],
             cwd=ROOT, env={**os.environ, "VAOT_EMPTY_KEY": "k-empty"}, capture_output=True,
             text=True, timeout=120,
         )  # fmt: skip
+
+
+def test_the_cli_stops_a_model_that_spends_every_reply_thinking(tmp_path) -> None:
+    store = tmp_path / "run.lmdb"
+    done = _run_against(tmp_path, "gemini", "fake-thinker", "v1beta", "length",
+                        "--max-tokens", "64")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "a reply reached --max-tokens (64) before any text" in done.stderr  # at once
     assert "stopped gemini:fake-thinker: replies reach --max-tokens (64) before any text" in (
@@ -187,18 +194,8 @@ async def test_text_in_the_log_from_an_earlier_invocation_counts() -> None:
 def test_the_cli_stops_a_model_whose_replies_end_with_no_text(tmp_path) -> None:
     # "content": null with finish_reason "stop": a server that puts the text in another field
     # (a reasoning parser, say). Before, every trajectory ran to --max-steps, each call paid.
-    script = tmp_path / "replies.json"
-    script.write_text(json.dumps([{"text": "", "finish_reason": "stop"}] * 200))
     store = tmp_path / "run.lmdb"
-    with fake_server_process("openai", "--script", str(script)) as port:
-        done = subprocess.run(
-            [sys.executable, "-m", "engine", "run", "--model", "openai:fake-silent",
-             "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key-env", "VAOT_EMPTY_KEY",
-             "--dataset", "synthetic:2", "--settings", "vaot", "--store", str(store),
-             "--concurrency", "4", "--no-progress"],
-            cwd=ROOT, env={**os.environ, "VAOT_EMPTY_KEY": "k-empty"}, capture_output=True,
-            text=True, timeout=120,
-        )  # fmt: skip
+    done = _run_against(tmp_path, "openai", "fake-silent", "v1", "stop")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "a reply came back with no text (finish_reason 'stop')" in done.stderr  # at once
     assert "stopped openai:fake-silent: replies come back with no text" in done.stderr
