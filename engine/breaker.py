@@ -57,13 +57,20 @@ import asyncio
 import itertools
 from collections.abc import Callable
 
-__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_KINDS", "EMPTY_REPLY", "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD",
+__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_KINDS", "EMPTY_REPLY", "EMPTY_REPLY_FAULT",
+           "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD",
            "THRESHOLD_AFTER_SUCCESS", "ModelBreaker", "ModelUnusableError"]
 
-STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter"})
+EMPTY_REPLY_FAULT = "empty_reply"
+"""The fault the Gemini and Anthropic adapters raise for an empty reply (retried, then judged
+as one of :data:`STOP_KINDS`)."""
+
+STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter",
+                        EMPTY_REPLY_FAULT})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
 the endpoint refuses connections, the key is rejected, the model or URL is unknown, the account
-has no credit left, or the model refuses a request parameter."""
+has no credit left, the model refuses a request parameter, or every reply comes back empty (the
+Gemini and Anthropic adapters raise an empty reply as a fault, retried)."""
 
 THRESHOLD = 3
 """Trajectories in a row whose calls fail for good with a stop kind that stop the run, before any
@@ -76,8 +83,9 @@ THRESHOLD_AFTER_SUCCESS = 10
 EMPTY_AT_MAX_TOKENS = "empty_at_max_tokens"
 """The kind a model is stopped with when its replies all end at the token limit with no text."""
 
-EMPTY_REPLY = "empty_reply"
-"""The kind a model is stopped with when its replies carry no text and were not cut short."""
+EMPTY_REPLY = "reply_without_text"
+"""The kind a model is stopped with when its replies carry no text and were not cut short (a
+reply recorded as an empty step; unlike ``empty_reply``, the fault some adapters raise)."""
 
 EMPTY_KINDS = frozenset({EMPTY_AT_MAX_TOKENS, EMPTY_REPLY})
 

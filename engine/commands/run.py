@@ -21,7 +21,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
-from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY
+from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
 from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import configure_logging, log_path_for
@@ -470,9 +470,10 @@ def _stop_reason(model) -> str:
 
 def _stop_advice(stopped) -> str:
     """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
-    fixable = [m.model for m in stopped if m.kinds not in EMPTY_KINDS]
+    fixable = [m.model for m in stopped
+               if m.kinds not in EMPTY_KINDS and m.kinds != EMPTY_REPLY_FAULT]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
-    silent = [m.model for m in stopped if m.kinds == EMPTY_REPLY]
+    silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
     both = len([group for group in (fixable, thinking, silent) if group]) > 1
     advice = []
     if fixable:

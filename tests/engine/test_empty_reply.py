@@ -205,3 +205,20 @@ def test_the_cli_stops_a_model_whose_replies_end_with_no_text(tmp_path) -> None:
         steps = [s.event for s in opened.iter_events() if isinstance(s.event, Step)]
     assert EMPTY_THRESHOLD <= len(steps) < EMPTY_THRESHOLD + 4
     assert {(s.raw_text, s.finish_reason) for s in steps} == {("", "stop")}
+
+
+def test_the_cli_stops_a_model_whose_empty_replies_come_as_faults(tmp_path) -> None:
+    # Anthropic's (and Gemini's) adapter raises an empty reply as a fault, retried: before, a
+    # server whose replies were all empty failed every trajectory after all its attempts.
+    store = tmp_path / "run.lmdb"
+    done = _run_against(tmp_path, "anthropic", "fake-silent", "v1", "stop",
+                        "--max-attempts", "2", "--retry-base-delay", "0.01")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "stopped anthropic:fake-silent: the reply is empty" in done.stderr
+    assert "Check what its server returns" in done.stderr and "Traceback" not in done.stderr
+    assert "recorded as an empty step" not in done.stderr  # a fault here, not a step
+    with open_store(store, create=False) as opened:
+        events = [s.event for s in opened.iter_events()]
+    # Three trajectories in a row (two attempts each), not all fourteen, paid for.
+    assert not [e for e in events if isinstance(e, TrajectoryFinished)]
+    assert len([e for e in events if type(e).__name__ == "CallFailed"]) <= 2 * (3 + 4)
