@@ -104,7 +104,8 @@ def _markers(text: str) -> list[re.Match[str]]:
 
 def _marker_answers(text: str) -> list[tuple[int, int, str]]:
     out = []
-    for m in _markers(text):
+    markers = list(_markers(text))
+    for i, m in enumerate(markers):
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
@@ -113,6 +114,11 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
             continue  # "…before giving the final answer we…" is prose, not a marker
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
+        # An answer ends where the next marker on its line begins: "Final Answer: A Final
+        # Answer: B" holds two answers, and a reply repeating the marker thousands of times on
+        # one line must cost its length, not its length squared, to read.
+        if i + 1 < len(markers):
+            line_end = min(line_end, markers[i + 1].start())
         answer, end = text[m.end() : line_end], line_end
         if not _clean(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.

@@ -90,3 +90,23 @@ def test_pathological_replies_parse_in_linear_time(text, dialect):
     # A quadratic scan would make these take minutes; the assertion is only that they finish.
     parsed = parse_step(text, dialect=dialect, canvas_size=(100, 100))
     assert "parser_error" not in parsed.flags
+
+
+def test_a_marker_repeated_on_one_line_costs_its_length_not_its_square():
+    # A model stuck repeating itself: each marker used to copy the rest of its line, so 112 kB
+    # took 900 MB and a few MB killed the run.
+    import tracemalloc
+
+    text = "Step 1 (Text): x\n" + "Final Answer: " * 8000
+    tracemalloc.start()
+    parsed = parse_step(text)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50 * len(text), peak  # was ~8,000 × the text
+    assert parsed.final_answer is None  # no marker says anything ("Final Answer:" it said)
+
+
+def test_two_answers_on_one_line_are_two_answers():
+    parsed = parse_step("Step 1 (Text): x\nFinal Answer: A Final Answer: B")
+    assert parsed.final_answer == "B"
+    assert "2 different final answers; kept the last" in parsed.warnings
