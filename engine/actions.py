@@ -213,6 +213,14 @@ class _Coords:
             )
         if len(flat) != 4:
             raise _Invalid(f"target must be a box of 4 numbers [x1, y1, x2, y2], got {len(flat)}")
+        numbers = [_number(v) for v in flat]
+        if (all(n is not None and 0 <= n <= 1 for n in numbers)
+                and any(n != int(n) for n in numbers if n is not None)):
+            # [0.1, 0.2, 0.5, 0.6]: fractions of the image, as some models write boxes. Read on
+            # the 0–1000 grid they would be a box one unit wide in a corner.
+            flat = [n * SCALE for n in numbers if n is not None]
+            self.warnings.append(f"{self.kind}: box given as fractions of the image (0–1) read "
+                                 "on the 0–1000 grid")
         x1, y1 = self.point(flat[0:2])
         x2, y2 = self.point(flat[2:4])
         if x1 > x2 or y1 > y2:

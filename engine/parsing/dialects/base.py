@@ -134,8 +134,14 @@ def number(value: Any) -> float | None:
     return None
 
 
-def scaled_box(bbox: Any, sx: float, sy: float, what: str, warnings: list[str]) -> list[Any] | None:
-    """Multiply an ``[x1, y1, x2, y2]`` box by (sx, sy) onto the grid; ``None`` if unreadable."""
+def scaled_box(bbox: Any, sx: float, sy: float, what: str, warnings: list[str],
+               *, on_grid: bool = False) -> list[Any] | None:
+    """Multiply an ``[x1, y1, x2, y2]`` box by (sx, sy) onto the grid; ``None`` if unreadable.
+
+    ``on_grid``: the box should already be on the 0–1000 grid; one written as fractions of the
+    image (all of 0–1, some not whole) is scaled up, with a warning, rather than read as a box
+    one unit wide in a corner.
+    """
     if isinstance(bbox, str):
         decoded = loads(bbox).value
         bbox = decoded if isinstance(decoded, list) else bbox
@@ -146,6 +152,10 @@ def scaled_box(bbox: Any, sx: float, sy: float, what: str, warnings: list[str]) 
     if any(v is None for v in values):
         warnings.append(f"{what}: bbox_2d {_short(bbox)} holds a non-number")
         return None
+    if on_grid and all(0 <= v <= 1 for v in values) and any(v != int(v) for v in values):
+        warnings.append(f"{what}: bbox_2d {_short(bbox)} given as fractions of the image (0–1); "
+                        "read on the 0–1000 grid")
+        sx, sy = sx * 1000, sy * 1000
     return [round_to_grid(v * (sx if i % 2 == 0 else sy)) for i, v in enumerate(values)]  # type: ignore[operator]
 
 

@@ -65,7 +65,7 @@ def zoom_candidate(
             return cand
         box = scaled_box(bbox, 1000 / w, 1000 / h, what, cand.warnings)
     else:
-        box = scaled_box(bbox, 1.0, 1.0, what, cand.warnings)
+        box = scaled_box(bbox, 1.0, 1.0, what, cand.warnings, on_grid=True)
     if box is not None:
         cand.vaot = {"type": "zoom", "target": box}
     return cand

@@ -110,3 +110,25 @@ def test_two_answers_on_one_line_are_two_answers():
     parsed = parse_step("Step 1 (Text): x\nFinal Answer: A Final Answer: B")
     assert parsed.final_answer == "B"
     assert "2 different final answers; kept the last" in parsed.warnings
+
+
+@pytest.mark.parametrize(("dialect", "text"), [
+    ("qwen3vl", '<tool_call>{"name": "image_zoom_in_tool", "arguments": '
+                '{"bbox_2d": [0.1, 0.2, 0.5, 0.6]}}</tool_call>'),
+    ("vaot", 'Step 1 (Text): z\n```json\n{"step": 1, "action": [{"type": "zoom", '
+             '"target": [0.1, 0.2, 0.5, 0.6]}]}\n```'),
+])
+def test_a_box_given_as_fractions_is_scaled_with_a_warning(dialect, text):
+    # Read on the 0–1000 grid as written, it was a zoom into a box one unit wide, silently.
+    parsed = parse_step(text, dialect=dialect)
+    (action,) = parsed.actions
+    assert action.target == (100, 200, 500, 600)
+    assert any("fractions of the image (0–1)" in w for w in parsed.warnings), parsed.warnings
+
+
+def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
+    text = ('Step 1 (Text): z\n```json\n{"step": 1, "action": [{"type": "zoom", '
+            '"target": [0, 0, 1, 1]}]}\n```')
+    parsed = parse_step(text)
+    assert parsed.actions[0].target == (0, 0, 1, 1)
+    assert not any("fractions" in w for w in parsed.warnings)
