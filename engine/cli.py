@@ -8,7 +8,9 @@ break the others.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import errno
 import importlib
 import os
 import sys
@@ -103,6 +105,28 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 141  # as a process killed by SIGPIPE, which shells and pipefail expect
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            raise
+        # Output to a full disk (`vaot export STORE > out.jsonl`): one line, not a traceback;
+        # what was written is incomplete, and the line says so. Nothing more is flushed there.
+        print(f"vaot {args.command}: a write failed: {exc.strerror or exc} (what was written "
+              "is incomplete)", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return 1
+    except Exception as exc:
+        # A store whose bytes were damaged (a disk fault, a hand edit): the decoder or LMDB
+        # refuses a record. Said in one line that names the way to find what is damaged.
+        if type(exc).__module__.split(".")[0] not in ("lmdb", "msgspec"):
+            raise
+        advice = ("its pages are damaged beyond what verify can walk" if args.command == "verify"
+                  else "`vaot verify STORE` lists what is damaged")
+        print(f"vaot {args.command}: the store is damaged and cannot be read past this point "
+              f"({type(exc).__name__}: {exc}); {advice}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -197,3 +197,27 @@ def test_export_jsonl_one_decodable_line_per_event(store_path: Path, tmp_path: P
 
 def done_lines(path: Path) -> list[str]:
     return vaot("export", path, "--jsonl").stdout.splitlines()
+
+
+@pytest.mark.parametrize("command", [("tail",), ("tail", "--json"), ("export", "--jsonl")])
+def test_a_record_the_decoder_refuses_is_one_line_naming_verify(store_path: Path,
+                                                                  command) -> None:
+    # Bytes damaged on disk: an event body that is not valid msgpack any more.
+    with LmdbStore(store_path, create=False) as store:
+        record = bytearray(dict(store.iter_records())[2])
+        record[34:] = b"\xc1" * (len(record) - 34)  # 0xc1: never used in msgpack
+        store.corrupt_for_test("events", (2).to_bytes(8, "big"), bytes(record))
+    done = vaot(command[0], store_path, *command[1:])
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "the store is damaged" in done.stderr
+    assert "vaot verify STORE" in done.stderr
+    assert vaot("verify", store_path).returncode == 1  # which names it
+
+
+def test_writing_to_a_full_disk_is_one_line(store_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "engine", "export", "--jsonl",
+                               str(store_path)], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "a write failed: No space left on device" in done.stderr
