@@ -66,9 +66,15 @@ class LmdbStore(LmdbWriter, Recorder):
         max_batch: int = 10_000,
         linger_ms: float = 0.0,
         commit_interval_ms: float = 0.0,
+        readonly: bool = False,
     ) -> None:
         super().__init__()
         self.path = Path(path)
+        # Read-only: a store in a directory this process may not write (an archive, a shared
+        # copy). No lock file and no writer: nothing can write there, so nothing is missed.
+        self.readonly = readonly
+        if readonly and create:
+            raise ValueError("a store opened read-only cannot be created")
         self._max_batch = max_batch
         self._linger = linger_ms / 1000.0
         self._commit_interval = commit_interval_ms / 1000.0
@@ -86,7 +92,8 @@ class LmdbStore(LmdbWriter, Recorder):
         self._closed = False
         self._writer_error: BaseException | None = None
         self._writer = threading.Thread(target=self._write_loop, name="vaot-store-writer", daemon=True)
-        self._writer.start()
+        if not readonly:
+            self._writer.start()
 
     # ------------------------------------------------------------------ opening
     def _open_env(self, create: bool, map_size: int) -> lmdb.Environment:
@@ -105,7 +112,8 @@ class LmdbStore(LmdbWriter, Recorder):
         try:
             env = lmdb.open(
                 str(path), map_size=map_size, max_dbs=8, subdir=True, create=create,
-                readahead=False, max_readers=256,
+                readahead=False, max_readers=256, readonly=self.readonly,
+                lock=not self.readonly,
             )
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
@@ -122,6 +130,9 @@ class LmdbStore(LmdbWriter, Recorder):
         return env
 
     def _check_meta(self, env: lmdb.Environment, create: bool) -> None:
+        if self.readonly:
+            self._check_meta_readonly(env)
+            return
         path = self.path
         try:
             with env.begin(write=True) as txn:
@@ -151,6 +162,30 @@ class LmdbStore(LmdbWriter, Recorder):
                 self._cache = env.open_db(b"cache", txn=txn)
         except lmdb.MapFullError:
             raise
+        except lmdb.Error as exc:
+            raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
+
+    def _check_meta_readonly(self, env: lmdb.Environment) -> None:
+        """As :meth:`_check_meta`, with no write: the databases are opened outside a
+        transaction (handles opened inside a read-only one die with it)."""
+        path = self.path
+        try:
+            self._meta = env.open_db(b"meta", create=False)
+            with env.begin() as txn:
+                magic = txn.get(b"magic", db=self._meta)
+                version = int(txn.get(b"schema_version", db=self._meta) or b"0")
+            if magic != MAGIC:
+                raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"{path}: written with schema version {version}, this vaot reads up "
+                    f"to {SCHEMA_VERSION}; upgrade vaot to open it")
+            (self._events, self._streams, self._by_traj, self._heads_db, self._blobs,
+             self._runs, self._cache) = (
+                env.open_db(name, create=False) for name in (
+                    b"events", b"streams", b"by_traj", b"heads", b"blobs", b"runs", b"cache"))
+        except lmdb.NotFoundError:
+            raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store") from None
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 
@@ -300,6 +335,9 @@ class LmdbStore(LmdbWriter, Recorder):
         if self._closed:
             return
         self._closed = True
+        if self.readonly:
+            self._env.close()
+            return
         self._flush()  # jobs an event loop queued but whose turn has not ended yet
         self._queue.put(STOP)
         self._writer.join()

@@ -38,6 +38,8 @@ class LmdbWriter:
     def _check_writable(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.path}: store is closed")
+        if getattr(self, "readonly", False):
+            raise StoreClosedError(f"{self.path}: store was opened read-only")
         if self._writer_error is not None:
             raise StoreClosedError(f"{self.path}: writer failed: {self._writer_error!r}")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +223,66 @@ def test_writing_to_a_full_disk_is_one_line(store_path: Path) -> None:
                               text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "a write failed: No space left on device" in done.stderr
+
+
+# ---------------------------------------------------------------------- read-only stores
+def test_a_store_opened_read_only_reads_and_refuses_writes(store_path: Path) -> None:
+    from store.errors import StoreClosedError
+
+    with LmdbStore(store_path, create=False) as store:
+        expected = list(store.iter_records())
+    (store_path / "lock.mdb").unlink()  # as a copy made without it
+    with LmdbStore(store_path, create=False, readonly=True) as store:
+        assert list(store.iter_records()) == expected
+        with pytest.raises(StoreClosedError, match="read-only"):
+            store.append_sync([step("z", 0)])
+    assert not (store_path / "lock.mdb").exists()  # nothing written, not even a lock
+
+
+def test_the_read_commands_open_a_store_they_may_not_write(store_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    import os
+
+    from engine.cli import main
+
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: (
+        False if mode == os.W_OK and str(p).startswith(str(store_path)) else real(p, mode)))
+    (store_path / "lock.mdb").unlink()
+    assert main(["verify", str(store_path)]) == 0
+    assert main(["tail", str(store_path)]) == 0
+    assert "run started r" in capsys.readouterr().out
+    assert not (store_path / "lock.mdb").exists()  # opened read-only: nothing written
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
+                    or shutil.which("setpriv") is None,
+                    reason="needs root to hand the store to another user")
+def test_verify_export_and_tail_read_a_store_in_a_read_only_directory(store_path: Path,
+                                                                      tmp_path: Path) -> None:
+    # As a user with no write permission at all (root ignores permissions), in a folder that
+    # user can reach (pytest's own are private to root).
+    import tempfile
+
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    probe = subprocess.run([*as_nobody, "-c", "import engine.cli"], capture_output=True,
+                           timeout=60, cwd="/", env=env)
+    if probe.returncode != 0:  # the interpreter or the checkout is private to root here
+        pytest.skip("another user cannot run this checkout here")
+    shared = Path(tempfile.mkdtemp(prefix="vaot-ro-"))
+    try:
+        shared.chmod(0o755)
+        copy = shared / "store"
+        shutil.copytree(store_path, copy)
+        for path in copy.iterdir():
+            path.chmod(0o444)
+        copy.chmod(0o555)
+        for command in (["verify"], ["export", "--jsonl"], ["tail"]):
+            done = subprocess.run([*as_nobody, "-m", "engine", command[0], str(copy),
+                                   *command[1:]], capture_output=True, text=True, timeout=60,
+                                  cwd="/", env=env)
+            assert done.returncode == 0, (command, done.stderr)
+    finally:
+        copy.chmod(0o755)
+        shutil.rmtree(shared)
