@@ -266,9 +266,9 @@ def test_verify_export_and_tail_read_a_store_in_a_read_only_directory(store_path
 
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    probe = subprocess.run([*as_nobody, "-c", "import engine.cli"], capture_output=True,
-                           timeout=60, cwd="/", env=env)
-    if probe.returncode != 0:  # the interpreter or the checkout is private to root here
+    probe = subprocess.run([*as_nobody, "-c", "import lmdb, msgspec, engine.commands.verify"],
+                           capture_output=True, timeout=60, cwd="/", env=env)
+    if probe.returncode != 0:  # the interpreter, its packages or the checkout are root's only
         pytest.skip("another user cannot run this checkout here")
     shared = Path(tempfile.mkdtemp(prefix="vaot-ro-"))
     try:
