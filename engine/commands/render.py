@@ -129,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
         result = render(state, actions, style, seed=args.seed)
+        if Path(args.output).suffix.lower() not in ("", ".png"):
+            # Written as PNG all the same: lossless, so the file holds the pixels the printed
+            # hash is of; a JPEG would not.
+            print(f"warning: {args.output} is written as PNG (lossless, the pixels the hash "
+                  "is of), whatever its name says", file=sys.stderr)
         Path(args.output).write_bytes(encode_png(result.image))
     except (_BadInput, RenderError) as exc:
         print(f"vaot render: {exc}", file=sys.stderr)

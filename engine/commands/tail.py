@@ -97,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
             emit(decode_record(seq, record), record)
             last = seq
         out.flush()
+        if last < args.start and args.start > store.last_seq() >= 0:
+            # Said, so an empty output is not read as an empty store.
+            print(f"vaot tail: no events from {args.start} on; the store's last is "
+                  f"{store.last_seq()}" + (" (following for new ones)" if args.follow else ""),
+                  file=sys.stderr)
         if not args.follow:
             return 0
 

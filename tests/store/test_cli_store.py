@@ -112,6 +112,12 @@ def test_tail_from_a_bad_sequence_number_is_one_clear_line(store_path: Path, bad
     assert "argument --from" in done.stderr and done.stderr.count("\n") == 1
 
 
+def test_tail_from_past_the_end_says_so(store_path: Path) -> None:
+    done = vaot("tail", store_path, "--from", "99")
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == "vaot tail: no events from 99 on; the store's last is 6\n"
+
+
 def test_tail_on_a_missing_store_is_one_clear_line(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     done = vaot("tail", missing)

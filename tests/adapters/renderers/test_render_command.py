@@ -93,3 +93,11 @@ def test_bad_image_gets_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert str(bad) in err and err.count("\n") == 1
+
+
+def test_an_output_named_otherwise_is_still_png_and_says_so(image, tmp_path, capsys):
+    out = tmp_path / "out.jpg"
+    action = '{"type": "zoom", "target": [0, 0, 500, 500]}'
+    assert main(["render", str(image), action, "-o", str(out)]) == 0
+    assert "is written as PNG" in capsys.readouterr().err
+    assert out.read_bytes().startswith(b"\x89PNG")  # lossless: the pixels the hash is of
