@@ -252,14 +252,30 @@ def repair(text: str) -> tuple[str, list[str]]:
     return "".join(reader.out), reader.repairs
 
 
+# A \uD800–\uDFFF escape that is not half of a pair: no character, so no decoder takes it (and
+# a string holding one cannot be encoded), which lost the whole action over one character.
+_LONE_SURROGATE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
 def loads(text: str) -> LenientJSON:
     """Decode ``text`` as JSON, repairing it if needed; never raises."""
     try:
         return LenientJSON(value=msgspec.json.decode(text.strip()))
     except (msgspec.DecodeError, ValueError, RecursionError):
         pass
+    repairs: list[str] = []
+    replaced = _LONE_SURROGATE.sub(r"\\ufffd", text)
+    if replaced != text:
+        text = replaced
+        repairs.append("an unpaired \\uD800–\\uDFFF escape replaced by U+FFFD")
+        try:
+            return LenientJSON(value=msgspec.json.decode(text.strip()), repairs=tuple(repairs))
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            pass
     try:
-        fixed, repairs = repair(text)
-        return LenientJSON(value=msgspec.json.decode(fixed), repairs=tuple(repairs))
+        fixed, more = repair(text)
+        return LenientJSON(value=msgspec.json.decode(fixed), repairs=tuple(repairs + more))
     except (msgspec.DecodeError, ValueError, RecursionError) as exc:
         return LenientJSON(error=str(exc) or type(exc).__name__)

@@ -70,3 +70,19 @@ def test_never_raises_and_repaired_text_is_strict(text):
     except ValueError:
         return
     msgspec.json.decode(fixed)  # whatever repair emits is strict JSON (or it refused)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('{"content": "a\\ud800b"}', {"content": "a\ufffdb"}),   # a high half alone
+    ('{"content": "a\\udc00b"}', {"content": "a\ufffdb"}),   # a low half alone
+    ("{'content': 'a\\ud800b',}", {"content": "a\ufffdb"}),  # with other repairs too
+])
+def test_an_unpaired_surrogate_escape_costs_one_character_not_the_value(text, value):
+    result = loads(text)
+    assert result.value == value, result.error
+    assert any("unpaired" in r for r in result.repairs)
+
+
+def test_a_surrogate_pair_is_one_character_and_no_repair():
+    result = loads('{"content": "\\ud83d\\ude00"}')
+    assert result.value == {"content": "\U0001f600"} and not result.repairs
