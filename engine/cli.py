@@ -101,9 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (``vaot tail STORE | head``): what it wanted, it got. Later
         # writes, and the flush at exit, go nowhere instead of raising again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _stdout_to_devnull()
         return 141  # as a process killed by SIGPIPE, which shells and pipefail expect
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
@@ -112,10 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         # what was written is incomplete, and the line says so. Nothing more is flushed there.
         print(f"vaot {args.command}: a write failed: {exc.strerror or exc} (what was written "
               "is incomplete)", file=sys.stderr)
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+        _stdout_to_devnull()
         return 1
     except Exception as exc:
         # A store whose bytes were damaged (a disk fault, a hand edit): the decoder or LMDB
@@ -127,6 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vaot {args.command}: the store is damaged and cannot be read past this point "
               f"({type(exc).__name__}: {exc}); {advice}", file=sys.stderr)
         return 1
+
+
+def _stdout_to_devnull() -> None:
+    """Point standard output at /dev/null, so the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -296,8 +296,12 @@ async def run_jobs(
     adapters: dict[str, ModelAdapter] | None = None,
     extra_header: dict | None = None,
     on_stop: Callable[[StoppedModel], None] | None = None,
+    samples_checked: bool = False,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
+
+    ``samples_checked``: the caller already compared the samples with what the run recorded
+    (:func:`check_samples_unchanged`; a worker's parent does, for every worker at once).
 
     ``on_outcome`` hears each trajectory's end once it is durable; ``on_fault`` hears
     (model, kind, message, retried) of each model-call fault as it happens; ``on_stop`` hears
@@ -313,7 +317,7 @@ async def run_jobs(
             attach(store)
     fresh = await write_run_header(config, store, run_id, extra_header)
     jobs = build_jobs(config, run_id, samples)
-    if not fresh:
+    if not fresh and not samples_checked:
         check_samples_unchanged(store, jobs)
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")

@@ -411,6 +411,7 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int) -
             on_outcome=lambda job, outcome: messages.put(("outcome", 0, (job.traj, outcome))),
             on_fault=on_fault,
             on_stop=lambda model: messages.put(("stopped", 0, model)),
+            samples_checked=True,  # by the parent, before it started the workers
         )
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
