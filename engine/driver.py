@@ -23,7 +23,7 @@ import msgspec
 from adapters.datasets.base import Sample
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
-from adapters.renderers.pillow_renderer import render
+from adapters.renderers.pillow_renderer import pixel_box, render
 from engine.breaker import (
     EMPTY_AT_MAX_TOKENS,
     EMPTY_REPLY,
@@ -39,7 +39,7 @@ from engine.retry import CallAbandoned, CallFailedInfo, RetryPolicy, call_with_r
 from engine.states import StateCache, encode_state
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY, observe
-from store.actions import Frame, canonicalize
+from store.actions import Crop, Frame, Zoom, canonicalize
 from store.events import (
     CallFailed,
     PolicyDetail,
@@ -415,6 +415,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         canonical = tuple(canonicalize(a, canvases[src].frame)
                           for a, src in zip(parsed.actions, sources, strict=False))
         canvas = canvases[sources[0]]
+        warnings.extend(_tiny_regions(parsed.actions, sources, canvases))
     if acting and policy != "none":
         action = parsed.actions[0]
         seed = derive_seed(rt.seed, "render", job.sample.id, job.setting, job.epoch, step_no)
@@ -461,6 +462,25 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
+
+
+TINY_REGION_PX = 8
+"""A crop or zoom keeping fewer pixels than this on a side shows the model next to nothing."""
+
+
+def _tiny_regions(actions, sources, canvases) -> list[str]:
+    """A warning for each crop or zoom whose box keeps almost no pixels of its image: a
+    box one unit wide is a valid action, but what comes back is a few pixels blown up, which
+    an analysis of what the model saw should be able to tell apart."""
+    out = []
+    for action, source in zip(actions, sources, strict=False):
+        if isinstance(action, Crop | Zoom):
+            x1, y1, x2, y2 = pixel_box(action.target, canvases[source].size)
+            if min(x2 - x1, y2 - y1) < TINY_REGION_PX:
+                kind = "zoom" if isinstance(action, Zoom) else "crop"
+                out.append(f"{kind}: the box keeps only {x2 - x1}x{y2 - y1} pixels of "
+                           "the image it is drawn on")
+    return out
 
 
 class SampleChangedError(Exception):

@@ -55,7 +55,7 @@ from .marks import (
 )
 from .themes import palette
 
-__all__ = ["LAYER_ORDER", "RENDERER_VERSION", "RenderBase", "apply_geometry", "render"]
+__all__ = ["LAYER_ORDER", "RENDERER_VERSION", "RenderBase", "apply_geometry", "pixel_box", "render"]
 
 RENDERER_VERSION = (
     f"vaot-pillow/1 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
@@ -128,6 +128,18 @@ def _draw(ctx: Context, action: Action, rng_seed: tuple[int, int]) -> None:
         raise RenderError(f"cannot draw {type(action).__name__}")
 
 
+def pixel_box(target: tuple[int, int, int, int],
+              size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The whole pixels a crop or zoom of ``target`` (0–1000 units) keeps of an image of
+    ``size``: at least one pixel each way, never past the image."""
+    width, height = size
+    x1, y1, x2, y2 = target
+    px1, py1 = int(x1 * width / SCALE + 0.5), int(y1 * height / SCALE + 0.5)
+    px2, py2 = int(x2 * width / SCALE + 0.5), int(y2 * height / SCALE + 0.5)
+    px1, py1 = min(px1, width - 1), min(py1, height - 1)
+    return px1, py1, max(px2, px1 + 1), max(py2, py1 + 1)
+
+
 def apply_geometry(state: CanvasState, action: Crop | Zoom) -> CanvasState:
     """A new canvas cut from ``state`` at the action's target; ``zoom`` also upsamples it.
 
@@ -136,11 +148,7 @@ def apply_geometry(state: CanvasState, action: Crop | Zoom) -> CanvasState:
     (never shrinks it), with Lanczos resampling.
     """
     width, height = state.size
-    x1, y1, x2, y2 = action.target
-    px1, py1 = int(x1 * width / SCALE + 0.5), int(y1 * height / SCALE + 0.5)
-    px2, py2 = int(x2 * width / SCALE + 0.5), int(y2 * height / SCALE + 0.5)
-    px1, py1 = min(px1, width - 1), min(py1, height - 1)
-    px2, py2 = max(px2, px1 + 1), max(py2, py1 + 1)
+    px1, py1, px2, py2 = pixel_box(action.target, state.size)
     image = state.image.crop((px1, py1, px2, py2))
     frame = state.frame.compose(
         px1 * SCALE / width, py1 * SCALE / height, px2 * SCALE / width, py2 * SCALE / height

@@ -1,0 +1,66 @@
+"""A zoom whose box keeps almost no pixels is rendered as asked, and the step says so.
+
+A box one unit wide on the 0–1000 grid is a valid action, but on a 200-pixel image it keeps a
+single pixel, and the model gets that pixel blown up to the full size. An analysis of whether
+the model used what it saw needs to tell such steps apart, so the Step records a warning.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from PIL import Image
+
+from adapters.datasets.base import Sample
+from adapters.models.base import ModelReply, TextPart, Usage
+from engine.config import ModelConfig, RunConfig
+from engine.runner import open_run_store, run_jobs
+from store import Step
+
+SPEC = "tiny:z"
+
+
+class BoxZoomer:
+    """Zooms into the box its sample's question names, then answers."""
+
+    name = connection_key = SPEC
+
+    async def generate(self, request) -> ModelReply:
+        text = "\n".join(p.text for m in request.messages for p in m.content
+                         if isinstance(p, TextPart))
+        if "Now write Step 1." not in text:
+            return ModelReply(text="Step 2 (Text): seen.\nFinal Answer: A", usage=Usage(1, 1))
+        box = json.loads(text.split("BOX=", 1)[1].split("\n", 1)[0].split(" ", 1)[0])
+        block = json.dumps({"step": 1, "visual_rationale": "closer",
+                            "action": [{"type": "zoom", "target": box}]})
+        return ModelReply(text=f"Step 1 (Text): closer.\n\nStep 1 (Action Description):\n"
+                               f"```json\n{block}\n```", usage=Usage(1, 1))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _sample(sample_id: str, box: list[int]) -> Sample:
+    buffer = io.BytesIO()
+    Image.new("RGB", (200, 200), "white").save(buffer, "PNG")
+    question = "BOX=" + json.dumps(box, separators=(",", ":"))
+    return Sample(id=sample_id, image=buffer.getvalue(), question=question,
+                  answer="A", group="2D")
+
+
+async def test_a_zoom_keeping_one_pixel_is_rendered_with_a_warning(tmp_path) -> None:
+    config = RunConfig(models=(ModelConfig(SPEC),), dataset="tiny", settings=("vaot",),
+                       max_steps=3, store=str(tmp_path / "s.lmdb"))
+    samples = [_sample("tiny", [500, 500, 501, 501]), _sample("fine", [100, 100, 600, 600])]
+    with open_run_store(config.store) as store:
+        await run_jobs(config, store, samples, adapters={SPEC: BoxZoomer()})
+        zooms = [e.event for e in store.iter_events()
+                 if isinstance(e.event, Step) and e.event.actions]
+    assert len(zooms) == 2
+    by_box = {z.actions[0].original_box: z for z in zooms}
+    tiny, fine = by_box[(500, 500, 501, 501)], by_box[(100, 100, 600, 600)]
+    assert tiny.returned_state is not None  # still rendered: the model asked for it
+    assert "zoom: the box keeps only 1x1 pixels of the image it is drawn on" in \
+        tiny.parse_warnings
+    assert not any("keeps only" in w for w in fine.parse_warnings)
