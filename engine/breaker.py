@@ -62,15 +62,16 @@ __all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_KINDS", "EMPTY_REPLY", "EMPTY_REPLY_FAU
            "THRESHOLD_AFTER_SUCCESS", "ModelBreaker", "ModelUnusableError"]
 
 EMPTY_REPLY_FAULT = "empty_reply"
-"""The fault the Gemini and Anthropic adapters raise for an empty reply (retried, then judged
-as one of :data:`STOP_KINDS`)."""
+"""The fault an adapter raises for a reply with nothing in it to record (Gemini's reply with no
+candidate at all): retried, then judged as one of :data:`STOP_KINDS`. A reply that is there but
+holds no text is not a fault: it is recorded as an empty step (:data:`EMPTY_REPLY`)."""
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter",
                         EMPTY_REPLY_FAULT})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
 the endpoint refuses connections, the key is rejected, the model or URL is unknown, the account
-has no credit left, the model refuses a request parameter, or every reply comes back empty (the
-Gemini and Anthropic adapters raise an empty reply as a fault, retried)."""
+has no credit left, the model refuses a request parameter, or every reply comes back with no
+candidate (:data:`EMPTY_REPLY_FAULT`)."""
 
 THRESHOLD = 3
 """Trajectories in a row whose calls fail for good with a stop kind that stop the run, before any
@@ -85,7 +86,7 @@ EMPTY_AT_MAX_TOKENS = "empty_at_max_tokens"
 
 EMPTY_REPLY = "reply_without_text"
 """The kind a model is stopped with when its replies carry no text and were not cut short (a
-reply recorded as an empty step; unlike ``empty_reply``, the fault some adapters raise)."""
+reply recorded as an empty step; unlike ``empty_reply``, a fault)."""
 
 EMPTY_KINDS = frozenset({EMPTY_AT_MAX_TOKENS, EMPTY_REPLY})
 

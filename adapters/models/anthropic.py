@@ -131,7 +131,7 @@ class AnthropicAdapter(HttpAdapter):
                 retry="no", kind="request_too_large")
 
     def parse_reply(self, data: Any) -> ModelReply:
-        """The :class:`ModelReply` for a decoded 200 body; refusals and empty replies raise."""
+        """The :class:`ModelReply` for a decoded 200 body (an empty one too); refusals raise."""
         try:
             blocks = data["content"]
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
@@ -153,13 +153,12 @@ class AnthropicAdapter(HttpAdapter):
             )
         except (KeyError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply has no content blocks", "bad_reply") from None
-        if not text and not tool_calls:
-            refused = raw_stop == "refusal"
-            raise self._reply_error(
-                f"the reply is empty (stop_reason={raw_stop})",
-                "safety_block" if refused else "empty_reply",
-                retry="no" if refused else "transient",
-            )
+        if not text and not tool_calls and raw_stop == "refusal":
+            raise self._reply_error("the reply is empty (stop_reason=refusal)", "safety_block",
+                                    retry="no")
+        # Any other reply without text (a thinking block that used the whole budget, say) is
+        # what the model did and was paid for: returned as it is, the engine records it as an
+        # empty step once, rather than paying for the same reply again as a retried fault.
         return ModelReply(
             text=text,
             finish_reason=_STOP.get(raw_stop, raw_stop),

@@ -90,7 +90,8 @@ class GeminiAdapter(HttpAdapter):
         return body
 
     def parse_reply(self, data: Any) -> ModelReply:
-        """The :class:`ModelReply` for a decoded 200 body; blocked or empty replies raise."""
+        """The :class:`ModelReply` for a decoded 200 body (an empty one too); blocked replies and
+        replies with no candidate at all raise."""
         if not isinstance(data, dict):
             raise self._reply_error("reply is not a JSON object", "bad_reply")
         candidates = data.get("candidates") or []
@@ -125,17 +126,13 @@ class GeminiAdapter(HttpAdapter):
             usage = data.get("usageMetadata") or {}
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply candidate is malformed", "bad_reply") from None
-        # A thinking model can spend the whole output budget thinking: an empty reply cut at
-        # max tokens is what the model did, recorded as such (asking again would pay for the
-        # same thinking again), not a transient fault.
-        if not text and not tool_calls and raw_finish != "MAX_TOKENS":
-            if raw_finish in _BLOCKED:
-                raise self._reply_error(
-                    f"the reply was blocked (finishReason={raw_finish})", "safety_block", retry="no"
-                )
+        if not text and not tool_calls and raw_finish in _BLOCKED:
             raise self._reply_error(
-                f"the candidate is empty (finishReason={raw_finish})", "empty_reply"
+                f"the reply was blocked (finishReason={raw_finish})", "safety_block", retry="no"
             )
+        # Any other empty candidate (a thinking model that spent the whole output budget
+        # thinking, say) is what the model did and was paid for: returned as it is, the engine
+        # records it as an empty step once, rather than paying for it again as a retried fault.
         return ModelReply(
             text=text,
             finish_reason="tool_calls"
