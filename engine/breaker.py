@@ -67,11 +67,12 @@ candidate at all): retried, then judged as one of :data:`STOP_KINDS`. A reply th
 holds no text is not a fault: it is recorded as an empty step (:data:`EMPTY_REPLY`)."""
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter",
-                        EMPTY_REPLY_FAULT})
+                        "wait_too_long", EMPTY_REPLY_FAULT})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
 the endpoint refuses connections, the key is rejected, the model or URL is unknown, the account
-has no credit left, the model refuses a request parameter, or every reply comes back with no
-candidate (:data:`EMPTY_REPLY_FAULT`)."""
+has no credit left, the model refuses a request parameter, the server asks for a longer wait than
+a run allows (``wait_too_long``, engine/retry.py), or every reply comes back with no candidate
+(:data:`EMPTY_REPLY_FAULT`)."""
 
 THRESHOLD = 3
 """Trajectories in a row whose calls fail for good with a stop kind that stop the run, before any

@@ -20,7 +20,7 @@ import msgspec
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply, ModelRequest
 from engine.limits import ConnectionLimiter, Sleep, estimate_tokens
 
-__all__ = ["DEFAULT_POLICY", "CallAbandoned", "CallFailedInfo", "OnFailure", "RetryPolicy",
+__all__ = ["DEFAULT_POLICY", "WAIT_TOO_LONG", "CallAbandoned", "CallFailedInfo", "OnFailure", "RetryPolicy",
            "call_with_retries"]
 
 
@@ -43,6 +43,11 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A Retry-After beyond this (a daily quota, say) gives up instead of waiting."""
     call_timeout_s: float | None = 300.0
     """Bound on one attempt, on top of the adapter's own HTTP timeout."""
+
+    def asked_too_long(self, error: ModelCallError) -> float | None:
+        """The wait a fault asks for when it is over :attr:`max_retry_after_s`, else None."""
+        asked = error.retry_after if error.retry_after is not None else error.wait_at_least
+        return asked if asked is not None and asked > self.max_retry_after_s else None
 
     def backoff_s(self, attempt: int, error: ModelCallError, rng: random.Random) -> float | None:
         """Seconds to wait after failed attempt number ``attempt`` (1-based); ``None`` = give up."""
@@ -227,6 +232,12 @@ async def call_with_retries(
         except ModelCallError as exc:
             error = exc
             error.attempt = attempt  # recorded with the fault the caller logs
+        asked = policy.asked_too_long(error) if error.retry != "no" else None
+        if asked is not None:
+            # Over the ceiling (a daily quota, say): not waited for, here or by the other calls
+            # to this endpoint, which would otherwise sit silent behind the pause. A kind of
+            # its own, which stops the model once it is all the model gives (engine/breaker.py).
+            raise _waits_too_long(error, asked, policy.max_retry_after_s) from None
         if limiter is not None and error.retry == "rate_limit":
             limiter.on_rate_limited(error.retry_after)
         if error.retry == "no":
@@ -252,3 +263,16 @@ async def call_with_retries(
             )
         if await _unless(abandon, sleep(delay)) is _ABANDONED:
             raise CallAbandoned(error, recorded=True)
+
+
+WAIT_TOO_LONG = "wait_too_long"
+"""The kind of a fault whose server asks for a wait over :attr:`RetryPolicy.max_retry_after_s`."""
+
+
+def _waits_too_long(error: ModelCallError, asked: float, ceiling: float) -> ModelCallError:
+    out = ModelCallError(
+        f"{error}; the server asks to wait {asked:,.0f} s before the next request, longer "
+        f"than the {ceiling:,.0f} s a run waits at most", retry="no", kind=WAIT_TOO_LONG,
+        retry_after=error.retry_after, status=error.status)
+    out.attempt = error.attempt
+    return out

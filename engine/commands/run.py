@@ -478,8 +478,8 @@ def _stop_advice(stopped) -> str:
     advice = []
     if fixable:
         advice.append((f"For {', '.join(fixable)}: f" if both else "F")
-                      + "ix what the stop names (the endpoint, key, model name, credit or an "
-                      "option), then rerun the same command to continue")
+                      + "ix what the stop names (the endpoint, key, model name, credit, a rate "
+                      "limit or an option), then rerun the same command to continue")
     if thinking:
         # max_tokens is part of a run's identity: the raised budget is a new run of its own.
         advice.append((f"For {', '.join(thinking)}: r" if both else "R")

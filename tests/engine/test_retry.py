@@ -9,7 +9,7 @@ import pytest
 
 from adapters.models.base import Message, ModelCallError, ModelReply, ModelRequest, TextPart, Usage
 from engine.limits import ConnectionLimiter, LimitConfig
-from engine.retry import CallFailedInfo, RetryPolicy, call_with_retries
+from engine.retry import WAIT_TOO_LONG, CallFailedInfo, RetryPolicy, call_with_retries
 
 REQUEST = ModelRequest(messages=(Message("user", (TextPart("hi"),)),))
 
@@ -109,12 +109,27 @@ async def test_rate_limit_without_retry_after_waits_longer() -> None:
     assert rec.delays == [3.0]
 
 
-async def test_retry_after_beyond_the_ceiling_gives_up() -> None:
+async def test_retry_after_beyond_the_ceiling_gives_up_and_says_why() -> None:
     rec = Recorder()
-    adapter = ScriptedAdapter(err("rate_limit", retry_after=86400.0))
-    with pytest.raises(ModelCallError):
+    adapter = ScriptedAdapter(err("rate_limit", retry_after=86400.0, status=429))
+    with pytest.raises(ModelCallError) as info:
         await run(adapter, rec, policy=RetryPolicy(max_retry_after_s=600))
     assert adapter.calls == 1 and rec.delays == []
+    assert info.value.kind == WAIT_TOO_LONG and info.value.retry == "no"
+    assert info.value.status == 429 and info.value.attempt == 1
+    assert "asks to wait 86,400 s before the next request, longer than the 600 s" in str(
+        info.value)
+
+
+async def test_a_retry_after_beyond_the_ceiling_does_not_pause_the_endpoint() -> None:
+    # Before, the endpoint's limiter paused for the whole Retry-After (an hour, a day) while
+    # the call that got it gave up: every other trajectory then sat silent behind the pause.
+    limiter = ConnectionLimiter(LimitConfig())
+    adapter = ScriptedAdapter(err("rate_limit", retry_after=3600.0, status=429))
+    with pytest.raises(ModelCallError):
+        await run(adapter, Recorder(), policy=RetryPolicy(max_retry_after_s=600),
+                  limiter=limiter)
+    assert limiter.free_now(0)
 
 
 async def test_no_retry_is_raised_at_once() -> None:
