@@ -141,9 +141,9 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter]
             continue  # in-process agents share no remote endpoint
         key = adapter.connection_key
         if key not in by_key:
-            fields = {}
-            if model.max_concurrency:
-                fields["max_concurrent"] = model.max_concurrency
+            # Without a limit of its own, an endpoint takes as many calls as --concurrency lets
+            # run at once (this process's share of it, with --workers), and no hidden fewer.
+            fields = {"max_concurrent": model.max_concurrency or config.concurrency}
             if model.requests_per_minute:
                 fields["requests_per_minute"] = model.requests_per_minute
             if model.tokens_per_minute:

@@ -82,7 +82,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="trajectories in flight (default 64), shared evenly by the models "
                    "while each has work (a slow model does not take a fast one's slots); a "
-                   "model with max_concurrency C holds at most 2C")
+                   "model with max_concurrency C holds at most 2C, and has at most C calls in flight (without "
+                   "it, as many as the slots it holds)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="processes to spread the run over (default 1); each runs its own event "
                    "loop, render threads and store writer on every N-th sample, with 1/N of the "
