@@ -16,6 +16,7 @@ import collections
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 import msgspec
 
@@ -117,6 +118,12 @@ class Permit(msgspec.Struct):
     """Set to the call's real token usage; the bucket is corrected on release."""
 
 
+class SharedCell(Protocol):
+    """A float other processes can see (``multiprocessing.RawValue("d")``, an element view)."""
+
+    value: float
+
+
 class ConnectionLimiter:
     """The limits of one connection key. Use :meth:`slot` around each model call."""
 
@@ -127,6 +134,7 @@ class ConnectionLimiter:
         *,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        shared_pause: SharedCell | None = None,
     ) -> None:
         self.key = key
         self.config = config
@@ -135,7 +143,8 @@ class ConnectionLimiter:
         self.in_flight = 0
         self.factor = 1.0
         """Adaptive multiplier on concurrency and rates (1 = configured limits)."""
-        self.pause_until = 0.0
+        self._shared_pause = shared_pause
+        self._pause_until = 0.0
         self.backoffs = 0
         """How many bursts of 429s triggered a back-off (for diagnostics)."""
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -151,6 +160,27 @@ class ConnectionLimiter:
             if config.tokens_per_minute
             else None
         )
+
+    @property
+    def pause_until(self) -> float:
+        """Until when (on the clock) no call may start: a Retry-After, a burst of 429s.
+
+        With ``shared_pause`` (``--workers``: one cell per endpoint in shared memory, the clock
+        the system-wide monotonic one), a pause one process is told of holds in all of them,
+        as the server meant it for the key, not for the process that heard it.
+        """
+        shared = self._shared_pause
+        return self._pause_until if shared is None else max(self._pause_until, shared.value)
+
+    @pause_until.setter
+    def pause_until(self, value: float) -> None:
+        self._pause_until = value
+        shared = self._shared_pause
+        # Not atomic across processes: two 429s at once may leave the shorter pause shared,
+        # the longer still held by the process that heard it. 429s are rare; a lock per call
+        # to read the cell would not be.
+        if shared is not None and value > shared.value:
+            shared.value = value
 
     @property
     def limit(self) -> int:

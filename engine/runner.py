@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -38,7 +38,7 @@ from engine.driver import (
     sample_meta,
 )
 from engine.ids import recorded_text, run_id_for, trajectory_id
-from engine.limits import ConnectionLimiter, LimitConfig
+from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
 from engine.scheduler import FairScheduler, in_flight_caps
@@ -131,11 +131,14 @@ def make_adapters(config: RunConfig) -> dict[str, ModelAdapter]:
     return adapters
 
 
-def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter]
+def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter],
+                  shared_pauses: Sequence[SharedCell] | None = None
                   ) -> dict[str, ConnectionLimiter]:
+    """One limiter per endpoint; ``shared_pauses`` (one cell per model of ``config``, shared
+    by the ``--workers`` processes) makes a pause one worker is told of hold in all."""
     by_key: dict[str, ConnectionLimiter] = {}
     out = {}
-    for model in config.models:
+    for index, model in enumerate(config.models):
         adapter = adapters[model.spec]
         if model.spec.startswith("reference:"):
             continue  # in-process agents share no remote endpoint
@@ -148,7 +151,9 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter]
                 fields["requests_per_minute"] = model.requests_per_minute
             if model.tokens_per_minute:
                 fields["tokens_per_minute"] = model.tokens_per_minute
-            by_key[key] = ConnectionLimiter(key, LimitConfig(**fields))
+            by_key[key] = ConnectionLimiter(
+                key, LimitConfig(**fields),
+                shared_pause=shared_pauses[index] if shared_pauses is not None else None)
         out[model.spec] = by_key[key]
     return out
 
@@ -297,8 +302,11 @@ async def run_jobs(
     extra_header: dict | None = None,
     on_stop: Callable[[StoppedModel], None] | None = None,
     samples_checked: bool = False,
+    shared_pauses: Sequence[SharedCell] | None = None,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
+
+    ``shared_pauses``: see :func:`make_limiters` (a worker of :func:`engine.workers.run_in_workers`).
 
     ``samples_checked``: the caller already compared the samples with what the run recorded
     (:func:`check_samples_unchanged`; a worker's parent does, for every worker at once).
@@ -324,7 +332,7 @@ async def run_jobs(
     states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),
                         canvas_capacity=2 * config.concurrency + 16)
     runtime = Runtime(
-        store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters),
+        store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters, shared_pauses),
         dialects={m.spec: (m.dialect, m.convention) for m in config.models},
         render_pool=pool,
         request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,

@@ -174,6 +174,9 @@ def run_in_workers(
     jobs = {job.traj: job for job in all_jobs}
     context = _context()
     messages = context.Queue()
+    # One cell per model in shared memory: a Retry-After one worker hears pauses its endpoint
+    # in every worker (engine/limits.py), as it would in one process.
+    pauses = [context.RawValue("d", 0.0) for _ in config.models]
     with tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:
         # Each worker's samples go through a file, not the process pipe: a worker that dies
         # before reading a large pickle from its pipe would leave the parent blocked writing it.
@@ -185,7 +188,7 @@ def run_in_workers(
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
-                      dict(os.environ))))
+                      dict(os.environ), pauses)))
         return _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
                           started, context.get_start_method() == "forkserver")
 
@@ -333,7 +336,7 @@ def _die_with_run(index: int, run: int) -> None:
 
 
 def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int,
-                 environ: dict[str, str]) -> None:
+                 environ: dict[str, str], pauses) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_run(index, parent)
     # The run's environment now, not the fork server's from when it started.
@@ -348,7 +351,8 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         samples: list[Sample] = pickle.loads(Path(shard).read_bytes())  # our own file
         with tuned_gc(), open_run_store(config.store) as store:
             try:
-                calls = asyncio.run(_run_share(config, store, samples, messages, parent))
+                calls = asyncio.run(_run_share(config, store, samples, messages, parent,
+                                               pauses))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
                 # for now must not kill this process while its last message holds the queue's
@@ -380,7 +384,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def _run_share(config: RunConfig, store, samples, messages, parent: int) -> int:
+async def _run_share(config: RunConfig, store, samples, messages, parent: int,
+                     pauses) -> int:
     from engine.runner import run_jobs
 
     loop = asyncio.get_running_loop()
@@ -412,6 +417,7 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int) -
             on_fault=on_fault,
             on_stop=lambda model: messages.put(("stopped", 0, model)),
             samples_checked=True,  # by the parent, before it started the workers
+            shared_pauses=pauses,
         )
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None

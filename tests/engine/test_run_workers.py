@@ -308,3 +308,32 @@ def test_a_dead_fork_server_takes_its_workers_down_and_is_named(tmp_path):
     assert "the fork server it was started from has died" in err and "Traceback" not in err
     assert not _gone(workers)
     _intact_then_resumed(store)
+
+
+def test_a_retry_after_one_worker_hears_pauses_the_endpoint_in_every_worker(tmp_path):
+    # The server asks the first request to wait 2 s. Before, only the worker that got it
+    # waited; the other kept sending in the window (more 429s on a real API).
+    import json
+
+    from tests.fakes.process import fake_server_process
+
+    log = tmp_path / "requests.jsonl"
+    with fake_server_process("openai", "--latency-ms", "200", "--fault-script",
+                             "429_retry_after", "--retry-after", "2",
+                             "--requests-log", str(log)) as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", "openai:fake",
+             "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key-env", "VAOT_W_KEY",
+             "--dataset", "synthetic:2", "--limit", "12", "--settings", "cot",
+             "--store", str(tmp_path / "run.lmdb"), "--concurrency", "4", "--workers", "2",
+             "--no-progress"],
+            cwd=ROOT, env={**os.environ, "VAOT_W_KEY": "k"}, capture_output=True, text=True,
+            timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert seen[0]["fault"] == "429_retry_after" and len(seen) == 13  # 12 and the retry
+    told = seen[0]["received_at"] + 0.2  # the 429 left after the server's latency
+    # Calls already on their way as the 429 left are not recalled; none starts in the window.
+    inside = [r["received_at"] - told for r in seen[1:]
+              if told + 0.15 < r["received_at"] < told + 1.9]
+    assert inside == [], f"requests {inside} s after the 429's Retry-After of 2 s"

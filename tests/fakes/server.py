@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -87,6 +88,8 @@ class SeenRequest(msgspec.Struct):
     ok: bool = False
     """True when a normal (non-fault, valid) reply was sent."""
     problems: list[str] = []
+    received_at: float = 0.0
+    """Wall-clock time (``time.time()``) the request arrived, for tests that time the client."""
 
 
 def check_image_b64(data: Any, media_type: Any, where: str, problems: list[str]) -> None:
@@ -376,6 +379,7 @@ class FakeServer(abc.ABC):
             if self.bodies == "summary"
             else None,
             body_sha256=hashlib.sha256(raw).hexdigest(),
+            received_at=time.time(),
         )
         self.requests.append(seen)
         try:
