@@ -98,6 +98,7 @@ class Runtime:
         clock=time.time,
         sleep=asyncio.sleep,
         breaker: ModelBreaker | None = None,
+        recorded_originals: dict[str, str] | None = None,
     ) -> None:
         self.store = store
         self.states = states
@@ -117,6 +118,8 @@ class Runtime:
         self.clock = clock
         self.sleep = sleep
         self.breaker = breaker if breaker is not None else ModelBreaker()
+        self.recorded_originals = recorded_originals or {}
+        """Sample id → the original's state hash an earlier invocation of the run recorded."""
 
 
 class PendingWrites:
@@ -223,6 +226,15 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             f"state {state.started.input_state[:12]}, now {original[:12]}); continuing would "
             "mix two images in one trajectory. Restore the image, or start a separate run "
             "(--run-name NAME, or another --store)")
+    recorded = rt.recorded_originals.get(sample.id)
+    if not resumed and recorded is not None and recorded != original:
+        # A new setting, model or epoch of a sample the run already has trajectories of: its
+        # results are compared with theirs pair by pair, so they must have seen one image.
+        raise SampleChangedError(
+            f"sample {sample.id}: its image changed since this run's other trajectories of it "
+            f"started (recorded state {recorded[:12]}, now {original[:12]}); a new trajectory "
+            "on it would be compared with theirs as if both saw one image. Restore the image, "
+            "or start a separate run (--run-name NAME, or another --store)")
     if not resumed:
         started = TrajectoryStarted(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,

@@ -51,8 +51,8 @@ from store.recorder import Recorder
 log = structlog.get_logger("vaot.engine")
 
 __all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "check_samples_unchanged",
-           "first_error", "open_run_store", "run_identity",
-           "run_jobs", "write_run_header"]
+           "first_error", "open_run_store", "run_identity", "run_jobs", "started_samples",
+           "write_run_header"]
 
 ENGINE_VERSION = "vaot-engine/1"
 
@@ -208,31 +208,40 @@ def first_error(exc: BaseException, kind: type[_E]) -> _E | None:
     return None
 
 
-def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob]) -> None:
+def started_samples(store: Recorder, jobs: list[TrajectoryJob]) -> dict[str, TrajectoryStarted]:
+    """The ``TrajectoryStarted`` of one trajectory of each sample of ``jobs`` the run started."""
+    found: dict[str, TrajectoryStarted] = {}
+    for job in jobs:
+        if job.sample.id in found or store.head(job.traj) is None:
+            continue
+        started = next((s.event for s in store.read_trajectory(job.traj)
+                        if isinstance(s.event, TrajectoryStarted)), None)
+        if started is not None:
+            found[job.sample.id] = started
+    return found
+
+
+def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
+                            started: dict[str, TrajectoryStarted] | None = None) -> None:
     """Refuse to resume a run whose dataset now says something else of a sample it started.
 
     A finished trajectory is skipped on a resume and scored against what it recorded of its
     sample: after a label was fixed in the file, the summary would show the old label's score
-    with no sign of it. (An image is compared when its trajectory goes on: engine/driver.py.)
+    with no sign of it. (An image is compared when a trajectory of its sample goes on or
+    starts: engine/driver.py; ``started`` is :func:`started_samples`, if already read.)
 
     Raises:
         ConfigError: naming the first changed sample and field, and how many samples changed.
     """
     changed: dict[str, str] = {}
-    seen: set[str] = set()
-    for job in jobs:
-        sample = job.sample
-        if sample.id in seen or store.head(job.traj) is None:
-            continue
-        started = next((s.event for s in store.read_trajectory(job.traj)
-                        if isinstance(s.event, TrajectoryStarted)), None)
-        if started is None:
-            continue
-        seen.add(sample.id)
-        now = sample_meta(sample)
-        for field, was in started.sample_meta.items():
+    if started is None:
+        started = started_samples(store, jobs)
+    samples = {job.sample.id: job.sample for job in jobs}
+    for sample_id, event in started.items():
+        now = sample_meta(samples[sample_id])
+        for field, was in event.sample_meta.items():
             if field in now and now[field] != was:
-                changed[sample.id] = f"{field} was {_short(was)}, now {_short(now[field])}"
+                changed[sample_id] = f"{field} was {_short(was)}, now {_short(now[field])}"
                 break
     if changed:
         first, what = next(iter(changed.items()))
@@ -325,8 +334,9 @@ async def run_jobs(
             attach(store)
     fresh = await write_run_header(config, store, run_id, extra_header)
     jobs = build_jobs(config, run_id, samples)
-    if not fresh and not samples_checked:
-        check_samples_unchanged(store, jobs)
+    earlier = {} if fresh else started_samples(store, jobs)
+    if earlier and not samples_checked:
+        check_samples_unchanged(store, jobs, earlier)
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")
     states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),
@@ -341,6 +351,7 @@ async def run_jobs(
         retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
                           base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
+        recorded_originals={sid: ev.input_state for sid, ev in earlier.items()},
     )
     breaker = runtime.breaker
     scheduler = FairScheduler(jobs, in_flight_caps(  # only models with a remote endpoint

@@ -2,7 +2,7 @@
 
 A run is known by its dataset file's absolute path (not the text typed), and a resume refuses a
 dataset whose labels changed since the run started its samples, or whose image changed under an
-unfinished trajectory.
+unfinished trajectory or under a new trajectory of a sample the run already has.
 """
 
 from __future__ import annotations
@@ -174,3 +174,21 @@ def test_an_image_changed_under_an_unfinished_trajectory_is_named(tmp_path, caps
     assert "recorded state abababababab" in err
     # Nothing was marked failed, so nothing to --retry-failed: restore the image and rerun.
     assert "--retry-failed" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("workers", [(), ("--workers", "2")])
+def test_a_new_setting_on_a_replaced_image_is_refused(tmp_path, capsys, workers) -> None:
+    # Before, a rerun that added a setting ran it on the new image, beside the old setting's
+    # finished trajectories on the old one: a paired comparison of two different images.
+    path = _dataset(tmp_path / "d", "red", n=2)
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{path}", "--settings", "vaot", *workers) == 0
+    (tmp_path / "d" / "a.png").write_bytes(_png((200, 10, 10)))
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}", "--settings", "vaot,cot", *workers) == 2
+    err = capsys.readouterr().err
+    assert "its image changed since this run's other trajectories of it started" in err
+    assert "Traceback" not in err
+    # Restored, the run goes on and adds the new setting.
+    (tmp_path / "d" / "a.png").write_bytes(_png((9, 99, 199)))
+    assert _run(store, f"jsonl:{path}", "--settings", "vaot,cot", *workers) == 0
