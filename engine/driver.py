@@ -73,6 +73,9 @@ class Outcome(msgspec.Struct, frozen=True):
     calls: int = 0
     tokens: int = 0
     error: str | None = None
+    unrecorded: bool = False
+    """Ended by an error (an image that cannot be decoded, a bug) before it could be recorded
+    as finished: it stays unfinished in the store, and rerunning the command tries it again."""
 
 
 class Runtime:

@@ -404,7 +404,7 @@ async def run_jobs(
                 log.exception("trajectory_error", traj=job.traj, model=job.model,
                               setting=job.setting, sample=job.sample.id)
                 report(job, Outcome(job.traj, "failed", None, 0,
-                                    error=f"{type(exc).__name__}: {exc}"))
+                                    error=f"{type(exc).__name__}: {exc}", unrecorded=True))
                 continue
             finally:
                 scheduler.finished(job)

@@ -368,10 +368,10 @@ def run(args: argparse.Namespace) -> int:
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)
     finished = [r for r in records if r.status is not None]
-    # Failed: ended as failed in the log, or ended by an error this session (an undecodable
-    # image, say) before it could be recorded as finished.
-    failed = len({r.traj for r in records if r.status == "failed"}
-                 | {o.traj for _, o in session_failures})
+    # Failed: ended as failed in the log. Errors: ended this session by an error (an
+    # undecodable image, say) before they could be recorded as finished; they stay unfinished.
+    errors = [(job, o) for job, o in session_failures if o.unrecorded]
+    failed = len({r.traj for r in records if r.status == "failed"})
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     # From the log, not from the outcomes reported: a stop or Ctrl-C cancels trajectories
@@ -379,10 +379,12 @@ def run(args: argparse.Namespace) -> int:
     calls = max(calls_seen[0], progress.calls)
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
+        + (f"{len(errors)} ended by an error, " if errors else "") +
         f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}; "
         f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
     for job, outcome in session_failures[:5]:
-        err.print(f"failed: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
+        what = "error" if outcome.unrecorded else "failed"
+        err.print(f"{what}: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
                   markup=False)
     if len(session_failures) > 5:
         log_file = log_path_for(config.store)
@@ -417,11 +419,15 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "
                   "command to resume where it stopped", markup=False)
         return 130
+    if errors:
+        err.print(f"{len(errors)} trajectories ended by an error before they could finish "
+                  "(see each line above); they stay unfinished, not failed: fix the cause (an "
+                  "image that cannot be decoded: replace the file, or drop its row) and rerun "
+                  "the same command", markup=False)
     if failed:
         err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
-        return 1
-    return 0
+    return 1 if errors or failed else 0
 
 
 class _Refused(Exception):

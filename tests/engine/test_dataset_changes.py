@@ -192,3 +192,43 @@ def test_a_new_setting_on_a_replaced_image_is_refused(tmp_path, capsys, workers)
     # Restored, the run goes on and adds the new setting.
     (tmp_path / "d" / "a.png").write_bytes(_png((9, 99, 199)))
     assert _run(store, f"jsonl:{path}", "--settings", "vaot,cot", *workers) == 0
+
+
+def _png_with_bad_filter_bytes() -> bytes:
+    """A PNG whose every chunk and checksum is right but whose rows name no PNG filter: the
+    load-time check (headers, checksums) passes it, decoding its pixels fails."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    rows = b"".join(b"\x07" + bytes(range(48)) * 3 for _ in range(32))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 48, 32, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_an_image_that_fails_to_decode_at_run_time_is_an_error_not_a_failure(
+        tmp_path, capsys) -> None:
+    # Before: counted as failed with the advice to rerun with --retry-failed, though nothing
+    # was marked failed and that flag could not help.
+    folder = tmp_path / "d"
+    _dataset(folder, "red", n=1)
+    (folder / "bad.png").write_bytes(_png_with_bad_filter_bytes())
+    with (folder / "val.jsonl").open("a") as rows:
+        rows.write(json.dumps({"id": "bad", "image": "bad.png", "question": "Which colour?",
+                               "answer": "red", "category": "colour", "group": "2D"}) + "\n")
+    store = tmp_path / "run.lmdb"
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 1
+    out, err = capsys.readouterr()
+    assert "trajectories 1/2 finished, 0 failed, 1 ended by an error" in out
+    assert "error: scripted:builtin vaot sample bad: ImageLoadError: sample bad" in err
+    assert "corrupt or truncated" in err
+    assert "stay unfinished, not failed" in err and "replace the file" in err
+    assert "--retry-failed" not in err and "Traceback" not in err
+    # Replaced, a plain rerun runs it.
+    (folder / "bad.png").write_bytes(_png((9, 99, 199)))
+    assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 0
+    assert "trajectories 2/2 finished, 0 failed" in capsys.readouterr().out
