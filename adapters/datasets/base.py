@@ -28,6 +28,9 @@ class InlineImageError(ValueError):
         self.reason = reason
 
 
+_NO_WHITESPACE = str.maketrans("", "", " \t\n\r\f")
+
+
 def decode_data_uri(uri: str) -> tuple[str, bytes]:
     """The header (``data:<type>;base64``) and the decoded bytes of a base64 ``data:`` URI.
 
@@ -35,10 +38,13 @@ def decode_data_uri(uri: str) -> tuple[str, bytes]:
         InlineImageError: not a base64 ``data:`` URI, invalid base64, or no bytes at all.
     """
     header, comma, payload = uri.partition(",")
-    if not header.startswith("data:") or not comma or not header.endswith(";base64"):
+    # The scheme and parameters are case-insensitive (RFC 2397), and the payload's line breaks
+    # and spaces are ignored, as browsers do: `base64` and encodebytes wrap at 76 characters.
+    lowered = header.lower()
+    if not lowered.startswith("data:") or not comma or not lowered.endswith(";base64"):
         raise InlineImageError("data: URI", "must be base64 ('data:<type>;base64,...')")
     try:
-        data = base64.b64decode(payload, validate=True)
+        data = base64.b64decode(payload.translate(_NO_WHITESPACE), validate=True)
     except (binascii.Error, ValueError):
         raise InlineImageError("data: URI", "holds invalid base64") from None
     if not data:
@@ -218,22 +224,37 @@ def read_image_file(folder: Path, value: str, *,
     """
     from adapters.renderers.images import ImageLoadError, check_image
 
+    name = _quoted(value)
     if "\0" in value:
-        raise ImageFileError(f"image {value!r} is not a usable file name")
+        raise ImageFileError(f"image {name} is not a usable file name")
     path = folder / os.path.expanduser(value.replace("\\", "/"))
     try:
         if not path.is_file():
-            if path.exists():
-                raise ImageFileError(f"image {value!r} is not a regular file")
-            raise ImageFileError(f"image {value!r} not found (looked for {path}; a relative "
-                                 f"path is read from {relative_to})")
+            try:
+                path.stat()
+            except FileNotFoundError:
+                if not os.path.lexists(path):
+                    raise ImageFileError(f"image {name} not found (looked for {path}; a relative "
+                                         f"path is read from {relative_to})") from None
+                raise ImageFileError(f"image {name} is a symbolic link to nothing ({path} -> "
+                                     f"{os.readlink(path)})") from None
+            # (A loop of links or a folder we may not enter fails the stat: said below, as
+            # the system says it.)
+            raise ImageFileError(f"image {name} is not a regular file")
         data = path.read_bytes()
     except OSError as exc:
-        raise ImageFileError(f"image {value!r}: {exc.strerror or exc}") from None
+        raise ImageFileError(f"image {name}: {exc.strerror or exc}") from None
     if not data:
-        raise ImageFileError(f"image {value!r} is an empty file")
+        raise ImageFileError(f"image {name} is an empty file")
     try:
         size = check_image(data, name=value)
     except ImageLoadError as exc:
-        raise ImageFileError(f"image {value!r}: {exc.reason}") from None
+        raise ImageFileError(f"image {name}: {exc.reason}") from None
     return data, os.path.abspath(path), size
+
+
+def _quoted(value: str, limit: int = 120) -> str:
+    """``value`` quoted for a message, shortened: a mistyped data: URI can be megabytes long."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit - 20]!r}… ({len(value):,} characters)"

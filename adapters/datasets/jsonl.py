@@ -156,7 +156,7 @@ class JsonlLoader(CachedLoader):
         says where it came from, and its upright size."""
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
-        if value.startswith("data:"):
+        if value[:5].lower() == "data:":
             # The literal as spelled, so the bytes checked here are those read again later.
             literal = bytes(msgspec.json.decode(line, type=_ImageLiteral).image)
             try:

@@ -147,3 +147,42 @@ def test_a_file_changed_after_loading_is_named_with_its_line(tmp_path: Path) -> 
     path.unlink()
     with pytest.raises(FileNotFoundError):
         first.read_image()
+
+
+def test_wrapped_base64_and_an_upper_case_scheme_are_read(tmp_path: Path) -> None:
+    # `base64` and base64.encodebytes wrap at 76 characters; RFC 2397's scheme is
+    # case-insensitive. Before, the first was "invalid base64" and the second "not found",
+    # with the whole payload printed twice in the reason.
+    image = stored_png(3)
+    wrapped = "data:image/png;base64," + base64.encodebytes(image).decode()
+    upper = "DATA:image/PNG;BASE64," + base64.b64encode(image).decode()
+    path = tmp_path / "set.jsonl"
+    path.write_text(row("wrapped", wrapped) + "\n" + row("upper", upper) + "\n")
+    loader = JsonlLoader(path)
+    samples = loader.samples()
+    assert loader.skipped == []
+    assert [s.read_image() for s in samples] == [image, image]
+
+
+def test_a_long_image_value_is_shortened_in_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "set.jsonl"
+    name = "sub/" * 50 + "x.png"
+    path.write_text(row("long", name) + "\n")
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    (reason,) = [r.reason for r in loader.skipped]
+    assert "not found" in reason and f"({len(name)} characters)" in reason
+    assert reason.count(name) == 1  # the path it looked for is still given, once
+
+
+def test_a_loop_of_links_is_named_as_such(tmp_path: Path) -> None:
+    os.symlink(tmp_path / "b.png", tmp_path / "a.png")
+    os.symlink(tmp_path / "a.png", tmp_path / "b.png")
+    os.symlink(tmp_path / "gone.png", tmp_path / "dangling.png")
+    path = tmp_path / "set.jsonl"
+    path.write_text(row("loop", "a.png") + "\n" + row("dangling", "dangling.png") + "\n")
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    reasons = [r.reason for r in loader.skipped]
+    assert "symbolic links" in reasons[0] and "not found" not in reasons[0]
+    assert "is a symbolic link to nothing" in reasons[1]
