@@ -107,6 +107,13 @@ class JsonlLoader(CachedLoader):
                     start += len(line)
                     if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                         line, offset = line[3:], offset + 3
+                    elif number == 1 and (line.startswith((b"\xff\xfe", b"\xfe\xff"))
+                                          or b"\0" in line[:200]):
+                        # What PowerShell's `>` and Notepad's "Unicode" write: every line
+                        # would be skipped as invalid JSON at byte 0, plus a phantom last one.
+                        raise DatasetError(
+                            f"JSONL dataset {self.path} is not UTF-8 text (UTF-16, by its "
+                            "byte-order mark or zero bytes): save it as UTF-8")
                     yield number, offset, line
         except OSError as exc:
             reason = "file not found" if isinstance(exc, FileNotFoundError) else exc.strerror

@@ -228,3 +228,12 @@ def test_images_that_cannot_be_used_are_skipped_rows_naming_them(folder: Path) -
     assert "nested too deeply" in reasons[6]
     # Where it looked, and from where relative paths are read.
     assert str(folder / "data" / "imgs" / "1.png") in reasons[7] and "folder" in reasons[7]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])  # with and without a BOM
+def test_a_utf16_file_is_refused_as_such(tmp_path: Path, encoding: str) -> None:
+    # What PowerShell's `>` writes. Before: every line "invalid JSON … (byte 0)", plus one.
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "b"}\n', encoding=encoding)
+    with pytest.raises(DatasetError, match=r"is not UTF-8 text \(UTF-16.*save it as UTF-8"):
+        JsonlLoader(path).samples()
