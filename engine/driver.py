@@ -506,10 +506,15 @@ def sample_meta(sample: Sample) -> dict:
     """What a trajectory records of its sample for scoring and grouping, and of what it was
     asked; a resume checks that the dataset still says the same (engine/runner.py). The
     choices are a JSON list in a string (the field holds strings): a letter answer is scored
-    against them."""
-    return {"category": sample.category, "group": sample.group, "family": sample.family,
+    against them. Key regions (pixel boxes on the original) likewise, when the dataset has them:
+    the log alone then says whether an action targeted what the answer depends on."""
+    meta = {"category": sample.category, "group": sample.group, "family": sample.family,
             "answer": sample.answer, "question": sample.question,
             "choices": msgspec.json.encode(list(sample.choices)).decode()}
+    if sample.key_regions:
+        meta["key_regions"] = msgspec.json.encode(
+            [list(box) for box in sample.key_regions]).decode()
+    return meta
 
 
 def _image_name(sample: Sample) -> str:

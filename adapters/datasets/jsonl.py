@@ -232,6 +232,10 @@ def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int
             )
         ):
             raise _BadRow(f"key region {box!r} is not [x1, y1, x2, y2] in pixels")
+        if all(0 <= v <= 1 for v in box) and any(v != int(v) for v in box):
+            raise _BadRow(f"key region {box!r} looks like fractions of the image (0–1); key "
+                          f"regions are in pixels: multiply by its width and height "
+                          f"({size[0]}×{size[1]})")
         x1, y1, x2, y2 = (round(v) for v in box)
         if x1 < 0 or y1 < 0 or x2 <= x1 or y2 <= y1:
             raise _BadRow(f"key region {box!r} needs 0 <= x1 < x2 and 0 <= y1 < y2")

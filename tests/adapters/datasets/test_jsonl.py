@@ -237,3 +237,24 @@ def test_a_utf16_file_is_refused_as_such(tmp_path: Path, encoding: str) -> None:
     path.write_text('{"id": "a"}\n{"id": "b"}\n', encoding=encoding)
     with pytest.raises(DatasetError, match=r"is not UTF-8 text \(UTF-16.*save it as UTF-8"):
         JsonlLoader(path).samples()
+
+
+def test_key_regions_as_fractions_are_explained(folder: Path) -> None:
+    # Before: "needs 0 <= x1 < x2 and 0 <= y1 < y2", which such a box meets.
+    loader = JsonlLoader(write_lines(folder / "set.jsonl",
+                                     [row("frac", key_regions=[[0.05, 0.1, 0.5, 0.6]])]))
+    assert loader.samples() == []
+    (reason,) = [r.reason for r in loader.skipped]
+    assert "looks like fractions of the image (0–1)" in reason and "(8×8)" in reason
+
+
+def test_key_regions_are_recorded_with_the_trajectory(folder: Path) -> None:
+    import json as _json
+
+    from engine.driver import sample_meta
+
+    loader = JsonlLoader(write_lines(folder / "set.jsonl",
+                                     [row("boxed", key_regions=[[1, 2, 5, 6]]), row("plain")]))
+    boxed, plain = loader.samples()
+    assert _json.loads(sample_meta(boxed)["key_regions"]) == [[1, 2, 5, 6]]
+    assert "key_regions" not in sample_meta(plain)  # as before: older runs resume unchanged
