@@ -207,11 +207,13 @@ class See2ThinkLoader(CachedLoader):
             (answer, ANSWER_KEYS, "answer"),
         ):
             if value is None:
-                self._skip(
-                    data_path,
-                    row_line,
-                    f"element {index} has no {what} (looked for {', '.join(keys)})",
-                )
+                # Present but not text ("answer": ["red", "crimson"], or false) is said so.
+                odd = next((k for k in keys if row.get(k) not in (None, "")
+                            and not (isinstance(row[k], str) and not row[k].strip())), None)
+                reason = (f"element {index} {odd!r} is {_kind(row[odd])}; it must be a string "
+                          "or a number" if odd is not None else
+                          f"element {index} has no {what} (looked for {', '.join(keys)})")
+                self._skip(data_path, row_line, reason)
                 return None
         choices = _choices(row.get("choices"))
         if choices is None:

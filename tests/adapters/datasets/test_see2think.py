@@ -301,3 +301,20 @@ def test_lines_point_into_a_pretty_printed_data_json(tmp_path: Path) -> None:
     loader = See2ThinkLoader(tmp_path / "tasks.json")
     assert loader.samples() == []
     assert [(Path(r.source).name, r.line) for r in loader.skipped] == [("data.json", 12)]
+
+
+def test_an_answer_that_is_not_text_is_said_to_be_so(tmp_path: Path) -> None:
+    # Before: "has no answer (looked for answer, …)", with the answer right there.
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [
+        {"question": "q", "image_path": "ok.png", "answer": ["red", "crimson"]},
+        {"question": "q", "image_path": "ok.png", "answer": False},
+        {"question": "q", "image_path": "ok.png", "answer": "  "},
+    ])
+    write_array(tmp_path / "tasks.json", [task("data.json", i) for i in range(3)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert loader.samples() == []
+    reasons = [row.reason for row in loader.skipped]
+    assert "'answer' is an array; it must be a string or a number" in reasons[0]
+    assert "'answer' is a boolean; it must be a string or a number" in reasons[1]
+    assert "has no answer" in reasons[2]
