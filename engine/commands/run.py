@@ -240,13 +240,15 @@ def run(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
-    for row in skipped[:5]:
+    # A few, when the run goes on (all are logged once it starts, beside the store); more when
+    # nothing is usable, as no run starts and no log is written: the terminal is all there is.
+    shown = 5 if samples else 50
+    for row in skipped[:shown]:
         err.print(f"skipped {row.source}:{row.line}: {row.reason}", markup=False)
-    if len(skipped) > 5:
-        # Logged once the run starts (the log lives beside the store, opened below).
+    if len(skipped) > shown:
         log_file = log_path_for(config.store)
         where = f" (all listed in {log_file})" if samples and log_file else ""
-        err.print(f"… and {len(skipped) - 5} more skipped rows{where}", markup=False)
+        err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2

@@ -280,3 +280,19 @@ def test_an_in_memory_run_leaves_no_file_behind(tmp_path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dataset_with_no_usable_row_lists_every_reason(tmp_path, capsys) -> None:
+    # No run starts, so no log is written: the terminal must hold all the reasons (it cut them
+    # at five, "… and 3 more skipped rows").
+    from engine.cli import main
+
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(f'{{"id": "s{i}", "image": "gone{i}.png", "question": "q", '
+                            f'"answer": "a", "category": "c", "group": "2D"}}\n'
+                            for i in range(8)))
+    assert main(["run", "--dataset", f"jsonl:{path}", "--store", str(tmp_path / "s.lmdb"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert all(f"gone{i}.png" in err for i in range(8)) and "more skipped rows" not in err
+    assert "has no usable samples" in err
