@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,11 @@ class JsonlLoader(CachedLoader):
         sample_id = str(sample_id).strip()
         if not sample_id:
             raise _BadRow("'id' is empty")
+        bad = next((c for c in sample_id if unicodedata.category(c) in ("Cc", "Cf")), None)
+        if bad is not None:
+            # A line break or a bidi override in an id breaks every one-line-per-event output
+            # (vaot tail, the logs) and can make two ids print alike.
+            raise _BadRow(f"'id' {sample_id!r} holds the control character {bad!r}")
         question = _string(row, "question", allow_empty=False)
         answer = _string(row, "answer", allow_empty=False)
         category = _string(row, "category")

@@ -258,3 +258,11 @@ def test_key_regions_are_recorded_with_the_trajectory(folder: Path) -> None:
     boxed, plain = loader.samples()
     assert _json.loads(sample_meta(boxed)["key_regions"]) == [[1, 2, 5, 6]]
     assert "key_regions" not in sample_meta(plain)  # as before: older runs resume unchanged
+
+
+def test_ids_with_control_characters_are_skipped_rows(folder: Path) -> None:
+    lines = [row("a\nb"), row("tab\there"), row("rtl\u202eevil"), row("fine id")]
+    loader = JsonlLoader(write_lines(folder / "set.jsonl", lines))
+    assert [s.id for s in loader.samples()] == ["fine id"]
+    assert all("control character" in r.reason for r in loader.skipped)
+    assert [r.line for r in loader.skipped] == [1, 2, 3]
