@@ -9,7 +9,10 @@ writes; a second run is refused at once, naming the holder.
 The lock is a ``flock`` on an open file: the kernel drops it when its holder exits, however it
 exits (SIGKILL included), so a crashed run never leaves a stale lock behind, and the file itself
 is never deleted (deleting it would let two runs lock two different files). Worker processes of
-a run (``--workers``) do not take it: their parent holds it for them.
+a run (``--workers``) do not take it: their parent holds it for them. Each holds a shared lock on
+``workers.lock`` instead, and a run waits until no process holds that before it starts: workers
+left behind by a run killed a moment ago (they stop within a second of noticing) never write
+beside the next run.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "StoreBusyError", "exclusive_run"]
+__all__ = ["LOCK_NAME", "WORKERS_LOCK_NAME", "StoreBusyError", "exclusive_run", "worker_lock"]
 
 LOCK_NAME = "run.lock"
+WORKERS_LOCK_NAME = "workers.lock"
+ORPHAN_WAIT_S = 10.0
+"""How long a run waits for the workers of an earlier, killed run to stop."""
 
 try:
     import fcntl
@@ -61,9 +67,45 @@ def exclusive_run(store_dir: str | os.PathLike[str]) -> Iterator[None]:
         # surrogateescape: an argument (a path) need not be valid UTF-8; its bytes go back as given.
         os.pwrite(fd, f"pid {os.getpid()}, started {stamp}: {' '.join(sys.argv)}\n".encode(
             "utf-8", "surrogateescape"), 0)
+        _wait_for_orphan_workers(Path(store_dir))
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _wait_for_orphan_workers(store_dir: Path) -> None:
+    fd = os.open(store_dir / WORKERS_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + ORPHAN_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return  # none left; closing the file lets this run's own workers lock it
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(
+                        f"{store_dir} is still written by the workers of an earlier vaot run "
+                        f"that ended ({WORKERS_LOCK_NAME} is held); wait for them to stop, or "
+                        "stop them (pkill vaot-worker)") from None
+                time.sleep(0.1)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def worker_lock(store_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold a shared lock on the store's ``workers.lock`` for the block (a ``--workers``
+    process): the next run waits until every worker of this one has exited."""
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(Path(store_dir) / WORKERS_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # at once: a run never holds it while its workers run
+        yield
+    finally:
+        os.close(fd)
 
 
 def _holder(fd: int) -> str:

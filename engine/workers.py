@@ -311,13 +311,19 @@ def _stop(processes: list, messages) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a dead process its parent has not collected yet (a zombie, as a
+    run killed under ``subprocess.run`` stays until it returns) counts as dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:  # exists, but not ours to signal
-        return True
-    return True
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): the signal test is all there is
+    return state not in (b"Z", b"X")
 
 
 def _die_with_run(index: int, run: int) -> None:
@@ -344,12 +350,13 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
     os.environ.update(environ)
     from engine.gc_tuning import tuned_gc
     from engine.logs import configure_logging, log_path_for
+    from engine.run_lock import worker_lock
     from engine.runner import open_run_store
 
     log = configure_logging(log_path_for(config.store))
     try:
         samples: list[Sample] = pickle.loads(Path(shard).read_bytes())  # our own file
-        with tuned_gc(), open_run_store(config.store) as store:
+        with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
                 calls = asyncio.run(_run_share(config, store, samples, messages, parent,
                                                pauses))

@@ -196,6 +196,42 @@ def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_p
     _intact_then_resumed(store)
 
 
+def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits(tmp_path):
+    # Killed, the run stays a zombie until whatever started it collects it (subprocess.run
+    # does so only once it returns). Before, its fork server lived on, and the workers took the
+    # zombie for a live parent: they went on calling the model beside the rerun, which then
+    # failed on a write the orphans had made first.
+    from tests.fakes.process import fake_server_process
+
+    store = tmp_path / "s.lmdb"
+    with fake_server_process("openai", "--latency-ms", "300") as port:
+        cmd = [sys.executable, "-m", "engine", "run", "--model", "openai:fake", "--base-url",
+               f"http://127.0.0.1:{port}/v1", "--api-key-env", "VAOT_W_KEY", "--dataset",
+               "synthetic:2", "--limit", "12", "--settings", "vaot,cot", "--store", str(store),
+               "--concurrency", "4", "--workers", "2", "--no-progress"]
+        env = {**os.environ, "VAOT_W_KEY": "k"}
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not ((store / "data.mdb").exists() and _finished(store) >= 2):
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+            workers = _workers(proc.pid)
+            assert len(workers) == 2, workers
+            os.kill(proc.pid, signal.SIGKILL)  # and not collected until the rerun is done
+            time.sleep(0.7)  # longer than the workers' watch on their run
+            rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                   timeout=180)
+            assert rerun.returncode == 0, rerun.stderr
+            assert not _gone(workers, within=0.0), "the orphans outlived the rerun"
+        finally:
+            proc.wait()
+    assert _finished(store) == 24  # every trajectory, none twice
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+
+
 def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     store = tmp_path / "s.lmdb"
     proc = _start_and_wait(store, 2, at_least=5)
