@@ -420,7 +420,9 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         # Some dialects point at an earlier image ("original", "observation_2"); coordinates are
         # on that image's frame, and that is the canvas the action is drawn on.
         canvases = {}
-        for source in set(parsed.action_sources) or {"current"}:
+        # In the order the actions name them (a set's order changes from process to process
+        # with string hashing, and the warnings below are part of the recorded Step).
+        for source in dict.fromkeys(parsed.action_sources) or ("current",):
             hex_key, src_frame, src_decorated = _source_state(state, source, current, original)
             if source != "current" and hex_key != current_hex:
                 warnings.append(f"action refers to the {source.replace('_', ' ')} image")
