@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import difflib
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -49,9 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "and the run goes on with the other models; one failing so a second time is recorded\n"
         "as failed. So is a model whose first 8 replies in a row (from 3 trajectories or more)\n"
         "all reach --max-tokens before any text (rerun with a higher --max-tokens), or all end\n"
-        "with no text at all (check what its server returns).\n"
-        "Exit status: 0 all trajectories ended, 1 some failed, a model was stopped or the store\n"
-        "failed, 2 bad input, 130 interrupted."
+        "with no text at all (check what its server returns). SIGTERM (kill, timeout, the end\n"
+        "of a batch job) stops a run as Ctrl-C does.\n"
+        "Exit status: 0 all trajectories ended, 1 some failed or ended by an error, a model was\n"
+        "stopped or the store failed, 2 bad input, 130 interrupted, 143 terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
@@ -289,7 +291,8 @@ def run(args: argparse.Namespace) -> int:
     interrupted = False
     stopped: list = []  # models that cannot be used, in the order they were stopped
     session_failures: list = []
-    with lock, store:
+    terminated = _SigtermStops()
+    with lock, store, terminated:
         try:
             with RunProgress(console, totals, enabled=not args.no_progress) as progress:
                 def on_outcome(job, outcome):
@@ -418,9 +421,10 @@ def run(args: argparse.Namespace) -> int:
                       "run them again", markup=False)
         return 1
     if interrupted:
-        err.print(f"interrupted: committed work is kept in {config.store}; rerun the same "
+        how = "terminated (SIGTERM)" if terminated.seen else "interrupted"
+        err.print(f"{how}: committed work is kept in {config.store}; rerun the same "
                   "command to resume where it stopped", markup=False)
-        return 130
+        return 143 if terminated.seen else 130
     if errors:
         err.print(f"{len(errors)} trajectories ended by an error before they could finish "
                   "(see each line above); they stay unfinished, not failed: fix the cause (an "
@@ -430,6 +434,29 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
     return 1 if errors or failed else 0
+
+
+class _SigtermStops(contextlib.AbstractContextManager):
+    """While held, SIGTERM (``kill``, ``timeout``, a batch scheduler's end of job) stops the run
+    as Ctrl-C does: in-flight calls cancelled, queued writes committed, the resume hint said.
+    Without it the process died at once, its last replies lost and paid for again."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous = None
+
+    def _handler(self, signum, frame) -> None:
+        self.seen = True
+        signal.raise_signal(signal.SIGINT)  # whatever SIGINT does now (asyncio: a clean stop)
+
+    def __enter__(self):
+        with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
+            self._previous = signal.signal(signal.SIGTERM, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
 
 
 class _Refused(Exception):

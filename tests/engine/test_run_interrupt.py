@@ -10,16 +10,18 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(store: Path) -> list[str]:
+def _run(store: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "engine", "run", "--model", "reference:calibrated",
             "--dataset", "synthetic:4", "--store", str(store), "--concurrency", "4",
-            "--no-progress"]
+            "--no-progress", *extra]
 
 
 def _finished(store: Path) -> int:
@@ -27,10 +29,18 @@ def _finished(store: Path) -> int:
         return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
 
 
-def test_sigint_keeps_committed_work_and_the_same_command_resumes(tmp_path):
+@pytest.mark.parametrize(("stop", "status", "said", "extra"), [
+    (signal.SIGINT, 130, "interrupted", ()),
+    # kill, timeout, a batch scheduler's end of job: before, the run died at once with no hint
+    # and lost its last replies, paid for again on the rerun.
+    (signal.SIGTERM, 143, "terminated (SIGTERM)", ()),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)", ("--workers", "2")),
+])
+def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop, status, said,
+                                                                  extra):
     store = tmp_path / "s.lmdb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(_run(store), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(_run(store, *extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         # Interrupt once some trajectories have finished (the store exists and holds some).
@@ -40,15 +50,15 @@ def test_sigint_keeps_committed_work_and_the_same_command_resumes(tmp_path):
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the run ended before it could be interrupted"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert "Traceback" not in err
-    assert "rerun the same command to resume" in err
+    assert f"{said}: committed work is kept" in err and "rerun the same command to resume" in err
     kept = _finished(store)
     assert kept >= 5
     with open_store(store, create=False) as s:
