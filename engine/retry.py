@@ -51,9 +51,9 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def backoff_s(self, attempt: int, error: ModelCallError, rng: random.Random) -> float | None:
         """Seconds to wait after failed attempt number ``attempt`` (1-based); ``None`` = give up."""
+        if self.asked_too_long(error) is not None:
+            return None
         if error.retry_after is not None:
-            if error.retry_after > self.max_retry_after_s:
-                return None
             return error.retry_after + rng.uniform(0.0, self.retry_after_jitter_s)
         delay = self.base_delay_s * self.multiplier ** (attempt - 1)
         if error.retry == "rate_limit":
@@ -62,8 +62,6 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         delay *= 1.0 - self.jitter + self.jitter * rng.random()
         floor = getattr(error, "wait_at_least", None)
         if floor is not None:
-            if floor > self.max_retry_after_s:
-                return None
             delay = max(delay, floor + rng.uniform(0.0, self.retry_after_jitter_s))
         return delay
 
