@@ -78,13 +78,6 @@ def build_request(
     shown = set(returned if keep is None else returned[len(returned) - keep:] if keep else [])
     instructions = prompt_for(setting)
     question_text = _question_text(question, choices)
-    last_call = step >= max_steps and setting != "cot"
-    closing = (
-        f"Now write Step {step}."
-        + (" This is your last step: give the Final Answer." if last_call else "")
-        if setting != "cot"
-        else "Solve it now."
-    )
 
     def said(h: HistoryStep) -> str:
         # A reply with no text (a thinking model that spent its budget thinking) is shown as
@@ -101,16 +94,17 @@ def build_request(
         return []
 
     if spec.shape == "chat":
+        # Each turn is built as it was when first sent, closing text included: a later call
+        # replays the conversation the model had, so every request extends the one before.
         messages = [
             Message("system", (TextPart(instructions),)),
-            Message("user", (TextPart(question_text), image(original_state))),
+            Message("user", (TextPart(question_text), image(original_state),
+                             TextPart(_closing_for(setting, 1, max_steps)))),
         ]
         for h in history:
             messages.append(Message("assistant", (TextPart(said(h)),)))
-            obs = observation(h)
-            messages.append(Message("user", (*obs, TextPart(closing_for(h.step + 1, max_steps)))))
-        if not history:
-            messages[-1] = Message("user", (*messages[-1].content, TextPart(closing)))
+            closing = _closing_for(setting, h.step + 1, max_steps)
+            messages.append(Message("user", (*observation(h), TextPart(closing))))
     elif spec.shape == "see2think":
         parts: list = [TextPart(instructions + "\n" + question_text), image(original_state)]
         if history:
@@ -118,7 +112,7 @@ def build_request(
         for h in history:
             parts.append(TextPart(said(h).strip()))
             parts.extend(observation(h))
-        parts.append(TextPart(closing))
+        parts.append(TextPart(_closing_for(setting, step, max_steps)))
         messages = [Message("user", tuple(parts))]
     else:
         raise ValueError(f"conversation shape {spec.shape!r}: expected 'see2think' or 'chat'")
@@ -130,7 +124,10 @@ def build_request(
     )
 
 
-def closing_for(step: int, max_steps: int) -> str:
+def _closing_for(setting: str, step: int, max_steps: int) -> str:
+    """The text that ends the user turn asking for call ``step``."""
+    if setting == "cot":
+        return "Solve it now."
     text = f"Now write Step {step}."
     if step >= max_steps:
         text += " This is your last step: give the Final Answer."

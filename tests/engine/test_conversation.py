@@ -1,11 +1,22 @@
-"""Requests built from a trajectory's history: which images each shape and image history shows."""
+"""Requests built from a trajectory's history: which images each shape and image history shows,
+and a chat conversation replayed as it was sent."""
 
 from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from adapters.models.base import ImagePart, TextPart
 from engine.conversation import HistoryStep, RequestSpec, build_request, parse_image_history
+from tests.fakes.process import fake_server_process
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _image(hex_key: str) -> ImagePart:
@@ -75,3 +86,62 @@ def test_image_history_values() -> None:
     assert parse_image_history("all") is None
     assert parse_image_history("original+last:0") == 0
     assert parse_image_history("original+last:12") == 12
+
+
+def _calls(history: list[HistoryStep], *, shape: str, max_steps: int):
+    """The request of every call of one trajectory whose steps were ``history``."""
+    return [build_request(setting="vaot", question="Which?", choices=(), original_state="orig",
+                          history=history[:step - 1], step=step, max_steps=max_steps,
+                          spec=RequestSpec(shape=shape), image=_image)
+            for step in range(1, len(history) + 2)]
+
+
+# An image came back, an action was not executed, a step without an action: each observation.
+MIXED = [HistoryStep(1, "Step 1 (Text): zoom.", True, "zoomed"),
+         HistoryStep(2, "Step 2 (Text): draw.", True, None),
+         HistoryStep(3, "Step 3 (Text): think.", False, None)]
+
+
+def test_a_chat_call_replays_every_turn_as_it_was_sent() -> None:
+    # The model must be shown the conversation it had: the first user turn keeps its
+    # "Now write Step 1.", each later one its own closing, the last one "This is your last step".
+    calls = _calls(MIXED, shape="chat", max_steps=4)
+    for before, after in itertools.pairwise(calls):
+        assert after.messages[:len(before.messages)] == before.messages
+    closings = [m.content[-1].text for m in calls[-1].messages if m.role == "user"]
+    assert closings == ["Now write Step 1.", "Now write Step 2.", "Now write Step 3.",
+                        "Now write Step 4. This is your last step: give the Final Answer."]
+
+
+def test_a_chat_run_sends_each_call_the_previous_request_and_more(tmp_path) -> None:
+    # Through `vaot run` and the OpenAI fake: every request body begins with the messages of
+    # the one before it, as sent (the closing texts included).
+    action = ('{"step": 1, "visual_rationale": "closer", '
+              '"action": [{"type": "zoom", "target": [250, 250, 750, 750]}]}')
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([
+        f"Step 1 (Text): I need a closer look.\n\nStep 1 (Action Description):\n```json\n"
+        f"{action}\n```",
+        "Step 2 (Text): The zoomed view shows it.",
+        "Step 3 (Text): So it is settled.\nFinal Answer: B",
+    ]))
+    log = tmp_path / "requests.jsonl"
+    with fake_server_process("openai", "--script", str(script),
+                             "--requests-log", str(log)) as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "run", "--model", "openai:fake-model",
+             "--base-url", f"http://127.0.0.1:{port}/v1", "--dataset", "synthetic:1",
+             "--limit", "1", "--settings", "vaot", "--shape", "chat", "--max-steps", "3",
+             "--store", str(tmp_path / "run.lmdb"), "--no-progress"],
+            cwd=ROOT,
+            env={**os.environ, "OPENAI_API_KEY": "sk-fake"}, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    sent = [json.loads(line)["body"]["messages"] for line in log.read_text().splitlines()]
+    assert len(sent) == 3
+    for before, after in itertools.pairwise(sent):
+        assert after[:len(before)] == before
+    last = sent[-1][-1]["content"]  # a text-only turn is sent as a plain string
+    last = last if isinstance(last, str) else last[-1]["text"]
+    assert last == "Now write Step 3. This is your last step: give the Final Answer."
