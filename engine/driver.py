@@ -39,7 +39,7 @@ from engine.retry import CallAbandoned, CallFailedInfo, RetryPolicy, call_with_r
 from engine.states import StateCache, encode_state
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY, observe
-from store.actions import Crop, Frame, Zoom, canonicalize
+from store.actions import Crop, Frame, Zoom, canonicalize, reframe
 from store.events import (
     CallFailed,
     PolicyDetail,
@@ -434,22 +434,32 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         canvas = canvases[sources[0]]
         warnings.extend(_tiny_regions(parsed.actions, sources, canvases))
     if acting and policy != "none":
-        action = parsed.actions[0]
-        seed = derive_seed(rt.seed, "render", job.sample.id, job.setting, job.epoch, step_no)
-        # Render and corruption seeds come from the sample, not the trajectory id (which names
-        # the model): every model is shown the same corruption for the same proposed action,
-        # so corruptions are matched across models, and a cassette replay reproduces them.
+        # The whole block is rendered, on the canvas its first action names; an action written
+        # on another view (an earlier image, or the zoomed view under --render-base original)
+        # is moved onto that canvas first, so what is drawn is what the log records.
+        base = canvas.initial() if rt.render_base == "original" else canvas
+        block = [reframe(a, canvases[src].frame, base.frame)
+                 for a, src in zip(parsed.actions, sources, strict=False)]
+        # The render seed names neither the model nor the setting: vaot and wrong_render draw
+        # the same marks (jitter included) for the same action, and differ by the policy alone.
+        # The policy seed comes from the sample too, not the trajectory id (which names the
+        # model): every model is shown the same corruption for the same proposed action, and a
+        # cassette replay reproduces them.
+        seed = derive_seed(rt.seed, "render", job.sample.id, job.epoch, step_no)
         policy_seed = derive_seed(rt.seed, "policy", job.sample.id, job.setting, job.epoch,
                                   step_no)
+        style = parsed.global_style
         t0 = ctx.monotonic()
         loop = asyncio.get_running_loop()
 
+        def redraw(on, actions):
+            return render(on, actions, style, seed)
+
         def work():
-            rendered = render(canvas, [action], parsed.global_style, seed,
-                              render_base=rt.render_base)
+            rendered = redraw(base, block)
             encoded_faithful = encode_state(rendered)
-            shown, pol = observe(policy, before=canvas, action=action, rendered=rendered,
-                                 seed=policy_seed)
+            shown, pol = observe(policy, base=base, actions=block, rendered=rendered,
+                                 seed=policy_seed, redraw=redraw)
             encoded_shown = None
             if shown is not None and shown is not rendered:
                 encoded_shown = encode_state(shown)
@@ -465,6 +475,8 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
             f = shown.frame
             returned_frame = (f.x1, f.y1, f.x2, f.y2)
             returned_decorated = shown.decorated
+        if detail.detail.get("weak"):
+            warnings.append(_weak_corruption(detail.detail))
     elif acting:
         detail = PolicyDetail(policy)
     step = Step(
@@ -479,6 +491,12 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
+
+
+def _weak_corruption(detail: dict) -> str:
+    changed = max(detail.get("changed_in_key") or 0.0, detail.get("mark_changed") or 0.0)
+    return (f"wrong_render: the corruption ({detail.get('operation')}) changed only "
+            f"{changed:.0%} of the targeted region; the model saw an image close to the faithful one")
 
 
 TINY_REGION_PX = 8

@@ -54,7 +54,11 @@ __all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "check_s
            "first_error", "open_run_store", "run_identity", "run_jobs", "started_samples",
            "write_run_header"]
 
-ENGINE_VERSION = "vaot-engine/1"
+ENGINE_VERSION = "vaot-engine/2"
+"""Bumped when a recorded run's events would come out differently for the same replies (what
+is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
+version that started it. 2: whole action blocks rendered, render seed without the setting,
+audited wrong_render corruptions."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued
@@ -267,6 +271,12 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     header = next((s.event for s in header_events if isinstance(s.event, RunStarted)), None)
     if header is None:
         return
+    if header.engine_version and header.engine_version != ENGINE_VERSION:
+        raise ConfigError(
+            f"run {run_id} in this store was recorded by {header.engine_version}, and this is "
+            f"{ENGINE_VERSION}, which renders or corrupts some steps differently; resuming would "
+            "mix the two in one run. Finish it with the version that started it, or start a "
+            "separate run with " + ("another --run-name" if config.run_name else "--run-name NAME"))
     # A named run (--run-name) keeps its id whatever its options: these must not change under
     # it (the dataset may: more samples, or the same file reached by another path).
     now_run = {"seed": config.seed, "max_steps": config.max_steps,

@@ -1,32 +1,45 @@
-"""Observation policies: what the model is shown after its action was (or was not) rendered.
+"""Observation policies: what the model is shown after its action block was (or was not) rendered.
 
-A policy maps (the canvas the action was drawn on, the action, the faithful render, a seed) to the
+A policy maps (the canvas the block was drawn on, the block, the faithful render, a seed) to the
 returned canvas — or ``None`` when nothing comes back — plus a :class:`PolicyDetail` recording
 what it did. The four settings are four policies applied from step 1:
 
 - ``faithful`` (vaot): the faithful render.
 - ``none`` (no_render, cot): nothing.
-- ``corrupt:modify_key`` (wrong_render): the faithful render with the targeted region made
-  misleading — mirrored, swapped with another region of the same image, or displaced; for
-  crop/zoom, a same-size crop from elsewhere in the image, zoomed the same way.
-- ``corrupt:modify_non_key``: the same operations applied to a region away from the target.
+- ``corrupt:modify_key`` (wrong_render): the block rendered wrongly, still looking like what was
+  asked for. For a crop or zoom, a same-size region from elsewhere, cut the same way. For
+  drawings, one of: the marks drawn over content mirrored in place (``mirror``), over content
+  brought from elsewhere (``displace``), or at another place of the image (``move_mark``).
+  The mark stays visible (the operation is still seen to be done), but the evidence under it
+  is not what the image holds there.
+- ``corrupt:modify_non_key``: a region away from the target mirrored or displaced.
 - ``counterfactual:noise | blank | random_crop``: uniform noise, a flat grey canvas, or a random
   same-size crop.
+
+Every corruption is audited on what pixels can decide (DESIGN §3.5): the share of the key
+region that differs from the faithful render (``changed_in_key``), the share of the marks'
+pixels that differ (``mark_changed``) and the share of pixels outside the touched regions left
+as they were (``kept_outside``). Operations are tried in a seeded order until one changes at
+least :data:`VALID_CHANGE` of the key region or of its marks; when none does (a flat image, a
+mark covering the whole image), the best is kept and the detail says ``"weak": true``, so an
+analysis can leave that step out instead of counting the faithful image as a corruption.
 
 Every policy is seeded and deterministic: same inputs and seed → same pixels.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image, ImageChops, ImageOps
 
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.pillow_renderer import apply_geometry
-from store.actions import SCALE, Action, Crop, Zoom, target_box
+from adapters.renderers.pillow_renderer import apply_geometry, cut, pixel_box
+from store.actions import SCALE, Action, Crop, Zoom, shifted, target_box
 from store.events import PolicyDetail
 
-__all__ = ["POLICIES", "SETTING_POLICY", "UnknownPolicyError", "observe"]
+__all__ = ["POLICIES", "SETTING_POLICY", "VALID_CHANGE", "Redraw", "UnknownPolicyError", "observe"]
 
 POLICIES = (
     "faithful",
@@ -45,21 +58,229 @@ SETTING_POLICY = {
     "wrong_render": "corrupt:modify_key",
 }
 
+VALID_CHANGE = 0.5
+"""The share of the key region (or of its marks) a corruption must change to count as one."""
+
+MIN_KEY_PX = 8
+"""A key region is at least this many pixels a side: a 1-pixel line box has nothing to corrupt."""
+
+Redraw = Callable[[CanvasState, Sequence[Action]], CanvasState]
+"""Renders actions on a canvas exactly as the faithful render did (same style and seed)."""
+
+Box = tuple[int, int, int, int]
+
 
 class UnknownPolicyError(ValueError):
     pass
 
 
-def _pixel_box(box, size) -> tuple[int, int, int, int]:
-    w, h = size
-    x1, y1, x2, y2 = box
-    # A target on the right or bottom edge (x or y = 1000) starts at the last pixel, not past it.
-    px1, py1 = min(int(x1 * w / SCALE), w - 1), min(int(y1 * h / SCALE), h - 1)
-    px2, py2 = max(px1 + 1, int(x2 * w / SCALE + 0.5)), max(py1 + 1, int(y2 * h / SCALE + 0.5))
-    return px1, py1, min(px2, w), min(py2, h)
+def observe(
+    policy: str,
+    *,
+    base: CanvasState,
+    actions: Sequence[Action],
+    rendered: CanvasState,
+    seed: int,
+    redraw: Redraw,
+) -> tuple[CanvasState | None, PolicyDetail]:
+    """Apply an observation policy to one rendered step.
+
+    Args:
+        base: the canvas the block was rendered on.
+        actions: the block, with coordinates on ``base``.
+        rendered: the faithful render, ``redraw(base, actions)``.
+        seed: the policy's seed.
+        redraw: renders a block as the faithful render did; a corruption of drawings draws the
+            marks again over altered content or at another place.
+    """
+    rng = np.random.default_rng(seed)
+    if policy == "faithful":
+        return rendered, PolicyDetail(policy)
+    if policy == "none":
+        return None, PolicyDetail(policy)
+    geometry = [a for a in actions if isinstance(a, Crop | Zoom)]
+    drawings = [a for a in actions if not isinstance(a, Crop | Zoom)]
+    if policy in ("corrupt:modify_key", "counterfactual:random_crop") and geometry:
+        return _cut_elsewhere(policy, base, drawings, geometry, rendered, rng, seed, redraw)
+    if policy == "corrupt:modify_key":
+        return _modify_key(base, drawings, rendered, rng, seed, redraw)
+    if policy == "counterfactual:random_crop":
+        box = _key_box(base, drawings, rendered)
+        other = _elsewhere(box, rendered.size, rng)
+        image = rendered.image.crop(other).resize(rendered.size)
+        return _replace(rendered, image), PolicyDetail(policy, seed, {"used_px": list(other)})
+    if policy == "corrupt:modify_non_key":
+        key = _key_box(base, drawings, rendered)
+        away = _elsewhere(key, rendered.size, rng)
+        image, detail = _corrupt_region(rendered.image, away, rng)
+        detail["key_px"] = list(key)
+        return _replace(rendered, image), PolicyDetail(policy, seed, detail)
+    if policy == "counterfactual:noise":
+        pixels = rng.integers(0, 256, size=(rendered.size[1], rendered.size[0], 3), dtype=np.uint8)
+        return _replace(rendered, Image.fromarray(pixels, "RGB")), PolicyDetail(policy, seed)
+    if policy == "counterfactual:blank":
+        image = Image.new("RGB", rendered.size, (128, 128, 128))
+        return _replace(rendered, image), PolicyDetail(policy, seed)
+    raise UnknownPolicyError(f"unknown observation policy {policy!r} (known: {', '.join(POLICIES)})")
 
 
-def _elsewhere(box, size, rng: np.random.Generator, tries: int = 32) -> tuple[int, int, int, int]:
+# ---------------------------------------------------------------------------------------------
+# Crop and zoom: the same cut of another place.
+
+
+def _cut_elsewhere(policy, base, drawings, geometry, rendered, rng, seed, redraw):
+    # The renderer draws first, then cuts: cut the drawn canvas at a same-size box elsewhere,
+    # with the renderer's own pixel box and cut, so the size is exactly the faithful one's.
+    drawn = redraw(base, drawings)
+    first = geometry[0]
+    box = pixel_box(first.target, drawn.size)
+    other = _elsewhere(box, drawn.size, rng)
+    state = cut(drawn, other, zoom=isinstance(first, Zoom))
+    operation = "crop_elsewhere"
+    if policy == "corrupt:modify_key" and _overlap_share(box, other) > 0.5:
+        # The box covers most of the image (a zoom of the whole of it): no other place is far
+        # enough away to mislead, so the view is also turned over.
+        state = _replace(state, ImageOps.mirror(state.image))
+        operation = "crop_elsewhere_mirrored"
+    for action in geometry[1:]:
+        state = apply_geometry(state, action)
+    detail = {"operation": operation, "target_px": list(box), "used_px": list(other)}
+    if policy == "corrupt:modify_key":
+        changed = _changed(rendered.image, state.image)
+        audit = {"changed_in_key": _share(changed), "mark_changed": None, "kept_outside": None}
+        detail.update(_rounded(audit))
+        if audit["changed_in_key"] < VALID_CHANGE:
+            detail["weak"] = True
+    return state, PolicyDetail(policy, seed, detail)
+
+
+def _overlap_share(a: Box, b: Box) -> float:
+    ox = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    oy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    area = max(1, (a[2] - a[0]) * (a[3] - a[1]))
+    return ox * oy / area
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawings: the marks over the wrong content, or at the wrong place.
+
+
+_OPERATIONS = ("mirror", "displace", "move_mark")
+
+
+def _modify_key(base, drawings, rendered, rng, seed, redraw):
+    key = _key_box(base, drawings, rendered)
+    marks = _changed(base.image, rendered.image) if base.size == rendered.size else None
+    best = None
+    for index in rng.permutation(len(_OPERATIONS)):
+        operation = _OPERATIONS[int(index)]
+        out, detail, touched = _apply(operation, base, drawings, key, rng, redraw)
+        changed = _changed(rendered.image, out.image)
+        audit = _audit(changed, marks, key, touched)
+        detail.update(_rounded(audit))
+        score = max(audit["changed_in_key"], audit["mark_changed"] or 0.0)
+        if best is None or score > best[0]:
+            best = (score, out, detail)
+        if score >= VALID_CHANGE:
+            break
+    score, out, detail = best
+    if score < VALID_CHANGE:
+        detail["weak"] = True
+    return out, PolicyDetail("corrupt:modify_key", seed, detail)
+
+
+def _apply(operation, base, drawings, key, rng, redraw):
+    """One corruption of a drawing block; returns the image, its detail and the pixel boxes it
+    may have touched."""
+    x1, y1 = key[:2]
+    if operation == "mirror":
+        region = base.image.crop(key)
+        flipped = ImageOps.mirror(region) if region.width >= region.height else ImageOps.flip(region)
+        out = redraw(_replace(base, _pasted(base.image, flipped, key)), drawings)
+        return out, {"operation": "mirror", "box_px": list(key)}, [key]
+    other = _elsewhere(key, base.size, rng)
+    if operation == "displace":
+        patch = base.image.crop(other)
+        out = redraw(_replace(base, _pasted(base.image, patch, key)), drawings)
+        return out, {"operation": "displace", "box_px": list(key), "source_px": list(other)}, [key]
+    # move_mark: the same marks, drawn as far from the target as the image allows.
+    w, h = base.size
+    dx, dy = (other[0] - x1) * SCALE / w, (other[1] - y1) * SCALE / h
+    out = redraw(base, [shifted(a, dx, dy) for a in drawings])
+    return out, {"operation": "move_mark", "box_px": list(key), "moved_to_px": list(other)}, \
+        [key, other]
+
+
+def _pasted(image: Image.Image, patch: Image.Image, box: Box) -> Image.Image:
+    out = image.copy()
+    out.paste(patch, box[:2])
+    return out
+
+
+def _key_box(base: CanvasState, drawings, rendered: CanvasState) -> Box:
+    """The pixels the block is about: its targets and every pixel its marks changed (a label
+    overflowing its box, a line's end dots), at least :data:`MIN_KEY_PX` a side."""
+    w, h = rendered.size
+    boxes = [pixel_box(target_box(a), (w, h)) for a in drawings]
+    if base.size == rendered.size and base.decorated == rendered.decorated:
+        # Decor drawn at this step changes the whole canvas; then the targets alone say it.
+        footprint = ImageChops.difference(base.image, rendered.image).getbbox()
+        if footprint:
+            boxes.append(footprint)
+    if not boxes:
+        return (0, 0, w, h)
+    x1, y1 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    x2, y2 = max(b[2] for b in boxes), max(b[3] for b in boxes)
+    return _at_least((x1, y1, x2, y2), (w, h), MIN_KEY_PX)
+
+
+def _at_least(box: Box, size: tuple[int, int], side: int) -> Box:
+    """``box`` grown about its centre to at least ``side`` pixels each way, inside the image."""
+    out = list(box)
+    for lo, hi, limit in ((0, 2, size[0]), (1, 3, size[1])):
+        want = min(side, limit)
+        if out[hi] - out[lo] < want:
+            start = min(max(0, (out[lo] + out[hi]) // 2 - want // 2), limit - want)
+            out[lo], out[hi] = start, start + want
+    return tuple(out)  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# The audit.
+
+
+def _changed(a: Image.Image, b: Image.Image) -> np.ndarray:
+    """Per pixel, whether two same-size images differ."""
+    return np.any(np.asarray(a) != np.asarray(b), axis=2)
+
+
+def _share(mask: np.ndarray) -> float:
+    return float(mask.mean()) if mask.size else 0.0
+
+
+def _audit(changed: np.ndarray, marks: np.ndarray | None, key: Box, touched: list[Box]) -> dict:
+    x1, y1, x2, y2 = key
+    inside = np.zeros(changed.shape, dtype=bool)
+    for bx1, by1, bx2, by2 in touched:
+        inside[by1:by2, bx1:bx2] = True
+    mark_changed = None
+    if marks is not None and marks.any():
+        mark_changed = _share(changed[marks])
+    outside = changed[~inside]
+    return {"changed_in_key": _share(changed[y1:y2, x1:x2]),
+            "mark_changed": mark_changed,
+            "kept_outside": 1.0 - _share(outside) if outside.size else None}
+
+
+def _rounded(audit: dict) -> dict:
+    return {k: (None if v is None else round(v, 4)) for k, v in audit.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared.
+
+
+def _elsewhere(box, size, rng: np.random.Generator, tries: int = 32) -> Box:
     """A same-size box at another place in the image, overlapping the original as little as
     the image allows (the least-overlapping of ``tries`` seeded candidates)."""
     w, h = size
@@ -80,72 +301,15 @@ def _elsewhere(box, size, rng: np.random.Generator, tries: int = 32) -> tuple[in
 
 
 def _corrupt_region(image: Image.Image, box, rng: np.random.Generator) -> tuple[Image.Image, dict]:
-    """Make the pixels in ``box`` misleading but natural-looking."""
-    out = image.copy()
-    region = out.crop(box)
-    operation = ("mirror", "swap", "displace")[int(rng.integers(0, 3))]
-    if operation == "mirror":
+    """Mirror ``box`` in place or fill it with a same-size region from elsewhere (no marks are
+    involved: used away from the target)."""
+    region = image.crop(box)
+    if int(rng.integers(0, 2)) == 0:
         flipped = ImageOps.mirror(region) if region.width >= region.height else ImageOps.flip(region)
-        out.paste(flipped, box[:2])
-        return out, {"operation": "mirror", "box_px": list(box)}
+        return _pasted(image, flipped, box), {"operation": "mirror", "box_px": list(box)}
     other = _elsewhere(box, image.size, rng)
-    patch = image.crop(other)
-    out.paste(patch, box[:2])
-    if operation == "swap":
-        out.paste(region, other[:2])
-    return out, {"operation": operation, "box_px": list(box), "source_px": list(other)}
-
-
-def observe(
-    policy: str,
-    *,
-    before: CanvasState,
-    action: Action,
-    rendered: CanvasState,
-    seed: int,
-) -> tuple[CanvasState | None, PolicyDetail]:
-    """Apply an observation policy to one rendered step."""
-    rng = np.random.default_rng(seed)
-    if policy == "faithful":
-        return rendered, PolicyDetail(policy)
-    if policy == "none":
-        return None, PolicyDetail(policy)
-    if policy in ("corrupt:modify_key", "counterfactual:random_crop") and isinstance(
-        action, Crop | Zoom
-    ):
-        # Same-size crop from elsewhere of the canvas the action was applied to.
-        box = _pixel_box(action.target, before.size)
-        other = _elsewhere(box, before.size, rng)
-        w, h = before.size
-        moved = tuple(
-            min(SCALE, round(v * SCALE / d)) for v, d in zip(other, (w, h, w, h), strict=True)
-        )
-        moved_action = type(action)(target=moved)  # type: ignore[call-arg]
-        state = apply_geometry(before, moved_action)
-        return state, PolicyDetail(policy, seed, {"operation": "crop_elsewhere",
-                                                  "target_px": list(box), "used_px": list(other)})
-    if policy == "counterfactual:random_crop":
-        box = _pixel_box(target_box(action), rendered.size)
-        other = _elsewhere(box, rendered.size, rng)
-        image = rendered.image.crop(other).resize(rendered.size)
-        return _replace(rendered, image), PolicyDetail(policy, seed, {"used_px": list(other)})
-    if policy == "corrupt:modify_key":
-        box = _pixel_box(target_box(action), rendered.size)
-        image, detail = _corrupt_region(rendered.image, box, rng)
-        return _replace(rendered, image), PolicyDetail(policy, seed, detail)
-    if policy == "corrupt:modify_non_key":
-        key = _pixel_box(target_box(action), rendered.size)
-        away = _elsewhere(key, rendered.size, rng)
-        image, detail = _corrupt_region(rendered.image, away, rng)
-        detail["key_px"] = list(key)
-        return _replace(rendered, image), PolicyDetail(policy, seed, detail)
-    if policy == "counterfactual:noise":
-        pixels = rng.integers(0, 256, size=(rendered.size[1], rendered.size[0], 3), dtype=np.uint8)
-        return _replace(rendered, Image.fromarray(pixels, "RGB")), PolicyDetail(policy, seed)
-    if policy == "counterfactual:blank":
-        image = Image.new("RGB", rendered.size, (128, 128, 128))
-        return _replace(rendered, image), PolicyDetail(policy, seed)
-    raise UnknownPolicyError(f"unknown observation policy {policy!r} (known: {', '.join(POLICIES)})")
+    return (_pasted(image, image.crop(other), box),
+            {"operation": "displace", "box_px": list(box), "source_px": list(other)})
 
 
 def _replace(state: CanvasState, image: Image.Image) -> CanvasState:

@@ -48,6 +48,8 @@ __all__ = [
     "Zoom",
     "action_decoder",
     "canonicalize",
+    "reframe",
+    "shifted",
     "target_box",
 ]
 
@@ -240,6 +242,14 @@ class Frame(msgspec.Struct, frozen=True):
             self.y1 + y * (self.y2 - self.y1) / SCALE,
         )
 
+    def point_from_original(self, x: float, y: float) -> tuple[float, float]:
+        """Map an original-frame point (0–1000) into this canvas's frame, unrounded (outside
+        the canvas, the result lies outside 0–1000)."""
+        return (
+            (x - self.x1) * SCALE / (self.x2 - self.x1),
+            (y - self.y1) * SCALE / (self.y2 - self.y1),
+        )
+
     def compose(self, x1: float, y1: float, x2: float, y2: float) -> Frame:
         """The frame of a sub-canvas cut from this one at ``(x1, y1, x2, y2)`` (current frame)."""
         ox1, oy1 = self.point_to_original(x1, y1)
@@ -296,3 +306,35 @@ def canonicalize(action: Action, frame: Frame | None = None) -> CanonicalAction:
     ox2, oy2 = frame.point_to_original(x2, y2)
     box = (_round_coord(ox1), _round_coord(oy1), _round_coord(ox2), _round_coord(oy2))
     return CanonicalAction(action=action, original_box=box)
+
+
+def _moved(action: Action, move) -> Action:
+    """``action`` with every coordinate point passed through ``move`` (boxes by their corners)."""
+    changes: dict = {}
+    if isinstance(action, TraceHighlight | DrawLine):
+        changes["target"] = tuple(move(p) for p in action.target)
+    else:
+        x1, y1, x2, y2 = action.target
+        changes["target"] = move((x1, y1)) + move((x2, y2))
+    if isinstance(action, Annotate) and action.anchor_point is not None:
+        changes["anchor_point"] = move(action.anchor_point)
+    return msgspec.structs.replace(action, **changes)
+
+
+def reframe(action: Action, source: Frame, dest: Frame) -> Action:
+    """``action``, written on a canvas with frame ``source``, with its coordinates moved onto
+    a canvas with frame ``dest`` (through the original frame), rounded once and clamped to
+    0–1000: a part outside ``dest`` is clipped to its edge.
+
+    How an action meant for one view is drawn on another: on the original image under
+    ``--render-base original``, or on the current canvas when the action names an earlier one.
+    """
+    if source == dest:
+        return action
+    return _moved(action, lambda p: tuple(
+        _round_coord(v) for v in dest.point_from_original(*source.point_to_original(*p))))
+
+
+def shifted(action: Action, dx: float, dy: float) -> Action:
+    """``action`` moved by ``(dx, dy)`` (0–1000 units of its canvas), clamped to the canvas."""
+    return _moved(action, lambda p: (_round_coord(p[0] + dx), _round_coord(p[1] + dy)))

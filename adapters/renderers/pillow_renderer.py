@@ -55,7 +55,9 @@ from .marks import (
 )
 from .themes import palette
 
-__all__ = ["LAYER_ORDER", "RENDERER_VERSION", "RenderBase", "apply_geometry", "pixel_box", "render"]
+__all__ = [
+    "LAYER_ORDER", "RENDERER_VERSION", "RenderBase", "apply_geometry", "cut", "pixel_box", "render",
+]
 
 RENDERER_VERSION = (
     f"vaot-pillow/1 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
@@ -143,17 +145,26 @@ def pixel_box(target: tuple[int, int, int, int],
 def apply_geometry(state: CanvasState, action: Crop | Zoom) -> CanvasState:
     """A new canvas cut from ``state`` at the action's target; ``zoom`` also upsamples it.
 
-    The crop snaps to whole pixels, and the recorded frame is that of the pixels actually kept.
-    A zoom enlarges the crop so its longer side equals the original image's longer side
-    (never shrinks it), with Lanczos resampling.
+    The crop snaps to whole pixels (:func:`pixel_box`), and the recorded frame is that of the
+    pixels actually kept.
+    """
+    return cut(state, pixel_box(action.target, state.size), zoom=isinstance(action, Zoom))
+
+
+def cut(state: CanvasState, box: tuple[int, int, int, int], *, zoom: bool) -> CanvasState:
+    """A new canvas of the pixels ``box`` of ``state`` (a crop), enlarged when ``zoom`` so its
+    longer side equals the original image's longer side (never shrunk), with Lanczos resampling.
+
+    The one place a crop or zoom is cut: a corruption that cuts another box of the same size
+    gets an image of exactly the faithful one's size.
     """
     width, height = state.size
-    px1, py1, px2, py2 = pixel_box(action.target, state.size)
-    image = state.image.crop((px1, py1, px2, py2))
+    px1, py1, px2, py2 = box
+    image = state.image.crop(box)
     frame = state.frame.compose(
         px1 * SCALE / width, py1 * SCALE / height, px2 * SCALE / width, py2 * SCALE / height
     )
-    if isinstance(action, Zoom):
+    if zoom:
         target = max(state.original.size)  # type: ignore[union-attr]
         factor = target / max(image.size)
         if factor > 1.0:

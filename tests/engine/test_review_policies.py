@@ -28,8 +28,9 @@ def test_modify_key_changes_the_pixels_of_a_border_target(target, seed) -> None:
     before = CanvasState.from_image(_gradient((100, 80)))
     action = DrawLine(target=target)
     rendered = render(before, [action], None, seed)
-    shown, detail = observe("corrupt:modify_key", before=before, action=action,
-                            rendered=rendered, seed=seed)
+    shown, detail = observe("corrupt:modify_key", base=before, actions=[action],
+                            rendered=rendered, seed=seed,
+                            redraw=lambda on, actions: render(on, actions, None, seed))
     x1, y1, x2, y2 = detail.detail["box_px"]
     assert x2 > x1 and y2 > y1
     assert shown.image.tobytes() != rendered.image.tobytes()

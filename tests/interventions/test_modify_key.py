@@ -1,0 +1,121 @@
+"""wrong_render's corruption changes what the action targets, keeps the rest, and says when it
+could not.
+
+The cases are the ones a QA pass found recorded as corruptions while the model saw the faithful
+image: a horizontal line (a 1-pixel box, mirrored), a label larger than its box, a zoom or a
+highlight of the whole image; and a "swap" that left the marked evidence in view elsewhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image, ImageDraw
+
+from adapters.renderers.canvas import CanvasState
+from adapters.renderers.pillow_renderer import pixel_box, render
+from interventions.policies import VALID_CHANGE, observe
+from store.actions import Crop, DrawLine, Highlight, OverlayText, Zoom
+
+
+def _textured(size=(400, 300)) -> Image.Image:
+    """No two regions alike, with a red square, a blue disc and text on it."""
+    w, h = size
+    rng = np.random.default_rng(123)
+    yy, xx = np.mgrid[0:h, 0:w]
+    arr = np.stack([xx * 255 // w, yy * 255 // h, (xx + 2 * yy) % 256], -1)
+    arr = (arr + rng.integers(-20, 20, arr.shape)).clip(0, 255).astype(np.uint8)
+    image = Image.fromarray(arr, "RGB")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((40, 40, 120, 100), fill=(255, 0, 0))
+    draw.ellipse((250, 150, 350, 260), fill=(0, 0, 255))
+    draw.text((150, 20), "ABC 123", fill=(0, 0, 0))
+    return image
+
+
+def _corrupt(image, actions, seed):
+    base = CanvasState.from_image(image)
+
+    def redraw(on, block):
+        return render(on, block, None, 7)
+
+    rendered = redraw(base, actions)
+    shown, detail = observe("corrupt:modify_key", base=base, actions=actions, rendered=rendered,
+                            seed=seed, redraw=redraw)
+    return rendered, shown, detail.detail
+
+
+def _changed(a, b) -> np.ndarray:
+    return np.any(np.asarray(a.image) != np.asarray(b.image), axis=2)
+
+
+WEAK_BEFORE = {
+    "horizontal line": [DrawLine(target=((100, 500), (900, 500)), content="width")],
+    "vertical line": [DrawLine(target=((500, 100), (500, 900)), content="height")],
+    "label larger than its box": [OverlayText(target=(400, 400, 410, 410),
+                                              content="a long label that overflows")],
+    "highlight of the whole image": [Highlight(target=(0, 0, 1000, 1000))],
+    "zoom of the whole image": [Zoom(target=(0, 0, 1000, 1000))],
+}
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("case", sorted(WEAK_BEFORE))
+def test_the_corruption_changes_the_targeted_content(case, seed) -> None:
+    rendered, shown, detail = _corrupt(_textured(), WEAK_BEFORE[case], seed)
+    assert shown.size == rendered.size
+    changed = _changed(rendered, shown)
+    assert changed.mean() > 0.0
+    assert "weak" not in detail
+    assert max(detail["changed_in_key"], detail["mark_changed"] or 0.0) >= VALID_CHANGE
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_marked_evidence_is_not_left_in_view_elsewhere(seed) -> None:
+    # A highlight of the red square: no operation may paste the square, highlighted, elsewhere
+    # (the old "swap" did); mirror and displace change nothing outside the key region.
+    image = _textured()
+    rendered, shown, detail = _corrupt(image, [Highlight(target=(100, 133, 300, 333))], seed)
+    changed = _changed(rendered, shown)
+    x1, y1, x2, y2 = detail["box_px"]
+    outside = changed.copy()
+    outside[y1:y2, x1:x2] = False
+    if detail["operation"] in ("mirror", "displace"):
+        assert not outside.any()
+        assert detail["kept_outside"] == 1.0
+    else:
+        assert detail["operation"] == "move_mark"
+        mx1, my1, mx2, my2 = detail["moved_to_px"]
+        outside[my1:my2, mx1:mx2] = False
+        assert not outside.any()
+    assert detail["operation"] != "swap"
+
+
+def test_a_flat_image_gives_a_weak_corruption_and_says_so() -> None:
+    flat = Image.new("RGB", (120, 90), (90, 90, 90))
+    _, _, detail = _corrupt(flat, [Highlight(target=(0, 0, 1000, 1000))], 3)
+    assert detail["weak"] is True
+
+
+def test_a_small_mark_on_a_flat_image_is_moved_rather_than_left() -> None:
+    flat = Image.new("RGB", (200, 150), (90, 90, 90))
+    _, _, detail = _corrupt(flat, [Highlight(target=(100, 100, 300, 300))], 3)
+    assert detail["operation"] == "move_mark"
+    assert "weak" not in detail
+
+
+@settings(max_examples=150, deadline=None)
+@given(box=st.tuples(st.integers(0, 999), st.integers(0, 999), st.integers(1, 1000),
+                     st.integers(1, 1000)).filter(lambda b: b[0] < b[2] and b[1] < b[3]),
+       zoom=st.booleans(), seed=st.integers(0, 2**32))
+def test_a_cut_elsewhere_has_the_faithful_size_and_records_its_box(box, zoom, seed) -> None:
+    image = _textured((400, 300))
+    action = (Zoom if zoom else Crop)(target=box)
+    rendered, shown, detail = _corrupt(image, [action], seed)
+    assert shown.size == rendered.size
+    assert detail["target_px"] == list(pixel_box(box, image.size))
+    ux1, uy1, ux2, uy2 = detail["used_px"]
+    tx1, ty1, tx2, ty2 = detail["target_px"]
+    assert (ux2 - ux1, uy2 - uy1) == (tx2 - tx1, ty2 - ty1)
