@@ -7,21 +7,42 @@ benchmark, multiple choice, numbers). Free-form answers need the LLM answer judg
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from typing import NamedTuple
 
 __all__ = ["normalise", "score_answer"]
 
-_LETTER = re.compile(r"^\(?([A-Za-z])[\).:]?(?:\s+(.*))?$")
 # An option that carries its own label: "A. cat", "(b) dog", "3: five" (a space after the
 # mark, so a number such as "3.5 mm" is not read as one).
 _LABELLED = re.compile(r"^\(?([a-z]|\d{1,2})[\).:]\s+(\S.*)$")
-_BARE_LABEL = re.compile(r"^\(?([a-z]|\d{1,2})[\).:]?$")
-_NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
-_WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!]+$")
+# A label an answer leads with, and what follows it: "(b) dog", "b. dog", "b, since …",
+# "b - because …", "option b", "b dog". A number is a label only when marked ("3." but not
+# "3 mm"); a thousands separator ("1,000") is not a mark, as no space follows the comma.
+_LEAD = re.compile(
+    r"^(?P<option>option\s+)?"
+    r"(?:\((?P<paren>[a-z]|\d{1,2})\)|(?P<label>[a-z]|\d{1,2})(?P<mark>[).:,;]|\s[-–—](?=\s|$))?)"
+    r"(?:\s+(?P<rest>\S.*))?$"
+)
+# Unmarked, these letters are more likely a word than a label: "A dog.", "I think …".
+_WORD_LETTERS = frozenset("ai")
+# Words that join a second answer to the first: "B or C", "dog, or maybe cat".
+_JOINERS = re.compile(r"^(?:(?:or|and|maybe|perhaps|possibly|either)\b|[&/])[\s,]*")
+# Where a leading answer ends and its reason begins: "dog, since …", "dog. The …", "dog - …".
+_REASON = r"(?:\s*[,;:]|\.\s|\s+[-–—]\s|\s+(?:because|since)\b)"
+# Something stands alone as an answer: at the end, before a mark, or before a joiner.
+_STANDS_ALONE = r"(?=\s*(?:$|[.,;:!?)]|(?:or|and)\b))"
+_NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
+_WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 
 
 def normalise(text: str) -> str:
+    """Lower case, single spaces; emphasis, ``$…$``, ``\\boxed{}``, ``\\text{}``, "the answer
+    is" and trailing punctuation removed."""
+    text = re.sub(r"^\s*\$+(.+?)\$+\s*$", r"\1", text)  # inline maths: $x$, $$x$$
+    text = _LATEX_TEXT.sub(r"\1", text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)  # "**B**, since …": the emphasis is not the answer
     text = _WRAPPERS.sub("", text.strip())
     text = re.sub(r"\\boxed\{(.*)\}", r"\1", text)
     text = re.sub(r"^(the answer is|answer:)\s*", "", text, flags=re.I)
@@ -32,6 +53,13 @@ class _Option(NamedTuple):
     label: str | None  # its own ("A. cat") or its position's letter
     text: str  # without the label
     full: str  # as written
+
+
+class _Lead(NamedTuple):
+    label: str
+    marked: bool
+    """Written as a label: alone, in parentheses, with a mark after it, or after "option"."""
+    rest: str | None
 
 
 def _options(choices: Sequence[str]) -> list[_Option]:
@@ -49,6 +77,18 @@ def _options(choices: Sequence[str]) -> list[_Option]:
     return [_Option(chr(ord("a") + i) if i < 26 else None, c, c) for i, c in enumerate(written)]
 
 
+def _lead(text: str) -> _Lead | None:
+    match = _LEAD.match(text)
+    if match is None:
+        return None
+    label = match.group("paren") or match.group("label")
+    rest = match.group("rest")
+    marked = bool(match.group("option") or match.group("paren") or match.group("mark"))
+    if rest is not None and not marked and label.isdigit():
+        return None  # "3 mm" is a quantity
+    return _Lead(label, marked or rest is None, rest)
+
+
 def _by_text(text: str, options: list[_Option]) -> int | None:
     for i, option in enumerate(options):
         if text in (option.text, option.full):
@@ -63,23 +103,99 @@ def _by_label(label: str, options: list[_Option]) -> int | None:
     return None
 
 
+def _names_another(rest: str, others: Sequence[tuple[str | None, str | None]]) -> bool:
+    """Whether the words after an answer give a second one: "B or C", "dog, cat", "B / dog".
+
+    ``others`` are the (label, text) of every other option. A reason that mentions another
+    option ("B, since no cat is visible") does not name it as an answer.
+    """
+    rest = _JOINERS.sub("", rest)
+    while (joined := _JOINERS.sub("", rest)) != rest:
+        rest = joined
+    for label, text in others:
+        if label and re.match(rf"\(?{re.escape(label)}\)?{_STANDS_ALONE}", rest):
+            return True
+        if text and re.match(rf"(?:(?:a|an|the)\s+)?{re.escape(text)}{_STANDS_ALONE}", rest):
+            return True
+    return False
+
+
+def _others(options: list[_Option], at: int) -> list[tuple[str | None, str | None]]:
+    return [(o.label, o.text) for i, o in enumerate(options) if i != at]
+
+
 def _picked(text: str, options: list[_Option]) -> int | None:
     """The option an answer (or the truth) names, or None when it names none, several, or
     contradicts itself ("(B) cat" when B is dog)."""
     found = _by_text(text, options)
     if found is not None:
         return found
-    bare = _BARE_LABEL.match(text)
-    if bare:  # "B", "(b)", "3" for an option written "3. five"
-        return _by_label(bare.group(1), options)
-    match = _LABELLED.match(text) or _LETTER.match(text)
-    if match and match.group(2):  # "(b) dog", "B: dog": the text decides, if the label agrees
-        found = _by_text(match.group(2).strip(), options)
-        if found is not None:
-            return found if options[found].label == match.group(1).lower() else None
+    lead = _lead(text)
+    if lead is not None:
+        labelled = _by_label(lead.label, options)
+        if lead.rest is None:  # "B", "(b)", "B)", "Option B", or "3" for "3. five"
+            return labelled
+        may_be_word = not lead.marked and lead.label in _WORD_LETTERS
+        named = _by_text(lead.rest, options)
+        if named is not None:  # "(b) dog", "B: dog": the text decides, if the label agrees
+            if named == labelled or may_be_word or (labelled is None and not lead.marked):
+                return named  # "A dog." names dog: "A" is the article there
+            return None
+        if labelled is not None and not may_be_word:  # "B, since no cat is visible."
+            return None if _names_another(lead.rest, _others(options, labelled)) else labelled
+        if lead.marked:  # "D. because …" with three options
+            return None
+    for i, option in enumerate(options):  # "dog, since no cat is visible."
+        head = re.match(rf"(?:(?:a|an|the)\s+)?{re.escape(option.text)}{_REASON}\s*(.*)$", text)
+        if head:
+            return None if _names_another(head.group(1), _others(options, i)) else i
     # "blue." / "the blue one": the one option whose text occurs as a word.
     present = [i for i, o in enumerate(options) if re.search(rf"\b{re.escape(o.text)}\b", text)]
     return present[0] if len(present) == 1 else None
+
+
+def _letter_and_text(text: str, *, truth: bool) -> tuple[str | None, str | None]:
+    """Without choices: the option letter a text gives, if any, and its text without it.
+
+    ``(None, None)`` when it names two letters ("B or C"). An unmarked letter before more
+    words ("C is right") is read as a letter in an answer, never in a truth ("x ray").
+    """
+    lead = _lead(text)
+    if lead is None or not lead.label.isalpha():
+        return None, text
+    if lead.rest is None:
+        return lead.label, None
+    others = [(c, None) for c in string.ascii_lowercase if c != lead.label]
+    if lead.marked:  # "(B) dog", "B. dog", "B, since …"
+        if _names_another(lead.rest, others):
+            return None, None
+        return lead.label, lead.rest
+    if lead.label in _WORD_LETTERS:  # "A dog.": the article
+        return None, lead.rest
+    if truth or _names_another(lead.rest, others):
+        return None, text
+    return lead.label, text
+
+
+def _same_value(given: str | None, expected: str | None) -> bool:
+    if given is None or expected is None:
+        return False
+    if given == expected:
+        return True
+    if _NUMBER.match(given) and _NUMBER.match(expected):
+        as_number = [float(t.replace(",", "")) for t in (given, expected)]
+        return abs(as_number[0] - as_number[1]) < 1e-9
+    return False
+
+
+def _without_choices(given: str, expected: str) -> bool:
+    """Letters compared when both give one (the options are written in the question), else
+    the texts: "(B) dog" is right for the truth "B" and for the truth "dog"."""
+    given_letter, given_text = _letter_and_text(given, truth=False)
+    expected_letter, expected_text = _letter_and_text(expected, truth=True)
+    if given_letter and expected_letter:
+        return given_letter == expected_letter
+    return _same_value(given_text, expected_text)
 
 
 def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) -> bool | None:
@@ -87,7 +203,9 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
 
     With choices, an answer and the truth are each resolved to an option (by its text, its
     label, or both as in ``"(B) dog"``), so ``B``, ``dog`` and ``B. dog`` score alike whichever
-    of them the dataset gives as the truth.
+    of them the dataset gives as the truth. A reason after the answer (``"B, since no cat is
+    visible"``) does not decide, and an unmarked "A" before an option's text is the article
+    (``"A dog."``). Without choices, a leading letter is compared with a letter truth.
     """
     if answer is None:
         return None
@@ -103,6 +221,5 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
         picked = _picked(given, options)
         if picked is not None:
             return picked == truth_at
-    if _NUMBER.match(given) and _NUMBER.match(expected):
-        return abs(float(given) - float(expected)) < 1e-9
-    return False
+        return _same_value(given, expected)
+    return _without_choices(given, expected)

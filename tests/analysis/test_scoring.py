@@ -85,3 +85,105 @@ def test_any_form_of_the_truth_against_any_form_of_an_answer(texts, data) -> Non
     truth = data.draw(st.sampled_from(forms(right)))
     answer = data.draw(st.sampled_from(forms(picked)))
     assert score_answer(answer, truth, choices) is (picked == right)
+
+
+# QA reports: a reply that picks the right option in prose must not be scored by which option
+# words its reason happens to mention (that favoured whichever option is A).
+PETS = ("cat", "dog")
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("A dog.", "dog"), ("A cat.", "cat"), ("a dog", "B"),  # the article, not option A
+    ("B, since no cat is visible.", "B"), ("B, because the dog is visible.", "B"),
+    ("B since no cat is visible", "dog"), ("B - the cat is hidden", "B"),
+    ("**B**, since no cat is visible", "B"), ("Option B", "B"), ("option b: dog", "dog"),
+    ("dog, since no cat is visible", "B"), ("A dog, since no cat is visible.", "dog"),
+    ("Dog. The cat is not there.", "dog"), ("A", "A"), ("a", "cat"), ("(A)", "cat"),
+])
+def test_a_leading_answer_decides_and_its_reason_does_not(answer, truth) -> None:
+    assert score_answer(answer, truth, PETS) is True
+
+
+@pytest.mark.parametrize("answer", [
+    "B or A", "B, or maybe A", "B / cat", "dog, or cat", "cat or dog", "(A) dog", "A. dog",
+    "A: dog", "B cat", "C, since it is", "A",
+])
+def test_two_answers_a_contradiction_or_no_option_is_never_right(answer) -> None:
+    assert score_answer(answer, "dog", PETS) is False
+
+
+@pytest.mark.parametrize("answer", ["(B)", "B)", "(B) dog", "B. dog", "B.", "B", "b",
+                                    "Option B", "B, since no cat is visible"])
+def test_without_choices_a_letter_answer_is_read_as_its_letter(answer) -> None:
+    assert score_answer(answer, "B", ()) is True
+
+
+@pytest.mark.parametrize("answer", ["(A)", "A. dog", "B or C", "C, then B", "A dog", "dog"])
+def test_without_choices_another_letter_two_letters_or_no_letter_is_wrong(answer) -> None:
+    assert score_answer(answer, "B", ()) is False
+
+
+def test_without_choices_a_labelled_answer_is_compared_by_its_text() -> None:
+    assert score_answer("(B) dog", "dog") is True
+    assert score_answer("B. dog", "dog") is True
+    assert score_answer("A dog.", "dog") is True
+    assert score_answer("(B) cat", "dog") is False
+    assert score_answer("x ray", "x ray") is True
+    assert score_answer("X", "x ray") is False
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("dog?", "dog"), ("3,", "3"), ("1,000", "1000"), ("1,000,000.5", "1000000.5"),
+    (".5", "0.5"), ("-.5", "-0.5"), ("\\text{dog}", "dog"), ("$\\text{dog}$", "dog"),
+    ("\\boxed{\\text{dog}}", "dog"), ("dog.", "dog"), ("3!", "3"),
+])
+def test_punctuation_separators_and_latex_text_are_normalised(answer, truth) -> None:
+    assert score_answer(answer, truth) is True
+
+
+@pytest.mark.parametrize(("answer", "truth"), [("1,5", "15"), ("1,00", "100"), ("3 mm", "3")])
+def test_what_is_not_a_thousands_separator_is_not_read_as_one(answer, truth) -> None:
+    assert score_answer(answer, truth) is False
+
+
+_JOINING_WORDS = {"or", "and", "maybe", "perhaps", "possibly", "either", "because", "since",
+                  "option", "the", "an", "not", "visible", "is"}
+plain_words = words.filter(lambda w: w not in _JOINING_WORDS)
+
+
+@given(st.lists(plain_words, min_size=2, max_size=6, unique=True), st.data())
+def test_prose_around_an_answer_does_not_change_which_option_it_names(texts, data) -> None:
+    if any(a != b and a in b for a in texts for b in texts):
+        return
+    labelled = data.draw(st.booleans())
+    choices = tuple(f"{string.ascii_uppercase[i]}. {t}" for i, t in enumerate(texts)) \
+        if labelled else tuple(texts)
+    right = data.draw(st.integers(0, len(texts) - 1))
+    picked = data.draw(st.integers(0, len(texts) - 1))
+    other = data.draw(st.integers(0, len(texts) - 1))
+    letter = string.ascii_uppercase[picked]
+    truth = data.draw(st.sampled_from([string.ascii_uppercase[right], texts[right]]))
+    answer = data.draw(st.sampled_from([
+        f"{letter}, since no {texts[other]} is visible.",
+        f"{letter} - the {texts[other]} is not it",
+        f"Option {letter}",
+        f"A {texts[picked]}.",  # the article, whichever option A is
+        f"{texts[picked]}, because the {texts[other]} is not visible",
+    ]))
+    assert score_answer(answer, truth, choices) is (picked == right)
+
+
+@given(st.lists(plain_words, min_size=3, max_size=6, unique=True), st.data())
+def test_an_answer_naming_two_options_is_never_right(texts, data) -> None:
+    if any(a != b and a in b for a in texts for b in texts):
+        return
+    first, second = data.draw(st.lists(st.integers(0, len(texts) - 1), min_size=2, max_size=2,
+                                       unique=True))
+    right = data.draw(st.sampled_from([first, second]))
+    as_letter = [string.ascii_uppercase[i] for i in (first, second)]
+    answer = data.draw(st.sampled_from([
+        f"{as_letter[0]} or {as_letter[1]}", f"{as_letter[0]}, or maybe {as_letter[1]}",
+        f"{texts[first]} or {texts[second]}", f"{texts[first]}, {texts[second]}",
+        f"({as_letter[0].lower()}) {texts[second]}",
+    ]))
+    assert score_answer(answer, texts[right], tuple(texts)) is False
