@@ -54,6 +54,7 @@ class CostLine(msgspec.Struct, frozen=True):
 
     model: str
     calls: int
+    """Replies received (each paid for once), shown as "replies"."""
     input_tokens: int
     output_tokens: int
     cost: float | None
@@ -67,10 +68,10 @@ class UsageTally:
     def __init__(self) -> None:
         self._totals: dict[str, list[int]] = {}
 
-    def add(self, model: str, usage: Usage) -> None:
-        """Count one call's usage."""
+    def add(self, model: str, usage: Usage, calls: int = 1) -> None:
+        """Count the usage of one call (or of ``calls`` calls together)."""
         totals = self._totals.setdefault(model, [0, 0, 0])
-        totals[0] += 1
+        totals[0] += calls
         totals[1] += usage.input_tokens
         totals[2] += usage.output_tokens
 
@@ -105,7 +106,8 @@ def format_cost_lines(lines: Iterable[CostLine]) -> str:
     for line in lines:
         cost = f"{line.cost:.4f} {line.currency}" if line.cost is not None else "cost unknown"
         rows.append(
-            f"{line.model}: {line.calls} calls, {line.input_tokens:,} in / "
+            f"{line.model}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
+            f"{line.input_tokens:,} in / "
             f"{line.output_tokens:,} out tokens, {cost}"
         )
     if lines and all(line.cost is not None for line in lines):

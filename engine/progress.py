@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,7 +14,7 @@ from analysis.scoring import score_answer
 from analysis.tables import accuracy_table
 from engine.driver import Outcome, TrajectoryJob
 
-__all__ = ["RunProgress", "summary_tables"]
+__all__ = ["RunProgress", "summary_tables", "with_unstarted"]
 
 
 class RunProgress:
@@ -56,6 +57,25 @@ class RunProgress:
         self.progress.update(self.tasks[s], advance=1, stats=stats)
 
 
+def with_unstarted(records: Iterable[TrajectoryRecord], jobs: Iterable[TrajectoryJob]
+                   ) -> list[TrajectoryRecord]:
+    """``records`` plus an unfinished record for each job the log holds nothing of.
+
+    The log knows a trajectory only once it started; a run stopped or interrupted early has
+    others still to do, and a table of the log alone would show them as no samples at all.
+    """
+    out = list(records)
+    seen = {r.traj for r in out}
+    for job in jobs:
+        if job.traj not in seen:
+            sample = job.sample
+            out.append(TrajectoryRecord(
+                traj=job.traj, run_id=job.run_id, sample_id=sample.id, model=job.model,
+                setting=job.setting, category=sample.category, group=sample.group,
+                family=sample.family, truth=sample.answer))
+    return out
+
+
 def summary_tables(records: list[TrajectoryRecord], settings: list[str],
                    models: list[str] | None = None) -> list[Table]:
     """Accuracy per group × setting, one table per model (in ``models`` order)."""
@@ -76,12 +96,12 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
                 if cell is None or (cell.n == 0 and not cell.failed and not cell.unfinished):
                     row.append("-")
                     continue
-                text = f"{100 * cell.accuracy:.1f} ({cell.correct}/{cell.n})" if cell.n else "-"
+                parts = [f"{100 * cell.accuracy:.1f} ({cell.correct}/{cell.n})"] if cell.n else []
                 if cell.failed:
-                    text += f" [red]{cell.failed} failed[/red]"
+                    parts.append(f"[red]{cell.failed} failed[/red]")
                 if cell.unfinished:
-                    text += f" [yellow]{cell.unfinished} open[/yellow]"
-                row.append(text)
+                    parts.append(f"[yellow]{cell.unfinished} open[/yellow]")
+                row.append(" ".join(parts))
             table.add_row(*row, end_section=group == groups[-2])
         tables.append(table)
     return tables

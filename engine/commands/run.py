@@ -20,7 +20,7 @@ from rich.console import Console
 
 from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
-from adapters.models.base import AdapterError
+from adapters.models.base import AdapterError, Usage
 from analysis.records import project
 from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
 from engine.config import ConfigError, RunConfig, load_toml
@@ -28,7 +28,7 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import configure_logging, log_path_for
 from engine.prompts import SETTINGS
 from engine.run_lock import StoreBusyError, exclusive_run
-from store import StoreError, open_store
+from store import StoreError
 
 DEMO_MODELS = ("reference:calibrated", "reference:ignore", "reference:overcall", "reference:blind")
 
@@ -262,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}
     ours: set[str] = set()  # this command's trajectories (a run may hold more: other models …)
-    for job in build_jobs(config, run_id, samples):
+    jobs = build_jobs(config, run_id, samples)
+    for job in jobs:
         totals[job.setting] = totals.get(job.setting, 0) + 1
         ours.add(job.traj)
     models = ", ".join(m.spec for m in config.models)
@@ -282,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
     from engine.driver import SampleChangedError
     from engine.gc_tuning import tuned_gc
-    from engine.progress import RunProgress, summary_tables
+    from engine.progress import RunProgress, summary_tables, with_unstarted
     from engine.runner import first_error
     from engine.workers import WorkerError, run_in_workers
 
@@ -369,6 +370,8 @@ def run(args: argparse.Namespace) -> int:
         records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
                                                    calls_seen), options).values()
                    if r.traj in ours]
+    # Those not started yet are open too: the table covers the same trajectories as the counts.
+    records = with_unstarted(records, jobs)
     wall = time.monotonic() - started
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)
@@ -402,8 +405,20 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: bad price table: {exc}", markup=False)
             prices = None
         if prices is not None:
-            console.print(format_cost_lines(_usage(config.store, run_id).lines(prices)),
-                          markup=False)
+            # The trajectories of the table, every reply in their log: a reply paid for just
+            # before a stop is recorded by the rerun (served from the reply cache) and counted
+            # once here, where no session's call count has it.
+            usage = UsageTally()
+            for r in records:
+                if r.steps:
+                    usage.add(r.model, Usage(r.input_tokens, r.output_tokens), calls=r.steps)
+            console.print(f"cost of the {count(len(ours), 'trajectory', 'trajectories')} "
+                          "above, every reply recorded for them in this session and earlier "
+                          "ones:", markup=False)
+            if usage.lines():
+                console.print(format_cost_lines(usage.lines(prices)), markup=False)
+            else:
+                console.print("no replies recorded", markup=False)
     log.info("run_end", run_id=run_id, finished=len(finished), failed=failed, calls=calls,
              wall_s=round(wall, 3), interrupted=interrupted,
              stopped=[m.model for m in stopped])
@@ -533,7 +548,8 @@ def _count_calls(events, ours: set[str], since: float, seen: list[int]):
     """Pass ``events`` through, counting in ``seen[0]`` the replies this command received and
     recorded: the Steps of its trajectories not served from the reply cache, stamped since it
     started. (A reply received just before a stop, whose Step was not yet written, is in the
-    reply cache only; the rerun serves it from there, and neither command counts it.)"""
+    reply cache only; the rerun serves it from there, and neither command counts it as a call:
+    the cost lines, which count every recorded reply, do.)"""
     from store.events import Step
 
     for stored in events:
@@ -554,20 +570,3 @@ async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop):
         for adapter in adapters.values():
             await adapter.aclose()
 
-
-def _usage(store_path: str, run_id: str) -> UsageTally:
-    """Usage per model of one run, from its Step events."""
-    from adapters.models.base import Usage
-    from store.events import Step, TrajectoryStarted
-
-    tally = UsageTally()
-    models: dict[str, str] = {}
-    with open_store(store_path, create=False) as store:
-        for stored in store.iter_events():
-            event = stored.event
-            if isinstance(event, TrajectoryStarted) and event.run_id == run_id:
-                models[event.traj] = event.model
-            elif isinstance(event, Step) and event.traj in models and not event.from_cache:
-                tally.add(models[event.traj],
-                          Usage(event.usage.input_tokens, event.usage.output_tokens))
-    return tally

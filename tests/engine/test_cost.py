@@ -45,7 +45,7 @@ def test_cost_lines_and_total() -> None:
     assert (gpt.calls, gpt.input_tokens, gpt.output_tokens) == (2, 1_500_000, 100_000)
     assert gpt.cost == pytest.approx(1.5 * 2.5 + 0.1 * 10)
     text = format_cost_lines(lines)
-    assert "openai:gpt-4o: 2 calls, 1,500,000 in / 100,000 out tokens, 4.7500 USD" in text
+    assert "openai:gpt-4o: 2 replies, 1,500,000 in / 100,000 out tokens, 4.7500 USD" in text
     assert text.endswith(f"total: {4.75 + 0.006 + 0.015:.4f} USD")
 
 

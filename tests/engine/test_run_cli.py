@@ -199,7 +199,7 @@ def test_a_price_table_turns_usage_into_a_cost_line(tmp_path) -> None:
         steps = [e.event for e in opened.iter_events() if isinstance(e.event, Step)]
     tokens_in = sum(s.usage.input_tokens for s in steps)
     # One dollar per input token, so the cost equals the input tokens the steps recorded.
-    assert f"scripted:priced: 2 calls, {tokens_in:,} in / " in done.stdout
+    assert f"scripted:priced: 2 replies, {tokens_in:,} in / " in done.stdout
     assert f"total: {tokens_in:.4f} USD" in done.stdout
 
 

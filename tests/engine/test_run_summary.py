@@ -1,0 +1,131 @@
+"""What `vaot run` prints at the end: the table and the cost lines cover the trajectories the
+command names, each reply paid for counted once, those not started yet counted as open."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.datasets.loading import load_dataset
+from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
+from engine.config import ModelConfig, RunConfig
+from engine.runner import open_run_store, run_jobs
+from store import Step, StoreError, open_store
+from tests.fakes.process import closed_port
+
+ROOT = Path(__file__).resolve().parents[2]
+# One dollar per input token and per output token: a cost reads as a count of tokens.
+PRICES = '\n[prices."scripted:*"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 1000000.0\n'
+
+
+def _vaot(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT,
+                          env={**os.environ, "OPENAI_API_KEY": "sk-fake"},
+                          capture_output=True, text=True, timeout=120)
+
+
+def _steps(store: Path) -> list[Step]:
+    with open_store(store, create=False) as opened:
+        return [s.event for s in opened.iter_events() if isinstance(s.event, Step)]
+
+
+def _cost_lines(stdout: str) -> dict[str, tuple[int, int, int]]:
+    """Model → (replies, input tokens, output tokens), as the cost lines say."""
+    found = re.findall(r"^(\S+): (\d+) (?:calls|replies|reply), ([\d,]+) in / ([\d,]+) out",
+                       stdout, re.MULTILINE)
+    return {model: (int(n), int(tin.replace(",", "")), int(tout.replace(",", "")))
+            for model, n, tin, tout in found}
+
+
+class _Died(StoreError):
+    """The process dies; a StoreError, so the runner stops rather than failing a trajectory."""
+
+
+class _DiesBeforeTheFirstStep:
+    """The run's real store, but the process dies once a reply is cached, before its Step is
+    written: the moment a Ctrl-C or a kill can fall on."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def _check(self, events) -> None:
+        if any(isinstance(e, Step) for e in events):
+            raise _Died
+
+    def append_nowait(self, events):
+        self._check(events)
+        return self._store.append_nowait(events)
+
+    async def append(self, events):
+        self._check(events)
+        return await self._store.append(events)
+
+
+async def test_a_reply_paid_for_before_a_stop_is_in_the_cost_lines(tmp_path) -> None:
+    store_path = tmp_path / "run.lmdb"
+    config_file = tmp_path / "run.toml"
+    config_file.write_text(f'dataset = "synthetic:1"\nlimit = 1\nsettings = ["vaot"]\n'
+                           f'store = {str(store_path)!r}\nmodels = ["scripted:priced"]\n{PRICES}')
+    config = RunConfig(models=(ModelConfig("scripted:priced"),), dataset="synthetic:1", limit=1,
+                       settings=("vaot",), store=str(store_path))
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    paid = ScriptedAdapter("priced", BUILTIN_SCRIPT)
+    with open_run_store(str(store_path)) as store, pytest.raises(ExceptionGroup) as died:
+        await run_jobs(config, _DiesBeforeTheFirstStep(store), samples,
+                       adapters={"scripted:priced": paid})
+    assert died.group_contains(_Died) and paid.calls == 1 and not _steps(store_path)
+
+    done = _vaot("run", "--config", str(config_file), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = _steps(store_path)
+    assert [s.from_cache for s in steps] == [True, False]  # step 1: the reply paid for before
+    tokens_in = sum(s.usage.input_tokens for s in steps)
+    tokens_out = sum(s.usage.output_tokens for s in steps)
+    assert _cost_lines(done.stdout) == {"scripted:priced": (2, tokens_in, tokens_out)}
+    assert f"total: {tokens_in + tokens_out:.4f} USD" in done.stdout
+    assert "scripted:priced: 2 replies, " in done.stdout
+    assert "model calls this session 1;" in done.stdout  # only one was asked this session
+
+
+def test_the_cost_lines_cover_the_trajectories_of_the_table(tmp_path) -> None:
+    store = tmp_path / "run.lmdb"
+    config_file = tmp_path / "run.toml"
+    config_file.write_text(f'dataset = "synthetic:1"\nsettings = ["cot"]\n'
+                           f'store = {str(store)!r}\n{PRICES}')
+    both = _vaot("run", "--config", str(config_file), "--model", "scripted:a", "--model",
+                 "scripted:b", "--limit", "3", "--no-progress")
+    assert both.returncode == 0, both.stdout + both.stderr
+
+    # The same run id, a subset of it: one model, one sample, nothing left to ask.
+    subset = _vaot("run", "--config", str(config_file), "--model", "scripted:a", "--limit", "1",
+                   "--no-progress")
+    assert subset.returncode == 0, subset.stdout + subset.stderr
+    tokens = int(re.search(r"tokens in the log ([\d,]+);", subset.stdout)[1].replace(",", ""))
+    (usage,) = _cost_lines(subset.stdout).items()  # no line for scripted:b
+    assert usage[0] == "scripted:a" and usage[1][0] == 1 and sum(usage[1][1:]) == tokens
+    assert f"total: {tokens:.4f} USD" in subset.stdout
+    assert "cost of the 1 trajectory above, every reply recorded for them" in subset.stdout
+
+
+def test_trajectories_not_started_are_open_in_the_table(tmp_path) -> None:
+    # A model that cannot be reached is stopped after three trajectories in a row; the other
+    # five were never started, and are as unfinished as those three.
+    done = _vaot("run", "--model", "openai:fake-model", "--base-url",
+                 f"http://127.0.0.1:{closed_port()}/v1", "--dataset", "synthetic:2", "--limit",
+                 "8", "--settings", "cot", "--max-attempts", "1", "--concurrency", "1",
+                 "--store", str(tmp_path / "run.lmdb"), "--no-progress")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "trajectories 0/8 finished" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│")]
+    cells = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in rows}
+    assert cells["all"] == "8 open", done.stdout
+    groups = [cell for group, cell in cells.items() if group not in ("all", "group")]
+    assert sum(int(cell.removesuffix(" open")) for cell in groups) == 8, done.stdout
