@@ -36,6 +36,14 @@ class TrajectoryRecord(msgspec.Struct):
     correct: bool | None = None
     steps: int = 0
     actions: int = 0
+    """Steps whose reply proposed an action, executed or not."""
+    actions_executed: int = 0
+    """Steps whose action was rendered (``Step.faithful_state``): never in ``cot`` or
+    ``no_render``, nor an action given in the same reply as the final answer."""
+    images_shown: int = 0
+    """Renders (faithful or corrupted) the model was shown: a returned state with a later step
+    of the trajectory after it (a render after its last call was never seen). A comparison of
+    what the settings showed (vaot vs wrong_render) keeps the records where this is above 0."""
     call_failures: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -50,6 +58,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
     trajectory recorded of its sample are used (runs before they were recorded have none).
     """
     records: dict[str, TrajectoryRecord] = {}
+    unseen_render: set[str] = set()  # trajectories whose last step returned an image
     recorded_choices: dict[str, tuple[str, ...]] = {}
     for item in events:
         event = item.event if isinstance(item, StoredEvent) else item
@@ -75,6 +84,12 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
         if isinstance(event, Step):
             record.steps += 1
             record.actions += 1 if event.actions else 0
+            record.actions_executed += 1 if event.faithful_state is not None else 0
+            if event.traj in unseen_render:  # this call was shown the last step's render
+                record.images_shown += 1
+                unseen_render.discard(event.traj)
+            if event.returned_state is not None:
+                unseen_render.add(event.traj)
             record.input_tokens += event.usage.input_tokens
             record.output_tokens += event.usage.output_tokens
         elif isinstance(event, CallFailed):

@@ -1,0 +1,83 @@
+"""What a record says a trajectory did: actions proposed, actions executed, images shown.
+
+Real runs of the engine with scripted models: one that looks and then answers, one that writes
+its action and its answer in the same reply (the engine never executes that action), and one
+that acts at every step until the step budget ends (its last render is never shown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapters.datasets.loading import load_dataset
+from adapters.models.scripted import BUILTIN_SCRIPT, Script, ScriptedAdapter
+from analysis.records import project
+from engine.config import ModelConfig, RunConfig
+from engine.runner import run_jobs
+from store import MemoryStore
+
+ZOOM = (
+    "Step {n} (Text): The detail is small; I zoom on the centre.\n"
+    "Step {n} (Action Description):\n```json\n"
+    '{{"step": {n}, "visual_rationale": "enlarge the centre", '
+    '"action": [{{"type": "zoom", "target": [250, 250, 750, 750]}}]}}\n```'
+)
+ONE_REPLY = (
+    ZOOM.format(n=1) + "\nStep 2 (Text): The zoom would show it.\nFinal Answer: {first_option}"
+)
+SCRIPTS = {
+    "looks": BUILTIN_SCRIPT,
+    "one_reply": Script(steps=[ONE_REPLY], cot=ONE_REPLY),
+    "always_acts": Script(steps=[ZOOM.format(n=n) for n in (1, 2, 3)], cot=ZOOM.format(n=1)),
+}
+MAX_STEPS = 3
+# (actions proposed, actions executed, images shown) per model and setting.
+EXPECTED = {
+    ("looks", "cot"): (0, 0, 0),
+    ("looks", "no_render"): (1, 0, 0),
+    ("looks", "vaot"): (1, 1, 1),
+    ("looks", "wrong_render"): (1, 1, 1),
+    ("one_reply", "cot"): (0, 0, 0),
+    ("one_reply", "no_render"): (1, 0, 0),
+    ("one_reply", "vaot"): (1, 0, 0),
+    ("one_reply", "wrong_render"): (1, 0, 0),
+    ("always_acts", "cot"): (0, 0, 0),
+    ("always_acts", "no_render"): (MAX_STEPS, 0, 0),
+    ("always_acts", "vaot"): (MAX_STEPS, MAX_STEPS, MAX_STEPS - 1),
+    ("always_acts", "wrong_render"): (MAX_STEPS, MAX_STEPS, MAX_STEPS - 1),
+}
+
+
+@pytest.fixture(scope="module")
+def records():
+    config = RunConfig(
+        models=tuple(ModelConfig(f"scripted:{name}") for name in SCRIPTS),
+        dataset="synthetic:1", limit=2, max_steps=MAX_STEPS,
+        settings=("cot", "no_render", "vaot", "wrong_render"),
+    )
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    store = MemoryStore()
+    adapters = {f"scripted:{name}": ScriptedAdapter(name, s) for name, s in SCRIPTS.items()}
+    asyncio.run(run_jobs(config, store, samples, adapters=adapters))
+    return list(project(store.iter_events()).values())
+
+
+def test_actions_proposed_executed_and_images_shown_are_told_apart(records) -> None:
+    seen = {}
+    for r in records:
+        key = (r.model.removeprefix("scripted:"), r.setting)
+        seen.setdefault(key, set()).add((r.actions, r.actions_executed, r.images_shown))
+    assert seen == {key: {counts} for key, counts in EXPECTED.items()}
+
+
+def test_an_action_given_with_the_answer_is_not_counted_as_seen(records) -> None:
+    # The QA case: a one-reply wrong_render trajectory is answered (and may be scored right)
+    # without the model ever being shown the corrupted render.
+    one_reply = [r for r in records if r.model == "scripted:one_reply"
+                 and r.setting in ("vaot", "wrong_render")]
+    assert one_reply and all(r.status == "answered" for r in one_reply)
+    assert all(r.actions == 1 and r.images_shown == 0 for r in one_reply)
+    exposed = [r for r in records if r.setting == "wrong_render" and r.images_shown]
+    assert {r.model for r in exposed} == {"scripted:looks", "scripted:always_acts"}
