@@ -69,6 +69,16 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C while a command's modules are still importing (the first tenth of a second):
+        # nothing has been written yet; say so in the same line as later.
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser, subs = build_parser()
     # Only the chosen command's module is imported (and asked for its arguments).

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import cli
 from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
 
@@ -74,3 +75,14 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
     assert _finished(store) == 28 * 4  # every trajectory, none twice
     with open_store(store, create=False) as s:
         assert verify(s).ok
+
+
+def test_a_ctrl_c_while_the_command_is_importing_is_one_line(tmp_path, monkeypatch,
+                                                              capsys) -> None:
+    # The command's module is imported inside main(): a Ctrl-C there (the first tenth of a
+    # second of `vaot run`) used to print a KeyboardInterrupt traceback.
+    (tmp_path / "slow_command.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.COMMANDS, "run", "slow_command")
+    assert cli.main(["run"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
