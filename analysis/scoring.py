@@ -109,11 +109,10 @@ def _names_another(rest: str, others: Sequence[tuple[str | None, str | None]]) -
     ``others`` are the (label, text) of every other option. A reason that mentions another
     option ("B, since no cat is visible") does not name it as an answer.
     """
-    rest = _JOINERS.sub("", rest)
     while (joined := _JOINERS.sub("", rest)) != rest:
         rest = joined
     for label, text in others:
-        if label and re.match(rf"\(?{re.escape(label)}\)?{_STANDS_ALONE}", rest):
+        if label and re.match(rf"\(?{re.escape(label)}\)?(?!\.\s?[a-z]\.){_STANDS_ALONE}", rest):
             return True
         if text and re.match(rf"(?:(?:a|an|the)\s+)?{re.escape(text)}{_STANDS_ALONE}", rest):
             return True
@@ -121,7 +120,10 @@ def _names_another(rest: str, others: Sequence[tuple[str | None, str | None]]) -
 
 
 def _others(options: list[_Option], at: int) -> list[tuple[str | None, str | None]]:
-    return [(o.label, o.text) for i, o in enumerate(options) if i != at]
+    """Every option but one, and every letter but its label: "B or E" names two answers even
+    when there is no option E."""
+    letters = [(c, None) for c in string.ascii_lowercase if c != options[at].label]
+    return [*((o.label, o.text) for i, o in enumerate(options) if i != at), *letters]
 
 
 def _picked(text: str, options: list[_Option]) -> int | None:
@@ -132,7 +134,10 @@ def _picked(text: str, options: list[_Option]) -> int | None:
         return found
     lead = _lead(text)
     if lead is not None:
-        labelled = _by_label(lead.label, options)
+        # "4, since …" for the options 3, 4, 5: an option written as the label is that option.
+        labelled = _by_text(lead.label, options)
+        if labelled is None:
+            labelled = _by_label(lead.label, options)
         if lead.rest is None:  # "B", "(b)", "B)", "Option B", or "3" for "3. five"
             return labelled
         may_be_word = not lead.marked and lead.label in _WORD_LETTERS

@@ -57,6 +57,14 @@ def test_options_that_are_letters_are_read_as_text() -> None:
     assert score_answer("b", "a", ("a", "b")) is False
 
 
+def test_an_option_that_is_a_number_is_read_before_a_reason() -> None:
+    choices = ("3", "4", "10")
+    assert score_answer("4, since two pairs are visible", "B", choices) is True
+    assert score_answer("10. There are ten.", "10", choices) is True
+    assert score_answer("4)", "4", choices) is True
+    assert score_answer("3, since 4 would be too many", "4", choices) is False
+
+
 def test_numbered_options_are_picked_by_number() -> None:
     choices = ("1. two", "2. three", "3. five")
     assert score_answer("3", "five", choices) is True
@@ -99,6 +107,7 @@ PETS = ("cat", "dog")
     ("**B**, since no cat is visible", "B"), ("Option B", "B"), ("option b: dog", "dog"),
     ("dog, since no cat is visible", "B"), ("A dog, since no cat is visible.", "dog"),
     ("Dog. The cat is not there.", "dog"), ("A", "A"), ("a", "cat"), ("(A)", "cat"),
+    ("B, i.e. the dog", "dog"), ("B, e.g. because of its ears", "B"),
 ])
 def test_a_leading_answer_decides_and_its_reason_does_not(answer, truth) -> None:
     assert score_answer(answer, truth, PETS) is True
@@ -106,7 +115,7 @@ def test_a_leading_answer_decides_and_its_reason_does_not(answer, truth) -> None
 
 @pytest.mark.parametrize("answer", [
     "B or A", "B, or maybe A", "B / cat", "dog, or cat", "cat or dog", "(A) dog", "A. dog",
-    "A: dog", "B cat", "C, since it is", "A",
+    "A: dog", "B cat", "C, since it is", "A", "B or C", "B, or E",
 ])
 def test_two_answers_a_contradiction_or_no_option_is_never_right(answer) -> None:
     assert score_answer(answer, "dog", PETS) is False
