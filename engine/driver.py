@@ -409,6 +409,11 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     answer = parsed.final_answer
     if answer is None and step_no >= max_steps and job.setting == "cot":
         warnings.append("no final answer in the one CoT reply")
+    if parsed.actions and job.setting == "cot":
+        # The reply is kept as it came (actions_raw), but nothing of it is drawn: say so, as an
+        # analysis counting actions from the raw text would otherwise take them as executed.
+        warnings.append(f"cot: {len(parsed.actions)} proposed action(s) not executed "
+                        "(the CoT setting renders nothing)")
     acting = bool(parsed.actions) and job.setting != "cot" and answer is None
     faithful = returned = None
     returned_frame = None

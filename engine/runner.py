@@ -58,7 +58,7 @@ ENGINE_VERSION = "vaot-engine/2"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
-audited wrong_render corruptions."""
+audited wrong_render corruptions, chat turns replayed as they were sent."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

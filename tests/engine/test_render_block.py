@@ -151,3 +151,12 @@ async def test_a_corruption_that_could_not_change_the_image_is_flagged_on_the_st
     first = steps["wrong_render"][0]
     assert first.policy.detail["weak"] is True
     assert any(w.startswith("wrong_render: the corruption") for w in first.parse_warnings)
+
+
+async def test_a_cot_reply_with_an_action_says_it_was_not_executed(tmp_path) -> None:
+    zoom = [{"type": "zoom", "target": [0, 0, 500, 500]}]
+    steps, _ = await _steps(tmp_path, [_reply(1, zoom)], settings=("cot",))
+    only = steps["cot"][0]
+    assert only.returned_state is None and only.actions == ()
+    assert "cot: 1 proposed action(s) not executed (the CoT setting renders nothing)" in \
+        only.parse_warnings
