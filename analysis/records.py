@@ -44,6 +44,9 @@ class TrajectoryRecord(msgspec.Struct):
     """Renders (faithful or corrupted) the model was shown: a returned state with a later step
     of the trajectory after it (a render after its last call was never seen). A comparison of
     what the settings showed (vaot vs wrong_render) keeps the records where this is above 0."""
+    weak_corruptions: int = 0
+    """Corrupted renders that changed too little of their target to mislead (the policy
+    detail says ``weak``): the model saw an image close to the faithful one."""
     call_failures: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -85,6 +88,8 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             record.steps += 1
             record.actions += 1 if event.actions else 0
             record.actions_executed += 1 if event.faithful_state is not None else 0
+            if event.policy is not None and event.policy.detail.get("weak"):
+                record.weak_corruptions += 1
             if event.traj in unseen_render:  # this call was shown the last step's render
                 record.images_shown += 1
                 unseen_render.discard(event.traj)

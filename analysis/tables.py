@@ -9,7 +9,7 @@ import msgspec
 
 from analysis.records import TrajectoryRecord
 
-__all__ = ["Cell", "accuracy_table"]
+__all__ = ["Cell", "Exposure", "accuracy_table", "exposure"]
 
 
 class Cell(msgspec.Struct):
@@ -39,3 +39,34 @@ def accuracy_table(records: Iterable[TrajectoryRecord], by: str = "group"
                 cell.n += 1
                 cell.correct += int(bool(r.correct))
     return dict(cells)
+
+
+RENDERING_SETTINGS = ("vaot", "wrong_render")
+"""The settings whose comparison rests on the model having seen a render."""
+
+
+class Exposure(msgspec.Struct):
+    finished: int = 0
+    """Finished (answered or out of steps) trajectories of the setting."""
+    shown: int = 0
+    """Of those, the ones shown at least one rendered image."""
+    weak: int = 0
+    """Corrupted renders that changed too little of their target (wrong_render)."""
+
+
+def exposure(records: Iterable[TrajectoryRecord]) -> dict[str, Exposure]:
+    """Per rendering setting: how many finished trajectories actually saw a render.
+
+    A model that answers in the reply where it asks for its first action is never shown an
+    image: its vaot and wrong_render trajectories measure the same thing, and a comparison of
+    the two settings should know how many such pairs it holds.
+    """
+    out: dict[str, Exposure] = {}
+    for r in records:
+        if r.setting not in RENDERING_SETTINGS or r.status in (None, "failed"):
+            continue
+        cell = out.setdefault(r.setting, Exposure())
+        cell.finished += 1
+        cell.shown += r.images_shown > 0
+        cell.weak += r.weak_corruptions
+    return out

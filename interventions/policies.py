@@ -17,7 +17,8 @@ what it did. The four settings are four policies applied from step 1:
   same-size crop.
 
 Every corruption is audited on what pixels can decide (DESIGN §3.5): the share of the key
-region that differs from the faithful render (``changed_in_key``), the share of the marks'
+region's content (its pixels, less a flat background) that differs from the faithful render
+(``changed_in_key``), the share of the marks'
 pixels that differ (``mark_changed``) and the share of pixels outside the touched regions left
 as they were (``kept_outside``). Operations are tried in a seeded order until one changes at
 least :data:`VALID_CHANGE` of the key region or of its marks; when none does (a flat image, a
@@ -146,8 +147,9 @@ def _cut_elsewhere(policy, base, drawings, geometry, rendered, rng, seed, redraw
         state = apply_geometry(state, action)
     detail = {"operation": operation, "target_px": list(box), "used_px": list(other)}
     if policy == "corrupt:modify_key":
-        changed = _changed(rendered.image, state.image)
-        audit = {"changed_in_key": _share(changed), "mark_changed": None, "kept_outside": None}
+        a, b = np.asarray(rendered.image), np.asarray(state.image)
+        audit = {"changed_in_key": _content_changed(a, b), "mark_changed": None,
+                 "kept_outside": None}
         detail.update(_rounded(audit))
         if audit["changed_in_key"] < VALID_CHANGE:
             detail["weak"] = True
@@ -175,8 +177,7 @@ def _modify_key(base, drawings, rendered, rng, seed, redraw):
     for index in rng.permutation(len(_OPERATIONS)):
         operation = _OPERATIONS[int(index)]
         out, detail, touched = _apply(operation, base, drawings, key, rng, redraw)
-        changed = _changed(rendered.image, out.image)
-        audit = _audit(changed, marks, key, touched)
+        audit = _audit(rendered.image, out.image, marks, key, touched)
         detail.update(_rounded(audit))
         score = max(audit["changed_in_key"], audit["mark_changed"] or 0.0)
         if best is None or score > best[0]:
@@ -258,7 +259,33 @@ def _share(mask: np.ndarray) -> float:
     return float(mask.mean()) if mask.size else 0.0
 
 
-def _audit(changed: np.ndarray, marks: np.ndarray | None, key: Box, touched: list[Box]) -> dict:
+def _content_changed(a: np.ndarray, b: np.ndarray) -> float:
+    """The share of the content pixels of two same-size RGB arrays that differ.
+
+    Flat backgrounds are not content: a colour covering a tenth or more of ``a`` (the page of
+    a diagram, the bands of a synthetic scene) counts only where a pixel changed. Mirroring
+    three shapes on a plain page changes every shape, not a fifth of the page, and should
+    score as such; an image with no flat colour counts every pixel.
+    """
+    changed = np.any(a != b, axis=2)
+    sample = a[::7, ::7].reshape(-1, 3)
+    if not sample.size:
+        return 0.0
+    colours, counts = np.unique(sample, axis=0, return_counts=True)
+    flat = colours[counts * 10 >= len(sample)]
+    if not len(flat):
+        return _share(changed)
+    plain = np.zeros(changed.shape, dtype=bool)
+    for colour in flat:
+        plain |= np.all(a == colour, axis=2)
+    content = changed | ~plain
+    return _share(changed[content]) if content.any() else 0.0
+
+
+def _audit(faithful: Image.Image, out: Image.Image, marks: np.ndarray | None, key: Box,
+           touched: list[Box]) -> dict:
+    a, b = np.asarray(faithful), np.asarray(out)
+    changed = np.any(a != b, axis=2)
     x1, y1, x2, y2 = key
     inside = np.zeros(changed.shape, dtype=bool)
     for bx1, by1, bx2, by2 in touched:
@@ -267,7 +294,7 @@ def _audit(changed: np.ndarray, marks: np.ndarray | None, key: Box, touched: lis
     if marks is not None and marks.any():
         mark_changed = _share(changed[marks])
     outside = changed[~inside]
-    return {"changed_in_key": _share(changed[y1:y2, x1:x2]),
+    return {"changed_in_key": _content_changed(a[y1:y2, x1:x2], b[y1:y2, x1:x2]),
             "mark_changed": mark_changed,
             "kept_outside": 1.0 - _share(outside) if outside.size else None}
 

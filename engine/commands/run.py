@@ -22,6 +22,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError, Usage
 from analysis.records import project
+from analysis.tables import exposure
 from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
 from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
@@ -390,6 +391,13 @@ def run(args: argparse.Namespace) -> int:
         + (f"{len(errors)} ended by an error, " if errors else "") +
         f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}; "
         f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
+    seen = exposure(records)
+    if seen:
+        parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
+        weak = sum(e.weak for e in seen.values())
+        console.print("shown a render (finished trajectories): " + ", ".join(parts)
+                      + (f"; {weak} wrong_render images changed too little to mislead "
+                         "(policy detail 'weak')" if weak else ""), markup=False)
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
         err.print(f"{what}: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",

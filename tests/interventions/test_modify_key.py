@@ -119,3 +119,22 @@ def test_a_cut_elsewhere_has_the_faithful_size_and_records_its_box(box, zoom, se
     ux1, uy1, ux2, uy2 = detail["used_px"]
     tx1, ty1, tx2, ty2 = detail["target_px"]
     assert (ux2 - ux1, uy2 - uy1) == (tx2 - tx1, ty2 - ty1)
+
+
+def test_moving_shapes_on_a_plain_page_is_not_weak() -> None:
+    # Most of a diagram is its page: a mirrored whole-image zoom moves every shape, which is a
+    # corruption even though four pixels in five stay page-coloured.
+    page = Image.new("RGB", (200, 160), (240, 240, 235))
+    draw = ImageDraw.Draw(page)
+    draw.rectangle((10, 100, 40, 150), fill=(180, 150, 220))
+    draw.ellipse((120, 20, 170, 70), fill=(230, 200, 210))
+    for seed in range(4):
+        _, _, detail = _corrupt(page, [Zoom(target=(0, 0, 1000, 1000))], seed)
+        assert detail["operation"] == "crop_elsewhere_mirrored"
+        assert "weak" not in detail, detail
+
+
+def test_a_blank_view_stays_weak_whatever_is_tried() -> None:
+    page = Image.new("RGB", (200, 160), (240, 240, 235))
+    _, _, detail = _corrupt(page, [Zoom(target=(0, 0, 1000, 1000))], 1)
+    assert detail["weak"] is True and detail["changed_in_key"] == 0.0
