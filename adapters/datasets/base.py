@@ -7,14 +7,18 @@ import base64
 import binascii
 import hashlib
 import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import msgspec
 
 __all__ = [
     "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
-    "InlineImageError", "Sample", "SkippedRow", "decode_data_uri", "read_image_file",
+    "InlineImageError", "Sample", "SkippedRow", "decode_data_uri", "in_order", "read_image_file",
 ]
 
 
@@ -176,6 +180,38 @@ class DatasetLoader(Protocol):
     def skipped(self) -> list[SkippedRow]: ...
 
 
+_T = TypeVar("_T")
+
+CHECK_WORKERS = min(8, os.cpu_count() or 1)
+"""Threads that check a dataset's images at load (each decodes one image at a time and drops
+it, so this bounds the decoded pixels held too)."""
+
+
+def in_order(jobs: Iterator[Callable[[], _T]], *, room: Callable[[], int]) -> Iterator[_T]:
+    """Each job's result, in the jobs' order; the jobs run in a thread pool, a few ahead of the
+    caller (a loader's rows, each checking its image: the decoders release the GIL).
+
+    ``room()`` is asked before each job is taken: how many may be started and not yet yielded
+    (a loader's usable samples still wanted under its limit). At 0 no job is taken, so no row
+    past the limit is read. A job must not raise: it returns what went wrong.
+    """
+    with ThreadPoolExecutor(CHECK_WORKERS, thread_name_prefix="vaot-dataset-check") as pool:
+        pending: deque[Future[_T]] = deque()
+        try:
+            while True:
+                while pending and len(pending) >= min(2 * CHECK_WORKERS, room()):
+                    yield pending.popleft().result()
+                job = next(jobs, None) if room() > 0 else None
+                if job is None:
+                    break
+                pending.append(pool.submit(job))
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
 class CachedLoader(abc.ABC):
     """A file-backed loader's shell: ``_load`` runs once, on first use, and reports unusable rows
     by appending them to ``_skipped``.
@@ -200,6 +236,12 @@ class CachedLoader(abc.ABC):
         """Rows that were reported and skipped, in the order they were met."""
         self.samples()
         return self._skipped
+
+    def _in_order(self, jobs: Iterator[Callable[[], _T]], samples: list[Sample]) -> Iterator[_T]:
+        """:func:`in_order` for this loader's rows: no row is taken once ``samples`` (those
+        kept so far) reaches the limit."""
+        return in_order(jobs, room=lambda: (sys.maxsize if self.limit is None
+                                            else self.limit - len(samples)))
 
     @abc.abstractmethod
     def _load(self) -> list[Sample]:

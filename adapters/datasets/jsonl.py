@@ -24,10 +24,11 @@ file (:class:`~adapters.datasets.base.InlineImage`), read again when a trajector
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,25 +78,29 @@ class JsonlLoader(CachedLoader):
     def _load(self) -> list[Sample]:
         samples: list[Sample] = []
         first_line: dict[str, int] = {}
-        for number, start, line in self._lines():
-            if self.limit is not None and len(samples) >= self.limit:
-                break
-            if not line.strip():
+        for number, outcome in self._in_order(self._rows(), samples):
+            if isinstance(outcome, Sample) and outcome.id in first_line:
+                outcome = f"duplicate id {outcome.id!r} (first at line {first_line[outcome.id]})"
+            if isinstance(outcome, str):
+                self._skipped.append(SkippedRow(source=str(self.path), line=number,
+                                                reason=outcome))
                 continue
-            try:
-                sample = self._sample(line, number, start)
-                if sample.id in first_line:
-                    raise _BadRow(
-                        f"duplicate id {sample.id!r} (first at line {first_line[sample.id]})"
-                    )
-            except _BadRow as exc:
-                self._skipped.append(
-                    SkippedRow(source=str(self.path), line=number, reason=str(exc))
-                )
-                continue
-            first_line[sample.id] = number
-            samples.append(sample)
+            first_line[outcome.id] = number
+            samples.append(outcome)
         return samples
+
+    def _rows(self) -> Iterator[Callable[[], tuple[int, Sample | str]]]:
+        """A job for each non-blank line: its number and its sample, or why it was skipped (the
+        image is checked, in full, in the job)."""
+        for number, start, line in self._lines():
+            if line.strip():
+                yield functools.partial(self._outcome, line, number, start)
+
+    def _outcome(self, line: bytes, number: int, start: int) -> tuple[int, Sample | str]:
+        try:
+            return number, self._sample(line, number, start)
+        except _BadRow as exc:
+            return number, str(exc)
 
     def _lines(self) -> Iterator[tuple[int, int, bytes]]:
         """Each line's 1-based number, byte offset in the file and bytes (a leading byte-order

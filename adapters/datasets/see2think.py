@@ -29,10 +29,11 @@ element starts (or where the JSON error is). Only a task list that cannot be rea
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,20 @@ def _read_array_file(path: Path) -> list[tuple[int, Any]]:
     return read_json_array(path.read_bytes().decode("utf-8-sig"))
 
 
+class _Skip(Exception):
+    """A row that cannot be used: ``row`` says where and why."""
+
+    def __init__(self, source: Path, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.row = SkippedRow(source=str(source), line=line, reason=reason)
+
+
+def _outcome(line: int, made: Sample | SkippedRow | Callable[[], Sample | SkippedRow]
+             ) -> tuple[int, Sample | SkippedRow]:
+    """A task-list line and what became of it (``made`` is called first if it is a job)."""
+    return line, made() if callable(made) else made
+
+
 class _Unreadable(Exception):
     """A data.json that could not be used; ``line`` is 0 when the file could not be opened."""
 
@@ -139,67 +154,69 @@ class See2ThinkLoader(CachedLoader):
             ) from None
         samples: list[Sample] = []
         seen: dict[str, int] = {}
-        for line, entry in entries:
-            if self.limit is not None and len(samples) >= self.limit:
-                break
-            sample = self._sample(line, entry)
-            if sample is None:
-                continue
-            if sample.id in seen:
-                self._skip(
-                    self.task_list,
-                    line,
-                    f"duplicate sample {sample.id!r} (first at line {seen[sample.id]})",
+        jobs = (self._job(line, entry) for line, entry in entries)
+        for line, outcome in self._in_order(jobs, samples):
+            if isinstance(outcome, Sample) and outcome.id in seen:
+                outcome = SkippedRow(
+                    source=str(self.task_list), line=line,
+                    reason=f"duplicate sample {outcome.id!r} (first at line {seen[outcome.id]})",
                 )
+            if isinstance(outcome, SkippedRow):
+                self._skipped.append(outcome)
                 continue
-            seen[sample.id] = line
-            samples.append(sample)
+            seen[outcome.id] = line
+            samples.append(outcome)
         return samples
 
-    def _skip(self, source: Path, line: int, reason: str) -> None:
-        self._skipped.append(SkippedRow(source=str(source), line=line, reason=reason))
+    def _job(self, line: int, entry: Any) -> Callable[[], tuple[int, Sample | SkippedRow]]:
+        """A job for one task-list entry: its line and its sample, or why it was skipped. What
+        needs no image is read here, in order (the data.json files are shared); the image is
+        checked, in full, in the job."""
+        try:
+            sample = self._sample(line, entry)
+        except _Skip as skip:
+            return functools.partial(_outcome, line, skip.row)
+        return functools.partial(_outcome, line, sample)
 
-    def _sample(self, line: int, entry: Any) -> Sample | None:
-        """The sample for one task-list entry, or ``None`` after reporting why it was skipped."""
+    def _sample(self, line: int, entry: Any) -> Callable[[], Sample | SkippedRow]:
+        """How to make the sample for one task-list entry, its image not yet checked.
+
+        Raises:
+            _Skip: the entry cannot be used, and why.
+        """
         if not isinstance(entry, dict):
-            self._skip(self.task_list, line, f"task entry is {_kind(entry)}, not an object")
-            return None
+            raise _Skip(self.task_list, line, f"task entry is {_kind(entry)}, not an object")
         path = entry.get("path")
         if not isinstance(path, str) or not path.strip():
-            self._skip(self.task_list, line, "task entry has no 'path' to a data.json")
-            return None
+            raise _Skip(self.task_list, line, "task entry has no 'path' to a data.json")
         index = _index(entry.get("id"))
         if index is None:
-            self._skip(
+            raise _Skip(
                 self.task_list,
                 line,
                 f"task entry 'id' must be a non-negative integer, got {entry.get('id')!r}",
             )
-            return None
         data_path = self.task_list.parent / path.replace("\\", "/")
         rel = Path(os.path.relpath(data_path, self.task_list.parent)).as_posix()
         elements = self._data_file(data_path)
         if isinstance(elements, _Unreadable):
             if elements.line:
-                self._skip(
+                raise _Skip(
                     data_path,
                     elements.line,
                     f"{elements.reason} (needed by {self.task_list} line {line})",
                 )
             else:
-                self._skip(self.task_list, line, f"data.json {rel}: {elements.reason}")
-            return None
+                raise _Skip(self.task_list, line, f"data.json {rel}: {elements.reason}")
         if index >= len(elements):
-            self._skip(
+            raise _Skip(
                 self.task_list,
                 line,
                 f"id {index} is out of range: {rel} holds {len(elements)} element(s)",
             )
-            return None
         row_line, row = elements[index]
         if not isinstance(row, dict):
-            self._skip(data_path, row_line, f"element {index} is {_kind(row)}, not an object")
-            return None
+            raise _Skip(data_path, row_line, f"element {index} is {_kind(row)}, not an object")
         question = _text_field(row, QUESTION_KEYS)
         answer = _text_field(row, ANSWER_KEYS)
         for value, keys, what in (
@@ -213,26 +230,17 @@ class See2ThinkLoader(CachedLoader):
                 reason = (f"element {index} {odd!r} is {_kind(row[odd])}; it must be a string "
                           "or a number" if odd is not None else
                           f"element {index} has no {what} (looked for {', '.join(keys)})")
-                self._skip(data_path, row_line, reason)
-                return None
+                raise _Skip(data_path, row_line, reason)
         choices = _choices(row.get("choices"))
         if choices is None:
-            self._skip(
+            raise _Skip(
                 data_path,
                 row_line,
                 f"element {index} 'choices' must be a list or an object of strings",
             )
-            return None
         image_path = row.get("image_path")
         if not isinstance(image_path, str) or not image_path.strip():
-            self._skip(data_path, row_line, f"element {index} has no 'image_path'")
-            return None
-        try:
-            _, image_file, _ = read_image_file(data_path.parent, image_path,
-                                            relative_to="the folder of its data.json")
-        except ImageFileError as exc:
-            self._skip(data_path, row_line, str(exc))
-            return None
+            raise _Skip(data_path, row_line, f"element {index} has no 'image_path'")
         group = entry.get("category")
         group = _GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
         task = entry.get("target_task")
@@ -240,17 +248,26 @@ class See2ThinkLoader(CachedLoader):
         for key in ("source", "order"):
             if entry.get(key) is not None:
                 meta[key] = str(entry[key])
-        return Sample(
-            id=f"{rel}::{index}",
-            image=b"",  # read again when a trajectory needs it: memory follows what is in flight
-            image_path=image_file,
-            question=question,
-            answer=answer,
-            category=task.strip() if isinstance(task, str) else "",
-            group=group,
-            choices=choices,
-            meta=meta,
-        )
+
+        def checked() -> Sample | SkippedRow:
+            try:
+                _, image_file, _ = read_image_file(data_path.parent, image_path,
+                                                   relative_to="the folder of its data.json")
+            except ImageFileError as exc:
+                return SkippedRow(source=str(data_path), line=row_line, reason=str(exc))
+            return Sample(
+                id=f"{rel}::{index}",
+                image=b"",  # read again when a trajectory needs it: memory follows what is in flight
+                image_path=image_file,
+                question=question,
+                answer=answer,
+                category=task.strip() if isinstance(task, str) else "",
+                group=group,
+                choices=choices,
+                meta=meta,
+            )
+
+        return checked
 
     def _data_file(self, path: Path) -> list[tuple[int, Any]] | _Unreadable:
         """A data.json's elements with their lines, read once per file however many tasks use it."""

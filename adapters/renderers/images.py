@@ -9,10 +9,14 @@ Transparent pixels are composited over white (what a viewer shows).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import os
 import struct
+import sys
+import threading
 import warnings
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal
@@ -30,6 +34,87 @@ __all__ = [
 # once at import: catch_warnings() per call is not thread-safe, and images load in threads.
 warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
 warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+
+class _LibtiffMessages:
+    """What libtiff said (errors and warnings apart) while one image was decoded."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def said(self) -> str:
+        """The messages as a clause for the reason an image is refused ('' if none)."""
+        messages = [*self.errors, *self.warnings]
+        return f"; libtiff: {'; '.join(dict.fromkeys(messages))}" if messages else ""
+
+
+_decoding = threading.local()
+"""``messages``: where libtiff's messages go while this thread decodes an image."""
+
+
+@contextlib.contextmanager
+def _libtiff_messages() -> Iterator[_LibtiffMessages]:
+    """Collect what libtiff says while this thread decodes an image, instead of its writing it
+    to the terminal without naming the input (images load in threads: one collection each)."""
+    _decoding.messages = messages = _LibtiffMessages()
+    try:
+        yield messages
+    finally:
+        _decoding.messages = None
+
+
+def _libtiff_path() -> str | None:
+    """The libtiff Pillow is linked with, as loaded in this process (Linux; else none)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    return next((line.split(None, 5)[5] for line in maps.splitlines()
+                 if "/libtiff" in line and len(line.split(None, 5)) == 6), None)
+
+
+_TiffHandler = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
+
+
+def _libtiff_handler(kind: Literal["errors", "warnings"]) -> ctypes._CFuncPtr:
+    """A libtiff error or warning handler: the message goes to the image this thread decodes;
+    outside a decode, to stderr as libtiff would write it."""
+    vsnprintf = ctypes.CDLL(None).vsnprintf
+    vsnprintf.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p]
+
+    def handle(module: bytes | None, fmt: bytes | None, args: int | None) -> None:
+        text = ctypes.create_string_buffer(1024)
+        vsnprintf(text, len(text), fmt or b"", args)
+        message = text.value.decode("utf-8", "replace")
+        messages = getattr(_decoding, "messages", None)
+        if messages is None:
+            sys.stderr.write(f"{(module or b'').decode('utf-8', 'replace')}: {message}\n")
+        else:
+            getattr(messages, kind).append(message)
+
+    return _TiffHandler(handle)
+
+
+def _install_libtiff_handlers() -> tuple[ctypes._CFuncPtr, ...]:
+    """Route libtiff's messages through :func:`_libtiff_messages` (kept alive by the caller);
+    where libtiff cannot be found, it keeps writing them itself."""
+    path = _libtiff_path()
+    if path is None:
+        return ()
+    try:
+        lib = ctypes.CDLL(path)
+        handlers = (_libtiff_handler("errors"), _libtiff_handler("warnings"))
+        for setter, handler in zip((lib.TIFFSetErrorHandler, lib.TIFFSetWarningHandler),
+                                   handlers, strict=True):
+            setter.argtypes, setter.restype = [_TiffHandler], ctypes.c_void_p
+            setter(handler)
+    except (OSError, AttributeError):
+        return ()
+    return handlers
+
+
+_LIBTIFF_HANDLERS = _install_libtiff_handlers()
+
 
 DEFAULT_MAX_PIXELS = 40_000_000
 """Larger images are refused: 40 MP is above any benchmark image and 120 MB as RGB."""
@@ -84,8 +169,10 @@ def load_image_upright(
     """As :func:`load_image`, and whether the image was turned upright: its metadata (EXIF, in
     whichever chunk or segment Pillow found it, or XMP) gave an orientation other than as
     stored, so the pixels returned are not the file's as stored."""
-    with _opened(source, name, max_pixels) as im:
-        im.load()
+    label = _name(source, name)
+    data = _read(source, label)
+    with _opened(data, label, max_pixels) as im:
+        _decode(im, data)
         turned = im.getexif().get(_ORIENTATION, 1) in _TURNING
         return to_rgb(im), turned
 
@@ -98,15 +185,17 @@ _QUARTER_TURNS = frozenset(range(5, 9))  # the orientations that swap width and 
 
 def check_image(source: bytes, *, name: str,
                 max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
-    """Refuse early what :func:`load_image` would refuse, without decoding the pixels; returns
-    the (width, height) of the image as it is shown, turned upright from its EXIF orientation.
+    """Refuse early what :func:`load_image` would refuse; returns the (width, height) of the
+    image as it is shown, turned upright from its EXIF orientation.
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
-    checksums (a truncated or corrupt PNG). A truncation is found from the file's structure:
-    a JPEG's segments are walked to its end-of-image marker, a GIF's blocks to the end of its
-    first image, and a TIFF's strips or tiles and a BMP's pixel rows must lie within the data.
-    A truncated WebP needs nothing here: Pillow parses the whole RIFF container when it opens
-    one, and refuses it then.
+    checksums (a truncated or corrupt PNG). A truncation is found from the file's structure
+    first, to say where the data ends: a JPEG's segments are walked to its end-of-image marker,
+    a GIF's blocks to the end of its first image, and a TIFF's strips or tiles and a BMP's
+    pixel rows must lie within the data. Then the pixels are decoded as :func:`load_image`
+    decodes them (the same judge: corrupt data that no header shows, a PNG whose pixel data
+    ends early) and dropped: only one decoded image is held per call. Thread-safe; the
+    decoders release the GIL, so a loader runs this in a pool.
 
     Raises:
         ImageLoadError: as :func:`load_image`.
@@ -126,11 +215,9 @@ def check_image(source: bytes, *, name: str,
     # Opened again: verify() leaves an image good for nothing else, and reading EXIF before it
     # may read past the header (a PNG's eXIf chunk can follow its pixels).
     with _opened(source, name, max_pixels) as im:
+        _decode(im, source)
         try:
-            # Pillow decodes a whole PNG to look for an eXIf chunk after its pixels: only a
-            # PNG that has one is worth it (the check must not decode every dataset image).
-            has_exif = im.format != "PNG" or b"eXIf" in source
-            orientation = im.getexif().get(_ORIENTATION, 1) if has_exif else 1
+            orientation = im.getexif().get(_ORIENTATION, 1)
         except Exception:  # unreadable EXIF: judged when the image is loaded, not here
             orientation = 1
     if orientation in _QUARTER_TURNS:  # upright, it is the other way round
@@ -351,22 +438,25 @@ def _bmp_reaches_its_end(im: Image.Image, data: bytes) -> bool:
     return height == 0 or offset + (height - 1) * args[1] + row <= len(data)
 
 
-@contextlib.contextmanager
-def _opened(source: bytes | str | os.PathLike[str], name: str | None,
-            max_pixels: int) -> Iterator[Image.Image]:
-    """The opened (not yet decoded) image; every failure, here or in the block, named."""
-    label = _name(source, name)
+def _read(source: bytes | str | os.PathLike[str], label: str) -> bytes:
+    """The encoded image: the bytes given, or the file's."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
     try:
-        if isinstance(source, bytes | bytearray | memoryview):
-            stream: io.BufferedIOBase | io.BytesIO = io.BytesIO(bytes(source))
-        else:
-            stream = Path(source).open("rb")  # noqa: SIM115 - closed below, after load()
+        return Path(source).read_bytes()
     except OSError as exc:
         raise ImageLoadError(label, f"cannot open ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.Image]:
+    """The opened (not yet decoded) image; every failure, here or in the block, named, with
+    what libtiff said about it (see :func:`_libtiff_messages`)."""
+    label = _name(source, name)
     try:
         # Pillow checks its own (larger) limit at open and raises, or warns; under a strict
         # warning filter the warning arrives as an exception, so both are caught here.
-        with stream, Image.open(stream) as im:
+        with _libtiff_messages() as libtiff, Image.open(io.BytesIO(source)) as im:
             width, height = im.size
             if width * height > max_pixels:
                 raise ImageLoadError(
@@ -375,6 +465,10 @@ def _opened(source: bytes | str | os.PathLike[str], name: str | None,
                     f"{max_pixels:,} (possible decompression bomb)",
                 )
             yield im
+            if libtiff.errors:
+                # libtiff said the data is corrupt, though Pillow went on: its pixels are not
+                # the file's.
+                raise OSError("the decoder found corrupt data")
     except ImageLoadError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -385,11 +479,79 @@ def _opened(source: bytes | str | os.PathLike[str], name: str | None,
         # Pillow reports truncated and corrupt data as OSError ("image file is truncated"),
         # SyntaxError (bad headers) or ValueError/EOFError depending on the codec; and warns
         # about some (a TIFF directory cut short), which a strict warning filter raises.
-        raise ImageLoadError(label, f"corrupt or truncated image ({exc})") from None
+        raise ImageLoadError(
+            label, f"corrupt or truncated image ({exc}{libtiff.said()})") from None
     except (TypeError, IndexError, KeyError, ZeroDivisionError, struct.error) as exc:
         # A field of an unexpected type or size (a TIFF's strip offsets stored as text) trips
         # the plugins' own arithmetic: still this input's fault, so still named.
-        raise ImageLoadError(label, f"corrupt image ({type(exc).__name__}: {exc})") from None
+        raise ImageLoadError(
+            label, f"corrupt image ({type(exc).__name__}: {exc}{libtiff.said()})") from None
+
+
+def _decode(im: Image.Image, data: bytes) -> None:
+    """Decode an opened image's pixels (its first frame), refusing what decodes incomplete.
+
+    The one judge of the pixel data, for :func:`load_image` and :func:`check_image` alike.
+    Pillow stops quietly where a PNG's zlib stream ends, leaving the rows it did not reach
+    black: the stream is measured against what the header promises.
+
+    Raises:
+        OSError: the pixel data is short (other failures are Pillow's own; :func:`_opened`
+            names them).
+    """
+    im.load()
+    if im.format == "PNG":
+        short = _png_pixel_data_short(data)
+        if short:
+            raise OSError(short)
+
+
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+"""Samples per pixel of each PNG colour type (grey, RGB, palette, grey + alpha, RGBA)."""
+
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+          (0, 1, 1, 2))
+"""The interlaced PNG's seven passes: first column and row, column and row steps."""
+
+_INFLATE_SLICE = 1 << 14
+_INFLATE_OUT = 1 << 20
+
+
+def _png_pixel_data_short(data: bytes) -> str | None:
+    """Why a PNG's pixel data (its IDAT chunks, inflated) holds fewer bytes than its header
+    implies, if it does: a zlib stream that ends cleanly after some of the rows.
+
+    Inflated in slices and dropped, so it holds at most a megabyte, whatever the image; it stops
+    as soon as the rows are all there (what follows them is not looked at, as a decoder does
+    not).
+    """
+    width, height, depth, colour, _, _, interlaced = struct.unpack(">IIBBBBB", data[16:29])
+    bits = depth * _PNG_CHANNELS.get(colour, 0)
+    passes = ([(-(-(width - x0) // dx), -(-(height - y0) // dy)) for x0, y0, dx, dy in _ADAM7]
+              if interlaced else [(width, height)])
+    expected = sum(rows * (1 + -(-columns * bits // 8)) for columns, rows in passes
+                   if columns > 0 and rows > 0)
+    inflate = zlib.decompressobj()
+    found, at, view = 0, 8, memoryview(data)
+    try:
+        while at + 8 <= len(data) and found < expected and not inflate.eof:
+            length, kind = struct.unpack(">I4s", data[at:at + 8])
+            if kind == b"IEND":
+                break
+            if kind == b"IDAT":
+                for start in range(at + 8, min(at + 8 + length, len(data)), _INFLATE_SLICE):
+                    pending: bytes | memoryview = view[start:min(start + _INFLATE_SLICE,
+                                                                 at + 8 + length)]
+                    while pending and found < expected and not inflate.eof:
+                        found += len(inflate.decompress(pending, _INFLATE_OUT))
+                        pending = inflate.unconsumed_tail
+            at += 12 + length
+    except zlib.error as exc:
+        return f"its pixel data is corrupt ({exc})"
+    if found < expected:
+        return (f"its pixel data ends early: {found:,} of the {expected:,} bytes its "
+                f"{width}×{height} header implies")
+    return None
 
 
 def _over_white(im: Image.Image) -> Image.Image:

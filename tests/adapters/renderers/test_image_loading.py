@@ -17,6 +17,8 @@ from PIL import Image
 
 from adapters.renderers import CanvasState, ImageLoadError, encode_png, image_hash, load_image
 from adapters.renderers.images import check_image
+from tests.adapters import _corrupt_images as corrupt_images
+from tests.adapters._corrupt_images import CORRUPT
 
 
 def _encode(im: Image.Image, fmt: str = "PNG", **kw) -> bytes:
@@ -362,3 +364,26 @@ def _damaged(draw: st.DrawFn) -> bytes:
 def test_check_image_on_damaged_headers_raises_nothing_but_its_own_error(data: bytes) -> None:
     with contextlib.suppress(ImageLoadError):
         check_image(data, name="damaged")
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPT))
+def test_corrupt_pixel_data_is_refused_by_the_check_and_the_load_alike(name: str) -> None:
+    make, said = CORRUPT[name]
+    data = make()
+    for refuse in (check_image, load_image):
+        with pytest.raises(ImageLoadError, match=re.escape(said)) as caught:
+            refuse(data, name=name)
+        assert caught.value.source == name and caught.value.reason.startswith("corrupt")
+
+
+@pytest.mark.parametrize("interlaced", [False, True])
+def test_a_png_whose_pixel_data_is_whole_loads_exactly(interlaced: bool) -> None:
+    data = corrupt_images.png(interlaced=interlaced)
+    assert check_image(data, name="whole.png") == (corrupt_images.WIDTH, corrupt_images.HEIGHT)
+    assert np.array_equal(np.asarray(load_image(data)), corrupt_images._PIXELS)
+
+
+def test_libtiff_says_nothing_on_the_terminal_only_in_the_reason(capfd) -> None:
+    with pytest.raises(ImageLoadError, match="libtiff: "):
+        load_image(corrupt_images.lzw_tiff(), name="garbled.tif")
+    assert capfd.readouterr().err == ""
