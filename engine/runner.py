@@ -320,15 +320,17 @@ async def run_jobs(
     adapters: dict[str, ModelAdapter] | None = None,
     extra_header: dict | None = None,
     on_stop: Callable[[StoppedModel], None] | None = None,
-    samples_checked: bool = False,
+    recorded_originals: dict[str, str] | None = None,
     shared_pauses: Sequence[SharedCell] | None = None,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
 
     ``shared_pauses``: see :func:`make_limiters` (a worker of :func:`engine.workers.run_in_workers`).
 
-    ``samples_checked``: the caller already compared the samples with what the run recorded
-    (:func:`check_samples_unchanged`; a worker's parent does, for every worker at once).
+    ``recorded_originals``: sample id → the original image state the run recorded for it, when
+    the caller has already compared the samples with what the run recorded
+    (:func:`check_samples_unchanged`; a worker's parent does, for every worker at once, and
+    hands each worker its share, so the store's started events are read once per run).
 
     ``on_outcome`` hears each trajectory's end once it is durable; ``on_fault`` hears
     (model, kind, message, retried) of each model-call fault as it happens; ``on_stop`` hears
@@ -344,9 +346,11 @@ async def run_jobs(
             attach(store)
     fresh = await write_run_header(config, store, run_id, extra_header)
     jobs = build_jobs(config, run_id, samples)
-    earlier = {} if fresh else started_samples(store, jobs)
-    if earlier and not samples_checked:
-        check_samples_unchanged(store, jobs, earlier)
+    if recorded_originals is None:
+        earlier = {} if fresh else started_samples(store, jobs)
+        if earlier:
+            check_samples_unchanged(store, jobs, earlier)
+        recorded_originals = {sid: ev.input_state for sid, ev in earlier.items()}
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")
     states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),
@@ -361,7 +365,7 @@ async def run_jobs(
         retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
                           base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
-        recorded_originals={sid: ev.input_state for sid, ev in earlier.items()},
+        recorded_originals=recorded_originals,
     )
     breaker = runtime.breaker
     scheduler = FairScheduler(jobs, in_flight_caps(  # only models with a remote endpoint

@@ -55,6 +55,7 @@ from engine.runner import (
     check_samples_unchanged,
     first_error,
     run_identity,
+    started_samples,
     write_run_header,
 )
 from store.recorder import Recorder
@@ -169,8 +170,11 @@ def run_in_workers(
     # Written here, once: workers racing to write it would conflict on the header stream.
     fresh = asyncio.run(write_run_header(config, store, run_id, extra_header))
     all_jobs = build_jobs(config, run_id, samples)
-    if not fresh:  # here, before any worker starts, rather than in each worker's share
-        check_samples_unchanged(store, all_jobs)
+    # Here, before any worker starts, rather than in each worker's share; each worker gets what
+    # the run recorded of its samples' originals, and does not read the started events again.
+    earlier = {} if fresh else started_samples(store, all_jobs)
+    if earlier:
+        check_samples_unchanged(store, all_jobs, earlier)
     jobs = {job.traj: job for job in all_jobs}
     context = _context()
     messages = context.Queue()
@@ -184,7 +188,9 @@ def run_in_workers(
         for i in range(workers):
             shard = Path(scratch) / f"samples-{i}.msgpack"
             # Pickled, not msgpack'd: a path need not be valid UTF-8, which msgpack requires.
-            shard.write_bytes(pickle.dumps(samples[i::workers], protocol=pickle.HIGHEST_PROTOCOL))
+            share = samples[i::workers]
+            originals = {x.id: earlier[x.id].input_state for x in share if x.id in earlier}
+            shard.write_bytes(pickle.dumps((share, originals), protocol=pickle.HIGHEST_PROTOCOL))
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
@@ -355,11 +361,12 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
 
     log = configure_logging(log_path_for(config.store))
     try:
-        samples: list[Sample] = pickle.loads(Path(shard).read_bytes())  # our own file
+        samples: list[Sample]
+        samples, originals = pickle.loads(Path(shard).read_bytes())  # our own file
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
-                calls = asyncio.run(_run_share(config, store, samples, messages, parent,
-                                               pauses))
+                calls = asyncio.run(_run_share(config, store, samples, originals, messages,
+                                               parent, pauses))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
                 # for now must not kill this process while its last message holds the queue's
@@ -391,8 +398,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def _run_share(config: RunConfig, store, samples, messages, parent: int,
-                     pauses) -> int:
+async def _run_share(config: RunConfig, store, samples, originals: dict[str, str], messages,
+                     parent: int, pauses) -> int:
     from engine.runner import run_jobs
 
     loop = asyncio.get_running_loop()
@@ -423,7 +430,7 @@ async def _run_share(config: RunConfig, store, samples, messages, parent: int,
             on_outcome=lambda job, outcome: messages.put(("outcome", 0, (job.traj, outcome))),
             on_fault=on_fault,
             on_stop=lambda model: messages.put(("stopped", 0, model)),
-            samples_checked=True,  # by the parent, before it started the workers
+            recorded_originals=originals,  # checked by the parent, before it started us
             shared_pauses=pauses,
         )
     except asyncio.CancelledError:
