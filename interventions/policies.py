@@ -65,6 +65,15 @@ VALID_CHANGE = 0.5
 MIN_KEY_PX = 8
 """A key region is at least this many pixels a side: a 1-pixel line box has nothing to corrupt."""
 
+SHIFT_PX = 2
+"""The audit does not count a pixel as changed when the faithful render has its colour within
+this many pixels (and the other way round): mirroring a box drawn around a centred object gives
+the object back a pixel off, which is the faithful image, not a corruption."""
+
+SHIFT_TOLERANCE = 8
+"""Colour slack (per channel, 0–255) of that comparison."""
+
+
 Redraw = Callable[[CanvasState, Sequence[Action]], CanvasState]
 """Renders actions on a canvas exactly as the faithful render did (same style and seed)."""
 
@@ -102,7 +111,8 @@ def observe(
     geometry = [a for a in actions if isinstance(a, Crop | Zoom)]
     drawings = [a for a in actions if not isinstance(a, Crop | Zoom)]
     if policy in ("corrupt:modify_key", "counterfactual:random_crop") and geometry:
-        return _cut_elsewhere(policy, base, drawings, geometry, rendered, rng, seed, redraw)
+        return _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, seed,
+                              redraw)
     if policy == "corrupt:modify_key":
         return _modify_key(base, drawings, rendered, rng, seed, redraw)
     if policy == "counterfactual:random_crop":
@@ -129,10 +139,16 @@ def observe(
 # Crop and zoom: the same cut of another place.
 
 
-def _cut_elsewhere(policy, base, drawings, geometry, rendered, rng, seed, redraw):
+def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, seed, redraw):
     # The renderer draws first, then cuts: cut the drawn canvas at a same-size box elsewhere,
     # with the renderer's own pixel box and cut, so the size is exactly the faithful one's.
-    drawn = redraw(base, drawings)
+    # Jitter is seeded by an action's index in the block, so the marks are drawn with the block's
+    # indices: each crop or zoom stands in as a crop of the whole canvas (the same pixels).
+    whole = Crop(target=(0, 0, SCALE, SCALE))
+    drawn = redraw(base, [whole if isinstance(a, Crop | Zoom) else a for a in actions]) \
+        if drawings else redraw(base, [])
+    drawn = CanvasState(image=drawn.image, frame=base.frame, original=base.original,
+                        decorated=drawn.decorated)
     first = geometry[0]
     box = pixel_box(first.target, drawn.size)
     other = _elsewhere(box, drawn.size, rng)
@@ -148,8 +164,11 @@ def _cut_elsewhere(policy, base, drawings, geometry, rendered, rng, seed, redraw
     detail = {"operation": operation, "target_px": list(box), "used_px": list(other)}
     if policy == "corrupt:modify_key":
         a, b = np.asarray(rendered.image), np.asarray(state.image)
-        audit = {"changed_in_key": _content_changed(a, b), "mark_changed": None,
-                 "kept_outside": None}
+        changed = _content_changed(a, b)
+        if operation == "crop_elsewhere":
+            # The part of the view cut from inside the target is the faithful content, shifted.
+            changed = min(changed, 1.0 - _overlap_share(box, other))
+        audit = {"changed_in_key": changed, "mark_changed": None, "kept_outside": None}
         detail.update(_rounded(audit))
         if audit["changed_in_key"] < VALID_CHANGE:
             detail["weak"] = True
@@ -176,8 +195,13 @@ def _modify_key(base, drawings, rendered, rng, seed, redraw):
     best = None
     for index in rng.permutation(len(_OPERATIONS)):
         operation = _OPERATIONS[int(index)]
-        out, detail, touched = _apply(operation, base, drawings, key, rng, redraw)
+        out, detail, touched, fresh = _apply(operation, base, drawings, key, rng, redraw)
         audit = _audit(rendered.image, out.image, marks, key, touched)
+        # Content brought from a box overlapping the key, or marks moved to one, leave that
+        # share of the key as it was, a few pixels over: only the rest can count as changed.
+        audit["changed_in_key"] = min(audit["changed_in_key"], fresh)
+        if audit["mark_changed"] is not None:
+            audit["mark_changed"] = min(audit["mark_changed"], fresh)
         detail.update(_rounded(audit))
         score = max(audit["changed_in_key"], audit["mark_changed"] or 0.0)
         if best is None or score > best[0]:
@@ -191,25 +215,28 @@ def _modify_key(base, drawings, rendered, rng, seed, redraw):
 
 
 def _apply(operation, base, drawings, key, rng, redraw):
-    """One corruption of a drawing block; returns the image, its detail and the pixel boxes it
-    may have touched."""
+    """One corruption of a drawing block; returns the image, its detail, the pixel boxes it
+    may have touched and the share of the key it can have changed at most (1 less the share
+    of the key its source, or the marks' new place, overlaps)."""
     x1, y1 = key[:2]
     if operation == "mirror":
         region = base.image.crop(key)
         flipped = ImageOps.mirror(region) if region.width >= region.height else ImageOps.flip(region)
         out = redraw(_replace(base, _pasted(base.image, flipped, key)), drawings)
-        return out, {"operation": "mirror", "box_px": list(key)}, [key]
+        return out, {"operation": "mirror", "box_px": list(key)}, [key], 1.0
     other = _elsewhere(key, base.size, rng)
+    fresh = 1.0 - _overlap_share(key, other)
     if operation == "displace":
         patch = base.image.crop(other)
         out = redraw(_replace(base, _pasted(base.image, patch, key)), drawings)
-        return out, {"operation": "displace", "box_px": list(key), "source_px": list(other)}, [key]
+        return (out, {"operation": "displace", "box_px": list(key), "source_px": list(other)},
+                [key], fresh)
     # move_mark: the same marks, drawn as far from the target as the image allows.
     w, h = base.size
     dx, dy = (other[0] - x1) * SCALE / w, (other[1] - y1) * SCALE / h
     out = redraw(base, [shifted(a, dx, dy) for a in drawings])
-    return out, {"operation": "move_mark", "box_px": list(key), "moved_to_px": list(other)}, \
-        [key, other]
+    return (out, {"operation": "move_mark", "box_px": list(key), "moved_to_px": list(other)},
+            [key, other], fresh)
 
 
 def _pasted(image: Image.Image, patch: Image.Image, box: Box) -> Image.Image:
@@ -255,6 +282,40 @@ def _changed(a: Image.Image, b: Image.Image) -> np.ndarray:
     return np.any(np.asarray(a) != np.asarray(b), axis=2)
 
 
+def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pixel, whether two same-size RGB arrays differ by more than a shift of at most
+    :data:`SHIFT_PX` pixels: a pixel of ``b`` whose colour ``a`` has nearby (within
+    :data:`SHIFT_TOLERANCE` of the range of ``a`` around it, per channel), and the other way
+    round, is not a change."""
+    exact = np.any(a != b, axis=2)
+    if not exact.any():
+        return exact
+    out = np.zeros(exact.shape, dtype=bool)
+    for x, y in ((a, b), (b, a)):
+        lo = _around(x, np.minimum).astype(np.int16) - SHIFT_TOLERANCE
+        hi = _around(x, np.maximum).astype(np.int16) + SHIFT_TOLERANCE
+        other = y.astype(np.int16)
+        out |= np.any((other < lo) | (other > hi), axis=2)
+    return exact & out
+
+
+def _around(x: np.ndarray, pick) -> np.ndarray:
+    """Per pixel and channel, ``pick`` (np.minimum or np.maximum) of ``x`` over the square of
+    :data:`SHIFT_PX` pixels around it (separable: rows, then columns)."""
+    h, w = x.shape[:2]
+    r = SHIFT_PX
+    padded = np.pad(x, ((r, r), (r, r), (0, 0)), mode="edge")
+    rows = padded[:, r:r + w]
+    for d in range(1, r + 1):
+        rows = pick(rows, padded[:, r - d:r - d + w])
+        rows = pick(rows, padded[:, r + d:r + d + w])
+    out = rows[r:r + h]
+    for d in range(1, r + 1):
+        out = pick(out, rows[r - d:r - d + h])
+        out = pick(out, rows[r + d:r + d + h])
+    return out
+
+
 def _share(mask: np.ndarray) -> float:
     return float(mask.mean()) if mask.size else 0.0
 
@@ -267,7 +328,7 @@ def _content_changed(a: np.ndarray, b: np.ndarray) -> float:
     three shapes on a plain page changes every shape, not a fifth of the page, and should
     score as such; an image with no flat colour counts every pixel.
     """
-    changed = np.any(a != b, axis=2)
+    changed = _differs(a, b)
     sample = a[::7, ::7].reshape(-1, 3)
     if not sample.size:
         return 0.0
@@ -292,7 +353,7 @@ def _audit(faithful: Image.Image, out: Image.Image, marks: np.ndarray | None, ke
         inside[by1:by2, bx1:bx2] = True
     mark_changed = None
     if marks is not None and marks.any():
-        mark_changed = _share(changed[marks])
+        mark_changed = _share(_differs(a, b)[marks])
     outside = changed[~inside]
     return {"changed_in_key": _content_changed(a[y1:y2, x1:x2], b[y1:y2, x1:x2]),
             "mark_changed": mark_changed,
