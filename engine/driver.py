@@ -434,8 +434,8 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
             canvases[source] = await rt.states.canvas(hex_key, src_frame, src_decorated,
                                                       original)
         sources = parsed.action_sources or ("current",) * len(parsed.actions)
-        canonical = tuple(canonicalize(a, canvases[src].frame)
-                          for a, src in zip(parsed.actions, sources, strict=False))
+        frames = _action_frames(parsed.actions, sources, canvases)
+        canonical = tuple(canonicalize(a, f) for a, f in zip(parsed.actions, frames, strict=False))
         canvas = canvases[sources[0]]
         warnings.extend(_tiny_regions(parsed.actions, sources, canvases))
     if acting and policy != "none":
@@ -443,8 +443,10 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         # on another view (an earlier image, or the zoomed view under --render-base original)
         # is moved onto that canvas first, so what is drawn is what the log records.
         base = canvas.initial() if rt.render_base == "original" else canvas
-        block = [reframe(a, canvases[src].frame, base.frame)
-                 for a, src in zip(parsed.actions, sources, strict=False)]
+        # A crop or zoom after the block's first one is applied by the renderer to the view
+        # the previous one cut, whatever the base: its coordinates stay as they are.
+        block = [a if _chained(parsed.actions, i) else reframe(a, frames[i], base.frame)
+                 for i, a in enumerate(parsed.actions)]
         # The render seed names neither the model nor the setting: vaot and wrong_render draw
         # the same marks (jitter included) for the same action, and differ by the policy alone.
         # The policy seed comes from the sample too, not the trajectory id (which names the
@@ -496,6 +498,28 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
+
+
+def _chained(actions, index: int) -> bool:
+    """Whether ``actions[index]`` is a crop or zoom with another one before it in the block."""
+    return isinstance(actions[index], Crop | Zoom) and any(
+        isinstance(a, Crop | Zoom) for a in actions[:index])
+
+
+def _action_frames(actions, sources, canvases) -> list[Frame]:
+    """The frame each action's coordinates are on: its source image's, except for a crop or
+    zoom after the block's first one, which the renderer applies to the view the previous one
+    cut (as ``vaot render`` does), so the log records it through that view."""
+    frames: list[Frame] = []
+    cut: Frame | None = None
+    for action, source in zip(actions, sources, strict=False):
+        frame = canvases[source].frame
+        if isinstance(action, Crop | Zoom):
+            if cut is not None:
+                frame = cut
+            cut = frame.compose(*action.target)
+        frames.append(frame)
+    return frames
 
 
 def _weak_corruption(detail: dict) -> str:

@@ -160,3 +160,20 @@ async def test_a_cot_reply_with_an_action_says_it_was_not_executed(tmp_path) -> 
     assert only.returned_state is None and only.actions == ()
     assert "cot: 1 proposed action(s) not executed (the CoT setting renders nothing)" in \
         only.parse_warnings
+
+
+@pytest.mark.parametrize("render_base", ["current", "original"])
+async def test_a_block_of_two_zooms_is_drawn_and_recorded_alike_on_either_base(
+        tmp_path, render_base) -> None:
+    # The renderer applies a block's crops and zooms in turn, each on the view the previous one
+    # cut. The log must say so (the second zoom's original_box is inside the first), and
+    # --render-base original must cut the same view as the cumulative canvas does.
+    script = [_reply(1, [{"type": "zoom", "target": [500, 500, 1000, 1000]}]),
+              _reply(2, [{"type": "zoom", "target": [0, 0, 500, 500]},
+                         {"type": "zoom", "target": [0, 0, 500, 500]}]),
+              _reply(3, None, "A")]
+    steps, _ = await _steps(tmp_path, script, render_base=render_base)
+    second = steps["vaot"][1]
+    assert [a.original_box for a in second.actions] == [(500, 500, 750, 750),
+                                                         (500, 500, 625, 625)]
+    assert second.returned_frame == pytest.approx((500.0, 500.0, 625.0, 625.0))
