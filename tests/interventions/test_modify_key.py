@@ -196,3 +196,20 @@ def test_a_cut_elsewhere_draws_the_block_marks_with_the_faithful_jitter(seed) ->
     assert detail["operation"] == "crop_elsewhere"
     assert shown.image.tobytes() == drawn.image.crop((x1, y1, x2, y2)).resize(
         shown.size, Image.Resampling.LANCZOS).tobytes()
+
+
+def test_a_view_elsewhere_that_loses_the_only_mark_on_a_shaded_page_is_not_weak() -> None:
+    # A zoom onto one framed digit on a page shaded top to bottom (no colour flat enough to
+    # call background): the view from elsewhere shows bare page, the evidence is gone. Plain
+    # shading that stayed plain is not content, so this scores as the full change it is.
+    w, h = 240, 180
+    shade = np.linspace(225, 240, h, dtype=np.float32)[:, None, None]
+    page = Image.fromarray(np.broadcast_to(shade, (h, w, 3)).astype(np.uint8), "RGB")
+    draw = ImageDraw.Draw(page)
+    draw.rectangle((100, 70, 130, 110), outline=(220, 30, 30), width=3)
+    draw.text((110, 82), "9", fill=(0, 0, 0))
+    for seed in range(4):
+        _, _, detail = _corrupt(page, [Zoom(target=(400, 370, 560, 640))], seed)
+        assert detail["operation"] == "crop_elsewhere"
+        assert "weak" not in detail, detail
+        assert detail["changed_in_key"] > 0.8
