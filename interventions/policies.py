@@ -7,7 +7,9 @@ what it did. The four settings are four policies applied from step 1:
 - ``faithful`` (vaot): the faithful render.
 - ``none`` (no_render, cot): nothing.
 - ``corrupt:modify_key`` (wrong_render): the block rendered wrongly, still looking like what was
-  asked for. For a crop or zoom, a same-size region from elsewhere, cut the same way. For
+  asked for. For a crop or zoom, a same-size region from elsewhere, cut the same way (when the
+  box covers most of a view that is itself a zoom, from elsewhere in the original image; when
+  it covers most of the original, the view is also mirrored). For
   drawings, one of: the marks drawn over content mirrored in place (``mirror``), over content
   brought from elsewhere (``displace``), or at another place of the image (``move_mark``).
   The mark stays visible (the operation is still seen to be done), but the evidence under it
@@ -36,8 +38,8 @@ import numpy as np
 from PIL import Image, ImageChops, ImageOps
 
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.pillow_renderer import apply_geometry, cut, pixel_box
-from store.actions import SCALE, Action, Crop, Zoom, shifted, target_box
+from adapters.renderers.pillow_renderer import ZOOM_RESAMPLING, apply_geometry, cut, pixel_box
+from store.actions import SCALE, Action, Crop, Frame, Zoom, shifted, target_box
 from store.events import PolicyDetail
 
 __all__ = ["POLICIES", "SETTING_POLICY", "VALID_CHANGE", "Redraw", "UnknownPolicyError", "observe"]
@@ -158,25 +160,57 @@ def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, see
     other = _elsewhere(box, drawn.size, rng)
     state = cut(drawn, other, zoom=isinstance(first, Zoom))
     operation = "crop_elsewhere"
-    if policy == "corrupt:modify_key" and _overlap_share(box, other) > 0.5:
-        # The box covers most of the image (a zoom of the whole of it): no other place is far
-        # enough away to mislead, so the view is also turned over.
-        state = _replace(state, ImageOps.mirror(state.image))
-        operation = "crop_elsewhere_mirrored"
+    detail = {"target_px": list(box), "used_px": list(other)}
+    overlap = _overlap_share(box, other)
+    if policy == "corrupt:modify_key" and overlap > 0.5:
+        # The box covers most of the view (a zoom of the whole of it): no other place of the
+        # view is far enough away to mislead. A view that is itself a zoom has the rest of the
+        # original image around it: cut there. Otherwise the view is also turned over.
+        wider = _from_original(drawn, box, isinstance(first, Zoom), rng)
+        if wider is not None:
+            state, target_o, used_o = wider
+            operation, overlap = "crop_elsewhere_original", _overlap_share(target_o, used_o)
+            detail = {"target_px": list(box), "target_original_px": list(target_o),
+                      "used_original_px": list(used_o)}
+        else:
+            state = _replace(state, ImageOps.mirror(state.image))
+            operation, overlap = "crop_elsewhere_mirrored", 0.0
     for action in geometry[1:]:
         state = apply_geometry(state, action)
-    detail = {"operation": operation, "target_px": list(box), "used_px": list(other)}
+    detail = {"operation": operation, **detail}
     if policy == "corrupt:modify_key":
         a, b = np.asarray(rendered.image), np.asarray(state.image)
-        changed = _content_changed(a, b, _differs(a, b))
-        if operation == "crop_elsewhere":
-            # The part of the view cut from inside the target is the faithful content, shifted.
-            changed = min(changed, 1.0 - _overlap_share(box, other))
+        # The part of the view cut from inside the target is the faithful content, shifted.
+        changed = min(_content_changed(a, b, _differs(a, b)), 1.0 - overlap)
         audit = {"changed_in_key": changed, "mark_changed": None, "kept_outside": None}
         detail.update(_rounded(audit))
         if audit["changed_in_key"] < VALID_CHANGE:
             detail["weak"] = True
     return state, PolicyDetail(policy, seed, detail)
+
+
+def _from_original(view: CanvasState, box: Box, zoom: bool, rng: np.random.Generator):
+    """A same-place-size cut of the original image away from where ``box`` of ``view`` (a
+    zoomed or cropped view) lies in it, at the size the faithful cut has; with the target's
+    and the used box in original pixels. None when the view is the original, or the original
+    has no place far enough away either."""
+    if view.frame.is_identity:
+        return None
+    original = view.initial()
+    ow, oh = original.size
+    w, h = view.size
+    f = view.frame.compose(box[0] * SCALE / w, box[1] * SCALE / h, box[2] * SCALE / w,
+                           box[3] * SCALE / h)
+    target = _at_least((int(f.x1 * ow / SCALE + 0.5), int(f.y1 * oh / SCALE + 0.5),
+                        int(f.x2 * ow / SCALE + 0.5), int(f.y2 * oh / SCALE + 0.5)), (ow, oh), 1)
+    other = _elsewhere(target, (ow, oh), rng)
+    if _overlap_share(target, other) > 0.5:
+        return None
+    size = cut(view, box, zoom=zoom).size  # what the faithful cut gave
+    image = original.image.crop(other).resize(size, ZOOM_RESAMPLING)
+    frame = Frame(other[0] * SCALE / ow, other[1] * SCALE / oh, other[2] * SCALE / ow,
+                  other[3] * SCALE / oh)
+    return (CanvasState(image=image, frame=frame, original=original.image), target, other)
 
 
 def _overlap_share(a: Box, b: Box) -> float:

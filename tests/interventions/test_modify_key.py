@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageDraw
 
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.pillow_renderer import pixel_box, render
+from adapters.renderers.pillow_renderer import apply_geometry, pixel_box, render
 from interventions.policies import VALID_CHANGE, observe
 from store.actions import Crop, DrawLine, Highlight, OverlayText, TraceHighlight, TraceStyle, Zoom
 
@@ -213,3 +213,33 @@ def test_a_view_elsewhere_that_loses_the_only_mark_on_a_shaded_page_is_not_weak(
         assert detail["operation"] == "crop_elsewhere"
         assert "weak" not in detail, detail
         assert detail["changed_in_key"] > 0.8
+
+
+def test_a_whole_view_zoom_of_a_zoomed_view_is_cut_from_elsewhere_in_the_original() -> None:
+    # The model zoomed into bare page, then zooms the whole of that view again: mirroring the
+    # view shows the same bare page. The rest of the original is there to cut from instead.
+    original = Image.new("RGB", (300, 200), (240, 240, 235))
+    ImageDraw.Draw(original).rectangle((150, 40, 290, 190), fill=(40, 90, 200))
+    view = apply_geometry(CanvasState.from_image(original), Zoom(target=(0, 0, 400, 400)))
+    zoom = [Zoom(target=(0, 0, 1000, 1000))]
+
+    def redraw(on, block):
+        return render(on, block, None, 7)
+
+    rendered = redraw(view, zoom)
+    for seed in range(4):
+        shown, detail = observe("corrupt:modify_key", base=view, actions=zoom,
+                                rendered=rendered, seed=seed, redraw=redraw)
+        d = detail.detail
+        assert d["operation"] == "crop_elsewhere_original"
+        assert shown.size == rendered.size
+        tx1, ty1, tx2, ty2 = d["target_original_px"]
+        ux1, uy1, ux2, uy2 = d["used_original_px"]
+        assert (tx1, ty1) == (0, 0) and (ux2 - ux1, uy2 - uy1) == (tx2 - tx1, ty2 - ty1)
+        # Where the view now claims to be in the original is where it was cut.
+        assert shown.frame.x1 == ux1 * 1000 / 300 and shown.frame.y1 == uy1 * 1000 / 200
+        if "weak" not in d:
+            assert d["changed_in_key"] >= VALID_CHANGE
+    assert any("weak" not in observe("corrupt:modify_key", base=view, actions=zoom,
+                                     rendered=rendered, seed=s, redraw=redraw)[1].detail
+               for s in range(8))
