@@ -10,6 +10,7 @@ from analysis.scoring import score_answer
 from store.events import (
     CallFailed,
     Event,
+    RunStarted,
     Step,
     StoredEvent,
     TrajectoryFinished,
@@ -42,7 +43,8 @@ class TrajectoryRecord(msgspec.Struct):
     ``no_render``, nor an action given in the same reply as the final answer."""
     images_shown: int = 0
     """Renders (faithful or corrupted) the model was shown: a returned state with a later step
-    of the trajectory after it (a render after its last call was never seen). A comparison of
+    of the trajectory after it (a render after its last call was never seen), in a run whose
+    image history keeps at least the last one (``original+last:0`` shows none). A comparison of
     what the settings showed (vaot vs wrong_render) keeps the records where this is above 0."""
     weak_corruptions: int = 0
     """Corrupted renders that changed too little of their target to mislead (the policy
@@ -62,9 +64,15 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
     """
     records: dict[str, TrajectoryRecord] = {}
     unseen_render: set[str] = set()  # trajectories whose last step returned an image
+    # Runs whose requests omit every returned image: their renders are never shown.
+    hides_renders: set[str] = set()
     recorded_choices: dict[str, tuple[str, ...]] = {}
     for item in events:
         event = item.event if isinstance(item, StoredEvent) else item
+        if isinstance(event, RunStarted):
+            if event.config.get("image_history") == _NO_RETURNED_IMAGES:
+                hides_renders.add(event.run_id)
+            continue
         if isinstance(event, TrajectoryStarted):
             meta = event.sample_meta
             if meta.get("choices"):
@@ -93,7 +101,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             if event.traj in unseen_render:  # this call was shown the last step's render
                 record.images_shown += 1
                 unseen_render.discard(event.traj)
-            if event.returned_state is not None:
+            if event.returned_state is not None and record.run_id not in hides_renders:
                 unseen_render.add(event.traj)
             record.input_tokens += event.usage.input_tokens
             record.output_tokens += event.usage.output_tokens
@@ -108,6 +116,10 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
                     record.traj, ())
                 record.correct = bool(score_answer(event.answer, record.truth, opts))
     return records
+
+
+_NO_RETURNED_IMAGES = "original+last:0"
+"""The image history that shows the original image only (the one spelling the engine takes)."""
 
 
 def _decode_choices(text: str) -> tuple[str, ...]:

@@ -81,3 +81,17 @@ def test_an_action_given_with_the_answer_is_not_counted_as_seen(records) -> None
     assert all(r.actions == 1 and r.images_shown == 0 for r in one_reply)
     exposed = [r for r in records if r.setting == "wrong_render" and r.images_shown]
     assert {r.model for r in exposed} == {"scripted:looks", "scripted:always_acts"}
+
+
+def test_no_render_is_shown_when_the_image_history_omits_every_returned_image() -> None:
+    # original+last:0: each later request says "(The image returned after Step n is omitted.)"
+    config = RunConfig(models=(ModelConfig("scripted:always_acts"),), dataset="synthetic:1",
+                       limit=2, max_steps=MAX_STEPS, settings=("vaot", "wrong_render"),
+                       image_history="original+last:0")
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    store = MemoryStore()
+    adapter = ScriptedAdapter("always_acts", SCRIPTS["always_acts"])
+    asyncio.run(run_jobs(config, store, samples, adapters={"scripted:always_acts": adapter}))
+    records = list(project(store.iter_events()).values())
+    assert records and all(r.actions_executed == MAX_STEPS for r in records)
+    assert all(r.images_shown == 0 for r in records)
