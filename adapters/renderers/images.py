@@ -500,7 +500,7 @@ def _decode(im: Image.Image, data: bytes) -> None:
             names them).
     """
     im.load()
-    if im.format == "PNG":
+    if im.format == "PNG" and not _png_reached_its_last_row(im):
         short = _png_pixel_data_short(data)
         if short:
             raise OSError(short)
@@ -515,6 +515,20 @@ _ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), 
 
 _INFLATE_SLICE = 1 << 14
 _INFLATE_OUT = 1 << 20
+
+
+def _png_reached_its_last_row(im: Image.Image) -> bool:
+    """Whether a loaded PNG's decoder clearly wrote its last row: a byte of it is not zero.
+
+    Pillow decodes into zeroed memory, row by row, and raises on a row cut short; so when the
+    stream ends early, the last row is all zeros. This spares most images the second inflate
+    of :func:`_png_pixel_data_short` (as long as Pillow's own); a last row that is black, an
+    interlaced image (its passes scatter the rows) or an animated one is measured as before.
+    """
+    if im.info.get("interlace") or getattr(im, "n_frames", 1) != 1:
+        return False
+    width, height = im.size
+    return any(im.crop((0, height - 1, width, height)).tobytes())
 
 
 def _png_pixel_data_short(data: bytes) -> str | None:

@@ -383,6 +383,21 @@ def test_a_png_whose_pixel_data_is_whole_loads_exactly(interlaced: bool) -> None
     assert np.array_equal(np.asarray(load_image(data)), corrupt_images._PIXELS)
 
 
+@pytest.mark.parametrize("last_row", ["black", "coloured"])
+def test_a_png_cut_short_or_whole_is_judged_whatever_colour_its_last_row(last_row: str) -> None:
+    # Whole, the last row decides nothing; cut short, the rows present are what Pillow draws.
+    pixels = np.full((4, 6, 3), 90, np.uint8)
+    pixels[-1] = 0 if last_row == "black" else 200
+    whole, short = _encode(Image.fromarray(pixels)), _encode(Image.fromarray(pixels[:3]))
+    idat_at = short.index(b"IDAT") - 4
+    cut = whole[:idat_at] + short[idat_at:]  # the 4-row header, a complete stream of 3 rows
+    assert check_image(whole, name="whole.png") == (6, 4)
+    assert np.array_equal(np.asarray(load_image(whole)), pixels)
+    for refuse in (check_image, load_image):
+        with pytest.raises(ImageLoadError, match="its pixel data ends early"):
+            refuse(cut, name="cut.png")
+
+
 def test_libtiff_says_nothing_on_the_terminal_only_in_the_reason(capfd) -> None:
     with pytest.raises(ImageLoadError, match="libtiff: "):
         load_image(corrupt_images.lzw_tiff(), name="garbled.tif")
