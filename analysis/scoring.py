@@ -126,6 +126,14 @@ def _others(options: list[_Option], at: int) -> list[tuple[str | None, str | Non
     return [*((o.label, o.text) for i, o in enumerate(options) if i != at), *letters]
 
 
+def _as_word(text: str, *, edges: str = r"\b") -> str:
+    """A pattern for an option's text with ``edges`` around it; a number must stand whole, so
+    the option 2 is not found in "2.5", "1,200" or "-2", nor 3 in "0.3"."""
+    if _NUMBER.match(text):
+        return rf"(?<![\w.,-]){re.escape(text)}(?!\w|[.,]\d)"
+    return rf"{edges}{re.escape(text)}{edges}"
+
+
 def _picked(text: str, options: list[_Option]) -> int | None:
     """The option an answer (or the truth) names, or None when it names none, several, or
     contradicts itself ("(B) cat" when B is dog)."""
@@ -151,11 +159,11 @@ def _picked(text: str, options: list[_Option]) -> int | None:
         if lead.marked:  # "D. because …" with three options
             return None
     for i, option in enumerate(options):  # "dog, since no cat is visible."
-        head = re.match(rf"(?:(?:a|an|the)\s+)?{re.escape(option.text)}{_REASON}\s*(.*)$", text)
+        head = re.match(rf"(?:(?:a|an|the)\s+)?{_as_word(option.text, edges='')}{_REASON}\s*(.*)$", text)
         if head:
             return None if _names_another(head.group(1), _others(options, i)) else i
     # "blue." / "the blue one": the one option whose text occurs as a word.
-    present = [i for i, o in enumerate(options) if re.search(rf"\b{re.escape(o.text)}\b", text)]
+    present = [i for i, o in enumerate(options) if re.search(_as_word(o.text), text)]
     return present[0] if len(present) == 1 else None
 
 

@@ -194,3 +194,14 @@ def test_an_answer_naming_two_options_is_never_right(texts, data) -> None:
         f"({as_letter[0].lower()}) {texts[second]}",
     ]))
     assert score_answer(answer, texts[right], tuple(texts)) is False
+
+
+@pytest.mark.parametrize(("answer", "choices", "truth", "right"), [
+    ("2.5 cm", ("2", "3", "4"), "2", False), ("1,500", ("1", "2"), "1", False),
+    ("1,500, since it is large", ("1", "2"), "1", False), ("0.3", ("3", "4"), "3", False),
+    ("-3 degrees", ("-3", "3", "0"), "3", False), ("-3 degrees", ("-3", "3", "0"), "-3", True),
+    ("3 or -3", ("-3", "3", "0"), "3", False), ("1.5 cm", ("1", "1.5", "2"), "1.5", True),
+    ("about 2.", ("2", "3"), "2", True), ("3, since 4 would be too many", ("3", "4"), "3", True),
+])
+def test_a_number_option_is_found_only_as_a_whole_number(answer, choices, truth, right) -> None:
+    assert score_answer(answer, truth, choices) is right
