@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -39,7 +40,11 @@ _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*
 
 def normalise(text: str) -> str:
     """Lower case, single spaces; emphasis, ``$…$``, ``\\boxed{}``, ``\\text{}``, "the answer
-    is" and trailing punctuation removed."""
+    is" and trailing punctuation removed; full-width and compatibility forms ("Ｂ", "（B）")
+    read as their plain letters (NFKC). A letter alone on the first line is a label: "A" then
+    a reason on the next line is option A, not the article of the line after."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(r"^\s*([A-Za-z])\s*\n", r"(\1) ", text)
     text = re.sub(r"^\s*\$+(.+?)\$+\s*$", r"\1", text)  # inline maths: $x$, $$x$$
     text = _LATEX_TEXT.sub(r"\1", text)
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)  # "**B**, since …": the emphasis is not the answer

@@ -205,3 +205,14 @@ def test_an_answer_naming_two_options_is_never_right(texts, data) -> None:
 ])
 def test_a_number_option_is_found_only_as_a_whole_number(answer, choices, truth, right) -> None:
     assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("Ｂ", "B", True),  # full-width letter
+    ("（B）", "dog", True),  # full-width parentheses
+    ("A\ndog is wrong", "dog", False),  # a letter alone on its line is a label, not the article
+    ("A\ndog is wrong", "cat", True),
+    ("B\n\nThe cat is not there", "A", False),
+])
+def test_width_forms_and_a_letter_on_its_own_line(answer, truth, right) -> None:
+    assert score_answer(answer, truth, ("cat", "dog")) is right
