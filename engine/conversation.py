@@ -95,7 +95,8 @@ def build_request(
 
     if spec.shape == "chat":
         # Each turn is built as it was when first sent, closing text included: a later call
-        # replays the conversation the model had, so every request extends the one before.
+        # replays the conversation the model had, so every request extends the one before
+        # (with image history "all"; original+last:k drops older images by design).
         messages = [
             Message("system", (TextPart(instructions),)),
             Message("user", (TextPart(question_text), image(original_state),
