@@ -39,7 +39,7 @@ from PIL import Image, ImageChops, ImageOps
 
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.pillow_renderer import ZOOM_RESAMPLING, apply_geometry, cut, pixel_box
-from store.actions import SCALE, Action, Crop, Frame, Zoom, shifted, target_box
+from store.actions import SCALE, Action, Crop, Frame, Mask, Zoom, shifted, target_box
 from store.events import PolicyDetail
 
 __all__ = ["POLICIES", "SETTING_POLICY", "VALID_CHANGE", "Redraw", "UnknownPolicyError", "observe"]
@@ -68,9 +68,9 @@ MIN_KEY_PX = 8
 """A key region is at least this many pixels a side: a 1-pixel line box has nothing to corrupt."""
 
 SHIFT_PX = 2
-"""The audit does not count a pixel as changed when the faithful render has its colour within
-this many pixels (and the other way round): mirroring a box drawn around a centred object gives
-the object back a pixel off, which is the faithful image, not a corruption."""
+"""The audit does not count as changed what a shift of the whole by this many pixels or fewer
+explains: mirroring a box drawn around a centred object gives the object back a pixel off,
+which is the faithful image, not a corruption."""
 
 STRUCTURE_RANGE = 24
 """A pixel whose 3×3 neighbourhood varies by more than this (0–255, any channel) is an edge or
@@ -229,7 +229,9 @@ _OPERATIONS = ("mirror", "displace", "move_mark")
 
 def _modify_key(base, drawings, rendered, rng, seed, redraw):
     key = _key_box(base, drawings, rendered)
-    marks = _changed(base.image, rendered.image) if base.size == rendered.size else None
+    # A mask's marks are the whole canvas but its target: no measure of the target's change.
+    marks = _changed(base.image, rendered.image) \
+        if base.size == rendered.size and not _dims_the_rest(drawings) else None
     best = None
     for index in rng.permutation(len(_OPERATIONS)):
         operation = _OPERATIONS[int(index)]
@@ -288,8 +290,10 @@ def _key_box(base: CanvasState, drawings, rendered: CanvasState) -> Box:
     overflowing its box, a line's end dots), at least :data:`MIN_KEY_PX` a side."""
     w, h = rendered.size
     boxes = [pixel_box(target_box(a), (w, h)) for a in drawings]
-    if base.size == rendered.size and base.decorated == rendered.decorated:
-        # Decor drawn at this step changes the whole canvas; then the targets alone say it.
+    if base.size == rendered.size and base.decorated == rendered.decorated \
+            and not _dims_the_rest(drawings):
+        # Decor drawn at this step changes the whole canvas, and so does a mask (it dims all
+        # but its target, which is what it is about): then the targets alone say it.
         footprint = ImageChops.difference(base.image, rendered.image).getbbox()
         if footprint:
             boxes.append(footprint)
@@ -298,6 +302,10 @@ def _key_box(base: CanvasState, drawings, rendered: CanvasState) -> Box:
     x1, y1 = min(b[0] for b in boxes), min(b[1] for b in boxes)
     x2, y2 = max(b[2] for b in boxes), max(b[3] for b in boxes)
     return _at_least((x1, y1, x2, y2), (w, h), MIN_KEY_PX)
+
+
+def _dims_the_rest(drawings) -> bool:
+    return any(isinstance(a, Mask) for a in drawings)
 
 
 def _at_least(box: Box, size: tuple[int, int], side: int) -> Box:
@@ -327,30 +335,41 @@ def _changed(a: Image.Image, b: Image.Image) -> np.ndarray:
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per pixel, whether two same-size RGB arrays differ by more than a shift of at most
-    :data:`SHIFT_PX` pixels: a pixel of ``b`` whose colour ``a`` has nearby (within
-    :data:`SHIFT_TOLERANCE` of the range of ``a`` around it, per channel), and the other way
-    round, is not a change."""
+    """Per pixel, whether two same-size RGB arrays differ, once ``b`` is aligned with ``a`` by
+    the one shift of at most :data:`SHIFT_PX` pixels that explains the most of it (colours
+    within :data:`SHIFT_TOLERANCE`).
+
+    One shift for the whole: a mirrored box around a centred object gives the object back a
+    pixel off, all of it explained by that shift; a line of text replaced by another is not
+    explained by any one shift, though each of its pixels has a like one nearby.
+    """
     exact = _any3(a != b)
     rows, cols = np.flatnonzero(exact.any(axis=1)), np.flatnonzero(exact.any(axis=0))
     if not rows.size:
         return exact
-    # Only around the pixels that differ at all (often the key region alone), with the margin
-    # the neighbourhood needs: the audit runs on every wrong_render step.
+    # Only over the pixels that differ at all (often the key region alone): the audit runs on
+    # every wrong_render step.
+    y1, y2, x1, x2 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
     r = SHIFT_PX
-    y1, y2 = max(0, rows[0] - r), min(a.shape[0], rows[-1] + 1 + r)
-    x1, x2 = max(0, cols[0] - r), min(a.shape[1], cols[-1] + 1 + r)
-    sa, sb = a[y1:y2, x1:x2], b[y1:y2, x1:x2]
-    out = np.zeros(sa.shape[:2], dtype=bool)
-    for x, y in ((sa, sb), (sb, sa)):
-        other = y.astype(np.int16)
-        out |= _any3(other < _around(x, np.minimum).astype(np.int16) - SHIFT_TOLERANCE)
-        out |= _any3(other > _around(x, np.maximum).astype(np.int16) + SHIFT_TOLERANCE)
-    exact[y1:y2, x1:x2] &= out
+    # ``a`` around the region, edge pixels repeated past the image: row y1 + r + dy of it
+    # is row y1 + dy of ``a``.
+    padded = np.pad(a, ((r, r), (r, r), (0, 0)), mode="edge")[y1:y2 + 2 * r, x1:x2 + 2 * r]
+    padded = padded.astype(np.int16)
+    region = b[y1:y2, x1:x2].astype(np.int16)
+    h, w = region.shape[:2]
+
+    def far(dy: int, dx: int, step: int = 1) -> np.ndarray:
+        moved = padded[r + dy:r + dy + h:step, r + dx:r + dx + w:step]
+        return _any3(np.abs(region[::step, ::step] - moved) > SHIFT_TOLERANCE)
+
+    step = 4 if min(h, w) >= 64 else 1  # the shift is chosen on a sample of the pixels
+    shifts = [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1)]
+    best = min(shifts, key=lambda s: (int(far(*s, step).sum()), abs(s[0]) + abs(s[1])))
+    exact[y1:y2, x1:x2] &= far(*best)
     return exact
 
 
-def _around(x: np.ndarray, pick, r: int = SHIFT_PX) -> np.ndarray:
+def _around(x: np.ndarray, pick, r: int = 1) -> np.ndarray:
     """Per pixel and channel, ``pick`` (np.minimum or np.maximum) of ``x`` over the square of
     ``r`` pixels around it (separable: rows, then columns)."""
     h, w = x.shape[:2]
@@ -381,13 +400,15 @@ def _content_changed(a: np.ndarray, b: np.ndarray, changed: np.ndarray) -> float
     """The share of the content of two same-size RGB arrays that ``changed`` (from
     :func:`_differs`) marks as changed.
 
-    Content is what can carry evidence: pixels with structure (an edge, a stroke, texture) in
-    either array, and every pixel that changed. Plain areas that stay plain are not content:
+    Content is what can carry evidence: every pixel that changed, and pixels with structure
+    (an edge, a stroke, texture) in both arrays that did not. Plain areas that stay plain are
+    not content, nor the plain margin around a stroke that is gone or new (a line of text
+    replaced by another changes its strokes, not the page between them):
     removing the one digit from a view of a plain page, or mirroring three shapes on it, changes
     all there is to see, not a fifth of the page, and should score as such. A view with nothing
     in it scores 0.
     """
-    content = changed | _structure(a) | _structure(b)
+    content = changed | (_structure(a) & _structure(b))
     return _share(changed[content]) if content.any() else 0.0
 
 

@@ -17,7 +17,16 @@ from PIL import Image, ImageDraw
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.pillow_renderer import apply_geometry, pixel_box, render
 from interventions.policies import VALID_CHANGE, observe
-from store.actions import Crop, DrawLine, Highlight, OverlayText, TraceHighlight, TraceStyle, Zoom
+from store.actions import (
+    Crop,
+    DrawLine,
+    Highlight,
+    Mask,
+    OverlayText,
+    TraceHighlight,
+    TraceStyle,
+    Zoom,
+)
 
 
 def _textured(size=(400, 300)) -> Image.Image:
@@ -243,3 +252,38 @@ def test_a_whole_view_zoom_of_a_zoomed_view_is_cut_from_elsewhere_in_the_origina
     assert any("weak" not in observe("corrupt:modify_key", base=view, actions=zoom,
                                      rendered=rendered, seed=s, redraw=redraw)[1].detail
                for s in range(8))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_mask_is_corrupted_inside_its_target_not_over_the_whole_image(seed) -> None:
+    # A mask dims all but its target, so everything it drew is the whole image; corrupting
+    # all it drew mirrored the whole image (text reversed, a page upside down).
+    image = _textured()
+    mask = [Mask(target=(600, 500, 800, 800))]
+    rendered, shown, detail = _corrupt(image, mask, seed)
+    x1, y1, x2, y2 = pixel_box((600, 500, 800, 800), image.size)
+    assert detail["box_px"] == [x1, y1, x2, y2]
+    if detail["operation"] != "move_mark":
+        outside = _changed(rendered, shown)
+        outside[y1:y2, x1:x2] = False
+        assert not outside.any()
+    assert "weak" not in detail
+
+
+def _document() -> Image.Image:
+    page = Image.new("RGB", (480, 400), "white")
+    draw = ImageDraw.Draw(page)
+    words = ("total", "paid", "invoice", "quarter", "previous", "increased", "percent", "due")
+    for line in range(16):
+        text = " ".join(words[(line * 3 + k) % len(words)] for k in range(6))
+        draw.text((20, 16 + line * 23), f"{line:02d} {text} {line * 137 % 1000}", fill="black")
+    return page
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind", [Crop, Zoom])
+def test_a_line_of_text_replaced_by_others_is_a_full_change(kind, seed) -> None:
+    # Each pixel of one line of text has a like pixel near it in another line: the audit must
+    # not call the replacement weak for that (nor score a crop and a zoom of it differently).
+    _, _, detail = _corrupt(_document(), [kind(target=(30, 425, 700, 490))], seed)
+    assert "weak" not in detail, detail
