@@ -396,8 +396,9 @@ def run(args: argparse.Namespace) -> int:
         parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
         weak = sum(e.weak for e in seen.values())
         console.print("shown a render (finished trajectories): " + ", ".join(parts)
-                      + (f"; {weak} wrong_render images changed too little to mislead "
-                         "(policy detail 'weak')" if weak else ""), markup=False)
+                      + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
+                         "changed too little to mislead (policy detail 'weak')" if weak else ""),
+                      markup=False)
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
         err.print(f"{what}: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
