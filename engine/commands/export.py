@@ -1,4 +1,4 @@
-"""``vaot export STORE --jsonl [-o FILE]``: every event as one JSON line."""
+"""``vaot export STORE [--jsonl] [-o FILE]``: every event as one JSON line."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from store.export import export_jsonl
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("store", metavar="STORE", help="path of the store")
-    parser.add_argument("--jsonl", action="store_true", required=True,
-                        help="write JSON Lines (one event per line, in sequence order)")
+    parser.add_argument("--jsonl", action="store_true",
+                        help="write JSON Lines, one event per line in sequence order (the only "
+                             "format, and the default)")
     parser.add_argument("-o", "--output", metavar="FILE", default="-",
                         help="output file (default: standard output)")
 

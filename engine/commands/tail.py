@@ -54,7 +54,8 @@ def describe(stored: StoredEvent) -> str:
         kinds = ",".join(_action_kind(a) for a in e.actions) or "-"
         answer = f" answer={_short(e.final_answer, 30)!r}" if e.final_answer is not None else ""
         warn = f" warnings={len(e.parse_warnings)}" if e.parse_warnings else ""
-        return f"{head}step {e.step} actions={kinds}{answer}{warn}  {_short(e.thought, 50)}"
+        return (f"{head}step {e.step} actions={kinds}{_policy(e)}{answer}{warn}  "
+                f"{_short(e.thought, 50)}")
     if isinstance(e, TrajectoryStarted):
         fork = f" fork of {e.parent[:12]}@{e.fork_step} {e.intervention}" if e.parent else ""
         return f"{head}started {e.model} {e.setting} sample={e.sample_id}{fork}"
@@ -68,6 +69,17 @@ def describe(stored: StoredEvent) -> str:
     if isinstance(e, Judged):
         return f"{head}judged {e.judge} {_short(str(e.verdict), 60)}"
     return f"{head}{type(e).__name__}"
+
+
+def _policy(step: Step) -> str:
+    """What the model was shown instead of the faithful render, when it was (a corruption, a
+    counterfactual), with its operation and whether the audit found it weak."""
+    policy = step.policy
+    if policy is None or policy.policy in ("faithful", "none"):
+        return ""
+    operation = policy.detail.get("operation")
+    weak = " weak" if policy.detail.get("weak") else ""
+    return f" policy={policy.policy}" + (f"({operation})" if operation else "") + weak
 
 
 def _action_kind(action: object) -> str:

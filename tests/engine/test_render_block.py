@@ -20,10 +20,11 @@ from adapters.datasets.base import Sample
 from adapters.models.base import ModelReply, TextPart, Usage
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.pillow_renderer import render
+from engine.commands.tail import describe
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
 from engine.runner import ENGINE_VERSION, open_run_store, run_identity, run_jobs
-from store import MemoryStore, RunStarted, Step, TrajectoryStarted
+from store import MemoryStore, RunStarted, Step, StoredEvent, TrajectoryStarted
 from store.actions import Highlight, Zoom
 from store.events import run_stream
 
@@ -151,6 +152,10 @@ async def test_a_corruption_that_could_not_change_the_image_is_flagged_on_the_st
     first = steps["wrong_render"][0]
     assert first.policy.detail["weak"] is True
     assert any(w.startswith("wrong_render: the corruption") for w in first.parse_warnings)
+    # and `vaot tail` says what was shown, and that it is weak
+    line = describe(StoredEvent(seq=5, prev=b"", event=first))
+    operation = first.policy.detail["operation"]
+    assert f" policy=corrupt:modify_key({operation}) weak" in line
 
 
 async def test_a_cot_reply_with_an_action_says_it_was_not_executed(tmp_path) -> None:

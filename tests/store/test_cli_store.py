@@ -185,6 +185,13 @@ def test_verify_re_hashes_blob_pixels(store_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- export
+def test_export_without_a_format_flag_writes_jsonl(store_path: Path) -> None:
+    # JSON Lines is the only format: asking for it is allowed, not required.
+    plain, flagged = vaot("export", store_path), vaot("export", store_path, "--jsonl")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == flagged.stdout
+
+
 def test_export_jsonl_one_decodable_line_per_event(store_path: Path, tmp_path: Path) -> None:
     done = vaot("export", store_path, "--jsonl")
     assert done.returncode == 0, done.stderr
