@@ -430,6 +430,9 @@ def run(args: argparse.Namespace) -> int:
                 console.print("no replies recorded", markup=False)
     log.info("run_end", run_id=run_id, finished=len(finished), failed=failed, calls=calls,
              wall_s=round(wall, 3), interrupted=interrupted,
+             shown_a_render={k: {"shown": e.shown, "finished": e.finished}
+                             for k, e in seen.items()},
+             weak_corruptions=sum(e.weak for e in seen.values()),
              stopped=[m.model for m in stopped])
     for model in stopped:
         err.print(f"stopped: {model.model} cannot be used as configured: {_stop_reason(model)}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -296,3 +297,17 @@ def test_a_dataset_with_no_usable_row_lists_every_reason(tmp_path, capsys) -> No
     err = capsys.readouterr().err
     assert all(f"gone{i}.png" in err for i in range(8)) and "more skipped rows" not in err
     assert "has no usable samples" in err
+
+
+def test_the_summary_and_the_log_say_how_many_trajectories_saw_a_render(tmp_path) -> None:
+    store = tmp_path / "run.lmdb"
+    done = _vaot("run", "--dataset", "synthetic:1", "--limit", "2", "--settings",
+                 "vaot,wrong_render", "--model", "reference:calibrated", "--store", str(store),
+                 "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert "shown a render (finished trajectories): vaot 2/2, wrong_render 2/2" in done.stdout
+    end = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()
+           if '"run_end"' in line][-1]
+    assert end["shown_a_render"] == {"vaot": {"shown": 2, "finished": 2},
+                                     "wrong_render": {"shown": 2, "finished": 2}}
+    assert isinstance(end["weak_corruptions"], int)
