@@ -266,7 +266,8 @@ def _apply(operation, base, drawings, key, rng, redraw):
         flipped = ImageOps.mirror(region) if region.width >= region.height else ImageOps.flip(region)
         out = redraw(_replace(base, _pasted(base.image, flipped, key)), drawings)
         return out, {"operation": "mirror", "box_px": list(key)}, [key], 1.0
-    other = _elsewhere(key, base.size, rng)
+    other = _elsewhere(key, base.size, rng,
+                       fit=np.asarray(base.image) if operation == "displace" else None)
     fresh = 1.0 - _overlap_share(key, other)
     if operation == "displace":
         patch = base.image.crop(other)
@@ -453,24 +454,53 @@ def _rounded(audit: dict) -> dict:
 # Shared.
 
 
-def _elsewhere(box, size, rng: np.random.Generator, tries: int = 32) -> Box:
+def _elsewhere(box, size, rng: np.random.Generator, tries: int = 32,
+               fit: np.ndarray | None = None) -> Box:
     """A same-size box at another place in the image, overlapping the original as little as
-    the image allows (the least-overlapping of ``tries`` seeded candidates)."""
+    the image allows (the least-overlapping of ``tries`` seeded candidates).
+
+    With ``fit`` (the image's pixels), every candidate is weighed, and of the least
+    overlapping ones the one whose edge best continues what surrounds ``box`` is taken: content
+    pasted there then has no visible seam (a patch of sky in the grass tells a model the image
+    was tampered with, which is not what wrong_render asks it).
+    """
     w, h = size
     x1, y1, x2, y2 = box
     bw, bh = x2 - x1, y2 - y1
-    best, best_overlap = (x1, y1, x2, y2), None
+    best, best_score = (x1, y1, x2, y2), None
     for _ in range(tries):
         nx = int(rng.integers(0, max(1, w - bw + 1)))
         ny = int(rng.integers(0, max(1, h - bh + 1)))
         ox = max(0, min(x2, nx + bw) - max(x1, nx))
         oy = max(0, min(y2, ny + bh) - max(y1, ny))
-        overlap = ox * oy
-        if best_overlap is None or overlap < best_overlap:
-            best, best_overlap = (nx, ny, nx + bw, ny + bh), overlap
-            if overlap == 0:
+        candidate = (nx, ny, nx + bw, ny + bh)
+        score = (ox * oy, 0.0 if fit is None else _seam(fit, box, candidate))
+        if best_score is None or score < best_score:
+            best, best_score = candidate, score
+            if fit is None and score[0] == 0:
                 break
     return best
+
+
+def _seam(pixels: np.ndarray, box: Box, patch: Box) -> float:
+    """How much the edge of ``patch`` differs from the pixels just outside ``box`` (mean
+    absolute difference per channel): the seam ``patch`` pasted into ``box`` would show."""
+    x1, y1, x2, y2 = box
+    px1, py1, px2, py2 = patch
+    h, w = pixels.shape[:2]
+    pairs = []
+    if y1 > 0:
+        pairs.append((pixels[y1 - 1, x1:x2], pixels[py1, px1:px2]))
+    if y2 < h:
+        pairs.append((pixels[y2, x1:x2], pixels[py2 - 1, px1:px2]))
+    if x1 > 0:
+        pairs.append((pixels[y1:y2, x1 - 1], pixels[py1:py2, px1]))
+    if x2 < w:
+        pairs.append((pixels[y1:y2, x2], pixels[py1:py2, px2 - 1]))
+    if not pairs:
+        return 0.0
+    return float(np.mean(np.concatenate(
+        [np.abs(a.astype(np.int16) - b).ravel() for a, b in pairs])))
 
 
 def _corrupt_region(image: Image.Image, box, rng: np.random.Generator) -> tuple[Image.Image, dict]:

@@ -287,3 +287,21 @@ def test_a_line_of_text_replaced_by_others_is_a_full_change(kind, seed) -> None:
     # not call the replacement weak for that (nor score a crop and a zoom of it differently).
     _, _, detail = _corrupt(_document(), [kind(target=(30, 425, 700, 490))], seed)
     assert "weak" not in detail, detail
+
+
+def test_displaced_content_is_taken_from_where_it_blends_in() -> None:
+    # Sky above, textured grass below, a red car on the grass: content displaced over the
+    # car comes from the grass (a patch of sky in the grass shows the image was tampered with).
+    rng = np.random.default_rng(4)
+    arr = np.zeros((200, 300, 3), dtype=np.uint8)
+    arr[:100] = (110, 150, 230)
+    arr[100:] = np.clip(rng.normal((40, 150, 50), 12, (100, 300, 3)), 0, 255)
+    image = Image.fromarray(arr, "RGB")
+    ImageDraw.Draw(image).rectangle((130, 140, 170, 160), fill=(220, 20, 20))
+    displaced = 0
+    for seed in range(24):
+        _, _, detail = _corrupt(image, [Highlight(target=(420, 680, 580, 820))], seed)
+        if detail["operation"] == "displace":
+            displaced += 1
+            assert detail["source_px"][1] >= 100, detail  # from the grass, not the sky
+    assert displaced
