@@ -230,3 +230,36 @@ def test_an_image_that_fails_to_decode_is_skipped_at_load_not_a_failure(
     (folder / "bad.png").write_bytes(_png((9, 99, 199)))
     assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 0
     assert "trajectories 2/2 finished, 0 failed" in capsys.readouterr().out
+
+
+async def test_an_image_that_breaks_between_load_and_run_ends_its_trajectories_by_an_error(
+        tmp_path) -> None:
+    # The load check now catches bad pixel data, so only a file changed after loading reaches
+    # a trajectory broken: that trajectory ends by an error (not recorded as failed: nothing
+    # was decided about the model), and the others of the run go on.
+    from adapters.datasets.loading import load_dataset
+    from engine.config import ModelConfig
+    from engine.runner import open_run_store, run_jobs
+    from store import TrajectoryFinished
+
+    folder = tmp_path / "d"
+    _dataset(folder, "red", n=1)
+    (folder / "b.png").write_bytes(_png((200, 10, 10)))
+    with (folder / "val.jsonl").open("a") as rows:
+        rows.write(json.dumps({"id": "broken", "image": "b.png", "question": "Which colour?",
+                               "answer": "red", "category": "colour", "group": "2D"}) + "\n")
+    samples, skipped = load_dataset(f"jsonl:{folder / 'val.jsonl'}")
+    assert not skipped and len(samples) == 2
+    (folder / "b.png").write_bytes(_png_with_bad_filter_bytes())  # after the load check
+    config = RunConfig(models=(ModelConfig("scripted:builtin"),), settings=("vaot",),
+                       dataset=f"jsonl:{folder / 'val.jsonl'}", store=str(tmp_path / "s.lmdb"))
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples)
+        finished = {e.event.traj for e in store.iter_events()
+                    if isinstance(e.event, TrajectoryFinished)}
+    by_sample = {o.traj: o for o in result.outcomes}
+    errors = [o for o in by_sample.values() if o.unrecorded]
+    assert len(errors) == 1 and "ImageLoadError" in errors[0].error
+    assert "corrupt" in errors[0].error and "b.png" in errors[0].error
+    assert errors[0].traj not in finished  # unfinished: a fixed file and a rerun run it
+    assert len(finished) == 1
