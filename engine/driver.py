@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -23,7 +24,6 @@ import msgspec
 from adapters.datasets.base import Sample
 from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
-from adapters.renderers.pillow_renderer import pixel_box, render
 from engine.breaker import (
     EMPTY_AT_MAX_TOKENS,
     EMPTY_REPLY,
@@ -34,12 +34,19 @@ from engine.breaker import (
 from engine.context import Context, derive_seed
 from engine.conversation import RequestSpec, build_request
 from engine.limits import ConnectionLimiter
+from engine.observation import (
+    action_frames,
+    block_on,
+    render_and_observe,
+    tiny_regions,
+    weak_corruption,
+)
 from engine.parsing import parse_step
 from engine.retry import CallAbandoned, CallFailedInfo, RetryPolicy, call_with_retries
-from engine.states import StateCache, encode_state
+from engine.states import StateCache
 from engine.trajectory import TrajectoryState
-from interventions.policies import SETTING_POLICY, observe
-from store.actions import Crop, Frame, Zoom, canonicalize, reframe
+from interventions.policies import SETTING_POLICY
+from store.actions import Frame, canonicalize
 from store.events import (
     CallFailed,
     PolicyDetail,
@@ -434,19 +441,14 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
             canvases[source] = await rt.states.canvas(hex_key, src_frame, src_decorated,
                                                       original)
         sources = parsed.action_sources or ("current",) * len(parsed.actions)
-        frames = _action_frames(parsed.actions, sources, canvases)
+        frames = action_frames(parsed.actions, sources, canvases)
         canonical = tuple(canonicalize(a, f) for a, f in zip(parsed.actions, frames, strict=False))
         canvas = canvases[sources[0]]
-        warnings.extend(_tiny_regions(parsed.actions, sources, canvases))
+        warnings.extend(tiny_regions(parsed.actions, sources, canvases))
     if acting and policy != "none":
-        # The whole block is rendered, on the canvas its first action names; an action written
-        # on another view (an earlier image, or the zoomed view under --render-base original)
-        # is moved onto that canvas first, so what is drawn is what the log records.
+        # The whole block is rendered, on the canvas its first action names (engine/observation.py).
         base = canvas.initial() if rt.render_base == "original" else canvas
-        # A crop or zoom after the block's first one is applied by the renderer to the view
-        # the previous one cut, whatever the base: its coordinates stay as they are.
-        block = [a if _chained(parsed.actions, i) else reframe(a, frames[i], base.frame)
-                 for i, a in enumerate(parsed.actions)]
+        block = block_on(base, parsed.actions, frames)
         # The render seed names neither the model nor the setting: vaot and wrong_render draw
         # the same marks (jitter included) for the same action, and differ by the policy alone.
         # The policy seed comes from the sample too, not the trajectory id (which names the
@@ -455,23 +457,10 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         seed = derive_seed(rt.seed, "render", job.sample.id, job.epoch, step_no)
         policy_seed = derive_seed(rt.seed, "policy", job.sample.id, job.setting, job.epoch,
                                   step_no)
-        style = parsed.global_style
         t0 = ctx.monotonic()
         loop = asyncio.get_running_loop()
-
-        def redraw(on, actions):
-            return render(on, actions, style, seed)
-
-        def work():
-            rendered = redraw(base, block)
-            encoded_faithful = encode_state(rendered)
-            shown, pol = observe(policy, base=base, actions=block, rendered=rendered,
-                                 seed=policy_seed, redraw=redraw)
-            encoded_shown = None
-            if shown is not None and shown is not rendered:
-                encoded_shown = encode_state(shown)
-            return encoded_faithful, shown, encoded_shown, pol
-
+        work = functools.partial(render_and_observe, base, block, parsed.global_style, seed,
+                                 policy, policy_seed)
         enc_faithful, shown, enc_shown, detail = await loop.run_in_executor(rt.render_pool, work)
         render_ms = (ctx.monotonic() - t0) * 1000.0
         faithful = writes.own(*rt.states.add_encoded(enc_faithful))
@@ -483,7 +472,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
             returned_frame = (f.x1, f.y1, f.x2, f.y2)
             returned_decorated = shown.decorated
         if detail.detail.get("weak"):
-            warnings.append(_weak_corruption(detail.detail))
+            warnings.append(weak_corruption(detail.detail))
     elif acting:
         detail = PolicyDetail(policy)
     step = Step(
@@ -498,53 +487,6 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
-
-
-def _chained(actions, index: int) -> bool:
-    """Whether ``actions[index]`` is a crop or zoom with another one before it in the block."""
-    return isinstance(actions[index], Crop | Zoom) and any(
-        isinstance(a, Crop | Zoom) for a in actions[:index])
-
-
-def _action_frames(actions, sources, canvases) -> list[Frame]:
-    """The frame each action's coordinates are on: its source image's, except for a crop or
-    zoom after the block's first one, which the renderer applies to the view the previous one
-    cut (as ``vaot render`` does), so the log records it through that view."""
-    frames: list[Frame] = []
-    cut: Frame | None = None
-    for action, source in zip(actions, sources, strict=False):
-        frame = canvases[source].frame
-        if isinstance(action, Crop | Zoom):
-            if cut is not None:
-                frame = cut
-            cut = frame.compose(*action.target)
-        frames.append(frame)
-    return frames
-
-
-def _weak_corruption(detail: dict) -> str:
-    changed = max(detail.get("changed_in_key") or 0.0, detail.get("mark_changed") or 0.0)
-    return (f"wrong_render: the corruption ({detail.get('operation')}) changed only "
-            f"{changed:.0%} of the targeted region; the model saw an image close to the faithful one")
-
-
-TINY_REGION_PX = 8
-"""A crop or zoom keeping fewer pixels than this on a side shows the model next to nothing."""
-
-
-def _tiny_regions(actions, sources, canvases) -> list[str]:
-    """A warning for each crop or zoom whose box keeps almost no pixels of its image: a
-    box one unit wide is a valid action, but what comes back is a few pixels blown up, which
-    an analysis of what the model saw should be able to tell apart."""
-    out = []
-    for action, source in zip(actions, sources, strict=False):
-        if isinstance(action, Crop | Zoom):
-            x1, y1, x2, y2 = pixel_box(action.target, canvases[source].size)
-            if min(x2 - x1, y2 - y1) < TINY_REGION_PX:
-                kind = "zoom" if isinstance(action, Zoom) else "crop"
-                out.append(f"{kind}: the box keeps only {x2 - x1}x{y2 - y1} pixels of "
-                           "the image it is drawn on")
-    return out
 
 
 class SampleChangedError(Exception):
