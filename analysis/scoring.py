@@ -208,12 +208,38 @@ def _same_value(given: str | None, expected: str | None) -> bool:
 
 def _without_choices(given: str, expected: str) -> bool:
     """Letters compared when both give one (the options are written in the question), else
-    the texts: "(B) dog" is right for the truth "B" and for the truth "dog"."""
+    the texts: "(B) dog" is right for the truth "B" and for the truth "dog". A number truth is
+    also met by an answer that names that number as its answer (see :func:`_number_given`)."""
     given_letter, given_text = _letter_and_text(given, truth=False)
     expected_letter, expected_text = _letter_and_text(expected, truth=True)
     if given_letter and expected_letter:
         return given_letter == expected_letter
-    return _same_value(given_text, expected_text)
+    if _same_value(given_text, expected_text):
+        return True
+    if expected_text is not None and _NUMBER.match(expected_text):
+        value = _number_given(given)
+        return value is not None and abs(value - float(expected_text.replace(",", ""))) < 1e-9
+    return False
+
+
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
+                           r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
+_ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
+
+
+def _number_given(given: str) -> float | None:
+    """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
+    the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
+    "between 2 and 3") or holds none."""
+    tokens = list(_NUMBER_TOKEN.finditer(given))
+    if not tokens:
+        return None
+    values = [float(t.group().replace(",", "")) for t in tokens]
+    if len(set(values)) == 1:
+        return values[0]
+    if tokens[0].start() == 0 and not _ALTERNATIVES.search(given):
+        return values[0]
+    return None
 
 
 def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) -> bool | None:

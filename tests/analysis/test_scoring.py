@@ -154,7 +154,7 @@ def test_punctuation_separators_and_latex_text_are_normalised(answer, truth) -> 
     assert score_answer(answer, truth) is True
 
 
-@pytest.mark.parametrize(("answer", "truth"), [("1,5", "15"), ("1,00", "100"), ("3 mm", "3")])
+@pytest.mark.parametrize(("answer", "truth"), [("1,5", "15"), ("1,00", "100"), ("1,5 mm", "15")])
 def test_what_is_not_a_thousands_separator_is_not_read_as_one(answer, truth) -> None:
     assert score_answer(answer, truth) is False
 
@@ -216,3 +216,22 @@ def test_a_number_option_is_found_only_as_a_whole_number(answer, choices, truth,
 ])
 def test_width_forms_and_a_letter_on_its_own_line(answer, truth, right) -> None:
     assert score_answer(answer, truth, ("cat", "dog")) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("12 cm", "12", True),
+    ("12, since there are 3 pairs", "12", True),
+    ("3 circles", "3", True),
+    ("I count 3", "3", True),
+    ("1,000 people", "1000", True),
+    ("3 or 4", "3", False),  # two answers
+    ("between 2 and 3", "3", False),
+    ("4 to 5", "4", False),
+    ("2.5 cm", "2", False),  # a number is not found inside another
+    ("-3 degrees", "3", False),
+    ("3rd", "3", False),
+    ("2 squares and 3 circles", "3", False),  # the answer leads with another number
+])
+def test_without_choices_a_number_truth_is_met_by_the_number_an_answer_gives(
+        answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
