@@ -9,7 +9,7 @@ import msgspec
 
 from analysis.records import TrajectoryRecord
 
-__all__ = ["Cell", "Exposure", "accuracy_table", "exposure"]
+__all__ = ["Cell", "Exposure", "accuracy_table", "exposed_accuracy", "exposure"]
 
 
 class Cell(msgspec.Struct):
@@ -70,3 +70,19 @@ def exposure(records: Iterable[TrajectoryRecord]) -> dict[str, Exposure]:
         cell.shown += r.images_shown > 0
         cell.weak += r.weak_corruptions
     return out
+
+
+def exposed_accuracy(records: Iterable[TrajectoryRecord]) -> dict[tuple[str, str], Cell]:
+    """(model, rendering setting) → accuracy over the finished trajectories that were shown a
+    render and no weak corruption: the vaot/wrong_render contrast on the pairs where it can
+    mean something (a trajectory never shown an image, or shown a corruption too close to the
+    faithful render, cannot have depended on what it saw)."""
+    cells: dict[tuple[str, str], Cell] = defaultdict(Cell)
+    for r in records:
+        if r.setting not in RENDERING_SETTINGS or r.status in (None, "failed"):
+            continue
+        if r.images_shown > 0 and r.weak_corruptions == 0:
+            cell = cells[(r.model, r.setting)]
+            cell.n += 1
+            cell.correct += int(bool(r.correct))
+    return dict(cells)

@@ -22,7 +22,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError, Usage
 from analysis.records import project
-from analysis.tables import exposure
+from analysis.tables import Cell, exposed_accuracy, exposure
 from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
 from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
@@ -399,6 +399,7 @@ def run(args: argparse.Namespace) -> int:
                       + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
                          "changed too little to mislead (policy detail 'weak')" if weak else ""),
                       markup=False)
+        _print_exposed_accuracy(console, records, seen)
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
         err.print(f"{what}: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
@@ -519,6 +520,27 @@ def _open_for_run(config: RunConfig):
     lock.close()
     store.close()
     raise _Refused(problem)
+
+
+def _print_exposed_accuracy(console, records, seen) -> None:
+    """Per model, the rendering settings' accuracy over the trajectories shown a render (and
+    no weak corruption), when that leaves some out: the contrast the table's columns blur."""
+    exposed = exposed_accuracy(records)
+    finished: dict[tuple[str, str], int] = {}
+    for r in records:
+        if r.setting in seen and r.status not in (None, "failed"):
+            finished[(r.model, r.setting)] = finished.get((r.model, r.setting), 0) + 1
+    for model in dict.fromkeys(r.model for r in records):
+        keys = [(model, setting) for setting in sorted(seen)]
+        if all(exposed.get(k, Cell()).n == finished.get(k, 0) for k in keys):
+            continue
+        parts = []
+        for key in keys:
+            cell = exposed.get(key, Cell())
+            value = "-" if cell.accuracy is None else f"{100 * cell.accuracy:.1f}"
+            parts.append(f"{key[1]} {value} ({cell.correct}/{cell.n})")
+        console.print(f"{model}, over trajectories shown a render and no weak corruption: "
+                      + ", ".join(parts), markup=False)
 
 
 def _stop_reason(model) -> str:

@@ -26,3 +26,22 @@ def test_exposure_counts_finished_trajectories_that_saw_a_render() -> None:
     assert (seen["vaot"].finished, seen["vaot"].shown, seen["vaot"].weak) == (2, 1, 0)
     assert (seen["wrong_render"].finished, seen["wrong_render"].shown,
             seen["wrong_render"].weak) == (1, 1, 1)
+
+
+def test_exposed_accuracy_leaves_out_the_unexposed_and_the_weak() -> None:
+    from analysis.tables import exposed_accuracy
+
+    def scored(setting, shown, weak, correct):
+        record = _record(setting, "answered", shown, weak)
+        record.correct = correct
+        return record
+
+    records = [
+        scored("vaot", 1, 0, True), scored("vaot", 0, 0, True),  # the second saw nothing
+        scored("wrong_render", 2, 0, False), scored("wrong_render", 1, 1, True),  # weak: out
+        scored("wrong_render", 1, 0, True), scored("cot", 0, 0, True),
+    ]
+    cells = exposed_accuracy(records)
+    assert set(cells) == {("m", "vaot"), ("m", "wrong_render")}
+    assert (cells["m", "vaot"].correct, cells["m", "vaot"].n) == (1, 1)
+    assert (cells["m", "wrong_render"].correct, cells["m", "wrong_render"].n) == (1, 2)

@@ -311,3 +311,15 @@ def test_the_summary_and_the_log_say_how_many_trajectories_saw_a_render(tmp_path
     assert end["shown_a_render"] == {"vaot": {"shown": 2, "finished": 2},
                                      "wrong_render": {"shown": 2, "finished": 2}}
     assert isinstance(end["weak_corruptions"], int)
+
+
+def test_a_model_never_shown_a_render_gets_the_exposed_accuracy_line(tmp_path) -> None:
+    # The blind agent never acts: its vaot and wrong_render columns hold accuracies, but none
+    # of them rests on a render it saw, and the summary says so.
+    done = _vaot("run", "--dataset", "synthetic:1", "--limit", "2", "--settings",
+                 "vaot,wrong_render", "--model", "reference:blind", "--store",
+                 str(tmp_path / "run.lmdb"), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert "shown a render (finished trajectories): vaot 0/2, wrong_render 0/2" in done.stdout
+    assert ("reference:blind, over trajectories shown a render and no weak corruption: "
+            "vaot - (0/0), wrong_render - (0/0)") in done.stdout
