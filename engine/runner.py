@@ -109,6 +109,11 @@ def run_identity(config: RunConfig) -> dict:
         "max_tokens": config.max_tokens, "temperature": config.temperature,
         # Only when set: the runs started before budgets existed keep their ids.
         **({"token_budget": config.token_budget} if config.token_budget is not None else {}),
+        # A run of reference agents alone (the demo) costs nothing to redo: after an engine
+        # upgrade it starts afresh instead of being refused as a mix of two engines (a run
+        # that pays for its replies is refused, and says how to go on: _check_resume).
+        **({"engine": ENGINE_VERSION} if config.models and all(
+            m.spec.startswith("reference:") for m in config.models) else {}),
     }
 
 

@@ -182,3 +182,14 @@ async def test_a_block_of_two_zooms_is_drawn_and_recorded_alike_on_either_base(
     assert [a.original_box for a in second.actions] == [(500, 500, 750, 750),
                                                          (500, 500, 625, 625)]
     assert second.returned_frame == pytest.approx((500.0, 500.0, 625.0, 625.0))
+
+
+def test_a_reference_only_run_is_a_new_run_under_a_new_engine() -> None:
+    # The demo's store from an older checkout must not stop `vaot run`: a run of reference
+    # agents alone names the engine, so an upgrade starts it afresh; a paid run does not (it is
+    # refused on resume instead, above).
+    demo = RunConfig(models=(ModelConfig("reference:calibrated"),), dataset="synthetic:2")
+    paid = RunConfig(models=(ModelConfig("openai:m"), ModelConfig("reference:blind")),
+                     dataset="synthetic:2")
+    assert run_identity(demo)["engine"] == ENGINE_VERSION
+    assert "engine" not in run_identity(paid)
