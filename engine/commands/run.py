@@ -22,7 +22,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError, Usage
 from analysis.records import project
-from analysis.tables import Cell, exposed_accuracy, exposure
+from analysis.tables import Cell, accuracy_table, exposed_accuracy, exposure
 from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
 from engine.config import ConfigError, RunConfig, load_toml
 from engine.cost import PriceTable, UsageTally, format_cost_lines
@@ -526,13 +526,11 @@ def _print_exposed_accuracy(console, records, seen) -> None:
     """Per model, the rendering settings' accuracy over the trajectories shown a render (and
     no weak corruption), when that leaves some out: the contrast the table's columns blur."""
     exposed = exposed_accuracy(records)
-    finished: dict[tuple[str, str], int] = {}
-    for r in records:
-        if r.setting in seen and r.status not in (None, "failed"):
-            finished[(r.model, r.setting)] = finished.get((r.model, r.setting), 0) + 1
+    table = accuracy_table(records)  # its "all" row: every finished trajectory, scored
     for model in dict.fromkeys(r.model for r in records):
         keys = [(model, setting) for setting in sorted(seen)]
-        if all(exposed.get(k, Cell()).n == finished.get(k, 0) for k in keys):
+        if all(exposed.get(k, Cell()).n == table.get((model, "all", k[1]), Cell()).n
+               for k in keys):
             continue
         parts = []
         for key in keys:
