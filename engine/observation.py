@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.pillow_renderer import pixel_box, render
+from adapters.renderers.pillow_renderer import pixel_box, render, zoomed_size
 from engine.states import EncodedState, encode_state
 from interventions.policies import observe
 from store.actions import Action, Crop, Frame, GlobalStyle, Zoom, reframe
@@ -85,13 +85,23 @@ TINY_REGION_PX = 8
 def tiny_regions(actions, sources, canvases) -> list[str]:
     """A warning for each crop or zoom whose box keeps almost no pixels of its image: a
     box one unit wide is a valid action, but what comes back is a few pixels blown up, which
-    an analysis of what the model saw should be able to tell apart."""
+    an analysis of what the model saw should be able to tell apart.
+
+    A crop or zoom after the block's first one is measured on the view the previous one cut
+    (as it is rendered, see :func:`action_frames`), not on the image the block started from.
+    """
     out = []
+    view: tuple[int, int] | None = None  # the size of the view the last crop or zoom cut
     for action, source in zip(actions, sources, strict=False):
-        if isinstance(action, Crop | Zoom):
-            x1, y1, x2, y2 = pixel_box(action.target, canvases[source].size)
-            if min(x2 - x1, y2 - y1) < TINY_REGION_PX:
-                kind = "zoom" if isinstance(action, Zoom) else "crop"
-                out.append(f"{kind}: the box keeps only {x2 - x1}x{y2 - y1} pixels of "
-                           "the image it is drawn on")
+        if not isinstance(action, Crop | Zoom):
+            continue
+        canvas = canvases[source]
+        x1, y1, x2, y2 = pixel_box(action.target, view or canvas.size)
+        if min(x2 - x1, y2 - y1) < TINY_REGION_PX:
+            kind = "zoom" if isinstance(action, Zoom) else "crop"
+            out.append(f"{kind}: the box keeps only {x2 - x1}x{y2 - y1} pixels of "
+                       "the image it is drawn on")
+        view = (x2 - x1, y2 - y1)
+        if isinstance(action, Zoom):
+            view = zoomed_size(view, max(canvas.original.size))
     return out

@@ -324,15 +324,46 @@ def _moved(action: Action, move) -> Action:
 def reframe(action: Action, source: Frame, dest: Frame) -> Action:
     """``action``, written on a canvas with frame ``source``, with its coordinates moved onto
     a canvas with frame ``dest`` (through the original frame), rounded once and clamped to
-    0–1000: a part outside ``dest`` is clipped to its edge.
+    0–1000: a part outside ``dest`` is clipped to its edge (a line is cut where it leaves the
+    view, so it keeps its direction; a trace's points are clamped one by one).
 
     How an action meant for one view is drawn on another: on the original image under
     ``--render-base original``, or on the current canvas when the action names an earlier one.
     """
     if source == dest:
         return action
-    return _moved(action, lambda p: tuple(
-        _round_coord(v) for v in dest.point_from_original(*source.point_to_original(*p))))
+
+    def move(p):
+        return dest.point_from_original(*source.point_to_original(*p))
+
+    if isinstance(action, DrawLine):
+        # Clamping each end on its own would turn a line that leaves the view; cut it at the
+        # view's edge instead, along its own direction.
+        ends = _clipped(*(move(p) for p in action.target))
+        return msgspec.structs.replace(action, target=tuple(
+            (_round_coord(x), _round_coord(y)) for x, y in ends))
+    return _moved(action, lambda p: tuple(_round_coord(v) for v in move(p)))
+
+
+def _clipped(p: tuple[float, float], q: tuple[float, float]
+             ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The part of the segment p–q inside the 0–1000 square (Liang–Barsky); a segment wholly
+    outside is returned as it is, for the caller's clamping to lay it along the nearest edge."""
+    (x0, y0), (dx, dy) = p, (q[0] - p[0], q[1] - p[1])
+    lo, hi = 0.0, 1.0
+    # Each edge as (direction towards it, room before it): p + t·d stays inside while t
+    # stays within every edge's bound.
+    for toward, room in ((-dx, x0), (dx, SCALE - x0), (-dy, y0), (dy, SCALE - y0)):
+        if toward == 0:
+            if room < 0:  # parallel to this edge and beyond it
+                return p, q
+        elif toward < 0:
+            lo = max(lo, room / toward)
+        else:
+            hi = min(hi, room / toward)
+    if lo > hi:
+        return p, q
+    return (x0 + lo * dx, y0 + lo * dy), (x0 + hi * dx, y0 + hi * dy)
 
 
 def shifted(action: Action, dx: float, dy: float) -> Action:

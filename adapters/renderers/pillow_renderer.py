@@ -57,6 +57,7 @@ from .themes import palette
 
 __all__ = [
     "LAYER_ORDER", "RENDERER_VERSION", "RenderBase", "apply_geometry", "cut", "pixel_box", "render",
+    "zoomed_size",
 ]
 
 RENDERER_VERSION = (
@@ -151,6 +152,15 @@ def apply_geometry(state: CanvasState, action: Crop | Zoom) -> CanvasState:
     return cut(state, pixel_box(action.target, state.size), zoom=isinstance(action, Zoom))
 
 
+def zoomed_size(size: tuple[int, int], longest: int) -> tuple[int, int]:
+    """The size a zoom enlarges a cut of ``size`` to: its longer side ``longest`` (the
+    original image's), never shrunk."""
+    factor = longest / max(size)
+    if factor <= 1.0:
+        return size
+    return max(1, int(size[0] * factor + 0.5)), max(1, int(size[1] * factor + 0.5))
+
+
 def cut(state: CanvasState, box: tuple[int, int, int, int], *, zoom: bool) -> CanvasState:
     """A new canvas of the pixels ``box`` of ``state`` (a crop), enlarged when ``zoom`` so its
     longer side equals the original image's longer side (never shrunk), with Lanczos resampling.
@@ -165,13 +175,8 @@ def cut(state: CanvasState, box: tuple[int, int, int, int], *, zoom: bool) -> Ca
         px1 * SCALE / width, py1 * SCALE / height, px2 * SCALE / width, py2 * SCALE / height
     )
     if zoom:
-        target = max(state.original.size)  # type: ignore[union-attr]
-        factor = target / max(image.size)
-        if factor > 1.0:
-            size = (
-                max(1, int(image.width * factor + 0.5)),
-                max(1, int(image.height * factor + 0.5)),
-            )
+        size = zoomed_size(image.size, max(state.original.size))  # type: ignore[union-attr]
+        if size != image.size:
             image = image.resize(size, ZOOM_RESAMPLING)
     return CanvasState(image=image, frame=frame, original=state.original, decorated=state.decorated)
 

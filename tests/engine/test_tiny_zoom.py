@@ -14,9 +14,13 @@ from PIL import Image
 
 from adapters.datasets.base import Sample
 from adapters.models.base import ModelReply, TextPart, Usage
+from adapters.renderers.canvas import CanvasState
+from adapters.renderers.pillow_renderer import render
 from engine.config import ModelConfig, RunConfig
+from engine.observation import tiny_regions
 from engine.runner import open_run_store, run_jobs
 from store import Step
+from store.actions import Crop, Zoom
 
 SPEC = "tiny:z"
 
@@ -64,3 +68,26 @@ async def test_a_zoom_keeping_one_pixel_is_rendered_with_a_warning(tmp_path) -> 
     assert "zoom: the box keeps only 1x1 pixels of the image it is drawn on" in \
         tiny.parse_warnings
     assert not any("keeps only" in w for w in fine.parse_warnings)
+
+
+def test_a_crop_after_a_crop_is_measured_on_the_view_the_first_one_cut() -> None:
+    # 200×200 image: the first crop keeps 20×20 pixels; the second keeps 30 % of that view,
+    # 6×6 pixels, though 30 % of the whole image would be 60×60. The renderer cuts the second
+    # from the first one's view, so the warning must measure it there.
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
+    block = [Crop(target=(0, 0, 100, 100)), Crop(target=(0, 0, 300, 300))]
+    assert tiny_regions(block, [0, 0], [canvas]) == [
+        "crop: the box keeps only 6x6 pixels of the image it is drawn on"]
+    rendered = render(canvas, block)
+    assert rendered.size == (6, 6)  # what the warning says is what the renderer kept
+
+
+def test_a_zoom_in_a_chain_is_measured_on_the_enlarged_view() -> None:
+    # The first zoom keeps 100×100 pixels and enlarges them back to 200×200: the second
+    # zoom's 5 % box keeps 10 pixels of that view, not a tiny region.
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
+    block = [Zoom(target=(0, 0, 500, 500)), Zoom(target=(0, 0, 50, 50))]
+    assert tiny_regions(block, [0, 0], [canvas]) == []
+    block = [Crop(target=(0, 0, 500, 500)), Zoom(target=(0, 0, 50, 50))]
+    assert tiny_regions(block, [0, 0], [canvas]) == [
+        "zoom: the box keeps only 5x5 pixels of the image it is drawn on"]

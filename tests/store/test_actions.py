@@ -15,6 +15,7 @@ from store.actions import (
     TraceHighlight,
     action_decoder,
     canonicalize,
+    reframe,
     target_box,
 )
 
@@ -96,3 +97,21 @@ def test_canonical_action_encodes_with_both_frames():
     decoded = msgspec.json.decode(msgspec.json.encode(canonical), type=CanonicalAction)
     assert decoded == canonical
     assert decoded.original_box == (250, 250, 750, 750)
+
+
+def test_reframe_cuts_a_line_at_the_views_edge_keeping_its_direction() -> None:
+    # A line across the whole original, drawn on a view of its left half: it leaves the view
+    # at x = 1000 of the view. Clamping each end on its own turned it (before: from (0, 0) to
+    # (1000, 1000), a 45° line for a shallow one).
+    line = DrawLine(target=((0, 0), (1000, 200)))
+    left_half = Frame(0, 0, 500, 1000)
+    moved = reframe(line, Frame(), left_half)
+    assert moved.target == ((0, 0), (1000, 100))  # half the original's run, half its rise
+
+
+def test_reframe_keeps_a_line_inside_the_view_and_boxes_clamped() -> None:
+    view = Frame(250, 250, 750, 750)
+    inside = DrawLine(target=((300, 300), (700, 600)))
+    assert reframe(inside, Frame(), view).target == ((100, 100), (900, 700))
+    box = Highlight(target=(0, 0, 500, 500), content="x")
+    assert reframe(box, Frame(), view).target == (0, 0, 500, 500)  # clipped at the view's edge
