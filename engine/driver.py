@@ -15,25 +15,20 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import time
-from collections.abc import Callable
-from concurrent.futures import Executor
 
 import msgspec
 
 from adapters.datasets.base import Sample
-from adapters.models.base import ModelAdapter, ModelCallError, ModelReply
+from adapters.models.base import ModelCallError, ModelReply
 from adapters.models.cassette import cache_key, decode_reply, encode_reply
 from engine.breaker import (
     EMPTY_AT_MAX_TOKENS,
     EMPTY_REPLY,
     STOP_KINDS,
-    ModelBreaker,
     ModelUnusableError,
 )
 from engine.context import Context, derive_seed
-from engine.conversation import RequestSpec, build_request
-from engine.limits import ConnectionLimiter
+from engine.conversation import build_request
 from engine.observation import (
     action_frames,
     block_on,
@@ -42,8 +37,8 @@ from engine.observation import (
     weak_corruption,
 )
 from engine.parsing import parse_step
-from engine.retry import CallAbandoned, CallFailedInfo, RetryPolicy, call_with_retries
-from engine.states import StateCache
+from engine.retry import CallAbandoned, CallFailedInfo, call_with_retries
+from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY
 from store.actions import Frame, canonicalize
@@ -55,133 +50,8 @@ from store.events import (
     TrajectoryFinished,
     TrajectoryStarted,
 )
-from store.recorder import Recorder
 
-__all__ = ["Outcome", "PendingWrites", "Runtime", "SampleChangedError", "TrajectoryJob",
-           "drive_trajectory", "run_trajectory", "sample_meta"]
-
-
-class TrajectoryJob(msgspec.Struct, frozen=True):
-    traj: str
-    run_id: str
-    sample: Sample
-    setting: str
-    model: str
-    epoch: int = 0
-
-
-class Outcome(msgspec.Struct, frozen=True):
-    traj: str
-    status: str
-    answer: str | None
-    steps: int
-    skipped: bool = False
-    """Already finished in the store; nothing was called."""
-    calls: int = 0
-    tokens: int = 0
-    error: str | None = None
-    unrecorded: bool = False
-    """Ended by an error (an image that cannot be decoded, a bug) before it could be recorded
-    as finished: it stays unfinished in the store, and rerunning the command tries it again."""
-
-
-class Runtime:
-    """What every trajectory of a run shares."""
-
-    def __init__(
-        self,
-        *,
-        store: Recorder,
-        states: StateCache,
-        adapters: dict[str, ModelAdapter],
-        limiters: dict[str, ConnectionLimiter],
-        dialects: dict[str, tuple[str, str]],
-        render_pool: Executor | None,
-        request_spec: RequestSpec,
-        max_steps: int,
-        seed: int,
-        token_budget: int | None = None,
-        retry: RetryPolicy,
-        render_base: str = "current",
-        retry_failed: bool = False,
-        on_fault: Callable[[str, str, str, bool], None] | None = None,
-        clock=time.time,
-        sleep=asyncio.sleep,
-        breaker: ModelBreaker | None = None,
-        recorded_originals: dict[str, str] | None = None,
-    ) -> None:
-        self.store = store
-        self.states = states
-        self.adapters = adapters
-        self.limiters = limiters
-        self.dialects = dialects
-        self.render_pool = render_pool
-        self.request_spec = request_spec
-        self.max_steps = max_steps
-        self.token_budget = token_budget
-        self.seed = seed
-        self.retry = retry
-        self.render_base = render_base
-        self.retry_failed = retry_failed
-        self.on_fault = on_fault
-        """Told (model, kind, message, retried) of every model-call fault as it happens."""
-        self.clock = clock
-        self.sleep = sleep
-        self.breaker = breaker if breaker is not None else ModelBreaker()
-        self.recorded_originals = recorded_originals or {}
-        """Sample id → the original's state hash an earlier invocation of the run recorded."""
-
-
-class PendingWrites:
-    """Store writes a trajectory queued but has not awaited yet.
-
-    A step's reply, blobs and event are queued without waiting for their commit, and the next
-    model call starts at once: durability overlaps the network. The writer commits in queue
-    order, so nothing can become durable before what it depends on, and every write is awaited
-    before the trajectory's outcome is reported.
-    """
-
-    def __init__(self) -> None:
-        self.previous: list[asyncio.Future] = []
-        self.current: list[asyncio.Future] = []
-
-    def add(self, future: asyncio.Future) -> None:
-        self.current.append(future)
-
-    def own(self, state: str, write: asyncio.Future | None) -> str:
-        """Add the blob write a named ``state`` still depends on (if any); returns ``state``."""
-        if write is not None:
-            self.current.append(write)
-        return state
-
-    async def step_done(self) -> None:
-        """Close a step: await the writes of the step before it (queued one model call ago, so
-        usually durable already) and keep this step's landing while the next call runs. This
-        bounds each trajectory to two steps of writes in flight."""
-        older, self.previous, self.current = self.previous, self.current, []
-        await _settle(older)
-
-    async def settle(self) -> None:
-        """Await every queued write (raising the first error)."""
-        older, self.previous, self.current = self.previous + self.current, [], []
-        await _settle(older)
-
-    def all_done(self) -> bool:
-        """Nothing left to wait for (an error, if any, is still raised by ``settle``)."""
-        return all(f.done() and not f.cancelled() and f.exception() is None
-                   for f in (*self.previous, *self.current))
-
-
-async def _settle(futures: list[asyncio.Future]) -> None:
-    if not futures:
-        return
-    if not all(future.done() for future in futures):  # usually they are: no gather needed
-        await asyncio.wait(futures)
-    # Observe every one (so no error goes unnoticed), then raise the first error.
-    errors = [f.exception() for f in futures]
-    for error in errors:
-        if error is not None:
-            raise error
+__all__ = ["drive_trajectory", "run_trajectory", "sample_meta"]
 
 
 async def run_trajectory(job: TrajectoryJob, rt: Runtime) -> Outcome:
@@ -487,10 +357,6 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)
-
-
-class SampleChangedError(Exception):
-    """A resumed trajectory's sample is no longer what it was when the trajectory started."""
 
 
 def sample_meta(sample: Sample) -> dict:

@@ -12,7 +12,7 @@ from rich.table import Table
 from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
 from analysis.tables import accuracy_table
-from engine.driver import Outcome, TrajectoryJob
+from engine.runtime import Outcome, TrajectoryJob
 
 __all__ = ["RunProgress", "summary_tables", "with_unstarted"]
 

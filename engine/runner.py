@@ -28,19 +28,12 @@ from engine.breaker import ModelUnusableError
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
-from engine.driver import (
-    Outcome,
-    PendingWrites,
-    Runtime,
-    SampleChangedError,
-    TrajectoryJob,
-    drive_trajectory,
-    sample_meta,
-)
+from engine.driver import drive_trajectory, sample_meta
 from engine.ids import recorded_text, run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
 from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
+from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.scheduler import FairScheduler, in_flight_caps
 from engine.states import StateCache
 from store import open_store

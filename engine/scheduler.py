@@ -24,7 +24,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
-from engine.driver import TrajectoryJob
+from engine.runtime import TrajectoryJob
 
 __all__ = ["FairScheduler", "in_flight_caps"]
 

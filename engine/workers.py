@@ -46,7 +46,6 @@ import structlog
 
 from adapters.datasets.base import Sample
 from engine.config import RunConfig
-from engine.driver import Outcome, SampleChangedError, TrajectoryJob
 from engine.ids import run_id_for
 from engine.runner import (
     RunResult,
@@ -58,6 +57,7 @@ from engine.runner import (
     started_samples,
     write_run_header,
 )
+from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
 from store.recorder import Recorder
 
 __all__ = ["WorkerError", "run_in_workers", "share_of", "warm_up", "worker_count"]

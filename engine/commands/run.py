@@ -282,10 +282,10 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
-    from engine.driver import SampleChangedError
     from engine.gc_tuning import tuned_gc
     from engine.progress import RunProgress, summary_tables, with_unstarted
     from engine.runner import first_error
+    from engine.runtime import SampleChangedError
     from engine.workers import WorkerError, run_in_workers
 
     started = time.monotonic()

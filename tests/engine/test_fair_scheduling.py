@@ -16,8 +16,8 @@ import pytest
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import ModelReply, ModelRequest, Usage
 from engine.config import ModelConfig, RunConfig
-from engine.driver import TrajectoryJob
 from engine.runner import run_jobs
+from engine.runtime import TrajectoryJob
 from engine.scheduler import FairScheduler, in_flight_caps
 from store import MemoryStore, TrajectoryStarted
 

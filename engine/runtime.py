@@ -1,0 +1,154 @@
+"""What every trajectory of a run shares, and what each one hands back.
+
+The job a trajectory is (:class:`TrajectoryJob`), its outcome (:class:`Outcome`), the run's
+shared parts (:class:`Runtime`: store, caches, adapters, limits, policies) and the store writes
+a trajectory has queued but not yet awaited (:class:`PendingWrites`). The driver
+(engine/driver.py) runs trajectories on them; the runner and the workers build and read them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+
+import msgspec
+
+from adapters.datasets.base import Sample
+from adapters.models.base import ModelAdapter
+from engine.breaker import ModelBreaker
+from engine.conversation import RequestSpec
+from engine.limits import ConnectionLimiter
+from engine.retry import RetryPolicy
+from engine.states import StateCache
+from store.recorder import Recorder
+
+__all__ = ["Outcome", "PendingWrites", "Runtime", "SampleChangedError", "TrajectoryJob"]
+
+
+class TrajectoryJob(msgspec.Struct, frozen=True):
+    traj: str
+    run_id: str
+    sample: Sample
+    setting: str
+    model: str
+    epoch: int = 0
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    traj: str
+    status: str
+    answer: str | None
+    steps: int
+    skipped: bool = False
+    """Already finished in the store; nothing was called."""
+    calls: int = 0
+    tokens: int = 0
+    error: str | None = None
+    unrecorded: bool = False
+    """Ended by an error (an image that cannot be decoded, a bug) before it could be recorded
+    as finished: it stays unfinished in the store, and rerunning the command tries it again."""
+
+
+class Runtime:
+    """What every trajectory of a run shares."""
+
+    def __init__(
+        self,
+        *,
+        store: Recorder,
+        states: StateCache,
+        adapters: dict[str, ModelAdapter],
+        limiters: dict[str, ConnectionLimiter],
+        dialects: dict[str, tuple[str, str]],
+        render_pool: Executor | None,
+        request_spec: RequestSpec,
+        max_steps: int,
+        seed: int,
+        token_budget: int | None = None,
+        retry: RetryPolicy,
+        render_base: str = "current",
+        retry_failed: bool = False,
+        on_fault: Callable[[str, str, str, bool], None] | None = None,
+        clock=time.time,
+        sleep=asyncio.sleep,
+        breaker: ModelBreaker | None = None,
+        recorded_originals: dict[str, str] | None = None,
+    ) -> None:
+        self.store = store
+        self.states = states
+        self.adapters = adapters
+        self.limiters = limiters
+        self.dialects = dialects
+        self.render_pool = render_pool
+        self.request_spec = request_spec
+        self.max_steps = max_steps
+        self.token_budget = token_budget
+        self.seed = seed
+        self.retry = retry
+        self.render_base = render_base
+        self.retry_failed = retry_failed
+        self.on_fault = on_fault
+        """Told (model, kind, message, retried) of every model-call fault as it happens."""
+        self.clock = clock
+        self.sleep = sleep
+        self.breaker = breaker if breaker is not None else ModelBreaker()
+        self.recorded_originals = recorded_originals or {}
+        """Sample id → the original's state hash an earlier invocation of the run recorded."""
+
+
+class PendingWrites:
+    """Store writes a trajectory queued but has not awaited yet.
+
+    A step's reply, blobs and event are queued without waiting for their commit, and the next
+    model call starts at once: durability overlaps the network. The writer commits in queue
+    order, so nothing can become durable before what it depends on, and every write is awaited
+    before the trajectory's outcome is reported.
+    """
+
+    def __init__(self) -> None:
+        self.previous: list[asyncio.Future] = []
+        self.current: list[asyncio.Future] = []
+
+    def add(self, future: asyncio.Future) -> None:
+        self.current.append(future)
+
+    def own(self, state: str, write: asyncio.Future | None) -> str:
+        """Add the blob write a named ``state`` still depends on (if any); returns ``state``."""
+        if write is not None:
+            self.current.append(write)
+        return state
+
+    async def step_done(self) -> None:
+        """Close a step: await the writes of the step before it (queued one model call ago, so
+        usually durable already) and keep this step's landing while the next call runs. This
+        bounds each trajectory to two steps of writes in flight."""
+        older, self.previous, self.current = self.previous, self.current, []
+        await _settle(older)
+
+    async def settle(self) -> None:
+        """Await every queued write (raising the first error)."""
+        older, self.previous, self.current = self.previous + self.current, [], []
+        await _settle(older)
+
+    def all_done(self) -> bool:
+        """Nothing left to wait for (an error, if any, is still raised by ``settle``)."""
+        return all(f.done() and not f.cancelled() and f.exception() is None
+                   for f in (*self.previous, *self.current))
+
+
+async def _settle(futures: list[asyncio.Future]) -> None:
+    if not futures:
+        return
+    if not all(future.done() for future in futures):  # usually they are: no gather needed
+        await asyncio.wait(futures)
+    # Observe every one (so no error goes unnoticed), then raise the first error.
+    errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+class SampleChangedError(Exception):
+    """A resumed trajectory's sample is no longer what it was when the trajectory started."""
