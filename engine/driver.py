@@ -364,10 +364,13 @@ def sample_meta(sample: Sample) -> dict:
     asked; a resume checks that the dataset still says the same (engine/runner.py). The
     choices are a JSON list in a string (the field holds strings): a letter answer is scored
     against them. Key regions (pixel boxes on the original) likewise, when the dataset has them:
-    the log alone then says whether an action targeted what the answer depends on."""
+    the log alone then says whether an action targeted what the answer depends on. And a
+    digest of the image's bytes: a rerun notices an image replaced under finished trajectories,
+    which it would otherwise skip."""
     meta = {"category": sample.category, "group": sample.group, "family": sample.family,
             "answer": sample.answer, "question": sample.question,
-            "choices": msgspec.json.encode(list(sample.choices)).decode()}
+            "choices": msgspec.json.encode(list(sample.choices)).decode(),
+            "image_digest": sample.image_fingerprint}
     if sample.key_regions:
         meta["key_regions"] = msgspec.json.encode(
             [list(box) for box in sample.key_regions]).decode()

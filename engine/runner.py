@@ -23,6 +23,9 @@ from adapters.datasets.base import Sample
 from adapters.datasets.loading import dataset_identity
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
+from adapters.renderers.canvas import CanvasState
+from adapters.renderers.encode import image_hash
+from adapters.renderers.images import ImageLoadError
 from adapters.renderers.pillow_renderer import RENDERER_VERSION
 from engine.breaker import ModelUnusableError
 from engine.config import ConfigError, ModelConfig, RunConfig
@@ -35,7 +38,7 @@ from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.scheduler import FairScheduler, in_flight_caps
-from engine.states import StateCache
+from engine.states import StateCache, load_original
 from store import open_store
 from store.errors import StoreError
 from store.events import RunStarted, TrajectoryStarted, run_stream
@@ -229,8 +232,11 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
 
     A finished trajectory is skipped on a resume and scored against what it recorded of its
     sample: after a label was fixed in the file, the summary would show the old label's score
-    with no sign of it. (An image is compared when a trajectory of its sample goes on or
-    starts: engine/driver.py; ``started`` is :func:`started_samples`, if already read.)
+    with no sign of it; after an image was replaced, results on the old image under the new
+    one's name. An image whose bytes changed is decoded and compared by its pixels (a file
+    saved again unchanged is no change). The driver also compares an image when a trajectory
+    of its sample goes on or starts (engine/driver.py). ``started`` is
+    :func:`started_samples`, if already read.
 
     Raises:
         ConfigError: naming the first changed sample and field, and how many samples changed.
@@ -240,19 +246,39 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
         started = started_samples(store, jobs)
     samples = {job.sample.id: job.sample for job in jobs}
     for sample_id, event in started.items():
-        now = sample_meta(samples[sample_id])
+        sample = samples[sample_id]
+        now = sample_meta(sample)
         for field, was in event.sample_meta.items():
-            if field in now and now[field] != was:
+            if field not in now or now[field] == was:
+                continue
+            if field == "image_digest":
+                # Other bytes: the file was replaced, or saved again. Only other pixels count.
+                state = _original_state(sample)
+                if state == event.input_state:
+                    continue
+                changed[sample_id] = (f"its image was state {event.input_state[:12]}, now "
+                                      f"{state[:12] if state else 'unreadable'}")
+            else:
                 changed[sample_id] = f"{field} was {_short(was)}, now {_short(now[field])}"
-                break
+            break
     if changed:
         first, what = next(iter(changed.items()))
         more = f" (and {len(changed) - 1} more samples)" if len(changed) > 1 else ""
         raise ConfigError(
             f"the dataset changed since run {jobs[0].run_id} started these samples: sample "
-            f"{first}: {what}{more}. Its finished trajectories would be scored against the new "
-            "values. Restore the dataset, or start a separate run (--run-name NAME, or another "
-            "--store)")
+            f"{first}: {what}{more}. Its finished trajectories would be skipped and reported "
+            "as if they were of the dataset as it is now. Restore the dataset, or start a "
+            "separate run (--run-name NAME, or another --store)")
+
+
+def _original_state(sample: Sample) -> str | None:
+    """The state hash (hex) a trajectory of ``sample`` would start from now, as the driver
+    makes it (engine/states.py); None when its image cannot be read or decoded."""
+    try:
+        image, _ = load_original(sample.image_source, name=f"sample {sample.id}")
+    except ImageLoadError:
+        return None
+    return image_hash(CanvasState.from_image(image).image).hex()
 
 
 # What a model's replies are read with (or asked with): changing one of these between two

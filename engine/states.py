@@ -27,7 +27,7 @@ from adapters.renderers.images import ImageLoadError, load_image, load_image_upr
 from store.actions import Frame
 from store.recorder import Recorder
 
-__all__ = ["EncodedState", "StateCache"]
+__all__ = ["EncodedState", "StateCache", "load_original"]
 
 
 class EncodedState:
@@ -52,7 +52,7 @@ def encode_state(canvas: CanvasState, png: bytes | None = None) -> EncodedState:
                         png if png is not None else encode_png(canvas.image))
 
 
-def _load_original(source: bytes | str | InlineImage,
+def load_original(source: bytes | str | InlineImage,
                    name: str) -> tuple[Image.Image, bytes | None]:
     """A sample's original image, decoded, and its file's bytes when they can be stored and
     sent as they are (blocking: run it in the pool).
@@ -224,7 +224,7 @@ class StateCache:
         future = asyncio.get_running_loop().create_future()
         self._loading[source_key] = future
         try:
-            image, png = await self._in_pool(_load_original, source, name)
+            image, png = await self._in_pool(load_original, source, name)
             hex_key = await self.add(CanvasState.from_image(image), png)
         except BaseException as exc:
             future.set_exception(exc)

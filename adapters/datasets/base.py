@@ -18,7 +18,7 @@ import msgspec
 
 __all__ = [
     "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
-    "InlineImageError", "Sample", "SkippedRow", "decode_data_uri", "in_order", "read_image_file",
+    "InlineImageError", "Sample", "SkippedRow", "content_digest", "decode_data_uri", "in_order", "read_image_file",
 ]
 
 
@@ -56,9 +56,10 @@ def decode_data_uri(uri: str) -> tuple[str, bytes]:
     return header, data
 
 
-def _digest(literal: bytes) -> bytes:
-    """What an :class:`InlineImage` keeps of its span, to notice that the file changed."""
-    return hashlib.blake2b(literal, digest_size=16).digest()
+def content_digest(data: bytes) -> bytes:
+    """What is kept of an image's bytes (a file's, or an inline image's span) to notice that
+    they changed: since it was loaded, or since a run's earlier invocation recorded it."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 class InlineImage(msgspec.Struct, frozen=True):
@@ -83,7 +84,7 @@ class InlineImage(msgspec.Struct, frozen=True):
     @classmethod
     def spelled(cls, path: str, line: int, offset: int, literal: bytes) -> InlineImage:
         """The place of ``literal`` (a JSON string), found at ``offset`` of ``path``."""
-        return cls(path, line, offset, len(literal), _digest(literal))
+        return cls(path, line, offset, len(literal), content_digest(literal))
 
     @property
     def where(self) -> str:
@@ -103,7 +104,7 @@ class InlineImage(msgspec.Struct, frozen=True):
         if len(literal) < self.length:
             raise InlineImageError(self.where, "the file changed after the dataset was loaded "
                                                "(it is shorter now)")
-        if _digest(literal) != self.digest:
+        if content_digest(literal) != self.digest:
             raise InlineImageError(self.where, "the file changed after the dataset was loaded "
                                                "(other bytes at the image's place)")
         # The same literal decoded at load, so this cannot fail now.
@@ -138,6 +139,8 @@ class Sample(msgspec.Struct, frozen=True):
     """An absolute path to read the image from, when ``image`` is empty."""
     image_inline: InlineImage | None = None
     """Where the dataset file spells the image as a ``data:`` URI, when ``image`` is empty."""
+    image_digest: bytes = b""
+    """:func:`content_digest` of the file ``image_path`` names, as it was loaded."""
 
     @property
     def image_source(self) -> bytes | str | InlineImage:
@@ -147,6 +150,16 @@ class Sample(msgspec.Struct, frozen=True):
         if self.image_inline is not None:
             return self.image_inline
         return self.image_path
+
+    @property
+    def image_fingerprint(self) -> str:
+        """A digest of the image's bytes as loaded (hex): a run records it with each
+        trajectory, so a rerun notices an image replaced under its finished ones."""
+        if self.image:
+            return content_digest(self.image).hex()
+        if self.image_inline is not None:
+            return self.image_inline.digest.hex()
+        return self.image_digest.hex()
 
     def read_image(self) -> bytes:
         """The encoded image bytes.

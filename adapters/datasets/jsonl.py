@@ -42,6 +42,7 @@ from adapters.datasets.base import (
     InlineImageError,
     Sample,
     SkippedRow,
+    content_digest,
     decode_data_uri,
     read_image_file,
 )
@@ -152,11 +153,12 @@ class JsonlLoader(CachedLoader):
         answer = _string(row, "answer", allow_empty=False)
         category = _string(row, "category")
         group = _string(row, "group")
-        path, inline, meta, size = self._image(row["image"], line, number, start)
+        path, digest, inline, meta, size = self._image(row["image"], line, number, start)
         return Sample(
             id=sample_id,
             image=b"",  # named, read again when a trajectory needs it
             image_path=path,
+            image_digest=digest,
             image_inline=inline,
             question=question,
             answer=answer,
@@ -168,10 +170,12 @@ class JsonlLoader(CachedLoader):
         )
 
     def _image(self, value: Any, line: bytes, number: int,
-               start: int) -> tuple[str, InlineImage | None, dict[str, str], tuple[int, int]]:
-        """Where the row's image is, checked: a file's absolute path (else ``""``) or the place
-        of its ``data:`` URI in the file (line ``number``, at byte ``start``), the meta that
-        says where it came from, and its upright size."""
+               start: int
+               ) -> tuple[str, bytes, InlineImage | None, dict[str, str], tuple[int, int]]:
+        """Where the row's image is, checked: a file's absolute path and the digest of its
+        bytes (else ``""``, ``b""``) or the place of its ``data:`` URI in the file (line
+        ``number``, at byte ``start``), the meta that says where it came from, and its upright
+        size."""
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
         if value[:5].lower() == "data:":
@@ -187,13 +191,13 @@ class JsonlLoader(CachedLoader):
                 raise _BadRow(f"image {header!r}: {exc.reason}") from None
             inline = InlineImage.spelled(os.path.abspath(self.path), number,
                                          start + line.index(literal), literal)
-            return "", inline, {"image": header}, size
+            return "", b"", inline, {"image": header}, size
         try:
-            _, path, size = read_image_file(self.path.parent, value,
+            data, path, size = read_image_file(self.path.parent, value,
                                             relative_to="the JSONL file's folder")
         except ImageFileError as exc:
             raise _BadRow(str(exc)) from None
-        return path, None, {"image": value}, size
+        return path, content_digest(data), None, {"image": value}, size
 
 
 def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:

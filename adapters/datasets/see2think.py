@@ -43,6 +43,7 @@ from adapters.datasets.base import (
     ImageFileError,
     Sample,
     SkippedRow,
+    content_digest,
     read_image_file,
 )
 
@@ -251,7 +252,7 @@ class See2ThinkLoader(CachedLoader):
 
         def checked() -> Sample | SkippedRow:
             try:
-                _, image_file, _ = read_image_file(data_path.parent, image_path,
+                data, image_file, _ = read_image_file(data_path.parent, image_path,
                                                    relative_to="the folder of its data.json")
             except ImageFileError as exc:
                 return SkippedRow(source=str(data_path), line=row_line, reason=str(exc))
@@ -259,6 +260,7 @@ class See2ThinkLoader(CachedLoader):
                 id=f"{rel}::{index}",
                 image=b"",  # read again when a trajectory needs it: memory follows what is in flight
                 image_path=image_file,
+                image_digest=content_digest(data),
                 question=question,
                 answer=answer,
                 category=task.strip() if isinstance(task, str) else "",

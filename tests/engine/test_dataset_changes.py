@@ -187,11 +187,38 @@ def test_a_new_setting_on_a_replaced_image_is_refused(tmp_path, capsys, workers)
     capsys.readouterr()
     assert _run(store, f"jsonl:{path}", "--settings", "vaot,cot", *workers) == 2
     err = capsys.readouterr().err
-    assert "its image changed since this run's other trajectories of it started" in err
-    assert "Traceback" not in err
+    # Found before anything runs, for every sample at once (by the driver, before the
+    # samples' images were compared up front).
+    assert "the dataset changed since run" in err and "sample s0: its image was state" in err
+    assert "(and 1 more samples)" in err and "Traceback" not in err
     # Restored, the run goes on and adds the new setting.
     (tmp_path / "d" / "a.png").write_bytes(_png((9, 99, 199)))
     assert _run(store, f"jsonl:{path}", "--settings", "vaot,cot", *workers) == 0
+
+
+@pytest.mark.parametrize("workers", [(), ("--workers", "2")])
+def test_an_image_replaced_under_finished_trajectories_is_refused(tmp_path, capsys,
+                                                                   workers) -> None:
+    # Before, every trajectory of the sample was finished, so the rerun skipped them all and
+    # reported results on the old image under the new one's name, with no sign of it.
+    path = _dataset(tmp_path / "d", "red", n=2)
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{path}", *workers) == 0
+    image = tmp_path / "d" / "a.png"
+    original = image.read_bytes()
+    image.write_bytes(_png((200, 10, 10)))
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}", *workers) == 2
+    err = capsys.readouterr().err
+    assert "the dataset changed since run" in err and "sample s0: its image was state" in err
+    assert "Traceback" not in err
+    # The same pixels saved again (other bytes: another compression level) are no change.
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(original)).save(buffer, format="PNG", compress_level=0)
+    assert buffer.getvalue() != original
+    image.write_bytes(buffer.getvalue())
+    assert _run(store, f"jsonl:{path}", *workers) == 0
+    assert "model calls this session 0" in capsys.readouterr().out
 
 
 def _png_with_bad_filter_bytes() -> bytes:
