@@ -1,4 +1,5 @@
-"""Rule-based answer scoring: normalised exact match, option letters, numbers.
+"""Rule-based answer scoring: normalised exact match, option letters, numbers (in digits or
+words).
 
 This is the judge that needs no model: good enough for closed-set answers (the synthetic
 benchmark, multiple choice, numbers). Free-form answers need the LLM answer judge.
@@ -33,6 +34,11 @@ _JOINERS = re.compile(r"^(?:(?:or|and|maybe|perhaps|possibly|either)\b|[&/])[\s,
 _REASON = r"(?:\s*[,;:]|\.\s|\s+[-–—]\s|\s+(?:because|since)\b)"
 # Something stands alone as an answer: at the end, before a mark, or before a joiner.
 _STANDS_ALONE = r"(?=\s*(?:$|[.,;:!?)]|(?:or|and)\b))"
+# Hedges a model writes before its answer: "I think it's B", "Probably B", "It is (B) dog".
+_LEAD_IN = re.compile(r"^(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['’]s|it\s+is"
+                      r"|the\s+answer\s+is|probably|likely)\s+)+")
+# What, at the start or after a hedge, rules an answer out rather than naming it.
+_DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:think|believe|guess))\b")
 _NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
@@ -169,7 +175,18 @@ def _picked(text: str, options: list[_Option]) -> int | None:
             return None if _names_another(head.group(1), _others(options, i)) else i
     # "blue." / "the blue one": the one option whose text occurs as a word.
     present = [i for i, o in enumerate(options) if re.search(_as_word(o.text), text)]
-    return present[0] if len(present) == 1 else None
+    if len(present) == 1:
+        return present[0]
+    return None if present else _by_number_words(text, options)
+
+
+def _by_number_words(text: str, options: list[_Option]) -> int | None:
+    """The option written as the number an answer gives in words: "three" picks 3. An answer
+    with digits was looked for as the option's text."""
+    if _NUMBER_TOKEN.search(text) or (value := _number_given(text)) is None:
+        return None
+    found = [i for i, o in enumerate(options) if _NUMBER.match(o.text) and _as_float(o.text) == value]
+    return found[0] if len(found) == 1 else None
 
 
 def _letter_and_text(text: str, *, truth: bool) -> tuple[str | None, str | None]:
@@ -201,9 +218,12 @@ def _same_value(given: str | None, expected: str | None) -> bool:
     if given == expected:
         return True
     if _NUMBER.match(given) and _NUMBER.match(expected):
-        as_number = [float(t.replace(",", "")) for t in (given, expected)]
-        return abs(as_number[0] - as_number[1]) < 1e-9
+        return abs(_as_float(given) - _as_float(expected)) < 1e-9
     return False
+
+
+def _as_float(number: str) -> float:
+    return float(number.replace(",", ""))
 
 
 def _without_choices(given: str, expected: str) -> bool:
@@ -218,28 +238,57 @@ def _without_choices(given: str, expected: str) -> bool:
         return True
     if expected_text is not None and _NUMBER.match(expected_text):
         value = _number_given(given)
-        return value is not None and abs(value - float(expected_text.replace(",", ""))) < 1e-9
+        return value is not None and abs(value - _as_float(expected_text)) < 1e-9
     return False
 
 
 _NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
                            r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
 _ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+          "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+          "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_WORD_VALUES = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+# A number word standing whole: "twenty-one", "twenty one", "three"; not "twenty-first".
+_NUMBER_WORD = re.compile(rf"(?<![\w-])(?:({'|'.join(_TENS)})(?:[-\s]({'|'.join(_UNITS[1:10])}))?"
+                          rf"|({'|'.join(_UNITS)}))(?![\w-])")
+# Where "one" is a count and not the pronoun ("the one on the left"): first, or after these.
+_ONE_COUNTS = re.compile(r"^(?:(?:there\s+(?:is|are)|there['’]s|i\s+(?:count|see)|only|just"
+                         r"|exactly)\s+)*one\b")
 
 
 def _number_given(given: str) -> float | None:
     """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
     the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
-    "between 2 and 3") or holds none."""
-    tokens = list(_NUMBER_TOKEN.finditer(given))
-    if not tokens:
-        return None
-    values = [float(t.group().replace(",", "")) for t in tokens]
-    if len(set(values)) == 1:
-        return values[0]
-    if tokens[0].start() == 0 and not _ALTERNATIVES.search(given):
-        return values[0]
+    "between 2 and 3") or holds none. Words are read when it has no digits ("three")."""
+    numbers = _numbers(given)
+    values = {value for _, value in numbers}
+    if len(values) == 1:
+        return values.pop()
+    if numbers and numbers[0][0] == 0 and not _ALTERNATIVES.search(given):
+        return numbers[0][1]
     return None
+
+
+def _numbers(given: str) -> list[tuple[int, float | None]]:
+    """Where each number starts and its value: the digits, or else the number words."""
+    digits = [(t.start(), _as_float(t.group())) for t in _NUMBER_TOKEN.finditer(given)]
+    if digits:
+        return digits
+    words = list(_NUMBER_WORD.finditer(given))
+    return [(w.start(), _word_value(w, given, alone=len(words) == 1)) for w in words]
+
+
+def _word_value(word: re.Match[str], given: str, *, alone: bool) -> float | None:
+    """A number word's value. "One" is read only as a count and as the answer's only number:
+    elsewhere it may be the pronoun ("the red one"), so its value is unknown (None), and an
+    answer holding it gives no number unless it leads with another ("three, one of them red")."""
+    if word.group() == "one":
+        counts = alone and (match := _ONE_COUNTS.match(given)) and match.end() == word.end()
+        return 1.0 if counts else None
+    tens, unit, below_twenty = word.groups()
+    return float(_WORD_VALUES[tens or below_twenty] + (_WORD_VALUES[unit] if unit else 0))
 
 
 def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) -> bool | None:
@@ -249,7 +298,10 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
     label, or both as in ``"(B) dog"``), so ``B``, ``dog`` and ``B. dog`` score alike whichever
     of them the dataset gives as the truth. A reason after the answer (``"B, since no cat is
     visible"``) does not decide, and an unmarked "A" before an option's text is the article
-    (``"A dog."``). Without choices, a leading letter is compared with a letter truth.
+    (``"A dog."``). Without choices, a leading letter is compared with a letter truth. A hedge
+    before the answer (``"I think it's B"``, ``"Probably B"``) is not part of it, though the
+    answer is still read whole when what follows names nothing; one that denies (``"It is not
+    A"``) names no answer, so it is wrong.
     """
     if answer is None:
         return None
@@ -260,10 +312,28 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
     if given == expected:
         return True
     options = _options(choices)
+    hedged = given if _leads_with_option(given, options) else _LEAD_IN.sub("", given)
+    if _denies(hedged, expected, options):
+        return False
     truth_at = _picked(expected, options) if options else None
     if truth_at is not None:
-        picked = _picked(given, options)
+        picked = _picked(hedged, options)
+        if picked is None:
+            picked = _picked(given, options)
         if picked is not None:
             return picked == truth_at
         return _same_value(given, expected)
-    return _without_choices(given, expected)
+    return _without_choices(hedged, expected) or _without_choices(given, expected)
+
+
+def _leads_with_option(text: str, options: list[_Option]) -> bool:
+    """Whether a text starts with an option's text: then its first words are the answer, not
+    a hedge or a denial ("likely, since …" and "not visible" when those are options)."""
+    return any(re.match(_as_word(o.text), text) for o in options)
+
+
+def _denies(hedged: str, expected: str, options: list[_Option]) -> bool:
+    """Whether an answer, past its hedge, rules one out ("not A", "It isn't cat"): the option
+    it names is the one it rejects. Not when those words are the truth or an option's text."""
+    return (bool(_DENIAL.match(hedged)) and hedged != expected
+            and not _leads_with_option(hedged, options))

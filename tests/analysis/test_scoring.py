@@ -160,7 +160,8 @@ def test_what_is_not_a_thousands_separator_is_not_read_as_one(answer, truth) -> 
 
 
 _JOINING_WORDS = {"or", "and", "maybe", "perhaps", "possibly", "either", "because", "since",
-                  "option", "the", "an", "not", "visible", "is"}
+                  "option", "the", "an", "not", "visible", "is", "think", "that", "probably",
+                  "likely"}
 plain_words = words.filter(lambda w: w not in _JOINING_WORDS)
 
 
@@ -176,6 +177,7 @@ def test_prose_around_an_answer_does_not_change_which_option_it_names(texts, dat
         f"Option {letter}",
         f"A {texts[picked]}.",  # the article, whichever option A is
         f"{texts[picked]}, because the {texts[other]} is not visible",
+        f"I think it's {letter}", f"Probably the {texts[picked]}",  # a hedge before it
     ]))
     assert score_answer(answer, truth, choices) is (picked == right)
 
@@ -191,7 +193,8 @@ def test_an_answer_naming_two_options_is_never_right(texts, data) -> None:
     answer = data.draw(st.sampled_from([
         f"{as_letter[0]} or {as_letter[1]}", f"{as_letter[0]}, or maybe {as_letter[1]}",
         f"{texts[first]} or {texts[second]}", f"{texts[first]}, {texts[second]}",
-        f"({as_letter[0].lower()}) {texts[second]}",
+        f"({as_letter[0].lower()}) {texts[second]}", f"I think {as_letter[0]} or {as_letter[1]}",
+        f"It is probably {texts[first]} or {texts[second]}",
     ]))
     assert score_answer(answer, texts[right], tuple(texts)) is False
 
@@ -235,3 +238,104 @@ def test_width_forms_and_a_letter_on_its_own_line(answer, truth, right) -> None:
 def test_without_choices_a_number_truth_is_met_by_the_number_an_answer_gives(
         answer, truth, right) -> None:
     assert score_answer(answer, truth) is right
+
+
+# Models write counts in words ("three", "There are three.") as often as in digits.
+UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+         "eighteen", "nineteen", "twenty"]
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    *((word, str(value)) for value, word in enumerate(UNITS)),
+    ("Three.", "3"), ("three circles", "3"), ("There are three.", "3"), ("I count three", "3"),
+    ("Twelve, since there are three pairs", "12"), ("thirty", "30"),
+    ("twenty-one", "21"), ("Ninety-nine", "99"), ("twenty one", "21"), ("3 (three)", "3"),
+    ("One.", "1"), ("one circle", "1"), ("There is one.", "1"), ("Just one.", "1"),
+    ("There is only one", "1"), ("It's three.", "3"),
+])
+def test_without_choices_a_number_truth_is_met_by_a_number_in_words(answer, truth) -> None:
+    assert score_answer(answer, truth) is True
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("three or four", "3"), ("between two and three", "3"), ("two to three", "2"),  # two answers
+    ("two squares and three circles", "3"),  # the answer leads with another number
+    ("four", "3"), ("thirty", "3"), ("twenty-first", "20"), ("someone", "1"), ("often", "10"),
+    ("the one on the left", "1"), ("Which one? The red one.", "1"),  # the pronoun
+    ("no one", "1"),
+    # "one" is read only as the answer's only number, so it never outweighs another
+    ("One of them is red, the other two are blue", "1"),
+    ("One of them is red, the other two are blue", "2"),
+    ("the one on the left has three sides", "3"),
+])
+def test_a_number_word_that_is_not_the_answer_is_not_read_as_it(answer, truth) -> None:
+    assert score_answer(answer, truth) is False
+
+
+@pytest.mark.parametrize(("answer", "choices", "truth", "right"), [
+    ("three", ("2", "3", "4"), "3", True), ("Three.", ("2", "3", "4"), "B", True),
+    ("three circles", ("2", "3", "4"), "3", True), ("There are three.", ("2", "3", "4"), "3", True),
+    ("three", ("A. 2", "B. 3", "C. 4"), "B", True), ("one", ("1", "2"), "1", True),
+    ("four", ("2", "3", "4"), "3", False), ("three or four", ("2", "3", "4"), "3", False),
+    ("the one on the left", ("1", "2"), "1", False), ("three", ("cat", "dog"), "cat", False),
+])
+def test_a_number_in_words_names_the_option_written_as_that_number(
+        answer, choices, truth, right) -> None:
+    assert score_answer(answer, truth, choices) is right
+
+
+# Models hedge before the answer ("I think it's B"); the hedge is not part of it.
+@pytest.mark.parametrize("answer", [
+    "I think it's B", "I think the answer is B", "It's B", "It is (B) dog", "I believe it is dog",
+    "Probably B", "Likely dog", "I guess that it's B", "I think B", "It's probably B",
+    "It’s B", "It is a dog.", "I think it's the dog",
+])
+def test_a_hedged_lead_in_does_not_hide_the_answer(answer) -> None:
+    assert score_answer(answer, "dog", PETS) is True
+    assert score_answer(answer, "B", PETS) is True
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("I think it's A", "A"), ("It is (B) dog", "B"), ("Probably C", "C"),
+    ("I think the answer is B", "B"), ("It's C.", "C"), ("I believe it is dog", "dog"),
+    ("It is not visible", "not visible"),  # the truth itself, not a denial
+])
+def test_without_choices_a_hedged_lead_in_does_not_hide_the_answer(answer, truth) -> None:
+    assert score_answer(answer, truth) is True
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("It is not cat", "cat"), ("It's not A", "A"), ("I think it's not cat", "cat"),
+    ("It isn't cat", "cat"), ("I don't think it's cat", "cat"), ("Probably not A", "A"),
+    ("Not cat", "cat"),  # a denial names an option only to rule it out
+    ("I think A or B", "A"), ("I think cat or dog", "cat"), ("It's B", "A"),
+])
+def test_a_hedged_denial_or_two_answers_is_wrong(answer, truth) -> None:
+    assert score_answer(answer, truth, PETS) is False
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("It is not A", "A"), ("It is not 3", "3"), ("It isn't three", "3"), ("I think A or B", "A"),
+    ("It is not dog", "dog"), ("It's B", "A"),
+])
+def test_without_choices_a_hedged_denial_or_two_answers_is_wrong(answer, truth) -> None:
+    assert score_answer(answer, truth) is False
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("It is not visible", "not visible", True), ("It is not visible", "visible", False),
+    ("Not visible.", "B", True), ("Not visible, since it is hidden", "B", True),
+])
+def test_an_option_that_starts_with_not_is_not_a_denial(answer, truth, right) -> None:
+    assert score_answer(answer, truth, ("visible", "not visible")) is right
+
+
+@pytest.mark.parametrize(("answer", "choices", "truth"), [
+    ("Likely, since the cat is visible", ("likely", "unlikely", "cat"), "likely"),
+    ("likely because the cat is there", ("likely", "unlikely", "cat"), "A"),
+    ("Probably not", ("probably not", "yes"), "A"),
+    ("It is raining", ("it is raining", "it is sunny"), "A"),
+])
+def test_an_option_that_starts_like_a_hedge_is_read_as_the_option(answer, choices, truth) -> None:
+    assert score_answer(answer, truth, choices) is True
