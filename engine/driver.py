@@ -95,7 +95,8 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         state.finished = None
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
-    original = await rt.states.add_original(sample.image_source, name=_image_name(sample))
+    original = await rt.states.add_original(sample.image_source, name=_image_name(sample),
+                                            digest=sample.image_digest)
     writes = PendingWrites()
     # The original's blob, queued by whichever trajectory loaded it.
     writes.own(original, rt.states.unsettled_write(original))

@@ -202,19 +202,22 @@ class StateCache:
             for future in pending:
                 future.result()
 
-    async def add_original(self, source: bytes | str | InlineImage, name: str) -> str:
+    async def add_original(self, source: bytes | str | InlineImage, name: str,
+                           digest: bytes = b"") -> str:
         """Load (normalise to RGB) and add a sample's original image: its encoded bytes, the
         path of its file, or its place in the dataset file (read in the pool, not on the event
         loop).
 
-        Memoised on the input bytes, path or place: the settings and epochs of one sample load
-        it once.
+        Memoised on the input bytes (by ``digest``, their ``content_digest``, when given),
+        path or place: the settings and epochs of one sample load it once.
 
         Raises:
             ImageLoadError: the image cannot be read or decoded; the message starts with
                 ``name``.
         """
-        source_key = _source_key(source)
+        # Held bytes by the digest their sample already has (``digest``), not hashed again.
+        source_key = (b"held:" + digest if digest and isinstance(source, bytes)
+                      else _source_key(source))
         known = self._originals.get_touch(source_key)
         if known is not None and known in self._canvases:
             return known

@@ -140,7 +140,14 @@ class Sample(msgspec.Struct, frozen=True):
     image_inline: InlineImage | None = None
     """Where the dataset file spells the image as a ``data:`` URI, when ``image`` is empty."""
     image_digest: bytes = b""
-    """:func:`content_digest` of the file ``image_path`` names, as it was loaded."""
+    """:func:`content_digest` of the image's bytes as loaded: of ``image`` (made here when not
+    given), or of the file ``image_path`` names (the loader's)."""
+
+    def __post_init__(self) -> None:
+        # Once per sample, not once per trajectory: a run records it with each of them. (Made
+        # again whenever the struct is, so a copy with other bytes never keeps the old one.)
+        if self.image:
+            msgspec.structs.force_setattr(self, "image_digest", content_digest(self.image))
 
     @property
     def image_source(self) -> bytes | str | InlineImage:
@@ -155,9 +162,7 @@ class Sample(msgspec.Struct, frozen=True):
     def image_fingerprint(self) -> str:
         """A digest of the image's bytes as loaded (hex): a run records it with each
         trajectory, so a rerun notices an image replaced under its finished ones."""
-        if self.image:
-            return content_digest(self.image).hex()
-        if self.image_inline is not None:
+        if self.image_inline is not None and not self.image:
             return self.image_inline.digest.hex()
         return self.image_digest.hex()
 
