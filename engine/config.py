@@ -67,6 +67,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     prices: dict[str, Any] = {}
     """``{"openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}}`` (model spec or
     glob → price per million tokens); turns usage into a cost line in the summary."""
+    max_cost: float | None = None
+    """No new model call once the replies of the command's trajectories have cost this much, at
+    ``prices`` (engine/spend.py); not part of the run's identity: raise it and rerun to go on."""
     run_name: str | None = None
     retry_failed: bool = False
     """Run again the trajectories an earlier invocation ended as failed (not part of the run's
@@ -145,7 +148,23 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise ConfigError(
                     f"prices: {exc}; each model's price is a table, e.g. [prices.\"openai:gpt-4o\"] "
                     "with input_per_mtok and output_per_mtok (per million tokens)") from None
+        if self.max_cost is not None:
+            self._validate_max_cost()
         return self
+
+    def _validate_max_cost(self) -> None:
+        from engine.cost import PriceTable
+        from engine.spend import unpriced_models
+
+        if not math.isfinite(self.max_cost) or self.max_cost <= 0:
+            raise ConfigError(f"--max-cost: must be a number above 0, got {self.max_cost}")
+        unpriced = unpriced_models([m.spec for m in self.models], PriceTable.from_config(self.prices))
+        if unpriced:
+            raise ConfigError(
+                f"--max-cost: no price for {', '.join(unpriced)}, so what its replies cost cannot "
+                "be counted; give each model a price in the config file's prices table, e.g. "
+                f"[prices.\"{unpriced[0]}\"] with input_per_mtok and output_per_mtok (0 for a "
+                "local server)")
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

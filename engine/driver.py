@@ -39,6 +39,7 @@ from engine.observation import (
 from engine.parsing import parse_step
 from engine.retry import CallAbandoned, CallFailedInfo, call_with_retries
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
+from engine.spend import SpendCapReached
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY
 from store.actions import Frame, canonicalize
@@ -116,6 +117,8 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             f"started (recorded state {recorded[:12]}, now {original[:12]}); a new trajectory "
             "on it would be compared with theirs as if both saw one image. Restore the image, "
             "or start a separate run (--run-name NAME, or another --store)")
+    if not resumed and rt.spend is not None and rt.spend.reached():
+        raise SpendCapReached  # not started: nothing of it in the log
     if not resumed:
         started = TrajectoryStarted(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,
@@ -173,6 +176,9 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         key = hashlib.sha256(job.traj.encode() + request_hash).digest()
         cached = store.cache_get(key) if check_cache else None
         check_cache = cached is not None
+        if cached is None and rt.spend is not None and rt.spend.reached():
+            await writes.settle()  # its last step is durable; the rerun continues after it
+            raise SpendCapReached
         started_at = ctx.monotonic()
         if cached is not None:
             reply = decode_reply(cached)
@@ -228,6 +234,8 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
             rt.breaker.succeeded(job.model)
+            if rt.spend is not None:
+                rt.spend.paid(job.model, reply.usage)
         has_text = bool(reply.text.strip() or reply.tool_calls)
         stopped_by_empties = False
         if has_text:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ import structlog
 
 from adapters.datasets.base import Sample
 from adapters.datasets.loading import dataset_identity
-from adapters.models.base import AdapterOptions, ModelAdapter
+from adapters.models.base import AdapterOptions, ModelAdapter, Usage
 from adapters.models.registry import create_adapter
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
@@ -31,6 +32,7 @@ from engine.breaker import ModelUnusableError
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
 from engine.conversation import RequestSpec
+from engine.cost import PriceTable
 from engine.driver import drive_trajectory, sample_meta
 from engine.ids import recorded_text, run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
@@ -38,10 +40,11 @@ from engine.prompts import PROMPTS_VERSION, prompt_hashes
 from engine.retry import RetryPolicy
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.scheduler import FairScheduler, in_flight_caps
+from engine.spend import SpendCap, SpendCapReached, SpendShare
 from engine.states import StateCache, load_original
 from store import open_store
 from store.errors import StoreError
-from store.events import RunStarted, TrajectoryStarted, run_stream
+from store.events import RunStarted, Step, TrajectoryStarted, run_stream
 from store.recorder import Recorder
 
 log = structlog.get_logger("vaot.engine")
@@ -91,6 +94,9 @@ class RunResult(msgspec.Struct):
     calls: int
     stopped: list[StoppedModel] = []
     """Models stopped on the way; their unfinished trajectories wait for a rerun."""
+    spent: float | None = None
+    """With ``--max-cost``: what the run's replies have cost, this invocation's and earlier
+    ones' (engine/spend.py)."""
 
 
 def run_identity(config: RunConfig) -> dict:
@@ -211,6 +217,34 @@ def first_error(exc: BaseException, kind: type[_E]) -> _E | None:
             if found is not None:
                 return found
     return None
+
+
+def recorded_cost(store: Recorder, jobs: list[TrajectoryJob], table: PriceTable) -> float:
+    """What the steps already in the log of ``jobs``' trajectories cost at ``table``'s prices:
+    the replies earlier invocations paid for (as the summary's cost line counts them)."""
+    cap = SpendCap(math.inf, table)
+    total = 0.0
+    for job in jobs:
+        if store.head(job.traj) is None:
+            continue
+        for stored in store.read_trajectory(job.traj):
+            if isinstance(stored.event, Step):
+                usage = stored.event.usage
+                total += cap.cost(job.model, Usage(usage.input_tokens, usage.output_tokens))
+    return total
+
+
+def make_spend_cap(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob],
+                   share: SpendShare | None = None) -> SpendCap | None:
+    """The run's ``--max-cost`` cap, counting what the log already holds (``share``: a
+    ``--workers`` process's view of the cap the parent set up)."""
+    if config.max_cost is None:
+        return None
+    table = PriceTable.from_config(config.prices)
+    if share is not None:
+        return SpendCap(config.max_cost, table, earlier=share.earlier, cells=share.cells,
+                        own=share.index)
+    return SpendCap(config.max_cost, table, earlier=recorded_cost(store, jobs, table))
 
 
 def started_samples(store: Recorder, jobs: list[TrajectoryJob]) -> dict[str, TrajectoryStarted]:
@@ -346,10 +380,12 @@ async def run_jobs(
     on_stop: Callable[[StoppedModel], None] | None = None,
     recorded_originals: dict[str, str] | None = None,
     shared_pauses: Sequence[SharedCell] | None = None,
+    spend_share: SpendShare | None = None,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
 
-    ``shared_pauses``: see :func:`make_limiters` (a worker of :func:`engine.workers.run_in_workers`).
+    ``shared_pauses``: see :func:`make_limiters`, and ``spend_share``: see
+    :func:`make_spend_cap` (a worker of :func:`engine.workers.run_in_workers`).
 
     ``recorded_originals``: sample id → the original image state the run recorded for it, when
     the caller has already compared the samples with what the run recorded
@@ -390,6 +426,7 @@ async def run_jobs(
                           base_delay_s=config.retry_base_delay_s),
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
         recorded_originals=recorded_originals,
+        spend=make_spend_cap(config, store, jobs, spend_share),
     )
     breaker = runtime.breaker
     scheduler = FairScheduler(jobs, in_flight_caps(  # only models with a remote endpoint
@@ -412,13 +449,19 @@ async def run_jobs(
         await writes.settle()  # a StoreError here ends the run, as in a worker
         report(job, outcome)
 
+    spend = runtime.spend
+
     async def worker(group: asyncio.TaskGroup) -> None:
         while True:
+            if spend is not None and spend.reached():
+                return  # the jobs left stay for a rerun with a higher cap
             job = await scheduler.next()
             if job is None:
                 return
             try:
                 outcome, writes = await drive_trajectory(job, runtime)
+            except SpendCapReached:
+                continue  # unfinished, not failed: the next turn of the loop ends this worker
             except ModelUnusableError as exc:
                 scheduler.drop(exc.model)  # its other jobs stay unfinished for the rerun
                 # Its model was stopped (now, or before this job started): the trajectory stays
@@ -465,5 +508,6 @@ async def run_jobs(
             for adapter in adapters.values():
                 await adapter.aclose()
     calls = sum(o.calls for o in outcomes)
-    return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()))
+    return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()),
+                     spent=spend.spent if spend is not None else None)
 

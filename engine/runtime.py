@@ -21,6 +21,7 @@ from engine.breaker import ModelBreaker
 from engine.conversation import RequestSpec
 from engine.limits import ConnectionLimiter
 from engine.retry import RetryPolicy
+from engine.spend import SpendCap
 from engine.states import StateCache
 from store.recorder import Recorder
 
@@ -75,6 +76,7 @@ class Runtime:
         sleep=asyncio.sleep,
         breaker: ModelBreaker | None = None,
         recorded_originals: dict[str, str] | None = None,
+        spend: SpendCap | None = None,
     ) -> None:
         self.store = store
         self.states = states
@@ -96,6 +98,8 @@ class Runtime:
         self.breaker = breaker if breaker is not None else ModelBreaker()
         self.recorded_originals = recorded_originals or {}
         """Sample id → the original's state hash an earlier invocation of the run recorded."""
+        self.spend = spend
+        """The run's ``--max-cost`` cap, if any: no new paid call once it is reached."""
 
 
 class PendingWrites:

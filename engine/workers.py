@@ -53,11 +53,13 @@ from engine.runner import (
     build_jobs,
     check_samples_unchanged,
     first_error,
+    make_spend_cap,
     run_identity,
     started_samples,
     write_run_header,
 )
 from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
+from engine.spend import SpendShare
 from store.recorder import Recorder
 
 __all__ = ["WorkerError", "run_in_workers", "share_of", "warm_up", "worker_count"]
@@ -181,6 +183,10 @@ def run_in_workers(
     # One cell per model in shared memory: a Retry-After one worker hears pauses its endpoint
     # in every worker (engine/limits.py), as it would in one process.
     pauses = [context.RawValue("d", 0.0) for _ in config.models]
+    # One cell per worker for what it pays, read summed by all (engine/spend.py); what the
+    # log already holds is counted here, once.
+    cap = make_spend_cap(config, store, all_jobs)
+    cells = [context.RawValue("d", 0.0) for _ in range(workers)] if cap is not None else None
     with tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:
         # Each worker's samples go through a file, not the process pipe: a worker that dies
         # before reading a large pickle from its pipe would leave the parent blocked writing it.
@@ -194,9 +200,13 @@ def run_in_workers(
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
-                      dict(os.environ), pauses)))
-        return _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
-                          started, context.get_start_method() == "forkserver")
+                      dict(os.environ), pauses,
+                      SpendShare(cap.earlier, cells, i) if cap is not None else None)))
+        result = _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
+                            started, context.get_start_method() == "forkserver")
+    if cap is not None:
+        result.spent = cap.earlier + sum(cell.value for cell in cells)
+    return result
 
 
 def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id: str,
@@ -348,7 +358,7 @@ def _die_with_run(index: int, run: int) -> None:
 
 
 def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int,
-                 environ: dict[str, str], pauses) -> None:
+                 environ: dict[str, str], pauses, spend: SpendShare | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_run(index, parent)
     # The run's environment now, not the fork server's from when it started.
@@ -366,7 +376,7 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
                 calls = asyncio.run(_run_share(config, store, samples, originals, messages,
-                                               parent, pauses))
+                                               parent, pauses, spend))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
                 # for now must not kill this process while its last message holds the queue's
@@ -399,7 +409,7 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _run_share(config: RunConfig, store, samples, originals: dict[str, str], messages,
-                     parent: int, pauses) -> int:
+                     parent: int, pauses, spend: SpendShare | None) -> int:
     from engine.runner import run_jobs
 
     loop = asyncio.get_running_loop()
@@ -432,6 +442,7 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
             on_stop=lambda model: messages.put(("stopped", 0, model)),
             recorded_originals=originals,  # checked by the parent, before it started us
             shared_pauses=pauses,
+            spend_share=spend,
         )
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None

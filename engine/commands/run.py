@@ -54,7 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "with no text at all (check what its server returns). SIGTERM (kill, timeout, the end\n"
         "of a batch job) stops a run as Ctrl-C does.\n"
         "Exit status: 0 all trajectories ended, 1 some failed or ended by an error, a model was\n"
-        "stopped or the store failed, 2 bad input, 130 interrupted, 143 terminated (SIGTERM)."
+        "stopped or the store failed, 2 bad input, 3 stopped at the --max-cost cap with\n"
+        "trajectories left, 130 interrupted, 143 terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
@@ -99,6 +100,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="tokens (input + output, as the API reports them) one trajectory may "
                    "spend; once its recorded steps reach it, it asks nothing more and ends as "
                    "max_steps (the call that crosses it is kept). Default: no budget")
+    p.add_argument("--max-cost", type=float, metavar="AMOUNT",
+                   help="stop starting model calls once the replies of the trajectories this "
+                   "command runs have cost AMOUNT (in the price table's currency, counting "
+                   "those paid for by earlier invocations); "
+                   "the calls in flight then finish, so the total can pass it by what they "
+                   "cost. The trajectories left stay unfinished: raise it and rerun the same "
+                   "command to go on. Needs the config file's prices for every API model. "
+                   "Default: no cap")
     p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default: each API's own)")
     p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0)")
     p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (default 1)")
@@ -162,7 +171,7 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         "dataset": args.dataset, "store": args.store, "limit": args.limit,
         "concurrency": args.concurrency, "workers": args.workers, "max_steps": args.max_steps,
         "max_tokens": args.max_tokens, "token_budget": args.token_budget,
-        "temperature": args.temperature, "seed": args.seed,
+        "max_cost": args.max_cost, "temperature": args.temperature, "seed": args.seed,
         "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
         "render_base": args.render_base, "call_timeout_s": args.timeout,
         "run_name": args.run_name, "max_attempts": args.max_attempts,
@@ -291,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     started_at = time.time()  # Step events are stamped with the wall clock
     interrupted = False
+    spent: float | None = None  # with --max-cost: what the run's replies have cost
     stopped: list = []  # models that cannot be used, in the order they were stopped
     session_failures: list = []
     terminated = _SigtermStops()
@@ -334,11 +344,12 @@ def run(args: argparse.Namespace) -> int:
 
                 with tuned_gc():
                     if config.workers > 1:
-                        run_in_workers(config, store, samples, on_outcome=on_outcome,
-                                       on_fault=on_fault, on_stop=on_stop)
+                        result = run_in_workers(config, store, samples, on_outcome=on_outcome,
+                                                on_fault=on_fault, on_stop=on_stop)
                     else:
-                        asyncio.run(_run(config, store, samples, adapters, on_outcome, on_fault,
-                                         on_stop))
+                        result = asyncio.run(_run(config, store, samples, adapters, on_outcome,
+                                                  on_fault, on_stop))
+                spent = result.spent
         except KeyboardInterrupt:
             interrupted = True
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
@@ -438,6 +449,18 @@ def run(args: argparse.Namespace) -> int:
     for model in stopped:
         err.print(f"stopped: {model.model} cannot be used as configured: {_stop_reason(model)}",
                   markup=False)
+    capped = (spent is not None and not interrupted and spent >= config.max_cost
+              and len(finished) < len(ours))
+    if spent is not None:
+        currency = PriceTable.from_config(config.prices).currency
+        console.print(f"spent {spent:.4f} {currency} of --max-cost {config.max_cost:g} (the "
+                      "replies of these trajectories, in this session and earlier ones)",
+                      markup=False)
+        log.info("spend", run_id=run_id, spent=spent, max_cost=config.max_cost, capped=capped)
+    if capped:
+        err.print(f"stopped at --max-cost: {len(ours) - len(finished)} trajectories left "
+                  f"unfinished (not failed); committed work is kept in {config.store}. Raise "
+                  "--max-cost and rerun the same command to go on", markup=False)
     if stopped and not interrupted:
         err.print(f"the trajectories a stop interrupted stay unfinished, not failed; committed "
                   f"work is kept in {config.store}. {_stop_advice(stopped)}", markup=False)
@@ -461,7 +484,7 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
-    return 1 if errors or failed else 0
+    return 1 if errors or failed else 3 if capped else 0
 
 
 class _SigtermStops(contextlib.AbstractContextManager):

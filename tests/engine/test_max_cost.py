@@ -1,0 +1,122 @@
+"""A run's spending cap (--max-cost): no new model call once its replies have cost that much.
+
+A model that never answers and reports 100 input + 20 output tokens per call, priced so that a
+call costs 0.002: with a cap of 0.01 the run makes five calls and stops; the trajectories it
+stopped stay unfinished, not failed, and a rerun with a higher cap finishes them, counting what
+the first invocation spent.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from adapters.datasets.loading import load_dataset
+from adapters.models.base import ModelReply, ModelRequest, TextPart, Usage
+from engine.cli import main
+from engine.config import ConfigError, ModelConfig, RunConfig
+from engine.runner import open_run_store, run_jobs
+from store import Step, TrajectoryFinished, TrajectoryStarted
+
+SPEC = "scripted:priced"
+PRICES = {"scripted:*": {"input_per_mtok": 10.0, "output_per_mtok": 50.0}}
+PER_CALL = (100 * 10.0 + 20 * 50.0) / 1e6  # 0.002
+_STEP = re.compile(r"Now write Step (\d+)\.")
+
+
+class FixedUsage:
+    name = connection_key = SPEC
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        text = "\n".join(p.text for m in request.messages for p in m.content
+                         if isinstance(p, TextPart))
+        self.calls += 1
+        step = int(_STEP.findall(text)[-1])
+        return ModelReply(text=f"Step {step} (Text): Still looking.", usage=Usage(100, 20))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _config(store: Path, max_cost: float) -> RunConfig:
+    return RunConfig(models=(ModelConfig(SPEC),), dataset="synthetic:1", limit=4,
+                     settings=("vaot",), store=str(store), max_steps=3, concurrency=1,
+                     prices=PRICES, max_cost=max_cost).validate()
+
+
+def _steps_by_trajectory(store) -> dict[str, tuple[int, bool]]:
+    """(steps, finished) of every trajectory the log holds."""
+    out: dict[str, list] = {}
+    for stored in store.iter_events():
+        event = stored.event
+        if isinstance(event, TrajectoryStarted):
+            out[event.traj] = [0, False]
+        elif isinstance(event, Step):
+            out[event.traj][0] += 1
+        elif isinstance(event, TrajectoryFinished):
+            out[event.traj][1] = True
+    return {traj: (steps, done) for traj, (steps, done) in out.items()}
+
+
+async def test_the_run_stops_calling_at_the_cap_and_a_higher_cap_goes_on(tmp_path) -> None:
+    store_path = tmp_path / "run.lmdb"
+    config = _config(store_path, max_cost=5 * PER_CALL)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = FixedUsage()
+    with open_run_store(str(store_path)) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        trajectories = _steps_by_trajectory(store)
+    assert adapter.calls == 5
+    assert result.spent == pytest.approx(5 * PER_CALL)
+    # One trajectory finished (3 calls, max_steps), one stopped after 2 steps, unfinished and
+    # not failed; the other two were never started (nothing of them in the log).
+    assert sorted(trajectories.values()) == [(2, False), (3, True)]
+    assert [o.status for o in result.outcomes] == ["max_steps"]
+
+    # Raised: the run goes on from where the cap stopped it, and counts what it spent before.
+    adapter = FixedUsage()
+    config = _config(store_path, max_cost=1.0)
+    with open_run_store(str(store_path)) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        trajectories = _steps_by_trajectory(store)
+    assert adapter.calls == 4 * 3 - 5
+    assert result.spent == pytest.approx(12 * PER_CALL)
+    assert sorted(trajectories.values()) == [(3, True)] * 4
+
+
+def test_a_cap_needs_a_price_for_every_api_model() -> None:
+    with pytest.raises(ConfigError, match=r"--max-cost: no price for openai:gpt-x"):
+        RunConfig(models=(ModelConfig("openai:gpt-x"), ModelConfig("reference:calibrated")),
+                  max_cost=1.0).validate()
+    with pytest.raises(ConfigError, match=r"--max-cost: must be a number above 0"):
+        RunConfig(max_cost=0.0).validate()
+    # A local server is priced at 0; in-process agents cost nothing and need no price.
+    RunConfig(models=(ModelConfig("openai:local"), ModelConfig("reference:calibrated")),
+              prices={"openai:local": {"input_per_mtok": 0, "output_per_mtok": 0}},
+              max_cost=1.0).validate()
+
+
+@pytest.mark.parametrize("workers", [(), ("--workers", "2")])
+def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text('[prices."scripted:*"]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n')
+    store = tmp_path / "run.lmdb"
+    argv = ["run", "--config", str(config), "--model", "scripted:builtin", "--settings", "vaot",
+            "--dataset", "synthetic:1", "--limit", "6", "--store", str(store), "--no-progress",
+            "--concurrency", "1", *workers]
+    assert main([*argv, "--max-cost", "0.5"]) == 3
+    out, err = capsys.readouterr()
+    assert "stopped at --max-cost:" in err and "left unfinished (not failed)" in err
+    spent = float(re.search(r"spent (\d+\.\d+) USD of --max-cost 0.5", out).group(1))
+    assert spent >= 0.5
+    # The same command with a cap it cannot reach finishes the run, counting the first spend.
+    assert main([*argv, "--max-cost", "1000"]) == 0
+    out, err = capsys.readouterr()
+    total = float(re.search(r"spent (\d+\.\d+) USD of --max-cost 1000", out).group(1))
+    assert total > spent and "stopped at --max-cost" not in err
+    assert "trajectories 6/6 finished" in out
