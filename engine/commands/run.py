@@ -20,12 +20,11 @@ from rich.console import Console
 
 from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
-from adapters.models.base import AdapterError, Usage
+from adapters.models.base import AdapterError
 from analysis.records import project
-from analysis.tables import Cell, accuracy_table, exposed_accuracy, exposure
-from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
+from engine.breaker import EMPTY_KINDS
+from engine.commands.run_report import RunEnd, count, report, stop_reason
 from engine.config import ConfigError, RunConfig, load_toml
-from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import configure_logging, log_path_for
 from engine.prompts import SETTINGS
 from engine.run_lock import StoreBusyError, exclusive_run
@@ -277,9 +276,6 @@ def run(args: argparse.Namespace) -> int:
         totals[job.setting] = totals.get(job.setting, 0) + 1
         ours.add(job.traj)
     models = ", ".join(m.spec for m in config.models)
-    def count(n: int, noun: str, plural: str | None = None) -> str:
-        return f"{n} {noun if n == 1 else plural or noun + 's'}"
-
     epochs = f" × {count(config.epochs, 'epoch')}" if config.epochs > 1 else ""
     console.print(f"run {run_id}: {count(len(samples), 'sample')} × "
                   f"{count(len(config.settings), 'setting')} × "
@@ -339,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
                     stopped.append(model)
                     rest = ("the run goes on without it" if len(stopped) < len(config.models)
                             else "no model is left, so the run ends")
-                    err.print(f"stopped {model.model}: {_stop_reason(model)}; {rest}",
+                    err.print(f"stopped {model.model}: {stop_reason(model)}; {rest}",
                               markup=False)
 
                 with tuned_gc():
@@ -387,104 +383,10 @@ def run(args: argparse.Namespace) -> int:
     wall = time.monotonic() - started
     for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
         console.print(table)
-    finished = [r for r in records if r.status is not None]
-    # Failed: ended as failed in the log. Errors: ended this session by an error (an
-    # undecodable image, say) before they could be recorded as finished; they stay unfinished.
-    errors = [(job, o) for job, o in session_failures if o.unrecorded]
-    failed = len({r.traj for r in records if r.status == "failed"})
-    retried = sum(r.call_failures for r in records)
-    tokens = sum(r.input_tokens + r.output_tokens for r in records)
-    # From the log, not from the outcomes reported: a stop or Ctrl-C cancels trajectories
-    # whose replies were already paid for and recorded.
-    calls = max(calls_seen[0], progress.calls)
-    console.print(
-        f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
-        + (f"{len(errors)} ended by an error, " if errors else "") +
-        f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}; "
-        f"skipped dataset rows {len(skipped)}; wall {wall:.1f} s", markup=False)
-    seen = exposure(records)
-    if seen:
-        parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
-        weak = sum(e.weak for e in seen.values())
-        console.print("shown a render (finished trajectories): " + ", ".join(parts)
-                      + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
-                         "changed too little to mislead (policy detail 'weak')" if weak else ""),
-                      markup=False)
-        _print_exposed_accuracy(console, records, seen)
-    for job, outcome in session_failures[:5]:
-        what = "error" if outcome.unrecorded else "failed"
-        err.print(f"{what}: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
-                  markup=False)
-    if len(session_failures) > 5:
-        log_file = log_path_for(config.store)
-        err.print(f"… {len(session_failures) - 5} more failures"
-                  + (f"; see {log_file}" if log_file else ""), markup=False)
-    if config.prices:
-        try:
-            prices = PriceTable.from_config(config.prices)
-        except msgspec.ValidationError as exc:
-            err.print(f"vaot run: bad price table: {exc}", markup=False)
-            prices = None
-        if prices is not None:
-            # The trajectories of the table, every reply in their log: a reply paid for just
-            # before a stop is recorded by the rerun (served from the reply cache) and counted
-            # once here, where no session's call count has it.
-            usage = UsageTally()
-            for r in records:
-                if r.steps:
-                    usage.add(r.model, Usage(r.input_tokens, r.output_tokens), calls=r.steps)
-            console.print(f"cost of the {count(len(ours), 'trajectory', 'trajectories')} "
-                          "above, every reply recorded for them in this session and earlier "
-                          "ones:", markup=False)
-            if usage.lines():
-                console.print(format_cost_lines(usage.lines(prices)), markup=False)
-            else:
-                console.print("no replies recorded", markup=False)
-    log.info("run_end", run_id=run_id, finished=len(finished), failed=failed, calls=calls,
-             wall_s=round(wall, 3), interrupted=interrupted,
-             shown_a_render={k: {"shown": e.shown, "finished": e.finished}
-                             for k, e in seen.items()},
-             weak_corruptions=sum(e.weak for e in seen.values()),
-             stopped=[m.model for m in stopped])
-    for model in stopped:
-        err.print(f"stopped: {model.model} cannot be used as configured: {_stop_reason(model)}",
-                  markup=False)
-    capped = (spent is not None and not interrupted and spent >= config.max_cost
-              and len(finished) < len(ours))
-    if spent is not None:
-        currency = PriceTable.from_config(config.prices).currency
-        console.print(f"spent {spent:.4f} {currency} of --max-cost {config.max_cost:g} (the "
-                      "replies of these trajectories, in this session and earlier ones)",
-                      markup=False)
-        log.info("spend", run_id=run_id, spent=spent, max_cost=config.max_cost, capped=capped)
-    if capped:
-        err.print(f"stopped at --max-cost: {len(ours) - len(finished)} trajectories left "
-                  f"unfinished (not failed); committed work is kept in {config.store}. Raise "
-                  "--max-cost and rerun the same command to go on", markup=False)
-    if stopped and not interrupted:
-        err.print(f"the trajectories a stop interrupted stay unfinished, not failed; committed "
-                  f"work is kept in {config.store}. {_stop_advice(stopped)}", markup=False)
-        if failed:
-            # A call that failed so on an earlier run too is the trajectory's failure, not the
-            # endpoint's (engine/breaker.py): those, and any other errors, are counted here.
-            err.print(f"{failed} trajectories ended as failed (their call failed the same way "
-                      "on an earlier run too, or another error); rerun with --retry-failed to "
-                      "run them again", markup=False)
-        return 1
-    if interrupted:
-        how = "terminated (SIGTERM)" if terminated.seen else "interrupted"
-        err.print(f"{how}: committed work is kept in {config.store}; rerun the same "
-                  "command to resume where it stopped", markup=False)
-        return 143 if terminated.seen else 130
-    if errors:
-        err.print(f"{len(errors)} trajectories ended by an error before they could finish "
-                  "(see each line above); they stay unfinished, not failed: fix the cause (an "
-                  "image that cannot be decoded: replace the file, or drop its row) and rerun "
-                  "the same command", markup=False)
-    if failed:
-        err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
-                  "--retry-failed to run them again", markup=False)
-    return 1 if errors or failed else 3 if capped else 0
+    return report(console, err, log, config, RunEnd(
+        run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
+        calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
+        stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent))
 
 
 class _SigtermStops(contextlib.AbstractContextManager):
@@ -543,60 +445,6 @@ def _open_for_run(config: RunConfig):
     lock.close()
     store.close()
     raise _Refused(problem)
-
-
-def _print_exposed_accuracy(console, records, seen) -> None:
-    """Per model, the rendering settings' accuracy over the trajectories shown a render (and
-    no weak corruption), when that leaves some out: the contrast the table's columns blur."""
-    exposed = exposed_accuracy(records)
-    table = accuracy_table(records)  # its "all" row: every finished trajectory, scored
-    for model in dict.fromkeys(r.model for r in records):
-        keys = [(model, setting) for setting in sorted(seen)]
-        if all(exposed.get(k, Cell()).n == table.get((model, "all", k[1]), Cell()).n
-               for k in keys):
-            continue
-        parts = []
-        for key in keys:
-            cell = exposed.get(key, Cell())
-            value = "-" if cell.accuracy is None else f"{100 * cell.accuracy:.1f}"
-            parts.append(f"{key[1]} {value} ({cell.correct}/{cell.n})")
-        console.print(f"{model}, over trajectories shown a render and no weak corruption: "
-                      + ", ".join(parts), markup=False)
-
-
-def _stop_reason(model) -> str:
-    """Why a model was stopped, in one line (a ``StoppedModel``)."""
-    said = model.message.removeprefix(f"{model.model}: ")
-    if model.kinds in EMPTY_KINDS:
-        return f"{said} ({model.count} replies in a row, none with text yet)"
-    in_a_row = (f"on {model.count} trajectories in a row" if model.count > 1
-                else "on the one trajectory of it running")
-    return f"{said} ('{model.kinds}' {in_a_row}, no call to it succeeding meanwhile)"
-
-
-def _stop_advice(stopped) -> str:
-    """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
-    fixable = [m.model for m in stopped
-               if m.kinds not in EMPTY_KINDS and m.kinds != EMPTY_REPLY_FAULT]
-    thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
-    silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
-    both = len([group for group in (fixable, thinking, silent) if group]) > 1
-    advice = []
-    if fixable:
-        advice.append((f"For {', '.join(fixable)}: f" if both else "F")
-                      + "ix what the stop names (the endpoint, key, model name, credit, a rate "
-                      "limit or an option), then rerun the same command to continue")
-    if thinking:
-        # max_tokens is part of a run's identity: the raised budget is a new run of its own.
-        advice.append((f"For {', '.join(thinking)}: r" if both else "R")
-                      + "erun with a higher --max-tokens: a new run, as the token limit is "
-                      "part of what a run is (with --run-name, give it a new name)")
-    if silent:
-        advice.append((f"For {', '.join(silent)}: c" if both else "C")
-                      + "heck what its server returns (vaot tail shows the empty steps), then "
-                      "rerun; as a new run (--run-name NAME) if the empty steps should not stay "
-                      "in these trajectories")
-    return ". ".join(advice)
 
 
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):
