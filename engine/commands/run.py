@@ -117,10 +117,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--render-base", choices=("current", "original"),
                    help="draw on the current canvas (default) or always on the original image")
     p.add_argument("--convention", choices=("xyxy", "yxyx"),
-                   help="box coordinate order the models write (default xyxy)")
+                   help="box coordinate order the API models write (default xyxy; the "
+                   "reference agents keep their own)")
     p.add_argument("--dialect", metavar="D",
-                   help="action dialect of the models: vaot (default), deepeyes, qwen3vl, "
-                   "minio3, openai")
+                   help="action dialect of the API models: vaot (default), deepeyes, qwen3vl, "
+                   "minio3, openai (the reference agents keep their own)")
     p.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds (300)")
     p.add_argument("--max-attempts", type=int, metavar="N",
                    help="attempts per model call before the trajectory fails (default 6)")
@@ -162,6 +163,13 @@ def _check_config_keys(raw: dict, path: str) -> None:
 
 
 def _config_from(args: argparse.Namespace) -> RunConfig:
+    for flag in ("config", "base_url", "api_key_env", "dialect"):
+        # An empty value is an unset shell variable (--base-url "$URL"), not "the default":
+        # dropped, it would send the run to the provider's own API, or read no config file.
+        value = getattr(args, flag)
+        if value is not None and not value.strip():
+            raise ConfigError(f"--{flag.replace('_', '-')}: empty; give a value, or leave the "
+                              "flag out")
     raw: dict = load_toml(args.config) if args.config else {}
     if args.config:
         _check_config_keys(raw, args.config)
@@ -201,11 +209,22 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         model_tables = tables
     else:
         model_tables = [{"spec": spec} for spec in DEMO_MODELS]
-    for table in model_tables:  # a flag given overrides what the config says
-        api = not str(table.get("spec", "")).startswith("reference:")
-        if api and args.base_url:
+    api_tables = [t for t in model_tables if not str(t.get("spec", "")).startswith("reference:")]
+    if not api_tables:
+        # The reference agents run in-process and write their own format: these flags would
+        # be dropped without a word (a forgotten --model), or break the control (a dialect).
+        given = [flag for flag, value in (("--base-url", args.base_url),
+                                          ("--api-key-env", args.api_key_env),
+                                          ("--dialect", args.dialect),
+                                          ("--convention", args.convention)) if value]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: only models called through an API use "
+                              f"{'it' if len(given) == 1 else 'them'}, and this run has none "
+                              "(the reference agents run in-process); name one with --model")
+    for table in api_tables:  # a flag given overrides what the config says
+        if args.base_url:
             table["base_url"] = args.base_url
-        if api and args.api_key_env:
+        if args.api_key_env:
             table["api_key_env"] = args.api_key_env
         if args.convention:
             table["convention"] = args.convention
@@ -370,23 +389,41 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
                       "rerun to resume", markup=False)
             return 1
-        # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land first.
-        with contextlib.suppress(StoreError):
-            store.sync()
-        calls_seen: list[int] = [0]
-        options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
-        records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
-                                                   calls_seen), options).values()
-                   if r.traj in ours]
-    # Those not started yet are open too: the table covers the same trajectories as the counts.
-    records = with_unstarted(records, jobs)
-    wall = time.monotonic() - started
-    for table in summary_tables(records, list(config.settings), [m.spec for m in config.models]):
-        console.print(table)
-    return report(console, err, log, config, RunEnd(
-        run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
-        calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
-        stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent))
+        try:
+            # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land
+            # first.
+            with contextlib.suppress(StoreError):
+                store.sync()
+            calls_seen: list[int] = [0]
+            options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
+            records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
+                                                       calls_seen), options).values()
+                       if r.traj in ours]
+        except KeyboardInterrupt:
+            return _report_interrupted(err, log, config, run_id)
+    try:
+        # Those not started yet are open too: the table covers the same trajectories as the
+        # counts.
+        records = with_unstarted(records, jobs)
+        wall = time.monotonic() - started
+        for table in summary_tables(records, list(config.settings),
+                                    [m.spec for m in config.models]):
+            console.print(table)
+        return report(console, err, log, config, RunEnd(
+            run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
+            calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
+            stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent))
+    except KeyboardInterrupt:
+        return _report_interrupted(err, log, config, run_id)
+
+
+def _report_interrupted(err, log, config: RunConfig, run_id: str) -> int:
+    """A Ctrl-C during the end report (often the second of two): the report is skipped, but
+    the run's end is logged and the resume hint said, which the user needs most."""
+    log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a Ctrl-C")
+    err.print(f"interrupted: committed work is kept in {config.store}; rerun the same command "
+              "to resume where it stopped", markup=False)
+    return 130
 
 
 class _SigtermStops(contextlib.AbstractContextManager):

@@ -49,7 +49,20 @@ BAD_INPUTS = {
     "timeout zero": (["--timeout", "0"], "--timeout"),
     "temperature nan": (["--temperature", "nan"], "--temperature"),
     "retry delay inf": (["--retry-base-delay", "inf"], "--retry-base-delay"),
-    "unknown dialect": (["--dialect", "bogus"], "unknown dialect 'bogus'"),
+    "unknown dialect": (["--model", "openai:x", "--dialect", "bogus"],
+                        "unknown dialect 'bogus'"),
+    # An empty value is an unset shell variable: dropped, --base-url "" sent the run to
+    # api.openai.com and --config "" read no file.
+    "empty base url": (["--model", "openai:x", "--base-url", ""], "--base-url: empty"),
+    "empty config": (["--config", ""], "--config: empty"),
+    "empty key variable": (["--model", "openai:x", "--api-key-env", " "], "--api-key-env: empty"),
+    "empty dialect": (["--model", "openai:x", "--dialect", ""], "--dialect: empty"),
+    # With no API model these were dropped (a forgotten --model ran the demo's agents) or, for
+    # --dialect and --convention, applied to the reference agents, whose control then read 0 %.
+    "base url, no API model": (["--base-url", "http://127.0.0.1:8000/v1"],
+                               "--base-url: only models called through an API"),
+    "dialect, no API model": (["--model", "reference:calibrated", "--dialect", "qwen3vl"],
+                              "--dialect: only models called through an API"),
     "port out of range": (["--model", "openai:x", "--base-url", "http://127.0.0.1:99999/v1"],
                           "99999"),
     "not a url": (["--model", "openai:x", "--base-url", "not a url"], "not an http(s) URL"),
@@ -207,7 +220,7 @@ def test_a_price_table_turns_usage_into_a_cost_line(tmp_path) -> None:
 def test_resuming_a_run_with_a_model_read_differently_is_refused(tmp_path) -> None:
     store = str(tmp_path / "run.lmdb")
     base = ("run", "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot",
-            "--model", "reference:calibrated", "--store", store, "--no-progress")
+            "--model", "scripted:builtin", "--store", store, "--no-progress")
     assert _vaot(*base).returncode == 0
     changed = _vaot(*base, "--convention", "yxyx")
     assert changed.returncode == 2, changed.stdout + changed.stderr
@@ -245,6 +258,24 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
                                                                "qwen3vl")]
     assert made.limit == 3
     assert not made.store.startswith("~")
+
+
+def test_dialect_and_convention_flags_leave_the_reference_agents_alone() -> None:
+    from engine.cli import build_parser
+    from engine.commands import run as run_command
+    from engine.commands.run import _config_from
+
+    _, subs = build_parser()
+    parser = subs["run"]
+    run_command.add_arguments(parser)
+    args = parser.parse_args(["--model", "reference:calibrated", "--model", "openai:x",
+                              "--base-url", "http://127.0.0.1:8000/v1", "--dialect", "qwen3vl",
+                              "--convention", "yxyx"])
+    made = {m.spec: m for m in _config_from(args).models}
+    # The control keeps the format it writes; only the API model reads another.
+    assert (made["reference:calibrated"].dialect, made["reference:calibrated"].convention,
+            made["reference:calibrated"].base_url) == ("vaot", "xyxy", None)
+    assert (made["openai:x"].dialect, made["openai:x"].convention) == ("qwen3vl", "yxyx")
 
 
 def test_a_named_run_refuses_other_options_and_the_summary_counts_this_command(tmp_path) -> None:
@@ -323,3 +354,24 @@ def test_a_model_never_shown_a_render_gets_the_exposed_accuracy_line(tmp_path) -
     assert "shown a render (finished trajectories): vaot 0/2, wrong_render 0/2" in done.stdout
     assert ("reference:blind, over trajectories shown a render and no weak corruption: "
             "vaot - (0/0), wrong_render - (0/0)") in done.stdout
+
+
+def test_a_ctrl_c_during_the_end_report_still_says_how_to_resume(tmp_path, capsys,
+                                                                  monkeypatch) -> None:
+    # Often the second of two: before, it cut the report short with "interrupted" alone, no
+    # resume hint and no run_end in the log.
+    from engine import progress
+    from engine.cli import main
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress, "summary_tables", interrupted)
+    store = tmp_path / "run.lmdb"
+    code = main(["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+                 "--model", "reference:calibrated", "--store", str(store), "--no-progress"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert f"committed work is kept in {store}; rerun the same command to resume" in err
+    last = json.loads((tmp_path / "run.log").read_text().splitlines()[-1])
+    assert last["event"] == "run_end" and last["interrupted"] is True
