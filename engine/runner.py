@@ -169,6 +169,46 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter],
     return out
 
 
+# The header's fields that make up a run's identity (see run_identity), as the user names them.
+_IDENTITY_IN_HEADER = {
+    "dataset": "--dataset", "seed": "--seed", "max_steps": "--max-steps",
+    "max_tokens": "--max-tokens", "temperature": "--temperature",
+    "token_budget": "--token-budget", "shape": "--shape", "image_history": "--image-history",
+    "render_base": "--render-base", "prompts_version": "the prompts' version",
+    "engine_version": "the engine's version",
+}
+
+
+def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
+                      ) -> tuple[str, list[tuple[str, object, object]]] | None:
+    """For a run the store does not hold yet, the run it holds that differs least from it, and
+    how: (run id, [(option, theirs, ours)]). None when the store holds it already, holds no
+    other run, or the run is named (a new name is a new run on purpose).
+
+    Rerunning a command with one option changed (--max-steps, --seed …) starts another run in
+    the same store and pays for every trajectory again: the user should hear it.
+    """
+    if config.run_name or store.head(run_stream(run_id)) is not None:
+        return None
+    ours = {"dataset": recorded_text(dataset_identity(config.dataset)), "seed": config.seed,
+            "max_steps": config.max_steps, "max_tokens": config.max_tokens,
+            "temperature": config.temperature, "token_budget": config.token_budget,
+            "shape": config.shape, "image_history": config.image_history,
+            "render_base": config.render_base, "prompts_version": PROMPTS_VERSION,
+            "engine_version": ENGINE_VERSION}
+    best: tuple[str, list] | None = None
+    for other in store.run_ids():
+        header = next((s.event for s in store.read_trajectory(run_stream(other))
+                       if isinstance(s.event, RunStarted)), None)
+        if header is None or other == run_id:
+            continue
+        diff = [(_IDENTITY_IN_HEADER[k], header.config.get(k), v) for k, v in ours.items()
+                if k in header.config and header.config.get(k) != v]
+        if diff and (best is None or len(diff) < len(best[1])):
+            best = (other, diff)
+    return best
+
+
 async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
                            extra_header: dict | None = None) -> bool:
     """Append the run's ``RunStarted`` event unless the store already holds it; returns whether

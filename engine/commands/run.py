@@ -43,7 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "           --dataset jsonl:data/val.jsonl --settings vaot,no_render\n"
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
         "continue from their last committed step, and replies already received are not paid for\n"
-        "again. A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
+        "again. A run is its dataset and what the models are asked and shown: --dataset, --seed,\n"
+        "--max-steps, --max-tokens, --temperature, --token-budget, --shape, --image-history and\n"
+        "--render-base (or a --run-name); changing one starts a new run in the same store\n"
+        "(said at its start); --limit, --concurrency, --workers and the like do not.\n"
+        "A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
         "that cannot be used (connection refused, key rejected, model not found, no credit\n"
         "left, or a request parameter it refuses, on 3 trajectories in a row before any call\n"
         "to it succeeded, or on 10 in a row later) is stopped, without marking them failed,\n"
@@ -253,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     from engine.ids import run_id_for
-    from engine.runner import build_jobs, make_adapters, run_identity
+    from engine.runner import build_jobs, make_adapters, nearest_other_run, run_identity
 
     if config.workers > 1:
         from engine.workers import warm_up
@@ -301,6 +305,17 @@ def run(args: argparse.Namespace) -> int:
                   f"{count(len(config.models), 'model')}{epochs} = "
                   f"{count(len(ours), 'trajectory', 'trajectories')} [{models}] → {config.store}",
                   markup=False)
+    other = nearest_other_run(config, store, run_id)
+    if other is not None:
+        other_id, diff = other
+        changes = ", ".join(f"{name} ({_short(theirs)} there, {_short(ours_)} here)"
+                            for name, theirs, ours_ in diff)
+        err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from it "
+                  f"in {changes}, and none of its trajectories count here. To resume that run, "
+                  "give its options back; to keep runs apart on purpose, name them with "
+                  "--run-name", markup=False)
+        log.info("new_run_beside", run_id=run_id, other=other_id,
+                 differs={name: [theirs, ours_] for name, theirs, ours_ in diff})
     log.info("run_start", run_id=run_id, samples=len(samples), skipped=len(skipped),
              models=[m.spec for m in config.models], settings=list(config.settings),
              store=config.store)
@@ -415,6 +430,11 @@ def run(args: argparse.Namespace) -> int:
             stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent))
     except KeyboardInterrupt:
         return _report_interrupted(err, log, config, run_id)
+
+
+def _short(value: object) -> str:
+    text = "none" if value is None else str(value)
+    return text if len(text) <= 40 else "…" + text[-39:]
 
 
 def _report_interrupted(err, log, config: RunConfig, run_id: str) -> int:

@@ -375,3 +375,24 @@ def test_a_ctrl_c_during_the_end_report_still_says_how_to_resume(tmp_path, capsy
     assert f"committed work is kept in {store}; rerun the same command to resume" in err
     last = json.loads((tmp_path / "run.log").read_text().splitlines()[-1])
     assert last["event"] == "run_end" and last["interrupted"] is True
+
+
+def test_a_changed_option_that_makes_a_new_run_is_said(tmp_path, capsys) -> None:
+    # Before, --max-steps 3 on a store holding the run with 10 started a second run and paid
+    # for every trajectory again; only the run id on the first line told.
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress"]
+    assert main(base) == 0
+    assert "note: a new run" not in capsys.readouterr().err
+    assert main([*base, "--max-steps", "3", "--seed", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "note: a new run" in err
+    assert "--seed (0 there, 4 here), --max-steps (10 there, 3 here)" in err
+    # The same command again resumes its own run: nothing to say. A named run is new on purpose.
+    assert main([*base, "--max-steps", "3", "--seed", "4"]) == 0
+    assert "note: a new run" not in capsys.readouterr().err
+    assert main([*base, "--run-name", "pilot"]) == 0
+    assert "note: a new run" not in capsys.readouterr().err
