@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import difflib
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -177,6 +178,7 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     raw: dict = load_toml(args.config) if args.config else {}
     if args.config:
         _check_config_keys(raw, args.config)
+    in_file = set(raw)  # the options the file sets (a flag given overrides one)
     models = raw.pop("models", None)
     flags = {
         "dataset": args.dataset, "store": args.store, "limit": args.limit,
@@ -190,6 +192,11 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
         "retry_failed": args.retry_failed or None,
     }
     raw.update({k: v for k, v in flags.items() if v is not None})
+    in_file -= {k for k, v in flags.items() if v is not None}
+    if args.settings is not None:
+        in_file.discard("settings")
+    if args.models or args.base_url or args.api_key_env or args.dialect or args.convention:
+        in_file.discard("models")
     if isinstance(raw.get("store"), str) and raw["store"] != ":memory:":
         raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
     if args.settings is not None:  # "" is a mistake to report, not "all settings"
@@ -238,14 +245,52 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     try:
         config = msgspec.convert(raw, RunConfig)
     except msgspec.ValidationError as exc:
+        key = re.search(r"at `\$\.(\w+)", str(exc))
+        if args.config and key and key.group(1) in in_file:
+            raise ConfigError(f"--config {args.config}: {_where(args.config, key.group(1))}: "
+                              f"{str(exc).split(' - at ')[0]}") from None
         where = f" in {args.config}" if args.config else ""
         raise ConfigError(f"bad configuration{where}: {exc}") from None
     try:
         return config.validate()
     except ConfigError as exc:
-        if args.config and str(exc).startswith("prices:"):  # only a config file sets them
-            raise ConfigError(f"--config {args.config}: {exc}") from None
+        # Said as the user wrote it: a value from the file by its key (and line), not as a
+        # flag they never typed.
+        key, rest = _config_key_of(str(exc))
+        if args.config and key in in_file:
+            raise ConfigError(f"--config {args.config}: {_where(args.config, key)}: {rest}"
+                              ) from None
         raise
+
+
+def _config_key_of(message: str) -> tuple[str | None, str]:
+    """The config key a validation message is about, and the rest of the message:
+    "--max-steps: must be …" → ("max_steps", "must be …"); "model M: …" → ("models", …)."""
+    head, sep, rest = message.partition(": ")
+    if not sep:
+        return None, message
+    if head.startswith("--"):
+        name = head[2:].replace("-", "_")
+        return {"timeout": "call_timeout_s", "retry_base_delay": "retry_base_delay_s",
+                "model": "models"}.get(name, name), rest
+    if head in ("prices",):
+        return head, rest
+    if head.startswith("model "):
+        return "models", message
+    return None, message
+
+
+def _where(path: str, key: str) -> str:
+    """``key``, with the line of the file that sets it when one plainly does."""
+    with contextlib.suppress(OSError, UnicodeError):
+        text = Path(path).read_bytes().decode("utf-8-sig", "replace")
+        table = "[[models]]" if key == "models" else None
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if stripped.startswith(table or "\0") or re.match(
+                    rf'["\']?{re.escape(key)}["\']?\s*=', stripped):
+                return f"{key} (line {number})"
+    return key
 
 
 def run(args: argparse.Namespace) -> int:

@@ -63,6 +63,13 @@ BAD_INPUTS = {
                                "--base-url: only models called through an API"),
     "dialect, no API model": (["--model", "reference:calibrated", "--dialect", "qwen3vl"],
                               "--dialect: only models called through an API"),
+    # A bad value in the file is named by its key and line, not as a flag never typed.
+    "config value": (["--config", "{tmp}/zero_steps.toml"],
+                     "zero_steps.toml: max_steps (line 2): must be from 1"),
+    "config type": (["--config", "{tmp}/typed.toml"],
+                    "typed.toml: concurrency (line 1): Expected `int`, got `str`"),
+    "config model": (["--config", "{tmp}/model_url.toml"],
+                     "model_url.toml: models (line 1): model openai:m: base URL"),
     "port out of range": (["--model", "openai:x", "--base-url", "http://127.0.0.1:99999/v1"],
                           "99999"),
     "not a url": (["--model", "openai:x", "--base-url", "not a url"], "not an http(s) URL"),
@@ -95,6 +102,10 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     (tmp_path / "models_table.toml").write_text('[models]\nspec = "reference:blind"\n')
     (tmp_path / "models_int.toml").write_text("models = 5\n")
     (tmp_path / "no_models.toml").write_text("models = []\n")
+    (tmp_path / "zero_steps.toml").write_text("# a comment\nmax_steps = 0\n")
+    (tmp_path / "typed.toml").write_text('concurrency = "8"\n')
+    (tmp_path / "model_url.toml").write_text(
+        '[[models]]\nspec = "openai:m"\nbase_url = "localhost:8000/v1"\n')
     (tmp_path / "utf16.toml").write_text('colour = "red"\n', encoding="utf-16")
     args, named = BAD_INPUTS[case]
     store = tmp_path / "run.lmdb"
