@@ -176,6 +176,9 @@ def _validate_model(model: ModelConfig) -> None:
     from engine.parsing.dialects import DIALECTS
 
     where = f"model {model.spec}"
+    if "," in model.spec:
+        # Not a list (--settings is): one model named "a,openai:b" would be asked for.
+        raise ConfigError(f"--model: {model.spec!r} holds a comma; give --model once per model")
     if model.convention not in ("xyxy", "yxyx"):
         raise ConfigError(f"{where}: convention {model.convention!r} is not 'xyxy' or 'yxyx'")
     if model.dialect not in DIALECTS:

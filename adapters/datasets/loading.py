@@ -52,7 +52,9 @@ def load_dataset(
         path = Path(argument.strip()).expanduser()
         if not path.is_file():
             what = "is not a file" if path.exists() else "file not found"
-            raise DatasetError(f"dataset spec {spec!r}: {what}: {path}; {_VALID}")
+            # A relative path is read from the current folder (a config file's too): say where.
+            where = path if path.is_absolute() else f"{path} (looked for {path.absolute()})"
+            raise DatasetError(f"dataset spec {spec!r}: {what}: {where}; {_VALID}")
         loader = (See2ThinkLoader if scheme == "see2think" else JsonlLoader)(path, limit=limit)
         return loader.samples(), list(loader.skipped)
     raise DatasetError(f"unknown dataset spec {spec!r}; {_VALID}")
@@ -71,6 +73,10 @@ def dataset_identity(spec: str) -> str:
     return spec
 
 
+MAX_SYNTHETIC_PER_FAMILY = 10_000
+"""The most ``synthetic:N`` draws per family (every sample's image is held in memory)."""
+
+
 def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int) -> list[Sample]:
     """Synthetic samples, interleaved by family, generating no more than ``limit`` needs."""
     n_per_family: int | None = None
@@ -79,9 +85,11 @@ def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int)
             n_per_family = int(argument.strip())
         except ValueError:
             n_per_family = -1
-        if n_per_family < 1:
+        if not 1 <= n_per_family <= MAX_SYNTHETIC_PER_FAMILY:
+            # Bounded: a typo'd extra digit would generate images until memory runs out.
             raise DatasetError(
-                f"dataset spec {spec!r}: N must be a positive integer of samples per family; {_VALID}"
+                f"dataset spec {spec!r}: N must be a whole number of samples per family from 1 "
+                f"to {MAX_SYNTHETIC_PER_FAMILY:,}; {_VALID}"
             )
     # Imported here so file datasets never pay for the generator's imports.
     from adapters.datasets import synthetic

@@ -146,8 +146,10 @@ class See2ThinkLoader(CachedLoader):
             entries = _read_array_file(self.task_list)
         except json.JSONDecodeError as exc:
             raise DatasetError(
-                f"task list {self.task_list} is not a JSON array: {exc.msg} at line {exc.lineno}, "
-                f"column {exc.colno}"
+                f"task list {self.task_list} "
+                + ("is not a JSON array" if exc.msg == "expected a JSON array"
+                   else f"is not valid JSON: {exc.msg}")
+                + f" at line {exc.lineno}, column {exc.colno}"
             ) from None
         except (OSError, UnicodeError) as exc:
             raise DatasetError(

@@ -249,7 +249,8 @@ def classify_status(
         if key_env:
             hint = f"the API key read from ${key_env} was rejected; check that variable"
         else:
-            hint = "no API key was sent; set api_key_env to the variable holding one"
+            hint = ("no API key was sent; name the variable holding one with --api-key-env "
+                    "(api_key_env in a config file)")
         return ModelCallError(
             f"{where}: not authorised (HTTP {status}): {hint}. Server said: {detail}",
             retry="no",

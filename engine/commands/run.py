@@ -64,8 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
                    "except --timeout (call_timeout_s) and --retry-base-delay "
-                   "(retry_base_delay_s); it may also hold a price table (prices). Flags "
-                   "override it. Models: models = [\"openai:M\"] or [[models]] tables with spec "
+                   "(retry_base_delay_s), and the per-model flags below, which go in [[models]] "
+                   "tables; it may also hold a price table (prices) and max_cost. Relative "
+                   "paths in it (dataset, store) are read from the current folder, as a flag's "
+                   "are. Flags override it. Models: models = [\"openai:M\"] or [[models]] tables with spec "
                    "and any of base_url, api_key_env, dialect, convention, max_concurrency, "
                    "requests_per_minute, tokens_per_minute, extra (fields added to each "
                    "request), and for OpenAI detail and max_tokens_field")
@@ -77,12 +79,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1)")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY, "
-                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; its value is never logged)")
+                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; an OpenAI model at another "
+                   "--base-url gets no key unless this names one, so a key meant for OpenAI is "
+                   "never sent elsewhere; its value is never logged)")
     p.add_argument("--dataset", metavar="SPEC",
                    help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
                    "(default: synthetic)")
-    p.add_argument("--settings", metavar="LIST",
-                   help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four)")
+    p.add_argument("--settings", metavar="LIST", action="append",
+                   help=f"comma-separated subset of {','.join(SETTINGS)}, repeatable (default: "
+                   "all four)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
                    "structured logs go beside it, in PATH without .lmdb + .log")
     p.add_argument("--limit", type=int, metavar="N",
@@ -200,7 +205,8 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     if isinstance(raw.get("store"), str) and raw["store"] != ":memory:":
         raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
     if args.settings is not None:  # "" is a mistake to report, not "all settings"
-        raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
+        raw["settings"] = [s.strip() for given in args.settings for s in given.split(",")
+                           if s.strip()]
     if models is not None and (not isinstance(models, list)
                                or not all(isinstance(m, dict | str) for m in models)):
         shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"
@@ -532,6 +538,10 @@ def _open_for_run(config: RunConfig):
             Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
         store = open_run_store(config.store)
     except (StoreError, OSError) as exc:
+        above = next((p for p in Path(config.store).parents if p.is_file()), None)
+        if above is not None:  # mkdir says "File exists" of it, which names nothing
+            raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
+                           "folder") from None
         raise _Refused(f"cannot open the store {config.store}: {exc}") from None
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
     doing = "lock the store"

@@ -80,7 +80,7 @@ BAD_INPUTS = {
     "a [models] table": (["--config", "{tmp}/models_table.toml"], "[[models]]"),
     "models a number": (["--config", "{tmp}/models_int.toml"], "[[models]]"),
     "empty store": (["--store", ""], "--store"),
-    "store under a file": (["--store", "{tmp}/bad.toml/run.lmdb"], "bad.toml"),
+    "store under a file": (["--store", "{tmp}/bad.toml/run.lmdb"], "bad.toml is a file, not a folder"),
     "UTF-16 config, bad key": (["--config", "{tmp}/utf16.toml"], "colour"),
     "empty settings": (["--settings", ""], "--settings"),
     "repeated setting": (["--settings", "vaot,cot,vaot"], "'vaot' given more than once"),
@@ -88,6 +88,10 @@ BAD_INPUTS = {
     "empty models list": (["--config", "{tmp}/no_models.toml"], "models is empty"),
     "repeated model": (["--model", "reference:blind", "--model", "reference:blind"],
                        "'reference:blind' given more than once"),
+    # Not a list, as --settings is: one model named "a,openai:b" was asked for.
+    "comma in a model": (["--model", "openai:a,openai:b"], "holds a comma"),
+    "settings repeated": (["--settings", "vaot", "--settings", "vaot"],
+                          "'vaot' given more than once"),
 }
 
 
@@ -269,6 +273,18 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
                                                                "qwen3vl")]
     assert made.limit == 3
     assert not made.store.startswith("~")
+
+
+def test_settings_given_twice_add_up() -> None:
+    from engine.cli import build_parser
+    from engine.commands import run as run_command
+    from engine.commands.run import _config_from
+
+    _, subs = build_parser()
+    parser = subs["run"]
+    run_command.add_arguments(parser)
+    args = parser.parse_args(["--settings", "vaot", "--settings", "cot,no_render"])
+    assert _config_from(args).settings == ("vaot", "cot", "no_render")  # before: cot alone
 
 
 def test_dialect_and_convention_flags_leave_the_reference_agents_alone() -> None:

@@ -105,8 +105,9 @@ def test_file_specs_dispatch_and_return_skipped_rows(tmp_path: Path) -> None:
     [
         ("imagenet", "unknown dataset spec 'imagenet'"),
         ("", "unknown dataset spec ''"),
-        ("synthetic:0", "positive integer"),
-        ("synthetic:many", "positive integer"),
+        ("synthetic:0", "whole number of samples per family from 1"),
+        ("synthetic:many", "whole number of samples per family from 1"),
+        ("synthetic:99999999999", "from 1 to 10,000"),  # a typo generated until memory ran out
         ("jsonl:", "names no file"),
         ("jsonl:{tmp}/absent.jsonl", "file not found"),
         ("see2think:{tmp}/absent.json", "file not found"),

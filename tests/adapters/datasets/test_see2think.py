@@ -235,6 +235,7 @@ def test_an_unreadable_data_json_skips_every_task_that_uses_it(tmp_path: Path) -
     [
         (None, "file not found"),
         ('[{"path": "x"', "line 1"),
+        ('[{"path": "x"},\n', "is not valid JSON: "),  # truncated: not called "not an array"
         ('{"tasks": []}', "not a JSON array"),
         (b"\xff\xfe[]", "not UTF-8"),
     ],

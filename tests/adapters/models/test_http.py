@@ -185,6 +185,7 @@ def test_a_refused_request_parameter_is_named(body) -> None:
 
 def test_auth_message_without_a_key() -> None:
     assert "no API key was sent" in str(classify(401, key_env=None))
+    assert "--api-key-env" in str(classify(401, key_env=None))  # the flag a user types
 
 
 def test_error_message_falls_back_to_text_and_truncates() -> None:
