@@ -85,9 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", metavar="SPEC",
                    help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
                    "(default: synthetic)")
-    p.add_argument("--settings", metavar="LIST", action="append",
-                   help=f"comma-separated subset of {','.join(SETTINGS)}, repeatable (default: "
-                   "all four)")
+    p.add_argument("--settings", metavar="LIST",
+                   help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four; "
+                   "given twice, the last counts, as for every flag but --model)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
                    "structured logs go beside it, in PATH without .lmdb + .log")
     p.add_argument("--limit", type=int, metavar="N",
@@ -205,8 +205,7 @@ def _config_from(args: argparse.Namespace) -> RunConfig:
     if isinstance(raw.get("store"), str) and raw["store"] != ":memory:":
         raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
     if args.settings is not None:  # "" is a mistake to report, not "all settings"
-        raw["settings"] = [s.strip() for given in args.settings for s in given.split(",")
-                           if s.strip()]
+        raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
     if models is not None and (not isinstance(models, list)
                                or not all(isinstance(m, dict | str) for m in models)):
         shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"

@@ -90,8 +90,6 @@ BAD_INPUTS = {
                        "'reference:blind' given more than once"),
     # Not a list, as --settings is: one model named "a,openai:b" was asked for.
     "comma in a model": (["--model", "openai:a,openai:b"], "holds a comma"),
-    "settings repeated": (["--settings", "vaot", "--settings", "vaot"],
-                          "'vaot' given more than once"),
 }
 
 
@@ -275,7 +273,7 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
     assert not made.store.startswith("~")
 
 
-def test_settings_given_twice_add_up() -> None:
+def test_settings_given_twice_the_last_counts_and_help_says_so() -> None:
     from engine.cli import build_parser
     from engine.commands import run as run_command
     from engine.commands.run import _config_from
@@ -284,7 +282,8 @@ def test_settings_given_twice_add_up() -> None:
     parser = subs["run"]
     run_command.add_arguments(parser)
     args = parser.parse_args(["--settings", "vaot", "--settings", "cot,no_render"])
-    assert _config_from(args).settings == ("vaot", "cot", "no_render")  # before: cot alone
+    assert _config_from(args).settings == ("cot", "no_render")  # a base command, overridden
+    assert "the last counts" in " ".join(parser.format_help().split())
 
 
 def test_dialect_and_convention_flags_leave_the_reference_agents_alone() -> None:
