@@ -198,6 +198,13 @@ class ModelBreaker:
         if m.waiting:
             self._decide_if_nobody_can_tell(model, m)
 
+    def recheck(self) -> None:
+        """Look again at every model with waiting trajectories: the run's scheduler will start
+        no more jobs (a --max-cost cap was reached), so what waits for them is decided now."""
+        for model, m in list(self._models.items()):
+            if m.waiting:
+                self._decide_if_nobody_can_tell(model, m)
+
     def _decide_if_nobody_can_tell(self, model: str, m: _Model) -> None:
         """Every running trajectory of ``model`` waits, and no job of it can start: no call is
         left to tell, so decide now."""

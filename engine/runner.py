@@ -475,7 +475,10 @@ async def run_jobs(
     slots = min(config.concurrency, len(jobs)) or 1
     # A job of a model whose running trajectories all wait for a verdict can still start (and
     # tell) while it has jobs left and some slot is not held by a waiting trajectory.
-    breaker.attach(lambda model: scheduler.remaining(model) > 0, slots, scheduler.wake)
+    spend = runtime.spend
+    # Past a --max-cost cap no job starts: a trajectory waiting for one to tell is decided.
+    breaker.attach(lambda model: scheduler.remaining(model) > 0 and not (
+        spend is not None and spend.reached()), slots, scheduler.wake)
     outcomes: list[Outcome] = []
     stopped: dict[str, StoppedModel] = {}
 
@@ -489,11 +492,10 @@ async def run_jobs(
         await writes.settle()  # a StoreError here ends the run, as in a worker
         report(job, outcome)
 
-    spend = runtime.spend
-
     async def worker(group: asyncio.TaskGroup) -> None:
         while True:
             if spend is not None and spend.reached():
+                breaker.recheck()
                 return  # the jobs left stay for a rerun with a higher cap
             job = await scheduler.next()
             if job is None:

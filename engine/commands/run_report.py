@@ -112,8 +112,10 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     for model in stopped:
         err.print(f"stopped: {model.model} cannot be used as configured: {stop_reason(model)}",
                   markup=False)
+    # Blamed on the cap only when nothing else (a stopped model, an error) can have left
+    # trajectories unfinished: raising the cap would not help those.
     capped = (spent is not None and not interrupted and spent >= config.max_cost
-              and len(finished) < len(ours))
+              and len(finished) < len(ours) and not stopped and not errors)
     if spent is not None:
         currency = PriceTable.from_config(config.prices).currency
         console.print(f"spent {spent:.4f} {currency} of --max-cost {config.max_cost:g} (the "

@@ -8,13 +8,15 @@ the first invocation spent.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from adapters.datasets.loading import load_dataset
-from adapters.models.base import ModelReply, ModelRequest, TextPart, Usage
+from adapters.models.base import ModelCallError, ModelReply, ModelRequest, TextPart, Usage
 from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.runner import open_run_store, run_jobs
@@ -120,3 +122,27 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
     total = float(re.search(r"spent (\d+\.\d+) USD of --max-cost 1000", out).group(1))
     assert total > spent and "stopped at --max-cost" not in err
     assert "trajectories 6/6 finished" in out
+
+
+class FailsFirst(FixedUsage):
+    """The first call fails for good (a refused connection) a little after the others."""
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        if self.calls == 0:
+            self.calls += 1
+            await asyncio.sleep(0.3)
+            raise ModelCallError("connection refused", retry="no", kind="connect")
+        return await super().generate(request)
+
+
+async def test_a_trajectory_waiting_for_the_breaker_is_decided_when_the_cap_stops_the_run(
+        tmp_path) -> None:
+    # Before, the breaker waited for more jobs of the model to start and tell whether it can
+    # be used, but the cap kept them from starting: the run hung.
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=2 * PER_CALL),
+                                     limit=6, concurrency=3, max_attempts=1)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    with open_run_store(config.store) as store:
+        result = await asyncio.wait_for(
+            run_jobs(config, store, samples, adapters={SPEC: FailsFirst()}), 30)
+    assert result.spent == pytest.approx(2 * PER_CALL)
