@@ -38,7 +38,9 @@ _STANDS_ALONE = r"(?=\s*(?:$|[.,;:!?)]|(?:or|and)\b))"
 _LEAD_IN = re.compile(r"^(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['’]s|it\s+is"
                       r"|the\s+answer\s+is|probably|likely)\s+)+")
 # What, at the start or after a hedge, rules an answer out rather than naming it.
-_DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:think|believe|guess))\b")
+_DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:think|believe|guess))\b"
+                     # "Not really, no.", "Not sure; dog.": a hedge, not an option ruled out.
+                     r"(?!\s+(?:really|sure|certain|quite|exactly|that|much|entirely)\b)")
 _NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
@@ -271,13 +273,21 @@ def _number_given(given: str) -> float | None:
     return None
 
 
+# A number word these follow or precede is part of a number this reader does not read ("one
+# hundred", "two point five", "one half", "minus three"): its value is unknown.
+_SCALED = re.compile(r"[\s-]+(?:hundred|thousand|million|billion|dozen|point|half|halves"
+                     r"|thirds?|quarters?|fifths?|tenths?)\b")
+_NEGATED = re.compile(r"\b(?:minus|negative)\s*$")
+
+
 def _numbers(given: str) -> list[tuple[int, float | None]]:
     """Where each number starts and its value: the digits, or else the number words."""
     digits = [(t.start(), _as_float(t.group())) for t in _NUMBER_TOKEN.finditer(given)]
     if digits:
         return digits
     words = list(_NUMBER_WORD.finditer(given))
-    return [(w.start(), _word_value(w, given, alone=len(words) == 1)) for w in words]
+    return [(w.start(), None if _SCALED.match(given, w.end()) or _NEGATED.search(given[:w.start()])
+             else _word_value(w, given, alone=len(words) == 1)) for w in words]
 
 
 def _word_value(word: re.Match[str], given: str, *, alone: bool) -> float | None:

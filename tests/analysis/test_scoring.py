@@ -339,3 +339,18 @@ def test_an_option_that_starts_with_not_is_not_a_denial(answer, truth, right) ->
 ])
 def test_an_option_that_starts_like_a_hedge_is_read_as_the_option(answer, choices, truth) -> None:
     assert score_answer(answer, truth, choices) is True
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("one hundred", "1"), ("two thousand", "2"), ("two dozen", "2"), ("two point five", "2"),
+    ("one half", "1"), ("minus three", "3"), ("negative two", "2"),
+])
+def test_a_number_word_inside_a_bigger_number_is_not_read_alone(answer, truth) -> None:
+    # Review: these scored right once number words were read.
+    assert score_answer(answer, truth) is False
+    assert score_answer(answer, truth, choices=["1", "2", "3"]) is False
+
+
+def test_a_hedge_after_not_is_not_a_denial() -> None:
+    assert score_answer("Not sure; dog.", "dog", choices=["cat", "dog"]) is True
+    assert score_answer("Not cat", "cat", choices=["cat", "dog"]) is False
