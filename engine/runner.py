@@ -204,6 +204,8 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
             continue
         diff = [(_IDENTITY_IN_HEADER[k], header.config.get(k), v) for k, v in ours.items()
                 if k in header.config and header.config.get(k) != v]
+        if not diff:  # the same options: it can only be a named run (its command's name)
+            diff = [("--run-name", header.config.get("run_name") or "a name", None)]
         if diff and (best is None or len(diff) < len(best[1])):
             best = (other, diff)
     return best
@@ -228,7 +230,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
         "image_history": config.image_history, "token_budget": config.token_budget,
         "max_tokens": config.max_tokens, "temperature": config.temperature,
-        "engine_version": ENGINE_VERSION,
+        "engine_version": ENGINE_VERSION, "run_name": config.run_name,
         "flags": {"cumulative_canvas": config.render_base == "current",
                   "wrong_render_schedule": "all"},
         **(extra_header or {}),

@@ -422,3 +422,15 @@ def test_a_changed_option_that_makes_a_new_run_is_said(tmp_path, capsys) -> None
     assert "note: a new run" not in capsys.readouterr().err
     assert main([*base, "--run-name", "pilot"]) == 0
     assert "note: a new run" not in capsys.readouterr().err
+
+
+def test_dropping_the_run_name_is_said_to_start_a_new_run(tmp_path, capsys) -> None:
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress"]
+    assert main([*base, "--run-name", "pilot"]) == 0
+    capsys.readouterr()
+    assert main(base) == 0
+    assert "--run-name (pilot there, none here)" in capsys.readouterr().err
