@@ -465,7 +465,7 @@ def run(args: argparse.Namespace) -> int:
                                                        calls_seen), options).values()
                        if r.traj in ours]
         except KeyboardInterrupt:
-            return _report_interrupted(err, log, config, run_id)
+            return _report_interrupted(err, log, config, run_id, terminated.seen)
     try:
         # Those not started yet are open too: the table covers the same trajectories as the
         # counts.
@@ -479,7 +479,7 @@ def run(args: argparse.Namespace) -> int:
             calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
             stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent))
     except KeyboardInterrupt:
-        return _report_interrupted(err, log, config, run_id)
+        return _report_interrupted(err, log, config, run_id, terminated.seen)
 
 
 def _short(value: object) -> str:
@@ -487,13 +487,14 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else "…" + text[-39:]
 
 
-def _report_interrupted(err, log, config: RunConfig, run_id: str) -> int:
-    """A Ctrl-C during the end report (often the second of two): the report is skipped, but
-    the run's end is logged and the resume hint said, which the user needs most."""
-    log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a Ctrl-C")
-    err.print(f"interrupted: committed work is kept in {config.store}; rerun the same command "
+def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool) -> int:
+    """A Ctrl-C (or SIGTERM) during the end report, often the second of two: the report is
+    skipped, but the run's end is logged and the resume hint said, which the user needs most."""
+    log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a stop")
+    how = "terminated (SIGTERM)" if sigterm else "interrupted"
+    err.print(f"{how}: committed work is kept in {config.store}; rerun the same command "
               "to resume where it stopped", markup=False)
-    return 130
+    return 143 if sigterm else 130
 
 
 class _SigtermStops(contextlib.AbstractContextManager):
