@@ -29,6 +29,10 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     input_per_mtok: float
     output_per_mtok: float
 
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """What that many tokens cost at this price."""
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
 
 class PriceTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Model spec (or glob) → price."""
@@ -81,11 +85,7 @@ class UsageTally:
         for model in sorted(self._totals):
             calls, tin, tout = self._totals[model]
             price = table.lookup(model) if table is not None else None
-            cost = (
-                (tin * price.input_per_mtok + tout * price.output_per_mtok) / 1e6
-                if price is not None
-                else None
-            )
+            cost = price.cost(tin, tout) if price is not None else None
             out.append(
                 CostLine(
                     model=model,

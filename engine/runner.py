@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ import structlog
 
 from adapters.datasets.base import Sample
 from adapters.datasets.loading import dataset_identity
-from adapters.models.base import AdapterOptions, ModelAdapter, Usage
+from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
@@ -264,15 +263,15 @@ def first_error(exc: BaseException, kind: type[_E]) -> _E | None:
 def recorded_cost(store: Recorder, jobs: list[TrajectoryJob], table: PriceTable) -> float:
     """What the steps already in the log of ``jobs``' trajectories cost at ``table``'s prices:
     the replies earlier invocations paid for (as the summary's cost line counts them)."""
-    cap = SpendCap(math.inf, table)
     total = 0.0
     for job in jobs:
-        if store.head(job.traj) is None:
+        price = table.lookup(job.model)
+        if price is None or store.head(job.traj) is None:
             continue
         for stored in store.read_trajectory(job.traj):
             if isinstance(stored.event, Step):
-                usage = stored.event.usage
-                total += cap.cost(job.model, Usage(usage.input_tokens, usage.output_tokens))
+                total += price.cost(stored.event.usage.input_tokens,
+                                    stored.event.usage.output_tokens)
     return total
 
 

@@ -72,10 +72,7 @@ class SpendCap:
         price = self._prices.get(model)
         if model not in self._prices:
             price = self._prices[model] = self._table.lookup(model)
-        if price is None:
-            return 0.0
-        return (usage.input_tokens * price.input_per_mtok
-                + usage.output_tokens * price.output_per_mtok) / 1e6
+        return 0.0 if price is None else price.cost(usage.input_tokens, usage.output_tokens)
 
     def paid(self, model: str, usage: Usage) -> None:
         """Count a reply this invocation paid for."""
