@@ -359,7 +359,11 @@ def main() -> None:
     try:
         with tuned_gc():  # as vaot run does
             a = run_phase("text", args, samples, root) if args.phase != "B" else None
+            # The standalone cost is taken before and after phase B: on a shared host the CPU's
+            # speed drifts by 10-20 % within minutes, and one side taken alone biases the ratio.
+            before = standalone_cost(samples, args.steps) if args.phase != "A" else None
             b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
+            after = standalone_cost(samples, args.steps) if args.phase != "A" else None
             floor = floor_phase(args, samples) if args.floor else None
     finally:
         shutil.rmtree(root)
@@ -385,11 +389,13 @@ def main() -> None:
               f" client CPU {1e6 * floor['cpu'] / floor['calls']:.0f} µs per call; fake server "
               f"{1e6 * floor['server_cpu'] / floor['calls']:.0f} µs")
     if b is not None:
-        base, hashing = standalone_cost(samples, args.steps)
+        assert before is not None and after is not None
+        base, hashing = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
         per_step = b["cpu"] / max(1, b["rendered"])
         print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
               f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
-              f"standalone render + encode {1000 * base:.2f} ms: ratio {per_step / base:.2f} "
+              f"standalone render + encode {1000 * base:.2f} ms (mean of {1000 * before[0]:.2f} "
+              f"before and {1000 * after[0]:.2f} after): ratio {per_step / base:.2f} "
               f"(goal <= 1.3); failed trajectories {b['failed']}")
         print(f"  standalone pixel hash {1000 * hashing:.2f} ms per state (the store's address "
               f"of a state, so part of every rendered step: floor ratio "
