@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from adapters.datasets.loading import load_dataset
 from analysis.records import project
-from engine.commands.run import DEMO_MODELS
+from engine.commands.run_config import DEMO_MODELS
 from engine.config import ModelConfig, RunConfig
 from engine.runner import run_jobs
 from store import open_store

@@ -247,7 +247,7 @@ def test_resuming_a_run_with_a_model_read_differently_is_refused(tmp_path) -> No
 
 def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None:
     from engine.cli import build_parser
-    from engine.commands.run import _config_from
+    from engine.commands.run_config import config_from as _config_from
 
     config = tmp_path / "run.toml"
     config.write_text(
@@ -276,7 +276,7 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
 def test_settings_given_twice_the_last_counts_and_help_says_so() -> None:
     from engine.cli import build_parser
     from engine.commands import run as run_command
-    from engine.commands.run import _config_from
+    from engine.commands.run_config import config_from as _config_from
 
     _, subs = build_parser()
     parser = subs["run"]
@@ -289,7 +289,7 @@ def test_settings_given_twice_the_last_counts_and_help_says_so() -> None:
 def test_dialect_and_convention_flags_leave_the_reference_agents_alone() -> None:
     from engine.cli import build_parser
     from engine.commands import run as run_command
-    from engine.commands.run import _config_from
+    from engine.commands.run_config import config_from as _config_from
 
     _, subs = build_parser()
     parser = subs["run"]

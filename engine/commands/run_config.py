@@ -1,0 +1,172 @@
+"""The configuration of ``vaot run``: its flags and ``--config`` file merged into a checked
+:class:`~engine.config.RunConfig`, and a bad value said as the user wrote it (a file's key and
+line, or the flag)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import os
+import re
+from pathlib import Path
+
+import msgspec
+
+from engine.config import ConfigError, RunConfig, load_toml
+
+__all__ = ["DEMO_MODELS", "config_from"]
+
+DEMO_MODELS = ("reference:calibrated", "reference:ignore", "reference:overcall", "reference:blind")
+
+
+# What a config file calls the flags whose names it does not share, and where the per-model
+# ones go: said when a file uses the flag's name, rather than only "unknown field".
+_CONFIG_NAMES = {
+    "timeout": "call_timeout_s", "retry_base_delay": "retry_base_delay_s",
+    "model": "models (a list of specs, or [[models]] tables)",
+    **{flag: f"{flag} in a [[models]] table (one per model)"
+       for flag in ("base_url", "api_key_env", "dialect", "convention")},
+}
+
+
+def _check_config_keys(raw: dict, path: str) -> None:
+    known = {f.name for f in msgspec.structs.fields(RunConfig)}
+    for key in raw:
+        if key in known:
+            continue
+        name = str(key).replace("-", "_")
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = _CONFIG_NAMES.get(name) or (name if name in known else None) or (
+            close[0] if close else None)
+        if name in ("no_progress", "config"):
+            hint = f"the flag --{name.replace('_', '-')} (it has no config key)"
+        raise ConfigError(f"--config {path}: unknown option {key!r}"
+                          + (f"; use {hint}" if hint else "")
+                          + " (see --config in vaot run --help)")
+
+
+def config_from(args: argparse.Namespace) -> RunConfig:
+    for flag in ("config", "base_url", "api_key_env", "dialect"):
+        # An empty value is an unset shell variable (--base-url "$URL"), not "the default":
+        # dropped, it would send the run to the provider's own API, or read no config file.
+        value = getattr(args, flag)
+        if value is not None and not value.strip():
+            raise ConfigError(f"--{flag.replace('_', '-')}: empty; give a value, or leave the "
+                              "flag out")
+    raw: dict = load_toml(args.config) if args.config else {}
+    if args.config:
+        _check_config_keys(raw, args.config)
+    in_file = set(raw)  # the options the file sets (a flag given overrides one)
+    models = raw.pop("models", None)
+    flags = {
+        "dataset": args.dataset, "store": args.store, "limit": args.limit,
+        "concurrency": args.concurrency, "workers": args.workers, "max_steps": args.max_steps,
+        "max_tokens": args.max_tokens, "token_budget": args.token_budget,
+        "max_cost": args.max_cost, "temperature": args.temperature, "seed": args.seed,
+        "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
+        "render_base": args.render_base, "call_timeout_s": args.timeout,
+        "run_name": args.run_name, "max_attempts": args.max_attempts,
+        "retry_base_delay_s": args.retry_base_delay,
+        "retry_failed": args.retry_failed or None,
+    }
+    raw.update({k: v for k, v in flags.items() if v is not None})
+    in_file -= {k for k, v in flags.items() if v is not None}
+    if args.settings is not None:
+        in_file.discard("settings")
+    if args.models or args.base_url or args.api_key_env or args.dialect or args.convention:
+        in_file.discard("models")
+    if isinstance(raw.get("store"), str) and raw["store"] != ":memory:":
+        raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
+    if args.settings is not None:  # "" is a mistake to report, not "all settings"
+        raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
+    if models is not None and (not isinstance(models, list)
+                               or not all(isinstance(m, dict | str) for m in models)):
+        shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"
+        raise ConfigError(f"--config {args.config}: models must be [[models]] tables (one per "
+                          f"model) or a list of specs like [\"openai:gpt-4o\"], not {shape}")
+    if models == [] and not args.models:  # not "no models given": the demo would run instead
+        raise ConfigError(f"--config {args.config}: models is empty; name at least one model "
+                          "(models = [\"openai:M\"]), or leave models out for the demo's "
+                          "reference agents")
+    tables = [m if isinstance(m, dict) else {"spec": m} for m in models or []]
+    if args.models:
+        # A --model that the config also describes keeps the config's table (its base_url,
+        # limits, dialect …): the flag picks which models run, not how they are reached.
+        by_spec = {t.get("spec"): t for t in tables}
+        model_tables = [dict(by_spec.get(spec, {"spec": spec})) for spec in args.models]
+    elif tables:
+        model_tables = tables
+    else:
+        model_tables = [{"spec": spec} for spec in DEMO_MODELS]
+    api_tables = [t for t in model_tables if not str(t.get("spec", "")).startswith("reference:")]
+    if not api_tables:
+        # The reference agents run in-process and write their own format: these flags would
+        # be dropped without a word (a forgotten --model), or break the control (a dialect).
+        given = [flag for flag, value in (("--base-url", args.base_url),
+                                          ("--api-key-env", args.api_key_env),
+                                          ("--dialect", args.dialect),
+                                          ("--convention", args.convention)) if value]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: only models called through an API use "
+                              f"{'it' if len(given) == 1 else 'them'}, and this run has none "
+                              "(the reference agents run in-process); name one with --model")
+    for table in api_tables:  # a flag given overrides what the config says
+        if args.base_url:
+            table["base_url"] = args.base_url
+        if args.api_key_env:
+            table["api_key_env"] = args.api_key_env
+        if args.convention:
+            table["convention"] = args.convention
+        if args.dialect:
+            table["dialect"] = args.dialect
+    raw["models"] = model_tables
+    try:
+        config = msgspec.convert(raw, RunConfig)
+    except msgspec.ValidationError as exc:
+        key = re.search(r"at `\$\.(\w+)", str(exc))
+        if args.config and key and key.group(1) in in_file:
+            raise ConfigError(f"--config {args.config}: {_where(args.config, key.group(1))}: "
+                              f"{str(exc).split(' - at ')[0]}") from None
+        where = f" in {args.config}" if args.config else ""
+        raise ConfigError(f"bad configuration{where}: {exc}") from None
+    try:
+        return config.validate()
+    except ConfigError as exc:
+        # Said as the user wrote it: a value from the file by its key (and line), not as a
+        # flag they never typed.
+        key, rest = _config_key_of(str(exc))
+        if args.config and key in in_file:
+            raise ConfigError(f"--config {args.config}: {_where(args.config, key)}: {rest}"
+                              ) from None
+        raise
+
+
+def _config_key_of(message: str) -> tuple[str | None, str]:
+    """The config key a validation message is about, and the rest of the message:
+    "--max-steps: must be …" → ("max_steps", "must be …"); "model M: …" → ("models", …)."""
+    head, sep, rest = message.partition(": ")
+    if not sep:
+        return None, message
+    if head.startswith("--"):
+        name = head[2:].replace("-", "_")
+        return {"timeout": "call_timeout_s", "retry_base_delay": "retry_base_delay_s",
+                "model": "models"}.get(name, name), rest
+    if head in ("prices",):
+        return head, rest
+    if head.startswith("model "):
+        return "models", message
+    return None, message
+
+
+def _where(path: str, key: str) -> str:
+    """``key``, with the line of the file that sets it when one plainly does."""
+    with contextlib.suppress(OSError, UnicodeError):
+        text = Path(path).read_bytes().decode("utf-8-sig", "replace")
+        table = "[[models]]" if key == "models" else None
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if stripped.startswith(table or "\0") or re.match(
+                    rf'["\']?{re.escape(key)}["\']?\s*=', stripped):
+                return f"{key} (line {number})"
+    return key
