@@ -44,22 +44,37 @@ _DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:th
 _NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+# A marker a reply gives its answer after, at the start of a line: "Final Answer: B", "final: 3",
+# "**Final:** (B)", "Answer: C". "Final" inside a sentence ("the final step shows 3") is prose.
+_MARKER = re.compile(r"^[ \t>#*_\"'`]*(?:final(?:[ \t]+answer)?|answer)[ \t]*[*_]*[ \t]*:[ \t*_]*",
+                     re.IGNORECASE | re.MULTILINE)
 
 
 def normalise(text: str) -> str:
     """Lower case, single spaces; emphasis, ``$…$``, ``\\boxed{}``, ``\\text{}``, "the answer
     is" and trailing punctuation removed; full-width and compatibility forms ("Ｂ", "（B）")
     read as their plain letters (NFKC). A letter alone on the first line is a label: "A" then
-    a reason on the next line is option A, not the article of the line after."""
-    text = unicodedata.normalize("NFKC", text)
+    a reason on the next line is option A, not the article of the line after. After an answer
+    marker ("Final: C" on the last line) only what follows the last one counts."""
+    text = _after_marker(unicodedata.normalize("NFKC", text))
     text = re.sub(r"^\s*([A-Za-z])\s*\n", r"(\1) ", text)
     text = re.sub(r"^\s*\$+(.+?)\$+\s*$", r"\1", text)  # inline maths: $x$, $$x$$
     text = _LATEX_TEXT.sub(r"\1", text)
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)  # "**B**, since …": the emphasis is not the answer
     text = _WRAPPERS.sub("", text.strip())
     text = re.sub(r"\\boxed\{(.*)\}", r"\1", text)
-    text = re.sub(r"^(the answer is|answer:)\s*", "", text, flags=re.I)
+    text = re.sub(r"^the answer is\s*", "", text, flags=re.I)
     return " ".join(text.lower().split())
+
+
+def _after_marker(text: str) -> str:
+    """What follows the last answer marker that is followed by anything, else the whole text:
+    the reasoning before it may name other options and numbers, and a model that corrects
+    itself ("Final: A … Final: B") means the last."""
+    for marker in reversed(list(_MARKER.finditer(text))):
+        if text[marker.end():].strip(" \t\n*_"):
+            return text[marker.end():]
+    return text
 
 
 class _Option(NamedTuple):

@@ -354,3 +354,66 @@ def test_a_number_word_inside_a_bigger_number_is_not_read_alone(answer, truth) -
 def test_a_hedge_after_not_is_not_a_denial() -> None:
     assert score_answer("Not sure; dog.", "dog", choices=["cat", "dog"]) is True
     assert score_answer("Not cat", "cat", choices=["cat", "dog"]) is False
+
+
+# A reply may end its reasoning with a short marker on the last line ("Final: C"); the reasoning
+# before it names other options and numbers, so only the marker's value is the answer.
+@pytest.mark.parametrize(("answer", "choices", "truth", "right"), [
+    ("Red is too dark and blue too light.\nFinal: C", AS_LIST, "C", True),
+    ("Red is too dark and blue too light.\nFinal: C", AS_LIST, "red", False),
+    ("The cat hides behind the box.\n**Final:** (B)", PETS, "dog", True),
+    ("The cat hides behind the box.\n**Final**: B", PETS, "B", True),
+    ("A cat is there, or is it?\nAnswer: B", PETS, "B", True),
+    ("A cat is there, or is it?\nAnswer: B", PETS, "A", False),
+    ("Option A shows a cat.\nFinal Answer: dog", PETS, "B", True),
+    ("Option A shows a cat.\nFinal Answer:\n\n(B)", PETS, "dog", True),  # on the next line
+    ("I count 3 circles and 1 square.\nfinal: 4", (), "4", True),
+    ("I count 3 circles and 1 square.\nfinal: 4", (), "3", False),
+    ("I count 3 circles and 1 square.\nFinal: 4", ("3", "4"), "B", True),
+    ("Forty rows, and two more.\nFinal: forty-two", (), "42", True),
+    ("Red is out.\nFinal: C", (), "C", True),
+])
+def test_a_marker_on_the_last_line_gives_the_answer(answer, choices, truth, right) -> None:
+    assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("Final: A\nOn a second look the cat is hidden.\nFinal: B", "B", True),  # the last decides
+    ("Final: A\nOn a second look the cat is hidden.\nFinal: B", "A", False),
+    ("Answer: A\nNo: the cat is hidden.\nFinal Answer: B", "dog", True),
+    ("B, since in the final: A is a cat", "B", True),  # "final" within a sentence is prose
+    ("B\nFinal step: the cat is hidden, so A is out", "B", True),  # not the marker form
+    ("Finally: A is out, so B", "A", False),
+    ("B.\nFinal:", "B", True),  # a marker with nothing after it gives no answer
+])
+def test_the_last_marker_decides_and_final_in_prose_is_no_marker(answer, truth, right) -> None:
+    assert score_answer(answer, truth, PETS) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("4, since the final step shows 3 circles", "4", True),
+    ("4, since the final step shows 3 circles", "3", False),
+    ("the final step shows 3 circles, so 4", "3", False),
+])
+def test_without_choices_final_in_a_sentence_is_no_marker(answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
+
+
+_MARKERS = ["Final:", "final:", "**Final:**", "**Final**:", "Answer:", "Final Answer:",
+            "**Final Answer:**"]
+
+
+@given(st.lists(plain_words, min_size=2, max_size=6, unique=True), st.data())
+def test_reasoning_before_a_final_marker_does_not_change_the_answer(texts, data) -> None:
+    choices, right, picked = _options(texts, data)
+    mentioned = data.draw(st.lists(st.integers(0, len(texts) - 1), min_size=1, max_size=3))
+    reasoning = "\n".join(data.draw(st.sampled_from([
+        f"{string.ascii_uppercase[i]} shows a {texts[i]}.", f"The final {texts[i]} is hidden.",
+        f"Maybe {texts[i]}, or {string.ascii_uppercase[i]}.", f"I count {i + 2} of them.",
+    ])) for i in mentioned)
+    letter = string.ascii_uppercase[picked]
+    given_as = data.draw(st.sampled_from([letter, f"({letter})", texts[picked],
+                                          f"{letter}. {texts[picked]}"]))
+    truth = data.draw(st.sampled_from([string.ascii_uppercase[right], texts[right]]))
+    answer = f"{reasoning}\n{data.draw(st.sampled_from(_MARKERS))} {given_as}"
+    assert score_answer(answer, truth, choices) is (picked == right)
