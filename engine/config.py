@@ -17,7 +17,16 @@ __all__ = ["ConfigError", "ModelConfig", "RunConfig", "load_toml"]
 
 
 class ConfigError(ValueError):
-    """A bad configuration value; the message names it and says what is expected."""
+    """A bad configuration value; the message names it and says what is expected.
+
+    ``model`` and ``field`` say which model's which option it is about, when it is one: the CLI
+    points at that line of a config file's ``[[models]]`` table."""
+
+    def __init__(self, message: str, *, model: str | None = None, field: str | None = None
+                 ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.field = field
 
 
 class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -178,37 +187,45 @@ def _validate_model(model: ModelConfig) -> None:
     where = f"model {model.spec}"
     if "," in model.spec:
         # Not a list (--settings is): one model named "a,openai:b" would be asked for.
-        raise ConfigError(f"--model: {model.spec!r} holds a comma; give --model once per model")
+        raise ConfigError(f"--model: {model.spec!r} holds a comma; give --model once per model",
+                          model=model.spec, field="spec")
     if model.convention not in ("xyxy", "yxyx"):
-        raise ConfigError(f"{where}: convention {model.convention!r} is not 'xyxy' or 'yxyx'")
+        raise ConfigError(f"{where}: convention {model.convention!r} is not 'xyxy' or 'yxyx'",
+                          model=model.spec, field="convention")
     if model.dialect not in DIALECTS:
         raise ConfigError(f"{where}: unknown dialect {model.dialect!r} "
-                          f"(known: {', '.join(DIALECTS)})")
+                          f"(known: {', '.join(DIALECTS)})", model=model.spec, field="dialect")
     if model.api_key_env is not None and not _ENV_NAME.fullmatch(model.api_key_env):
         # Never echo it: what was given may be the key itself.
         raise ConfigError(f"{where}: --api-key-env takes the NAME of an environment variable "
-                          "that holds the key (letters, digits, _), not the key itself")
+                          "that holds the key (letters, digits, _), not the key itself",
+                          model=model.spec, field="api_key_env")
     if model.base_url is not None:
         try:
             url = urllib.parse.urlsplit(model.base_url)
             url.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError as exc:
-            raise ConfigError(f"{where}: base URL {model.base_url!r} is not a URL ({exc})") from None
+            raise ConfigError(f"{where}: base URL {model.base_url!r} is not a URL ({exc})",
+                              model=model.spec, field="base_url") from None
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ConfigError(f"{where}: base URL {model.base_url!r} is not an http(s) URL "
-                              "with a host, like http://127.0.0.1:8000/v1")
+                              "with a host, like http://127.0.0.1:8000/v1",
+                              model=model.spec, field="base_url")
     if model.max_tokens_field not in (None, "max_tokens", "max_completion_tokens"):
         raise ConfigError(f"{where}: max_tokens_field {model.max_tokens_field!r} is not "
-                          "'max_tokens' or 'max_completion_tokens'")
+                          "'max_tokens' or 'max_completion_tokens'",
+                          model=model.spec, field="max_tokens_field")
     if model.detail not in (None, "low", "high", "auto"):
-        raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'")
+        raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'",
+                          model=model.spec, field="detail")
     if model.max_concurrency is not None and model.max_concurrency < 1:
         raise ConfigError(f"{where}: max_concurrency must be at least 1, "
-                          f"got {model.max_concurrency}")
+                          f"got {model.max_concurrency}", model=model.spec, field="max_concurrency")
     for name in ("requests_per_minute", "tokens_per_minute"):
         rate = getattr(model, name)
         if rate is not None and not (math.isfinite(rate) and rate > 0):
-            raise ConfigError(f"{where}: {name} must be a positive number, got {rate}")
+            raise ConfigError(f"{where}: {name} must be a positive number, got {rate}",
+                              model=model.spec, field=name)
 
 
 _TEMPERATURE_MAX = {"anthropic": 1.0, "gemini": 2.0, "openai": 2.0}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from engine.config import ConfigError, RunConfig, load_toml
+from engine.config import ConfigError, ModelConfig, RunConfig, load_toml
 
 __all__ = ["DEMO_MODELS", "config_from"]
 
@@ -124,10 +124,26 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     try:
         config = msgspec.convert(raw, RunConfig)
     except msgspec.ValidationError as exc:
+        what = str(exc).split(" - at ")[0]
+        table = re.search(r"at `\$\.models\[(\d+)\](?:\.(\w+))?", str(exc))
+        if args.config and table:
+            # A wrong type or an unknown key in a [[models]] table: the flags set neither, so
+            # it is the file's, even when --model picked the table.
+            unknown = re.search(r"unknown field `([^`]*)`", what)
+            field = table.group(2) or (unknown.group(1) if unknown else None)
+            spec = model_tables[int(table.group(1))].get("spec")
+            place = _where_model(args.config, tables, spec, field)
+            if place and unknown:
+                known = [f.name for f in msgspec.structs.fields(ModelConfig)]
+                close = difflib.get_close_matches(unknown.group(1), known, n=1)
+                what += f"; did you mean {close[0]}?" if close else (
+                    f" (a [[models]] table takes {', '.join(known)})")
+            if place:
+                raise ConfigError(f"--config {args.config}: {place}: {what}") from None
         key = re.search(r"at `\$\.(\w+)", str(exc))
         if args.config and key and key.group(1) in in_file:
             raise ConfigError(f"--config {args.config}: {_where(args.config, key.group(1))}: "
-                              f"{str(exc).split(' - at ')[0]}") from None
+                              f"{what}") from None
         where = f" in {args.config}" if args.config else ""
         raise ConfigError(f"bad configuration{where}: {exc}") from None
     try:
@@ -136,6 +152,13 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         # Said as the user wrote it: a value from the file by its key (and line), not as a
         # flag they never typed.
         key, rest = _config_key_of(str(exc))
+        flagged = {"base_url": args.base_url, "api_key_env": args.api_key_env,
+                   "dialect": args.dialect, "convention": args.convention}.get(exc.field or "")
+        place = _where_model(args.config, tables, exc.model, exc.field) if (
+            args.config and exc.model is not None and not flagged) else None
+        if place:  # a value of a [[models]] table, even one --model picked; it names the model
+            raise ConfigError(f"--config {args.config}: {place}: "
+                              f"{rest.removeprefix(f'model {exc.model}: ')}") from None
         if args.config and key in in_file:
             raise ConfigError(f"--config {args.config}: {_where(args.config, key)}: {rest}"
                               ) from None
@@ -170,3 +193,29 @@ def _where(path: str, key: str) -> str:
                     rf'["\']?{re.escape(key)}["\']?\s*=', stripped):
                 return f"{key} (line {number})"
     return key
+
+
+def _where_model(path: str, tables: list[dict], spec: object, field: str | None) -> str | None:
+    """Which ``[[models]]`` table of the file describes ``spec``, and the line of its ``field``
+    (or of the table's header), as "[[models]] 2 (openai:b), convention (line 9)"; None when
+    the file names the model in a list of specs rather than a table."""
+    number = next((i for i, t in enumerate(tables, 1) if t.get("spec") == spec), None)
+    if number is None:
+        return None
+    with contextlib.suppress(OSError, UnicodeError):
+        text = Path(path).read_bytes().decode("utf-8-sig", "replace").splitlines()
+        headers = [i for i, line in enumerate(text) if line.strip().startswith("[[models]]")]
+        if len(headers) != len(tables):  # a list of specs, or a layout this does not read
+            return None
+        start = headers[number - 1]
+        line = start
+        for i in range(start + 1, len(text)):
+            stripped = text[i].strip()
+            if stripped.startswith("["):  # the next table
+                break
+            if field and re.match(rf'["\']?{re.escape(field)}["\']?\s*=', stripped):
+                line = i
+                break
+        named = f"{field} " if field and line != start else ""
+        return f"[[models]] {number} ({spec}), {named}(line {line + 1})"
+    return None

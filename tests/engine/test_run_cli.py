@@ -69,7 +69,7 @@ BAD_INPUTS = {
     "config type": (["--config", "{tmp}/typed.toml"],
                     "typed.toml: concurrency (line 1): Expected `int`, got `str`"),
     "config model": (["--config", "{tmp}/model_url.toml"],
-                     "model_url.toml: models (line 1): model openai:m: base URL"),
+                     "model_url.toml: [[models]] 1 (openai:m), base_url (line 3): base URL"),
     "port out of range": (["--model", "openai:x", "--base-url", "http://127.0.0.1:99999/v1"],
                           "99999"),
     "not a url": (["--model", "openai:x", "--base-url", "not a url"], "not an http(s) URL"),
@@ -434,3 +434,35 @@ def test_dropping_the_run_name_is_said_to_start_a_new_run(tmp_path, capsys) -> N
     capsys.readouterr()
     assert main(base) == 0
     assert "--run-name (pilot there, none here)" in capsys.readouterr().err
+
+
+TWO_TABLES = ('limit = 2\n[[models]]\nspec = "openai:a"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+              '[[models]]\nspec = "openai:b"\nbase_url = "http://127.0.0.1:9/v1"\n')
+
+
+@pytest.mark.parametrize(("extra", "flags", "named"), [
+    # Before, each of these was "models (line 2)": the first table's line, and no field.
+    ('convention = "zz"\n', [], "[[models]] 2 (openai:b), convention (line 9): convention 'zz'"),
+    ('max_concurrency = "x"\n', [], "[[models]] 2 (openai:b), max_concurrency (line 9): Expected"),
+    ("max_concurent = 3\n", [],
+     "[[models]] 2 (openai:b), max_concurent (line 9): Object contains unknown field "
+     "`max_concurent`; did you mean max_concurrency?"),
+    # Picked by --model, the table is still found by its spec, not by its place in the run.
+    ("max_concurrency = 0\n", ["--model", "openai:b"],
+     "[[models]] 2 (openai:b), max_concurrency (line 9): max_concurrency must be at least 1"),
+])
+def test_a_bad_models_table_field_is_named_with_its_line(extra, flags, named, tmp_path) -> None:
+    from engine.cli import build_parser
+    from engine.commands import run as run_command
+    from engine.commands.run_config import config_from
+    from engine.config import ConfigError
+
+    config = tmp_path / "run.toml"
+    config.write_text(TWO_TABLES + extra)
+    _, subs = build_parser()
+    parser = subs["run"]
+    run_command.add_arguments(parser)
+    with pytest.raises(ConfigError) as caught:
+        config_from(parser.parse_args(["--config", str(config), *flags]))
+    assert str(caught.value) == f"--config {config}: {named}" or named in str(caught.value)
+    assert str(caught.value).startswith(f"--config {config}: {named}")
