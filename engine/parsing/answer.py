@@ -13,7 +13,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final)|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -112,6 +112,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
         at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
+        if m.group("bare") is not None and not (at_line_start and m.group("sep") in (":", "：")):
+            continue  # "Final: C" opening a line is a marker; "the final step: …" is not
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
         # An answer ends where the next marker on its line begins: "Final Answer: A Final
@@ -132,7 +134,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
 def find_final_answer(text: str) -> FoundAnswer | None:
     """The final answer of a reply, or ``None``.
 
-    Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``),
+    Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
+    a bare ``Final:`` opening a line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose.
     """
     warnings: list[str] = []

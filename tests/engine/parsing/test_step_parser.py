@@ -75,6 +75,8 @@ def test_action_fields_come_out_canonical():
         "<grounding>{" * 5000,
         "Step 1 (Text): x\n" * 5000,
         "Final Answer: 3\n" * 5000,
+        "Final: 3\n" * 5000,
+        "the final step: " * 5000,
         '```json\n{"action": [\n' * 3000,
         "<think>" * 5000 + "</think>" * 5000,
         "\\boxed{" * 10000,
@@ -132,3 +134,17 @@ def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
     parsed = parse_step(text)
     assert parsed.actions[0].target == (0, 0, 1, 1)
     assert not any("fractions" in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ("Step 1 (Text): the zoom shows three circles.\nFinal: C", "C"),  # before: no answer
+    ("I counted again.\n**Final:** (B) dog", "(B) dog"),
+    ("- Final: 42", "42"),
+    ("Final Answer: A\nFinal: B", "B"),  # the last marker, as for two "Final Answer"s
+    ("Step 1 (Text): the final step: count the dots.", None),  # prose, not a marker
+    ("Finally: B", None),
+    ("We check the final - it is B", None),
+])
+def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
+    parsed = parse_step(text, dialect="vaot")
+    assert parsed.final_answer == answer
