@@ -309,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
                        if r.traj in ours]
         except KeyboardInterrupt:
             return _report_interrupted(err, log, config, run_id, terminated.seen)
+    end: RunEnd | None = None
     try:
         # Those not started yet are open too: the table covers the same trajectories as the
         # counts.
@@ -317,12 +318,14 @@ def run(args: argparse.Namespace) -> int:
         for table in summary_tables(records, list(config.settings),
                                     [m.spec for m in config.models]):
             console.print(table)
-        return report(console, err, log, config, RunEnd(
+        end = RunEnd(
             run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
             calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
-            stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent))
+            stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent)
+        return report(console, err, log, config, end)
     except KeyboardInterrupt:
-        return _report_interrupted(err, log, config, run_id, terminated.seen)
+        return _report_interrupted(err, log, config, run_id, terminated.seen,
+                                   logged=end is not None and end.logged)
 
 
 def _short(value: object) -> str:
@@ -330,10 +333,13 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else "…" + text[-39:]
 
 
-def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool) -> int:
-    """A Ctrl-C (or SIGTERM) during the end report, often the second of two: the report is
-    skipped, but the run's end is logged and the resume hint said, which the user needs most."""
-    log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a stop")
+def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool,
+                        logged: bool = False) -> int:
+    """A Ctrl-C (or SIGTERM) during the end report, often the second of two: the rest of the
+    report is skipped, but the run's end is logged (once) and the resume hint said, which the
+    user needs most."""
+    if not logged:
+        log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a stop")
     how = "terminated (SIGTERM)" if sigterm else "interrupted"
     err.print(f"{how}: committed work is kept in {config.store}; rerun the same command "
               "to resume where it stopped", markup=False)

@@ -45,6 +45,8 @@ class RunEnd(msgspec.Struct, kw_only=True):
     """Interrupted by a SIGTERM rather than Ctrl-C."""
     spent: float | None
     """With --max-cost: what the trajectories' replies have cost."""
+    logged: bool = False
+    """Set once ``run_end`` is logged: a Ctrl-C in the rest of the report must not log it again."""
 
 
 def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
@@ -103,6 +105,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                 console.print(format_cost_lines(usage.lines(prices)), markup=False)
             else:
                 console.print("no replies recorded", markup=False)
+    end.logged = True  # before: a Ctrl-C inside the call must not lead to a second record
     log.info("run_end", run_id=end.run_id, finished=len(finished), failed=failed, calls=calls,
              wall_s=round(end.wall, 3), interrupted=interrupted,
              shown_a_render={k: {"shown": e.shown, "finished": e.finished}

@@ -403,6 +403,41 @@ def test_a_ctrl_c_during_the_end_report_still_says_how_to_resume(tmp_path, capsy
     assert last["event"] == "run_end" and last["interrupted"] is True
 
 
+def test_a_ctrl_c_after_run_end_is_logged_does_not_log_it_twice(tmp_path, capsys,
+                                                                 monkeypatch) -> None:
+    # A Ctrl-C in the last lines of the report, after run_end was logged: before, the log
+    # held two run_end records for one run, one of them saying the report was skipped.
+    from engine.cli import main
+    from engine.commands import run as run_command
+
+    real = run_command.configure_logging
+    pressed: list[str] = []
+
+    def logging_then_ctrl_c(path):
+        log = real(path)
+
+        class Log:
+            def __getattr__(self, name):
+                return getattr(log, name)
+
+            def info(self, event, **fields):
+                log.info(event, **fields)
+                if event == "run_end" and not pressed:
+                    pressed.append(event)
+                    raise KeyboardInterrupt
+
+        return Log()
+
+    monkeypatch.setattr(run_command, "configure_logging", logging_then_ctrl_c)
+    store = tmp_path / "run.lmdb"
+    code = main(["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+                 "--model", "reference:calibrated", "--store", str(store), "--no-progress"])
+    assert code == 130
+    assert "rerun the same command to resume" in capsys.readouterr().err
+    events = [json.loads(line)["event"] for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert events.count("run_end") == 1
+
+
 def test_a_changed_option_that_makes_a_new_run_is_said(tmp_path, capsys) -> None:
     # Before, --max-steps 3 on a store holding the run with 10 started a second run and paid
     # for every trajectory again; only the run id on the first line told.
