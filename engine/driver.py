@@ -323,11 +323,12 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         frames = action_frames(parsed.actions, sources, canvases)
         canonical = tuple(canonicalize(a, f) for a, f in zip(parsed.actions, frames, strict=False))
         canvas = canvases[sources[0]]
-        warnings.extend(tiny_regions(parsed.actions, sources, canvases))
-    if acting and policy != "none":
         # The whole block is rendered, on the canvas its first action names (engine/observation.py).
         base = canvas.initial() if rt.render_base == "original" else canvas
-        block = block_on(base, parsed.actions, frames)
+        block, left_out = block_on(base, parsed.actions, frames)
+        warnings.extend(left_out)
+        warnings.extend(tiny_regions(block, base))
+    if acting and policy != "none":
         # The render seed names neither the model nor the setting: vaot and wrong_render draw
         # the same marks (jitter included) for the same action, and differ by the policy alone.
         # The policy seed comes from the sample too, not the trajectory id (which names the

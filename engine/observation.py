@@ -15,18 +15,30 @@ from adapters.renderers.canvas import CanvasState
 from adapters.renderers.pillow_renderer import pixel_box, render, zoomed_size
 from engine.states import EncodedState, encode_state
 from interventions.policies import observe
-from store.actions import Action, Crop, Frame, GlobalStyle, Zoom, reframe
+from store.actions import Action, Crop, Frame, GlobalStyle, Zoom, off_view, reframe
 from store.events import PolicyDetail
 
 __all__ = ["action_frames", "block_on", "render_and_observe", "tiny_regions", "weak_corruption"]
 
 
-def block_on(base: CanvasState, actions: Sequence[Action], frames: Sequence[Frame]) -> list[Action]:
-    """The block with each action moved from its frame onto ``base``'s; a crop or zoom after
-    the block's first one is applied by the renderer to the view the previous one cut, whatever
-    the base: its coordinates stay as they are."""
-    return [a if _chained(actions, i) else reframe(a, frames[i], base.frame)
-            for i, a in enumerate(actions)]
+def block_on(base: CanvasState, actions: Sequence[Action], frames: Sequence[Frame]
+             ) -> tuple[list[Action], list[str]]:
+    """The block with each action moved from its frame onto ``base``'s, and a warning for each
+    action left out because it lies wholly outside ``base`` (an earlier image's box beside the
+    current view): clamped, it would be drawn along the edge, where nothing was asked for.
+
+    A crop or zoom after the block's first one is applied by the renderer to the view the
+    previous one cut, whatever the base: its coordinates stay as they are."""
+    block, warnings = [], []
+    for i, action in enumerate(actions):
+        if _chained(actions, i):
+            block.append(action)
+        elif off_view(action, frames[i], base.frame):
+            warnings.append(f"{action.__struct_config__.tag}: lies wholly outside the image it is drawn on; "
+                            "left out of the render")
+        else:
+            block.append(reframe(action, frames[i], base.frame))
+    return block, warnings
 
 
 def render_and_observe(base: CanvasState, block: Sequence[Action], style: GlobalStyle | None,
@@ -82,26 +94,26 @@ TINY_REGION_PX = 8
 """A crop or zoom keeping fewer pixels than this on a side shows the model next to nothing."""
 
 
-def tiny_regions(actions, sources, canvases) -> list[str]:
+def tiny_regions(block: Sequence[Action], base: CanvasState) -> list[str]:
     """A warning for each crop or zoom whose box keeps almost no pixels of its image: a
     box one unit wide is a valid action, but what comes back is a few pixels blown up, which
     an analysis of what the model saw should be able to tell apart.
 
-    A crop or zoom after the block's first one is measured on the view the previous one cut
-    (as it is rendered, see :func:`action_frames`), not on the image the block started from.
+    Measured on the block as it is rendered (:func:`block_on`): the first crop or zoom on
+    ``base`` (the original image under ``--render-base original``, where a box drawn on a
+    zoomed view keeps fewer of its pixels), each later one on the view the previous one cut.
     """
     out = []
-    view: tuple[int, int] | None = None  # the size of the view the last crop or zoom cut
-    for action, source in zip(actions, sources, strict=False):
+    view = base.size  # the size of the view the next crop or zoom cuts from
+    for action in block:
         if not isinstance(action, Crop | Zoom):
             continue
-        canvas = canvases[source]
-        x1, y1, x2, y2 = pixel_box(action.target, view or canvas.size)
+        x1, y1, x2, y2 = pixel_box(action.target, view)
         if min(x2 - x1, y2 - y1) < TINY_REGION_PX:
             kind = "zoom" if isinstance(action, Zoom) else "crop"
             out.append(f"{kind}: the box keeps only {x2 - x1}x{y2 - y1} pixels of "
                        "the image it is drawn on")
         view = (x2 - x1, y2 - y1)
         if isinstance(action, Zoom):
-            view = zoomed_size(view, max(canvas.original.size))
+            view = zoomed_size(view, max(base.original.size))
     return out

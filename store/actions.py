@@ -48,6 +48,7 @@ __all__ = [
     "Zoom",
     "action_decoder",
     "canonicalize",
+    "off_view",
     "reframe",
     "shifted",
     "target_box",
@@ -325,7 +326,9 @@ def reframe(action: Action, source: Frame, dest: Frame) -> Action:
     """``action``, written on a canvas with frame ``source``, with its coordinates moved onto
     a canvas with frame ``dest`` (through the original frame), rounded once and clamped to
     0–1000: a part outside ``dest`` is clipped to its edge (a line is cut where it leaves the
-    view, so it keeps its direction; a trace's points are clamped one by one).
+    view, so it keeps its direction; a trace's points are clamped one by one). An action wholly
+    outside ``dest`` would be laid along the nearest edge, where nothing was asked for: test
+    :func:`off_view` first and leave such an action out.
 
     How an action meant for one view is drawn on another: on the original image under
     ``--render-base original``, or on the current canvas when the action names an earlier one.
@@ -339,16 +342,39 @@ def reframe(action: Action, source: Frame, dest: Frame) -> Action:
     if isinstance(action, DrawLine):
         # Clamping each end on its own would turn a line that leaves the view; cut it at the
         # view's edge instead, along its own direction.
-        ends = _clipped(*(move(p) for p in action.target))
+        p, q = (move(p) for p in action.target)
+        ends = _clipped(p, q) or (p, q)  # none of it inside: clamped below, see off_view
         return msgspec.structs.replace(action, target=tuple(
             (_round_coord(x), _round_coord(y)) for x, y in ends))
     return _moved(action, lambda p: tuple(_round_coord(v) for v in move(p)))
 
 
+def off_view(action: Action, source: Frame, dest: Frame) -> bool:
+    """Whether ``action``, written on a canvas with frame ``source``, lies wholly outside a
+    canvas with frame ``dest``: nothing of it would be drawn there (a line that misses the
+    view; a box, trace or crop beside it; touching its edge counts as outside)."""
+    if source == dest:
+        return False
+
+    def move(p):
+        return dest.point_from_original(*source.point_to_original(*p))
+
+    if isinstance(action, DrawLine):
+        p, q = (move(p) for p in action.target)
+        return _clipped(p, q) is None
+    if isinstance(action, TraceHighlight):
+        points = [move(p) for p in action.target]
+    else:
+        x1, y1, x2, y2 = action.target
+        points = [move((x1, y1)), move((x2, y2))]
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    return max(xs) <= 0 or min(xs) >= SCALE or max(ys) <= 0 or min(ys) >= SCALE
+
+
 def _clipped(p: tuple[float, float], q: tuple[float, float]
-             ) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The part of the segment p–q inside the 0–1000 square (Liang–Barsky); a segment wholly
-    outside is returned as it is, for the caller's clamping to lay it along the nearest edge."""
+             ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The part of the segment p–q inside the 0–1000 square (Liang–Barsky); None when none
+    of it is inside."""
     (x0, y0), (dx, dy) = p, (q[0] - p[0], q[1] - p[1])
     lo, hi = 0.0, 1.0
     # Each edge as (direction towards it, room before it): p + t·d stays inside while t
@@ -356,13 +382,13 @@ def _clipped(p: tuple[float, float], q: tuple[float, float]
     for toward, room in ((-dx, x0), (dx, SCALE - x0), (-dy, y0), (dy, SCALE - y0)):
         if toward == 0:
             if room < 0:  # parallel to this edge and beyond it
-                return p, q
+                return None
         elif toward < 0:
             lo = max(lo, room / toward)
         else:
             hi = min(hi, room / toward)
     if lo > hi:
-        return p, q
+        return None
     return (x0 + lo * dx, y0 + lo * dy), (x0 + hi * dx, y0 + hi * dy)
 
 

@@ -76,7 +76,7 @@ def test_a_crop_after_a_crop_is_measured_on_the_view_the_first_one_cut() -> None
     # from the first one's view, so the warning must measure it there.
     canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
     block = [Crop(target=(0, 0, 100, 100)), Crop(target=(0, 0, 300, 300))]
-    assert tiny_regions(block, [0, 0], [canvas]) == [
+    assert tiny_regions(block, canvas) == [
         "crop: the box keeps only 6x6 pixels of the image it is drawn on"]
     rendered = render(canvas, block)
     assert rendered.size == (6, 6)  # what the warning says is what the renderer kept
@@ -87,7 +87,44 @@ def test_a_zoom_in_a_chain_is_measured_on_the_enlarged_view() -> None:
     # zoom's 5 % box keeps 10 pixels of that view, not a tiny region.
     canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
     block = [Zoom(target=(0, 0, 500, 500)), Zoom(target=(0, 0, 50, 50))]
-    assert tiny_regions(block, [0, 0], [canvas]) == []
+    assert tiny_regions(block, canvas) == []
     block = [Crop(target=(0, 0, 500, 500)), Zoom(target=(0, 0, 50, 50))]
-    assert tiny_regions(block, [0, 0], [canvas]) == [
+    assert tiny_regions(block, canvas) == [
         "zoom: the box keeps only 5x5 pixels of the image it is drawn on"]
+
+
+def test_under_render_base_original_a_box_is_measured_on_the_original_it_is_cut_from() -> None:
+    # A first zoom keeps 20×20 pixels of a 200×200 image and enlarges them. A crop of a fifth
+    # of that view measured on the view keeps 40×40 of its pixels, but under --render-base
+    # original the renderer cuts it from the original: 4×4 pixels. Before, it went unflagged.
+    from engine.observation import block_on
+
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
+    zoomed = render(canvas, [Zoom(target=(0, 0, 100, 100))])
+    base = zoomed.initial()
+    block, _ = block_on(base, [Crop(target=(0, 0, 200, 200))], [zoomed.frame])
+    assert tiny_regions(block, base) == [
+        "crop: the box keeps only 4x4 pixels of the image it is drawn on"]
+    assert render(base, block).size == (4, 4)  # what the warning says is what was kept
+    # On the view itself (the default render base), the same box is no tiny region.
+    assert tiny_regions(block_on(zoomed, [Crop(target=(0, 0, 200, 200))], [zoomed.frame])[0],
+                        zoomed) == []
+
+
+def test_an_action_beside_the_view_is_left_out_of_the_render_with_a_warning() -> None:
+    # A line written on the original, drawn on a zoomed view of its top-left quarter that it
+    # misses: before, it was clamped onto the view's edge and drawn there.
+    from engine.observation import block_on
+    from store.actions import DrawLine, Frame
+
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
+    zoomed = render(canvas, [Zoom(target=(0, 0, 500, 500))])
+    line = DrawLine(target=((600, 600), (900, 950)))
+    block, warnings = block_on(zoomed, [line], [Frame()])
+    assert block == []
+    assert warnings == ["draw_line: lies wholly outside the image it is drawn on; left out of "
+                        "the render"]
+    across = DrawLine(target=((100, 100), (900, 950)))
+    block, warnings = block_on(zoomed, [line, across], [Frame(), Frame()])
+    assert len(block) == 1 and len(warnings) == 1
+    assert render(zoomed, block).image.tobytes() != zoomed.image.tobytes()  # the one across is drawn

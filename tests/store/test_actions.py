@@ -15,6 +15,7 @@ from store.actions import (
     TraceHighlight,
     action_decoder,
     canonicalize,
+    off_view,
     reframe,
     target_box,
 )
@@ -115,3 +116,19 @@ def test_reframe_keeps_a_line_inside_the_view_and_boxes_clamped() -> None:
     assert reframe(inside, Frame(), view).target == ((100, 100), (900, 700))
     box = Highlight(target=(0, 0, 500, 500), content="x")
     assert reframe(box, Frame(), view).target == (0, 0, 500, 500)  # clipped at the view's edge
+
+
+def test_an_action_wholly_outside_the_view_is_off_view_and_one_across_it_is_not() -> None:
+    # A view of the original's left half. Before, a line wholly to its right was clamped onto
+    # the view's right edge and drawn there, where the model asked for nothing.
+    left_half = Frame(0, 0, 500, 1000)
+    beside = DrawLine(target=((600, 100), (900, 800)))
+    assert off_view(beside, Frame(), left_half)
+    across = DrawLine(target=((400, 100), (900, 800)))
+    assert not off_view(across, Frame(), left_half)
+    assert reframe(across, Frame(), left_half).target[0] == (800, 100)
+    assert off_view(Highlight(target=(500, 0, 900, 300), content="x"), Frame(), left_half)  # edge
+    assert not off_view(Highlight(target=(499, 0, 900, 300), content="x"), Frame(), left_half)
+    assert off_view(TraceHighlight(target=((700, 10), (800, 900), (990, 20)), content="x"),
+                    Frame(), left_half)
+    assert not off_view(beside, left_half, left_half)  # on its own frame nothing is outside
