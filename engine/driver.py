@@ -94,6 +94,10 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         # Retried: the failure stays in the log, and the trajectory continues after it from
         # its last committed step (a projection reads the last finish).
         state.finished = None
+    if state.started is None and rt.spend is not None and rt.spend.reached():
+        # Not started: nothing of it in the log, and no reply it could be served from the
+        # cache. Said before its image is loaded, which costs a decode and an encode.
+        raise SpendCapReached
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
     sample = job.sample
     original = await rt.states.add_original(sample.image_source, name=_image_name(sample),
@@ -118,7 +122,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             "on it would be compared with theirs as if both saw one image. Restore the image, "
             "or start a separate run (--run-name NAME, or another --store)")
     if not resumed and rt.spend is not None and rt.spend.reached():
-        raise SpendCapReached  # not started: nothing of it in the log
+        raise SpendCapReached  # reached while its image loaded
     if not resumed:
         started = TrajectoryStarted(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,

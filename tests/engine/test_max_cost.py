@@ -146,3 +146,36 @@ async def test_a_trajectory_waiting_for_the_breaker_is_decided_when_the_cap_stop
         result = await asyncio.wait_for(
             run_jobs(config, store, samples, adapters={SPEC: FailsFirst()}), 30)
     assert result.spent == pytest.approx(2 * PER_CALL)
+
+
+async def test_a_job_taken_as_the_cap_is_reached_does_not_load_its_image(tmp_path,
+                                                                         monkeypatch) -> None:
+    # The cap is reached between a worker taking a job and the job starting (here: the
+    # worker's look says "not yet", every later one "reached"). Before, the job decoded and
+    # encoded its image, then stopped at the cap anyway.
+    from engine.spend import SpendCap
+    from engine.states import StateCache
+
+    looks: list[bool] = []
+
+    def reached(self) -> bool:
+        looks.append(bool(looks))
+        return looks[-1]
+
+    loads: list[str] = []
+    real_add_original = StateCache.add_original
+
+    async def add_original(self, *args, **kwargs):
+        loads.append(kwargs.get("name", ""))
+        return await real_add_original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SpendCap, "reached", reached)
+    monkeypatch.setattr(StateCache, "add_original", add_original)
+    config = _config(tmp_path / "run.lmdb", max_cost=5 * PER_CALL)
+    samples, _ = load_dataset(config.dataset, limit=1, seed=config.seed)
+    adapter = FixedUsage()
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        assert _steps_by_trajectory(store) == {}
+    assert adapter.calls == 0 and result.outcomes == []
+    assert loads == []
