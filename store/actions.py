@@ -335,10 +335,7 @@ def reframe(action: Action, source: Frame, dest: Frame) -> Action:
     """
     if source == dest:
         return action
-
-    def move(p):
-        return dest.point_from_original(*source.point_to_original(*p))
-
+    move = _mover(source, dest)
     if isinstance(action, DrawLine):
         # Clamping each end on its own would turn a line that leaves the view; cut it at the
         # view's edge instead, along its own direction.
@@ -349,16 +346,21 @@ def reframe(action: Action, source: Frame, dest: Frame) -> Action:
     return _moved(action, lambda p: tuple(_round_coord(v) for v in move(p)))
 
 
+def _mover(source: Frame, dest: Frame):
+    """A point of a canvas with frame ``source`` → the same point of one with frame ``dest``
+    (unrounded, unclamped)."""
+    def move(p: tuple[float, float]) -> tuple[float, float]:
+        return dest.point_from_original(*source.point_to_original(*p))
+    return move
+
+
 def off_view(action: Action, source: Frame, dest: Frame) -> bool:
     """Whether ``action``, written on a canvas with frame ``source``, lies wholly outside a
     canvas with frame ``dest``: nothing of it would be drawn there (a line that misses the
     view; a box, trace or crop beside it; touching its edge counts as outside)."""
     if source == dest:
         return False
-
-    def move(p):
-        return dest.point_from_original(*source.point_to_original(*p))
-
+    move = _mover(source, dest)
     if isinstance(action, DrawLine):
         p, q = (move(p) for p in action.target)
         return _clipped(p, q) is None
