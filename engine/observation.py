@@ -28,14 +28,23 @@ def block_on(base: CanvasState, actions: Sequence[Action], frames: Sequence[Fram
     current view): clamped, it would be drawn along the edge, where nothing was asked for.
 
     A crop or zoom after the block's first one is applied by the renderer to the view the
-    previous one cut, whatever the base: its coordinates stay as they are."""
+    previous one cut, whatever the base: its coordinates stay as they are. When that first cut
+    is left out, the ones after it are too: their boxes are on a view that is never cut.
+    """
     block, warnings = [], []
+    cut_left_out = False
     for i, action in enumerate(actions):
+        kind = action.__struct_config__.tag
         if _chained(actions, i):
-            block.append(action)
+            if cut_left_out:
+                warnings.append(f"{kind}: follows a crop or zoom left out of the render, so "
+                                "it is left out too")
+            else:
+                block.append(action)
         elif off_view(action, frames[i], base.frame):
-            warnings.append(f"{action.__struct_config__.tag}: lies wholly outside the image it is drawn on; "
-                            "left out of the render")
+            warnings.append(f"{kind}: lies wholly outside the image it is drawn on; left out "
+                            "of the render")
+            cut_left_out = cut_left_out or isinstance(action, Crop | Zoom)
         else:
             block.append(reframe(action, frames[i], base.frame))
     return block, warnings

@@ -357,8 +357,9 @@ def _mover(source: Frame, dest: Frame):
 def off_view(action: Action, source: Frame, dest: Frame) -> bool:
     """Whether ``action``, written on a canvas with frame ``source``, lies wholly outside a
     canvas with frame ``dest``: nothing of it would be drawn there (a line that misses the
-    view; a box, trace or crop beside it; touching its edge counts as outside)."""
-    if source == dest:
+    view; a box, trace or crop beside it; touching its edge counts as outside). A mask never
+    is: it dims everything but its target, so beside the view it dims the whole view."""
+    if source == dest or isinstance(action, Mask):
         return False
     move = _mover(source, dest)
     if isinstance(action, DrawLine):
@@ -389,7 +390,7 @@ def _clipped(p: tuple[float, float], q: tuple[float, float]
             lo = max(lo, room / toward)
         else:
             hi = min(hi, room / toward)
-    if lo > hi:
+    if lo >= hi:  # misses the square, or touches it at one point
         return None
     return (x0 + lo * dx, y0 + lo * dy), (x0 + hi * dx, y0 + hi * dy)
 

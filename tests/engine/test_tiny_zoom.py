@@ -128,3 +128,21 @@ def test_an_action_beside_the_view_is_left_out_of_the_render_with_a_warning() ->
     block, warnings = block_on(zoomed, [line, across], [Frame(), Frame()])
     assert len(block) == 1 and len(warnings) == 1
     assert render(zoomed, block).image.tobytes() != zoomed.image.tobytes()  # the one across is drawn
+
+
+def test_a_zoom_chained_after_a_left_out_zoom_is_left_out_too() -> None:
+    # The block's first zoom names the original and misses the current view (its top-left
+    # quarter); the second zoom's box is on the view the first would have cut. Before, the
+    # second was cut from the current view instead: a region the model never asked for.
+    from engine.observation import block_on
+    from store.actions import Frame, Highlight
+
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), "white"))
+    zoomed = render(canvas, [Zoom(target=(0, 0, 500, 500))])
+    actions = [Highlight(target=(0, 0, 100, 100), content="x"), Zoom(target=(600, 600, 900, 900)),
+               Zoom(target=(0, 0, 500, 500))]
+    block, warnings = block_on(zoomed, actions, [zoomed.frame, Frame(), zoomed.frame])
+    assert block == [actions[0]]
+    assert warnings == [
+        "zoom: lies wholly outside the image it is drawn on; left out of the render",
+        "zoom: follows a crop or zoom left out of the render, so it is left out too"]

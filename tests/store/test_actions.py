@@ -12,6 +12,7 @@ from store.actions import (
     Frame,
     GlobalStyle,
     Highlight,
+    Mask,
     TraceHighlight,
     action_decoder,
     canonicalize,
@@ -132,3 +133,12 @@ def test_an_action_wholly_outside_the_view_is_off_view_and_one_across_it_is_not(
     assert off_view(TraceHighlight(target=((700, 10), (800, 900), (990, 20)), content="x"),
                     Frame(), left_half)
     assert not off_view(beside, left_half, left_half)  # on its own frame nothing is outside
+
+
+def test_a_mask_is_never_off_view_and_a_line_touching_the_view_is() -> None:
+    # A mask dims all but its target: beside the view, it dims the whole view (as clamping
+    # drew it), so it is not left out. A line that only touches the view's corner draws
+    # nothing there; before, it became a zero-length line on the edge.
+    left_half = Frame(0, 0, 500, 1000)
+    assert not off_view(Mask(target=(600, 0, 900, 300)), Frame(), left_half)
+    assert off_view(DrawLine(target=((500, 0), (900, 300))), Frame(), left_half)
