@@ -26,6 +26,7 @@ _ANSWER_IS = re.compile(
 # character, the check ~3: most replies carry no answer, and replies run to thousands of characters.
 _FINAL = re.compile("[fF][iIİı][nN][aA][lL]")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
+_ONLY_SPACE_LEFT = re.compile(r"\s*\Z")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -112,8 +113,12 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
         at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
-        if m.group("bare") is not None and not (at_line_start and m.group("sep") in (":", "：")):
-            continue  # "Final: C" opening a line is a marker; "the final step: …" is not
+        bare = m.group("bare") is not None
+        if bare and not (m.group("sep") in (":", "：")
+                         and not text[text.rfind("\n", 0, start) + 1:start].strip()):
+            # "Final: C" opening a line is a marker; "the final step: …" or a list item
+            # ("- Final: 5 cars") is not.
+            continue
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
         # An answer ends where the next marker on its line begins: "Final Answer: A Final
@@ -127,6 +132,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
             nxt = _NEXT_LINE.match(text, line_end)
             if nxt:
                 answer, end = nxt.group(1), nxt.end()
+        if bare and not _ONLY_SPACE_LEFT.match(text, end):
+            continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
         out.append((start, end, answer))
     return out
 
@@ -135,7 +142,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     """The final answer of a reply, or ``None``.
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
-    a bare ``Final:`` opening a line),
+    a bare ``Final:`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose.
     """
     warnings: list[str] = []

@@ -372,6 +372,7 @@ def test_a_hedge_after_not_is_not_a_denial() -> None:
     ("I count 3 circles and 1 square.\nFinal: 4", ("3", "4"), "B", True),
     ("Forty rows, and two more.\nFinal: forty-two", (), "42", True),
     ("Red is out.\nFinal: C", (), "C", True),
+    ("先看A，再看B。\n最终答案：C", (), "C", True),  # the parser's Chinese marker too
 ])
 def test_a_marker_on_the_last_line_gives_the_answer(answer, choices, truth, right) -> None:
     assert score_answer(answer, truth, choices) is right

@@ -139,11 +139,17 @@ def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
 @pytest.mark.parametrize(("text", "answer"), [
     ("Step 1 (Text): the zoom shows three circles.\nFinal: C", "C"),  # before: no answer
     ("I counted again.\n**Final:** (B) dog", "(B) dog"),
-    ("- Final: 42", "42"),
+    ("Final: 42", "42"),
+    ("- Final: 42", None),  # a list item, as in a thought comparing states
     ("Final Answer: A\nFinal: B", "B"),  # the last marker, as for two "Final Answer"s
     ("Step 1 (Text): the final step: count the dots.", None),  # prose, not a marker
     ("Finally: B", None),
     ("We check the final - it is B", None),
+    # Only the reply's last line, unlisted: a thought comparing states is prose, and its
+    # action still runs.
+    ("- Initial: 3 cars visible\n- Final: 5 cars visible", None),
+    ("Initial: 3 cars.\nFinal: 5 cars.\nNow I count again.", None),
+    ("I counted again.\nFinal:\n\n(C)\n", "(C)"),
 ])
 def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
     parsed = parse_step(text, dialect="vaot")
