@@ -132,7 +132,10 @@ def config_from(args: argparse.Namespace) -> RunConfig:
             unknown = re.search(r"unknown field `([^`]*)`", what)
             field = table.group(2) or (unknown.group(1) if unknown else None)
             spec = model_tables[int(table.group(1))].get("spec")
-            place = _where_model(args.config, tables, spec, field)
+            # Without --model the run's tables are the file's, in its order (a spec given
+            # twice is refused later, but this error comes first).
+            number = None if args.models else int(table.group(1)) + 1
+            place = _where_model(args.config, tables, spec, field, number)
             if place and unknown:
                 known = [f.name for f in msgspec.structs.fields(ModelConfig)]
                 close = difflib.get_close_matches(unknown.group(1), known, n=1)
@@ -195,27 +198,36 @@ def _where(path: str, key: str) -> str:
     return key
 
 
-def _where_model(path: str, tables: list[dict], spec: object, field: str | None) -> str | None:
-    """Which ``[[models]]`` table of the file describes ``spec``, and the line of its ``field``
-    (or of the table's header), as "[[models]] 2 (openai:b), convention (line 9)"; None when
-    the file names the model in a list of specs rather than a table."""
-    number = next((i for i, t in enumerate(tables, 1) if t.get("spec") == spec), None)
+_MODELS_HEADER = re.compile(r"\s*\[\[\s*models\s*\]\]\s*(?:#.*)?$")
+# A table header: a name of bare or quoted keys, nothing after but a comment. An array value
+# continued on the next line ("  [50256, -100],") has a comma or a number in it, not a name.
+_HEADER = re.compile(r"""\s*\[\[?\s*[A-Za-z_"'][\w.\-"' ]*\]\]?\s*(?:#.*)?$""")
+
+
+def _where_model(path: str, tables: list[dict], spec: object, field: str | None,
+                 number: int | None = None) -> str | None:
+    """Which ``[[models]]`` table of the file describes ``spec`` (the ``number``-th, when
+    known), and the line of its ``field`` (or of the table's header), as "[[models]] 2
+    (openai:b), convention (line 9)"; None when the file names the model in a list of specs
+    rather than a table."""
+    if number is None:
+        number = next((i for i, t in enumerate(tables, 1) if t.get("spec") == spec), None)
     if number is None:
         return None
     with contextlib.suppress(OSError, UnicodeError):
         text = Path(path).read_bytes().decode("utf-8-sig", "replace").splitlines()
-        headers = [i for i, line in enumerate(text) if line.strip().startswith("[[models]]")]
+        headers = [i for i, line in enumerate(text) if _MODELS_HEADER.match(line)]
         if len(headers) != len(tables):  # a list of specs, or a layout this does not read
             return None
         start = headers[number - 1]
-        line = start
+        line = None
         for i in range(start + 1, len(text)):
             stripped = text[i].strip()
-            if stripped.startswith("["):  # the next table
+            if _HEADER.match(stripped):  # the next table
                 break
             if field and re.match(rf'["\']?{re.escape(field)}["\']?\s*=', stripped):
                 line = i
                 break
-        named = f"{field} " if field and line != start else ""
-        return f"[[models]] {number} ({spec}), {named}(line {line + 1})"
+        where = f"(line {line + 1})" if line is not None else f"(the table at line {start + 1})"
+        return f"[[models]] {number} ({spec}), " + (f"{field} " if field else "") + where
     return None

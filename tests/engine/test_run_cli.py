@@ -501,3 +501,24 @@ def test_a_bad_models_table_field_is_named_with_its_line(extra, flags, named, tm
         config_from(parser.parse_args(["--config", str(config), *flags]))
     assert str(caught.value) == f"--config {config}: {named}" or named in str(caught.value)
     assert str(caught.value).startswith(f"--config {config}: {named}")
+
+
+def test_a_models_table_is_found_by_place_past_arrays_and_spaced_headers(tmp_path) -> None:
+    # Review: a spec given twice pointed at the first table, and an array value continued on
+    # a line starting with "[" was taken for the next table; both lost the key's name.
+    from engine.cli import build_parser
+    from engine.commands import run as run_command
+    from engine.commands.run_config import config_from
+    from engine.config import ConfigError
+
+    config = tmp_path / "run.toml"
+    config.write_text('[[models]]\nspec = "openai:a"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                      '[[ models ]]  # the same model, tried with a bias\nspec = "openai:a"\n'
+                      'extra.logit_bias = [\n  [50256, -100],\n]\nmax_concurrency = "four"\n')
+    _, subs = build_parser()
+    parser = subs["run"]
+    run_command.add_arguments(parser)
+    with pytest.raises(ConfigError) as caught:
+        config_from(parser.parse_args(["--config", str(config)]))
+    assert str(caught.value).startswith(
+        f"--config {config}: [[models]] 2 (openai:a), max_concurrency (line 9): Expected")
