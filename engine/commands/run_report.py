@@ -105,13 +105,16 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                 console.print(format_cost_lines(usage.lines(prices)), markup=False)
             else:
                 console.print("no replies recorded", markup=False)
-    end.logged = True  # before: a Ctrl-C inside the call must not lead to a second record
-    log.info("run_end", run_id=end.run_id, finished=len(finished), failed=failed, calls=calls,
-             wall_s=round(end.wall, 3), interrupted=interrupted,
-             shown_a_render={k: {"shown": e.shown, "finished": e.finished}
-                             for k, e in seen.items()},
-             weak_corruptions=sum(e.weak for e in seen.values()),
-             stopped=[m.model for m in stopped])
+    fields = dict(run_id=end.run_id, finished=len(finished), failed=failed, calls=calls,
+                  wall_s=round(end.wall, 3), interrupted=interrupted,
+                  shown_a_render={k: {"shown": e.shown, "finished": e.finished}
+                                  for k, e in seen.items()},
+                  weak_corruptions=sum(e.weak for e in seen.values()),
+                  stopped=[m.model for m in stopped])
+    # Marked just before the call, its fields built: a Ctrl-C inside it must not lead to a
+    # second record, and one before it leaves the record to _report_interrupted.
+    end.logged = True
+    log.info("run_end", **fields)
     for model in stopped:
         err.print(f"stopped: {model.model} cannot be used as configured: {stop_reason(model)}",
                   markup=False)
