@@ -13,7 +13,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final)|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer)|最终答案|最终回答)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -21,10 +21,11 @@ _ANSWER_IS = re.compile(
     r"\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)[ \t]*:?[ \t]*",
     re.IGNORECASE,
 )
-# Both patterns above need "final" (any case) or 最终; these are the characters that re.IGNORECASE
-# matches to each letter of it, so the check is exact. A case-insensitive scan costs ~25 ns per
-# character, the check ~3: most replies carry no answer, and replies run to thousands of characters.
-_FINAL = re.compile("[fF][iIİı][nN][aA][lL]")
+# Both patterns above need "final" or "answer" (any case) or 最终; these are the characters that
+# re.IGNORECASE matches to each letter of them, so the check is exact. A case-insensitive scan
+# costs ~25 ns per character, the check ~3: most replies carry no answer, and replies run to
+# thousands of characters.
+_FINAL = re.compile("[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ][wW][eE][rR]")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
 _ONLY_SPACE_LEFT = re.compile(r"\s*\Z")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
@@ -116,8 +117,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
         bare = m.group("bare") is not None
         if bare and not (m.group("sep") in (":", "：")
                          and not text[text.rfind("\n", 0, start) + 1:start].strip()):
-            # "Final: C" opening a line is a marker; "the final step: …" or a list item
-            # ("- Final: 5 cars") is not.
+            # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
+            # list item ("- Final: 5 cars") is not.
             continue
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
@@ -142,7 +143,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     """The final answer of a reply, or ``None``.
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
-    a bare ``Final:`` opening the reply's last line),
+    a bare ``Final:`` or ``Answer:`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose.
     """
     warnings: list[str] = []

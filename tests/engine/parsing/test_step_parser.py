@@ -76,6 +76,7 @@ def test_action_fields_come_out_canonical():
         "Step 1 (Text): x\n" * 5000,
         "Final Answer: 3\n" * 5000,
         "Final: 3\n" * 5000,
+        "Answer: 3\n" * 5000,
         "the final step: " * 5000,
         '```json\n{"action": [\n' * 3000,
         "<think>" * 5000 + "</think>" * 5000,
@@ -150,6 +151,10 @@ def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
     ("- Initial: 3 cars visible\n- Final: 5 cars visible", None),
     ("Initial: 3 cars.\nFinal: 5 cars.\nNow I count again.", None),
     ("I counted again.\nFinal:\n\n(C)\n", "(C)"),
+    # "Answer:" too: without it the trajectory went on asking for steps up to --max-steps.
+    ("The zoom shows three circles.\n**Answer:** (B) 3", "(B) 3"),
+    ("Answer: the one on the left, as the zoom showed.\nThen I zoom again.", None),
+    ("My answer: not yet; I need to zoom.", None),
 ])
 def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
     parsed = parse_step(text, dialect="vaot")
