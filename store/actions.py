@@ -384,7 +384,7 @@ def _clipped(p: tuple[float, float], q: tuple[float, float]
     # stays within every edge's bound.
     for toward, room in ((-dx, x0), (dx, SCALE - x0), (-dy, y0), (dy, SCALE - y0)):
         if toward == 0:
-            if room < 0:  # parallel to this edge and beyond it
+            if room <= 0:  # parallel to this edge, beyond it or on it
                 return None
         elif toward < 0:
             lo = max(lo, room / toward)

@@ -27,7 +27,10 @@ _ANSWER_IS = re.compile(
 # thousands of characters.
 _FINAL = re.compile("[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ][wW][eE][rR]")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
-_ONLY_SPACE_LEFT = re.compile(r"\s*\Z")
+_PLAIN_LEAD = re.compile(r"[ \t]*")
+# What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
+# template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
+_ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -38,7 +41,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     text: str
     """The answer as written, emphasis and math wrappers removed."""
     source: str
-    """``final_answer`` | ``answer_tag`` | ``boxed`` | ``answer_is``."""
+    """``final_answer`` | ``answer_line`` (a bare ``Final:`` or ``Answer:`` line) |
+    ``answer_tag`` | ``boxed`` | ``answer_is``."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -80,6 +84,8 @@ def choice_letter(answer: str) -> str | None:
 
 def _clean(answer: str) -> str:
     answer = answer.strip()
+    if tag := _ANSWER_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
+        answer = tag.group(1).strip()
     if boxes := boxed_contents(answer):
         answer = boxes[-1][2]
     for _ in range(3):  # peel nested wrappers such as **$42$**
@@ -115,8 +121,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
         bare = m.group("bare") is not None
-        if bare and not (m.group("sep") in (":", "：")
-                         and not text[text.rfind("\n", 0, start) + 1:start].strip()):
+        if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
             # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
             # list item ("- Final: 5 cars") is not.
             continue
@@ -135,7 +140,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str]]:
                 answer, end = nxt.group(1), nxt.end()
         if bare and not _ONLY_SPACE_LEFT.match(text, end):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
-        out.append((start, end, answer))
+        out.append((start, end, answer, bare))
     return out
 
 
@@ -149,13 +154,13 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
     found = _marker_answers(text) if says_final or "最终" in text else []
-    markers = [(s, e, a) for s, e, a in found if _clean(a)]
+    markers = [(s, e, a, bare) for s, e, a, bare in found if _clean(a)]
     if markers:
-        distinct = {_clean(a) for _, _, a in markers}
+        distinct = {_clean(a) for _, _, a, _ in markers}
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
-        start, end, answer = markers[-1]
-        return _found(answer, "final_answer", start, end, warnings)
+        start, end, answer, bare = markers[-1]
+        return _found(answer, "answer_line" if bare else "final_answer", start, end, warnings)
     tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
     if tags:
         m = tags[-1]

@@ -127,6 +127,12 @@ def _parse(
     rest = blank_spans(visible, ext.spans)
     cuts = list(ext.spans)
     answer = find_final_answer(rest)
+    if answer is not None and answer.source == "answer_line" and ext.candidates:
+        # "Answer: pending" then an action block: the bare form is no marker the protocol
+        # asks for, and next to a proposed action it is part of the thought.
+        warnings.append("an 'Answer:' or 'Final:' line next to a proposed action is read as "
+                        "thought, not as the final answer")
+        answer = None
     if answer is not None:
         if answer.source != "boxed":  # \boxed{} sits inside a sentence of the reasoning
             cuts.append((answer.start, answer.end))

@@ -142,3 +142,4 @@ def test_a_mask_is_never_off_view_and_a_line_touching_the_view_is() -> None:
     left_half = Frame(0, 0, 500, 1000)
     assert not off_view(Mask(target=(600, 0, 900, 300)), Frame(), left_half)
     assert off_view(DrawLine(target=((500, 0), (900, 300))), Frame(), left_half)
+    assert off_view(DrawLine(target=((500, 100), (500, 900))), Frame(), left_half)  # on the edge
