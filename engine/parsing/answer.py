@@ -160,7 +160,10 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
         start, end, answer, bare = markers[-1]
-        return _found(answer, "answer_line" if bare else "final_answer", start, end, warnings)
+        # "Answer:" with the tag on the next line, as DeepEyes-style replies close: the tag's.
+        source = ("answer_tag" if _ANSWER_TAG.fullmatch(answer.strip())
+                  else "answer_line" if bare else "final_answer")
+        return _found(answer, source, start, end, warnings)
     tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
     if tags:
         m = tags[-1]

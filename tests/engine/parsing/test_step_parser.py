@@ -179,3 +179,10 @@ def test_an_answer_line_next_to_a_proposed_action_is_thought():
     # "Final Answer" keeps its rule: next to an action it is still the answer, with a flag.
     parsed = parse_step(text.replace("Answer: pending", "Final Answer: 3"), dialect="vaot")
     assert parsed.final_answer == "3" and "action_and_answer" in parsed.flags
+
+
+def test_an_answer_tag_under_an_answer_line_keeps_its_flag():
+    parsed = parse_step("<think>The sign reads bakery.</think>\nAnswer:\n<answer>BAKERY</answer>",
+                        dialect="deepeyes")
+    assert parsed.final_answer == "BAKERY"
+    assert {"final_answer", "answer_tag"} <= set(parsed.flags)
