@@ -33,6 +33,9 @@ _PLAIN_LEAD = re.compile(r"[ \t]*")
 _ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+# One answer tag around a whole answer (closed, or left open at the end), nothing else in it.
+_WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
+                        re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _CHOICE = re.compile(r"^(?:\(([A-J])\)|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+([A-J])\b)", re.I)
 
@@ -84,7 +87,7 @@ def choice_letter(answer: str) -> str | None:
 
 def _clean(answer: str) -> str:
     answer = answer.strip()
-    if tag := _ANSWER_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
+    if tag := _WHOLE_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
         answer = tag.group(1).strip()
     if boxes := boxed_contents(answer):
         answer = boxes[-1][2]
@@ -110,7 +113,9 @@ def _markers(text: str) -> list[re.Match[str]]:
     return finditer_from(_MARKER, text, _FINAL, ("最终",))
 
 
-def _marker_answers(text: str) -> list[tuple[int, int, str]]:
+def _marker_answers(text: str) -> list[tuple[int, int, str, bool]]:
+    """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``)
+    of each answer marker."""
     out = []
     markers = list(_markers(text))
     for i, m in enumerate(markers):
@@ -161,7 +166,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
         start, end, answer, bare = markers[-1]
         # "Answer:" with the tag on the next line, as DeepEyes-style replies close: the tag's.
-        source = ("answer_tag" if _ANSWER_TAG.fullmatch(answer.strip())
+        source = ("answer_tag" if _WHOLE_TAG.fullmatch(answer.strip())
                   else "answer_line" if bare else "final_answer")
         return _found(answer, source, start, end, warnings)
     tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
