@@ -52,6 +52,13 @@ def encode_state(canvas: CanvasState, png: bytes | None = None) -> EncodedState:
                         png if png is not None else encode_png(canvas.image))
 
 
+def _load_encoded(source: bytes | str | InlineImage, name: str) -> tuple[EncodedState, bool]:
+    """:func:`load_original` and :func:`encode_state` in one go (blocking: run it in the pool);
+    also whether a PNG had to be made."""
+    image, png = load_original(source, name)
+    return encode_state(CanvasState.from_image(image), png), png is None
+
+
 def load_original(source: bytes | str | InlineImage,
                    name: str) -> tuple[Image.Image, bytes | None]:
     """A sample's original image, decoded, and its file's bytes when they can be stored and
@@ -227,8 +234,12 @@ class StateCache:
         future = asyncio.get_running_loop().create_future()
         self._loading[source_key] = future
         try:
-            image, png = await self._in_pool(load_original, source, name)
-            hex_key = await self.add(CanvasState.from_image(image), png)
+            # One trip to the pool: with two (decode, then hash + encode), every sample's
+            # decode queued at a run's start went ahead of the first one's hash, and no
+            # trajectory could start until all of them were decoded.
+            encoded, made_png = await self._in_pool(_load_encoded, source, name)
+            self.encodes += made_png
+            hex_key, _ = self.add_encoded(encoded)  # the write is tracked for whoever names it
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: the waiters (if any) re-raise it themselves
