@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from PIL import Image
@@ -29,10 +29,14 @@ def _png(shade: int) -> bytes:
 async def test_the_first_original_is_ready_before_the_last_is_decoded(monkeypatch) -> None:
     events: list[str] = []
     real_load = states.load_original
+    first_ready = threading.Event()
 
     def load_original(source, name):
         events.append(f"decode {name}")
-        time.sleep(0.02)  # a large image's decode: the event loop runs meanwhile
+        if name == "s1":
+            # Held until the first image is ready. The old order queued s0's second trip
+            # behind this decode, so s0 could not be ready: the bound only ends the wait.
+            first_ready.wait(timeout=10)
         return real_load(source, name)
 
     monkeypatch.setattr(states, "load_original", load_original)
@@ -43,6 +47,8 @@ async def test_the_first_original_is_ready_before_the_last_is_decoded(monkeypatc
         async def load(i: int) -> None:
             await cache.add_original(_png(i), name=f"s{i}")
             events.append(f"ready s{i}")
+            if i == 0:
+                first_ready.set()
 
         await asyncio.gather(*(load(i) for i in range(8)))
     finally:
