@@ -147,18 +147,6 @@ class StateCache:
     async def _in_pool(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
-    async def add(self, canvas: CanvasState, png: bytes | None = None) -> str:
-        """Encode ``canvas`` once (unless ``png`` already holds its pixels), persist its blob,
-        cache it; returns its hex hash.
-
-        For states no single trajectory owns (a sample's original): every trajectory that names
-        it awaits its blob write (:meth:`unsettled_write`), and :meth:`settle` awaits the rest.
-        """
-        encoded = await self._in_pool(encode_state, canvas, png)
-        self.encodes += png is None
-        hex_key, _ = self.add_encoded(encoded)  # the write is tracked for whoever names it
-        return hex_key
-
     def unsettled_write(self, hex_key: str) -> asyncio.Future | None:
         """The blob write queued for ``hex_key`` if it has not settled yet (or failed).
 

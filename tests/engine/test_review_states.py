@@ -19,7 +19,8 @@ DECOR = GlobalStyle(enable_decor=True)
 async def test_a_canvas_reloaded_after_eviction_keeps_its_decoration() -> None:
     store = MemoryStore()
     states = StateCache(store, None, capacity=2, canvas_capacity=1)
-    original = await states.add(CanvasState.from_image(Image.new("RGB", (96, 64), (40, 90, 160))))
+    original, _ = states.add_encoded(encode_state(
+        CanvasState.from_image(Image.new("RGB", (96, 64), (40, 90, 160)))))
     base = await states.canvas(original, None, False, original)
     decorated = render(base, [Highlight(target=(100, 100, 400, 400))], DECOR, seed=1)
     assert decorated.decorated
