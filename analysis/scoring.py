@@ -46,8 +46,10 @@ _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 # A marker a reply gives its answer after, at the start of a line: "Final Answer: B", "final: 3",
 # "**Final:** (B)", "Answer: C". "Final" inside a sentence ("the final step shows 3") is prose.
-_MARKER = re.compile(r"^[ \t>#*_\"'`]*(?:final(?:[ \t]+answer)?|answer|最终答案|最终回答)[ \t]*[*_]*"
-                     r"[ \t]*:[ \t*_]*", re.IGNORECASE | re.MULTILINE)  # "：" is ":" after NFKC
+# 最终答案是 ("the final answer is") needs no colon after it.
+_MARKER = re.compile(r"^[ \t>#*_\"'`]*(?:(?:final(?:[ \t]+answer)?|answer|最终(?:答案|回答))[ \t]*[*_]*"
+                     r"[ \t]*:|最终(?:答案|回答)[是为][ \t]*[*_]*[ \t]*:?)[ \t*_]*",
+                     re.IGNORECASE | re.MULTILINE)  # "：" is ":" after NFKC
 
 
 def normalise(text: str) -> str:

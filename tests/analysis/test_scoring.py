@@ -373,6 +373,9 @@ def test_a_hedge_after_not_is_not_a_denial() -> None:
     ("Forty rows, and two more.\nFinal: forty-two", (), "42", True),
     ("Red is out.\nFinal: C", (), "C", True),
     ("先看A，再看B。\n最终答案：C", (), "C", True),  # the parser's Chinese marker too
+    ("先看A，再看B。\n最终答案是：C", (), "C", True),  # "the final answer is: C"
+    ("先看A，再看B。\n最终答案是 C", (), "C", True),
+    ("先看A，再看B。\n最终答案为：C", (), "A", False),
 ])
 def test_a_marker_on_the_last_line_gives_the_answer(answer, choices, truth, right) -> None:
     assert score_answer(answer, truth, choices) is right

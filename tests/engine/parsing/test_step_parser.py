@@ -162,6 +162,10 @@ def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
     ("Step 3 (Text): seen.\nAnswer:\n<answer>7</answer>", "7"),
     ("```\nStep 3 (Text): seen.\nAnswer: 7\n```", "7"),
     ("Step 3 (Text): seen.\nAnswer: 7\n---\n<|im_end|>", "7"),
+    # "The final answer is" in Chinese: its 是 / 为 was taken as part of the answer.
+    ("步骤 3：看过了。\n最终答案是：7", "7"),
+    ("最终答案为 B", "B"),
+    ("最终回答是：**C**", "C"),
 ])
 def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
     parsed = parse_step(text, dialect="vaot")
