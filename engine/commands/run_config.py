@@ -111,6 +111,20 @@ def config_from(args: argparse.Namespace) -> RunConfig:
             raise ConfigError(f"{', '.join(given)}: only models called through an API use "
                               f"{'it' if len(given) == 1 else 'them'}, and this run has none "
                               "(the reference agents run in-process); name one with --model")
+    for table in model_tables:
+        spec = str(table.get("spec", ""))
+        # The reference agents write their own format: a reading set for them in a table would
+        # break the control (boxes read the wrong way round), and an endpoint would be ignored.
+        ignored = [key for key in _API_ONLY_KEYS if key in table] if spec.startswith(
+            "reference:") else []
+        if ignored:
+            number = None if args.models else model_tables.index(table) + 1
+            place = _where_model(args.config, tables, spec, ignored[0], number) if (
+                args.config) else None
+            raise ConfigError(f"--config {args.config}: {place or 'models'}: "
+                              f"{', '.join(ignored)}: only models called through an API use "
+                              f"{'it' if len(ignored) == 1 else 'them'}; the reference agents "
+                              "run in-process and write their own format")
     for table in api_tables:  # a flag given overrides what the config says
         if args.base_url:
             table["base_url"] = args.base_url
@@ -166,6 +180,10 @@ def config_from(args: argparse.Namespace) -> RunConfig:
             raise ConfigError(f"--config {args.config}: {_where(args.config, key)}: {rest}"
                               ) from None
         raise
+
+
+_API_ONLY_KEYS = ("base_url", "api_key_env", "dialect", "convention", "max_tokens_field",
+                  "detail", "extra")
 
 
 def _config_key_of(message: str) -> tuple[str | None, str]:

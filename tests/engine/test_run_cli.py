@@ -63,6 +63,11 @@ BAD_INPUTS = {
                                "--base-url: only models called through an API"),
     "dialect, no API model": (["--model", "reference:calibrated", "--dialect", "qwen3vl"],
                               "--dialect: only models called through an API"),
+    # In a [[models]] table too: a convention set there for a reference agent read its boxes
+    # the wrong way round (its control fell from 93 % to 14 %), a dialect stopped its renders.
+    "reference table, convention": (["--config", "{tmp}/reference_yxyx.toml"],
+                                    "[[models]] 1 (reference:calibrated), convention (line 3): "
+                                    "convention: only models called through an API use it"),
     # A bad value in the file is named by its key and line, not as a flag never typed.
     "config value": (["--config", "{tmp}/zero_steps.toml"],
                      "zero_steps.toml: max_steps (line 2): must be from 1"),
@@ -106,6 +111,8 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     (tmp_path / "no_models.toml").write_text("models = []\n")
     (tmp_path / "zero_steps.toml").write_text("# a comment\nmax_steps = 0\n")
     (tmp_path / "typed.toml").write_text('concurrency = "8"\n')
+    (tmp_path / "reference_yxyx.toml").write_text(
+        '[[models]]\nspec = "reference:calibrated"\nconvention = "yxyx"\n')
     (tmp_path / "model_url.toml").write_text(
         '[[models]]\nspec = "openai:m"\nbase_url = "localhost:8000/v1"\n')
     (tmp_path / "utf16.toml").write_text('colour = "red"\n', encoding="utf-16")
