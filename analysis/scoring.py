@@ -286,8 +286,17 @@ def _number_given(given: str) -> float | None:
     if len(values) == 1:
         return values.pop()
     if numbers and numbers[0][0] == 0 and not _ALTERNATIVES.search(given):
+        lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
+        joined = lead and _JOINED.match(given, lead.end())
+        # (A "one" there of unknown value is the pronoun: "three, one of them red".)
+        if joined and numbers[1][0] == joined.end() and numbers[1][1] is not None:
+            return None  # "3 and 4", "3, 4", "3/4": two answers, or a number not read here
         return numbers[0][1]
     return None
+
+
+# What joins a leading number to the next into a list ("3, 4", "3 & 4") or a fraction ("3/4").
+_JOINED = re.compile(r"\s*(?:,|;|&|/|\+|\band\b|\bplus\b)\s*")
 
 
 # A number word these follow or precede is part of a number this reader does not read ("one

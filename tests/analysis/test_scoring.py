@@ -228,6 +228,12 @@ def test_width_forms_and_a_letter_on_its_own_line(answer, truth, right) -> None:
     ("I count 3", "3", True),
     ("1,000 people", "1000", True),
     ("3 or 4", "3", False),  # two answers
+    ("3 and 4", "3", False),  # two answers too: only "or" was read so, and the first won
+    ("3, 4", "3", False),
+    ("3 & 4", "3", False),
+    ("2/3", "2", False),
+    ("12, since 3 pairs and 6 more", "12", True),  # a reason after the answer still does not
+    ("three, one of them red", "3", True),
     ("between 2 and 3", "3", False),
     ("4 to 5", "4", False),
     ("2.5 cm", "2", False),  # a number is not found inside another
