@@ -18,7 +18,8 @@ __all__ = ["RunProgress", "summary_tables", "with_unstarted"]
 
 
 class RunProgress:
-    """One bar per setting: done/total, failed, live accuracy, tokens."""
+    """One bar per setting: done/total, failed (and ended by an error), live accuracy, tokens
+    spent by this invocation."""
 
     def __init__(self, console: Console, totals: dict[str, int], enabled: bool = True) -> None:
         self.progress = Progress(
@@ -29,6 +30,7 @@ class RunProgress:
         self.tasks = {s: self.progress.add_task(s, total=n, stats="") for s, n in totals.items()}
         self.done: dict[str, int] = defaultdict(int)
         self.failed: dict[str, int] = defaultdict(int)
+        self.errors: dict[str, int] = defaultdict(int)
         self.correct: dict[str, int] = defaultdict(int)
         self.scored: dict[str, int] = defaultdict(int)
         self.tokens: dict[str, int] = defaultdict(int)
@@ -46,14 +48,21 @@ class RunProgress:
         self.done[s] += 1
         self.calls += outcome.calls
         self.tokens[s] += outcome.tokens
-        if outcome.status == "failed":
+        if outcome.unrecorded:
+            # Not a failed trajectory: it stays unfinished in the store and a rerun tries it
+            # again (the summary says "ended by an error", the table "open").
+            self.errors[s] += 1
+        elif outcome.status == "failed":
             self.failed[s] += 1
         else:
             verdict = score_answer(outcome.answer, job.sample.answer, job.sample.choices)
             self.scored[s] += 1
             self.correct[s] += int(bool(verdict))
         acc = f"acc {100 * self.correct[s] / self.scored[s]:5.1f}%" if self.scored[s] else ""
-        stats = f"failed {self.failed[s]}  {acc}  tok {self.tokens[s]:,}"
+        errors = f"  errors {self.errors[s]}" if self.errors[s] else ""
+        # Tokens spent by this invocation: a finished trajectory it skips spent nothing now
+        # (the summary gives the log's total).
+        stats = f"failed {self.failed[s]}{errors}  {acc}  new tok {self.tokens[s]:,}"
         self.progress.update(self.tasks[s], advance=1, stats=stats)
 
 

@@ -1,0 +1,33 @@
+"""The live bars count what the end-of-run summary counts."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from adapters.datasets.base import Sample
+from engine.progress import RunProgress
+from engine.runtime import Outcome, TrajectoryJob
+
+
+def _stats(progress: RunProgress, setting: str) -> str:
+    return progress.progress.tasks[progress.tasks[setting]].fields["stats"]
+
+
+def test_an_error_is_not_a_failure_and_skipped_trajectories_spend_nothing() -> None:
+    sample = Sample(id="s", image=b"", question="How many?", answer="3")
+    job = TrajectoryJob(traj="t", run_id="r", sample=sample, setting="vaot", model="m")
+    console = Console(file=io.StringIO(), force_terminal=False)
+    with RunProgress(console, {"vaot": 4}, enabled=False) as progress:
+        progress.update(job, Outcome("t1", "answered", "3", 2, calls=2, tokens=500))
+        progress.update(job, Outcome("t2", "failed", None, 1, calls=1, tokens=100))
+        # An image that could not be decoded: it stays unfinished, the summary says "ended by
+        # an error" and the table "open", and the bar called it failed.
+        progress.update(job, Outcome("t3", "failed", None, 0, error="bad image",
+                                     unrecorded=True))
+        progress.update(job, Outcome("t4", "answered", "4", 3, skipped=True))
+    stats = _stats(progress, "vaot")
+    assert "failed 1  errors 1" in stats
+    assert "acc  50.0%" in stats  # the answered one and the skipped one are scored
+    assert "new tok 600" in stats  # a skipped trajectory spent nothing in this invocation
