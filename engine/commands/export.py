@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from engine.commands._store_arg import open_existing_store
 from store.export import export_jsonl
@@ -28,10 +30,28 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.flush()
         else:
             try:
-                with open(args.output, "wb") as out:
-                    n = export_jsonl(store, out)
+                n = _export_to_file(store, args.output)
             except OSError as exc:
                 print(f"vaot: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
                 return 2
             print(f"wrote {n} events to {args.output}", file=sys.stderr)
     return 0
+
+
+def _export_to_file(store, output: str) -> int:
+    """Export into a file beside ``output``, renamed over it once complete: a run killed
+    mid-export leaves an earlier complete export as it was, never a truncated one in its place."""
+    target = Path(output)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    # os.open with 0o666: the file gets the permissions open() would give it (the umask's).
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            n = export_jsonl(store, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return n

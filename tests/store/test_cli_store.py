@@ -214,6 +214,23 @@ def done_lines(path: Path) -> list[str]:
     return vaot("export", path, "--jsonl").stdout.splitlines()
 
 
+def test_an_export_that_stops_midway_leaves_the_earlier_file_whole(store_path: Path,
+                                                                    tmp_path: Path) -> None:
+    # The file was opened in place: an export that stopped (a damaged record here, a kill)
+    # left a truncated file where a complete one had been.
+    out = tmp_path / "out.jsonl"
+    assert vaot("export", store_path, "-o", out).returncode == 0
+    before = out.read_bytes()
+    with LmdbStore(store_path, create=False) as store:
+        record = bytearray(dict(store.iter_records())[5])
+        record[34:] = b"\xc1" * (len(record) - 34)
+        store.corrupt_for_test("events", (5).to_bytes(8, "big"), bytes(record))
+    done = vaot("export", store_path, "-o", out)
+    assert done.returncode == 1, done.stderr
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
 @pytest.mark.parametrize("command", [("tail",), ("tail", "--json"), ("export", "--jsonl")])
 def test_a_record_the_decoder_refuses_is_one_line_naming_verify(store_path: Path,
                                                                   command) -> None:
