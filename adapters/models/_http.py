@@ -187,8 +187,8 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
      frozenset({"unsupported_parameter", "unsupported_value", "unknown_parameter"}),
      ("unsupported parameter", "unsupported value",
       "invalid json payload received. unknown name"), "unsupported_parameter",
-     "the model refuses a request parameter (HTTP {status}): {detail}. Change the option (say "
-     "--temperature, or a field of extra) for this model, then rerun"),
+     "the model refuses a request parameter (HTTP {status}): {detail}. Leave that option out "
+     "for this model (say --temperature, or a field of extra)"),
 )
 
 

@@ -189,12 +189,21 @@ def stop_reason(model) -> str:
 
 def _stop_advice(stopped) -> str:
     """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
-    fixable = [m.model for m in stopped
-               if m.kinds not in EMPTY_KINDS and m.kinds != EMPTY_REPLY_FAULT]
+    refused = [m.model for m in stopped if m.kinds == "unsupported_parameter"]
+    fixable = [m.model for m in stopped if m.kinds not in EMPTY_KINDS
+               and m.kinds not in (EMPTY_REPLY_FAULT, "unsupported_parameter")]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
     silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
-    both = len([group for group in (fixable, thinking, silent) if group]) > 1
+    both = len([group for group in (fixable, refused, thinking, silent) if group]) > 1
     advice = []
+    if refused:
+        # The options a model refuses are mostly part of what a run is: the fixed command is a
+        # new run (or refused as a change, for extra), and "rerun the same command" misled.
+        advice.append((f"For {', '.join(refused)}: r" if both else "R")
+                      + "erun without the option it refuses. --temperature and --max-tokens are "
+                      "part of what a run is, so the changed command is a new run (with "
+                      "--run-name, give it a new name), and a field of extra needs a new "
+                      "--run-name; the trajectories begun here stay unfinished")
     if fixable:
         advice.append((f"For {', '.join(fixable)}: f" if both else "F")
                       + "ix what the stop names (the endpoint, key, model name, credit, a rate "
