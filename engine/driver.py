@@ -5,7 +5,7 @@ rerun after a crash neither loses nor repeats a step. Before a reply is acted on
 the store's reply cache under (trajectory, request hash), ahead of anything that follows from it,
 so a call whose reply was committed before a crash is served from the cache on the rerun (the
 request is rebuilt identically from the committed history, hence the same hash). The queue is
-committed in groups (every 10 ms when busy): a reply that arrived in the last few tens of
+committed in groups (every 25 ms when busy): a reply that arrived in the last few tens of
 milliseconds before a kill -9 is asked again, the price of not waiting for a disk flush per call.
 """
 
@@ -128,7 +128,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), run_id=job.run_id,
             sample_id=sample.id, setting=job.setting, model=job.model, input_state=original,
             epoch=job.epoch,
-            sample_meta=sample_meta(sample),
+            sample_meta=sample_meta(sample), model_config=rt.model_configs.get(job.model),
         )
         # Queued, not awaited: every later write of this trajectory commits after it.
         writes.add(store.append_nowait([started]))

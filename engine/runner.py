@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import structlog
@@ -48,9 +48,21 @@ from store.recorder import Recorder
 
 log = structlog.get_logger("vaot.engine")
 
-__all__ = ["ENGINE_VERSION", "RunResult", "StoppedModel", "build_jobs", "check_samples_unchanged",
-           "first_error", "open_run_store", "run_identity", "run_jobs", "started_samples",
-           "write_run_header"]
+__all__ = [
+    "ENGINE_VERSION",
+    "RunResult",
+    "StoppedModel",
+    "build_jobs",
+    "check_joined_models",
+    "check_samples_unchanged",
+    "first_error",
+    "fixed_model_fields",
+    "open_run_store",
+    "run_identity",
+    "run_jobs",
+    "started_samples",
+    "write_run_header",
+]
 
 ENGINE_VERSION = "vaot-engine/2"
 """Bumped when a recorded run's events would come out differently for the same replies (what
@@ -113,8 +125,8 @@ def run_identity(config: RunConfig) -> dict:
         # A run of reference agents alone (the demo) costs nothing to redo: after an engine
         # upgrade it starts afresh instead of being refused as a mix of two engines (a run
         # that pays for its replies is refused, and says how to go on: _check_resume).
-        **({"engine": ENGINE_VERSION} if config.models and all(
-            m.spec.startswith("reference:") for m in config.models) else {}),
+        **({"engine": ENGINE_VERSION} if _reference_only(m.spec for m in config.models)
+           else {}),
     }
 
 
@@ -203,11 +215,25 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
             continue
         diff = [(_IDENTITY_IN_HEADER[k], header.config.get(k), v) for k, v in ours.items()
                 if k in header.config and header.config.get(k) != v]
+        if not diff:
+            # A run of reference agents alone is its own run (engine/runner.py: run_identity):
+            # adding an API model in a later invocation starts another.
+            theirs = _reference_only(m.get("spec", "") for m in header.config.get("models", []))
+            ours_only = _reference_only(m.spec for m in config.models)
+            if theirs != ours_only:
+                diff = [("--model", *(("reference agents only" if only else
+                                       "a model called through an API")
+                                      for only in (theirs, ours_only)))]
         if not diff:  # the same options: it can only be a named run (its command's name)
             diff = [("--run-name", header.config.get("run_name") or "a name", None)]
         if diff and (best is None or len(diff) < len(best[1])):
             best = (other, diff)
     return best
+
+
+def _reference_only(specs) -> bool:
+    specs = list(specs)
+    return bool(specs) and all(spec.startswith("reference:") for spec in specs)
 
 
 async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
@@ -395,18 +421,56 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     before = {m.get("spec"): m for m in header.config.get("models", [])}
     for model in config.models:
         old = before.get(model.spec)
-        if old is None:
+        if old is not None:
+            _refuse_changed_model(config, model, old, run_id, joined=False)
+
+
+def fixed_model_fields(model: ModelConfig) -> dict[str, Any]:
+    """The fields of ``model`` a run fixes, as recorded in each ``TrajectoryStarted``."""
+    now = msgspec.to_builtins(model)
+    return {field: now.get(field) for field in _MODEL_FIELDS_FIXED_FOR_A_RUN}
+
+
+def check_joined_models(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob],
+                        run_id: str) -> None:
+    """Refuse to resume with a model configured differently than when it joined the run.
+
+    The run header holds the models the run began with (:func:`_check_resume`); a model added
+    by a later invocation is known only by its trajectories' ``TrajectoryStarted``, so one of
+    them is read per such model.
+    """
+    header = next((s.event for s in store.read_trajectory(run_stream(run_id))
+                   if isinstance(s.event, RunStarted)), None)
+    in_header = {m.get("spec") for m in header.config.get("models", [])} if header else set()
+    joined = {m.spec: m for m in config.models if m.spec not in in_header}
+    for job in jobs:
+        if not joined:
+            return
+        model = joined.get(job.model)
+        if model is None or store.head(job.traj) is None:
             continue
-        now = msgspec.to_builtins(model)
-        defaults = msgspec.to_builtins(ModelConfig(model.spec))  # a field an old header lacks
-        for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
-            was, is_ = old.get(field, defaults.get(field)), now.get(field, defaults.get(field))
-            if msgspec.json.encode(was) != msgspec.json.encode(is_):  # nan == nan here
-                raise ConfigError(
-                    f"model {model.spec}: run {run_id} in this store was started with {field} "
-                    f"{was!r}, not {is_!r}; resuming would mix the two in one run. Keep "
-                    f"{was!r}, or start a separate run with "
-                    + ("another --run-name" if config.run_name else "--run-name NAME"))
+        started = next((s.event for s in store.read_trajectory(job.traj)
+                        if isinstance(s.event, TrajectoryStarted)), None)
+        if started is None:
+            continue
+        del joined[job.model]
+        if started.model_config is not None:  # None: recorded before the field existed
+            _refuse_changed_model(config, model, started.model_config, run_id, joined=True)
+
+
+def _refuse_changed_model(config: RunConfig, model: ModelConfig, old: dict[str, Any],
+                          run_id: str, *, joined: bool) -> None:
+    now = msgspec.to_builtins(model)
+    defaults = msgspec.to_builtins(ModelConfig(model.spec))  # a field an old record lacks
+    for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
+        was, is_ = old.get(field, defaults.get(field)), now.get(field, defaults.get(field))
+        if msgspec.json.encode(was) != msgspec.json.encode(is_):  # nan == nan here
+            how = (f"it joined run {run_id} in this store" if joined
+                   else f"run {run_id} in this store was started")
+            raise ConfigError(
+                f"model {model.spec}: {how} with {field} {was!r}, not {is_!r}; resuming would mix the two in one run. Keep "
+                f"{was!r}, or start a separate run with "
+                + ("another --run-name" if config.run_name else "--run-name NAME"))
 
 
 async def run_jobs(
@@ -448,6 +512,8 @@ async def run_jobs(
     fresh = await write_run_header(config, store, run_id, extra_header)
     jobs = build_jobs(config, run_id, samples)
     if recorded_originals is None:
+        if not fresh:
+            check_joined_models(config, store, jobs, run_id)
         earlier = {} if fresh else started_samples(store, jobs)
         if earlier:
             check_samples_unchanged(store, jobs, earlier)
@@ -459,6 +525,7 @@ async def run_jobs(
     runtime = Runtime(
         store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters, shared_pauses),
         dialects={m.spec: (m.dialect, m.convention) for m in config.models},
+        model_configs={m.spec: fixed_model_fields(m) for m in config.models},
         render_pool=pool,
         request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,
                                  max_tokens=config.max_tokens, temperature=config.temperature),

@@ -77,6 +77,7 @@ class Runtime:
         breaker: ModelBreaker | None = None,
         recorded_originals: dict[str, str] | None = None,
         spend: SpendCap | None = None,
+        model_configs: dict[str, dict] | None = None,
     ) -> None:
         self.store = store
         self.states = states
@@ -96,6 +97,9 @@ class Runtime:
         self.clock = clock
         self.sleep = sleep
         self.breaker = breaker if breaker is not None else ModelBreaker()
+        self.model_configs = model_configs or {}
+        """Model spec → its fields a run fixes (runner.fixed_model_fields), recorded in each
+        TrajectoryStarted."""
         self.recorded_originals = recorded_originals or {}
         """Sample id → the original's state hash an earlier invocation of the run recorded."""
         self.spend = spend

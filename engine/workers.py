@@ -11,8 +11,12 @@ worker count.
 
 The parent writes the run header, relays outcomes to the progress display, and owns stopping:
 workers ignore Ctrl-C and stop gracefully on SIGTERM (in-flight calls cancelled, committed work
-kept), which the parent sends on Ctrl-C; a worker whose run dies is killed by the kernel
-(Linux) or notices within half a second, so a rerun never races an orphan.
+kept), which the parent sends on Ctrl-C. A worker whose run dies, however it dies, stops at once:
+it holds the read end of a pipe whose write end only the run holds, and reads end-of-file when
+the run is gone (the kernel closes it). It makes no call after that, and a rerun waits for it
+(engine/run_lock.py). (The kernel's parent-death signal does not do it for a worker forked
+from the fork server: every child of the fork server holds the fork server's own liveness pipe,
+so the fork server outlives the run for as long as a worker lives.)
 
 On Linux, workers are forked from a fork server: a fresh process that imports the engine once
 (and runs none of the run's threads, store or event loop), started by :func:`warm_up` while the
@@ -51,6 +55,7 @@ from engine.runner import (
     RunResult,
     StoppedModel,
     build_jobs,
+    check_joined_models,
     check_samples_unchanged,
     first_error,
     make_spend_cap,
@@ -174,6 +179,8 @@ def run_in_workers(
     all_jobs = build_jobs(config, run_id, samples)
     # Here, before any worker starts, rather than in each worker's share; each worker gets what
     # the run recorded of its samples' originals, and does not read the started events again.
+    if not fresh:
+        check_joined_models(config, store, all_jobs, run_id)
     earlier = {} if fresh else started_samples(store, all_jobs)
     if earlier:
         check_samples_unchanged(store, all_jobs, earlier)
@@ -187,7 +194,10 @@ def run_in_workers(
     # log already holds is counted here, once.
     cap = make_spend_cap(config, store, all_jobs)
     cells = [context.RawValue("d", 0.0) for _ in range(workers)] if cap is not None else None
-    with tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:
+    # Never written: its write end closes with this process, and every worker then reads
+    # end-of-file on its read end and stops (see the module's docstring).
+    life, life_end = context.Pipe(duplex=False)
+    with life_end, life, tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:
         # Each worker's samples go through a file, not the process pipe: a worker that dies
         # before reading a large pickle from its pipe would leave the parent blocked writing it.
         processes = []
@@ -201,7 +211,7 @@ def run_in_workers(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
                       dict(os.environ), pauses,
-                      SpendShare(cap.earlier, cells, i) if cap is not None else None)))
+                      SpendShare(cap.earlier, cells, i) if cap is not None else None, life)))
         result = _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
                             started, context.get_start_method() == "forkserver")
     if cap is not None:
@@ -345,7 +355,8 @@ def _alive(pid: int) -> bool:
 def _die_with_run(index: int, run: int) -> None:
     """Be killed with the process this worker was started from (Linux), and name this one.
 
-    That process is the fork server, which exits as soon as the run does, or the run itself.
+    That process is the run itself (spawned workers), or the fork server, which outlives the
+    run while any worker lives: the life pipe (see the module's docstring) stops those.
     """
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -358,7 +369,8 @@ def _die_with_run(index: int, run: int) -> None:
 
 
 def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int,
-                 environ: dict[str, str], pauses, spend: SpendShare | None) -> None:
+                 environ: dict[str, str], pauses, spend: SpendShare | None,
+                 life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     _die_with_run(index, parent)
     # The run's environment now, not the fork server's from when it started.
@@ -376,7 +388,7 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
                 calls = asyncio.run(_run_share(config, store, samples, originals, messages,
-                                               parent, pauses, spend))
+                                               parent, pauses, spend, life))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
                 # for now must not kill this process while its last message holds the queue's
@@ -409,7 +421,8 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _run_share(config: RunConfig, store, samples, originals: dict[str, str], messages,
-                     parent: int, pauses, spend: SpendShare | None) -> int:
+                     parent: int, pauses, spend: SpendShare | None,
+                     life: multiprocessing.connection.Connection) -> int:
     from engine.runner import run_jobs
 
     loop = asyncio.get_running_loop()
@@ -417,9 +430,14 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
     assert main is not None
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
 
+    def run_gone() -> None:  # end-of-file: the run's write end is closed, so it has died
+        loop.remove_reader(life.fileno())
+        main.cancel()
+
+    loop.add_reader(life.fileno(), run_gone)
     started_from = os.getppid()  # the fork server, or the run itself
 
-    async def watch_parent() -> None:  # where the kernel cannot do it for us
+    async def watch_parent() -> None:  # a second line of defence, should the pipe be shared
         while os.getppid() == started_from and _alive(parent):
             await asyncio.sleep(0.5)
         main.cancel()
@@ -448,4 +466,5 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
         raise KeyboardInterrupt from None
     finally:
         watcher.cancel()
+        loop.remove_reader(life.fileno())
     return result.calls

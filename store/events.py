@@ -120,6 +120,10 @@ class TrajectoryStarted(_EventBase, frozen=True, tag="trajectory_started"):
     """Category, group, family… copied so analysis needs no dataset at hand."""
     mode: str = ""
     """For a fork: ``online`` or ``teacher_forced``."""
+    model_config: dict[str, Any] | None = None
+    """How the model's replies are read (dialect, box convention, and what it was sent:
+    image detail, extra request fields). The run header holds it for the models the run began
+    with; a model added by a later invocation has it only here. None: recorded before it was."""
 
 
 class Step(_EventBase, frozen=True, tag="step"):

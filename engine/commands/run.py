@@ -201,12 +201,20 @@ def run(args: argparse.Namespace) -> int:
     other = nearest_other_run(config, store, run_id)
     if other is not None:
         other_id, diff = other
+        reference_apart = diff[0][0] == "--model"
         changes = ", ".join(f"{name} ({_short(theirs)} there, {_short(ours_)} here)"
                             for name, theirs, ours_ in diff)
-        err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from it "
-                  f"in {changes}, and none of its trajectories count here. To resume that run, "
-                  "give its options back; to keep runs apart on purpose, name them with "
-                  "--run-name", markup=False)
+        if reference_apart:
+            err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
+                      f"it in {changes}: a run of reference agents alone is kept apart (it starts "
+                      "afresh after an engine upgrade), and none of its trajectories count here. "
+                      "To see both in one table, give every model with --model in one command",
+                      markup=False)
+        else:
+            err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
+                      f"it in {changes}, and none of its trajectories count here. To resume that "
+                      "run, give its options back; to keep runs apart on purpose, name them with "
+                      "--run-name", markup=False)
         log.info("new_run_beside", run_id=run_id, other=other_id,
                  differs={name: [theirs, ours_] for name, theirs, ours_ in diff})
     log.info("run_start", run_id=run_id, samples=len(samples), skipped=len(skipped),

@@ -252,6 +252,30 @@ def test_resuming_a_run_with_a_model_read_differently_is_refused(tmp_path) -> No
     assert _vaot(*base, "--convention", "yxyx", "--run-name", "yxyx-trial").returncode == 0
 
 
+def test_a_model_added_later_is_held_to_how_it_joined(tmp_path) -> None:
+    # The run header names only the models a run began with: a model added by a later
+    # invocation could then change its convention between invocations, unrefused, and its
+    # trajectories were read one way and the other in one accuracy table.
+    store = str(tmp_path / "run.lmdb")
+    base = ("run", "--dataset", "synthetic:1", "--settings", "vaot", "--store", store,
+            "--no-progress")
+    assert _vaot(*base, "--model", "scripted:first", "--limit", "1").returncode == 0
+    joined = _vaot(*base, "--model", "scripted:second", "--limit", "1")
+    assert joined.returncode == 0, joined.stdout + joined.stderr
+    with open_store(store, create=False) as opened:
+        started = {e.event.model: e.event.model_config for e in opened.iter_events()
+                   if isinstance(e.event, TrajectoryStarted)}
+    assert started["scripted:second"]["convention"] == "xyxy"
+    for extra in (("--convention", "yxyx"), ("--convention", "yxyx", "--workers", "2")):
+        changed = _vaot(*base, "--model", "scripted:second", *extra)
+        assert changed.returncode == 2, changed.stdout + changed.stderr
+        lines = changed.stderr.strip().splitlines()
+        assert len(lines) == 1, changed.stderr
+        assert "scripted:second: it joined run" in lines[0]
+        assert "convention 'xyxy', not 'yxyx'" in lines[0]
+    assert _vaot(*base, "--model", "scripted:second").returncode == 0  # as it joined: resumes
+
+
 def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None:
     from engine.cli import build_parser
     from engine.commands.run_config import config_from as _config_from
@@ -476,6 +500,23 @@ def test_dropping_the_run_name_is_said_to_start_a_new_run(tmp_path, capsys) -> N
     capsys.readouterr()
     assert main(base) == 0
     assert "--run-name (pilot there, none here)" in capsys.readouterr().err
+
+
+def test_an_api_model_beside_a_reference_run_is_said_to_be_apart(tmp_path, capsys) -> None:
+    # A run of reference agents alone has the engine's version in its identity; the note
+    # blamed "--run-name (a name there …)" on a store where no name was ever given.
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--store", store, "--no-progress"]
+    assert main([*base, "--model", "reference:calibrated"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--model", "scripted:builtin"]) == 0
+    err = capsys.readouterr().err
+    assert "--run-name" not in err
+    assert ("--model (reference agents only there, a model called through an API here)"
+            in " ".join(err.split()))
 
 
 TWO_TABLES = ('limit = 2\n[[models]]\nspec = "openai:a"\nbase_url = "http://127.0.0.1:9/v1"\n\n'

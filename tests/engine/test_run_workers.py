@@ -196,6 +196,41 @@ def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_p
     _intact_then_resumed(store)
 
 
+def test_workers_make_no_new_call_once_their_run_is_killed(tmp_path):
+    # Workers forked from the fork server outlived a killed run by up to half a second (their
+    # poll of the parent): about 60 new calls reached a 20 ms server after each kill, paid for
+    # and lost. They hold a pipe only the run writes to and stop on its end-of-file at once;
+    # what still arrives was in flight at the kill.
+    import json
+
+    from tests.fakes.process import fake_server_process
+
+    store, log = tmp_path / "s.lmdb", tmp_path / "requests.jsonl"
+    with fake_server_process("openai", "--latency-ms", "20", "--requests-log", str(log)) as port:
+        cmd = [sys.executable, "-m", "engine", "run", "--model", "openai:fake", "--base-url",
+               f"http://127.0.0.1:{port}/v1", "--api-key-env", "VAOT_W_KEY", "--dataset",
+               "synthetic:8", "--settings", "vaot,cot", "--store", str(store),
+               "--concurrency", "8", "--workers", "2", "--no-progress"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "VAOT_W_KEY": "k"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not (log.exists() and len(log.read_text().splitlines()) >= 60):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        workers = _workers(proc.pid)
+        assert len(workers) == 2, workers
+        killed_at = time.time()
+        proc.kill()
+        proc.wait()
+        assert not _gone(workers), "workers outlived their run"
+    late = [at - killed_at for at in (json.loads(line)["received_at"]
+                                      for line in log.read_text().splitlines()) if at > killed_at]
+    # At most one per slot (8) was on its way; a few more may have left in the instant before
+    # a worker heard. Before: 24 to 62, the last 130 to 360 ms after the kill.
+    assert len(late) <= 12, f"{len(late)} requests reached the server after the kill"
+    assert max(late, default=0.0) < 0.25, f"a request came {max(late):.3f} s after the kill"
+
+
 def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits(tmp_path):
     # Killed, the run stays a zombie until whatever started it collects it (subprocess.run
     # does so only once it returns). Before, its fork server lived on, and the workers took the
