@@ -215,23 +215,28 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 # (engine/breaker.py) the way the faults that stopped the model do. Looked at in
                 # the same turn as the judging, which counts every other fault.
                 after_stop = rt.breaker.stopped(job.model) is not None
+                stop: bool | None = None
                 try:
-                    stop = after_stop or await rt.breaker.judge(
+                    stop = bool(after_stop or await rt.breaker.judge(
                         job.model, exc.kind, str(exc),
-                        failed_so_before=state.last_fault in STOP_KINDS)
+                        failed_so_before=state.last_fault in STOP_KINDS))
                 finally:  # also when the run is stopped while the verdict is awaited
-                    await store.append([CallFailed(
+                    failed = CallFailed(
                         traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
                         attempt=exc.attempt, kind=exc.kind, retry=exc.retry, status=exc.status,
                         retry_after=exc.retry_after, message=str(exc)[:500],
                         retried=after_stop,
-                    )])
+                    )
+                    if stop is not False:
+                        await store.append([failed])
                 if stop:
                     # The model cannot be used as configured: it is stopped rather than this
                     # and every later trajectory of it marked failed (engine/breaker.py).
                     raise _stopped_error(rt, job) from None
+                # In one transaction with its failure: a kill between the two left a trajectory
+                # that a plain rerun retried, where a failed one stays failed.
                 return _finish(rt, state, job, ctx, "failed", None, calls, tokens, writes,
-                                     error=str(exc))
+                               error=str(exc), before=(failed,))
             encoded = encode_reply(reply)
             # Also under the bare request hash, which the cassette adapter reads: a run recorded
             # with openai:M replays as cassette:openai:M. The engine itself never reads this key.
@@ -433,12 +438,13 @@ def _tell_fault(rt: Runtime, model: str, kind: str, message: str, *, retried: bo
 
 
 def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: PendingWrites,
-                  error=None) -> tuple[Outcome, PendingWrites]:
+            error=None, before: tuple = ()) -> tuple[Outcome, PendingWrites]:
+    """End the trajectory (``before``: events of it to commit in the same transaction)."""
     finished = TrajectoryFinished(
         traj=job.traj, pos=state.take_pos(), at=ctx.now(), status=status, answer=answer,
         steps=len(state.steps), error=error,
     )
-    writes.add(rt.store.append_nowait([finished]))
+    writes.add(rt.store.append_nowait([*before, finished]))
     state.finished = finished
     outcome = Outcome(job.traj, status, answer, len(state.steps), calls=calls, tokens=tokens,
                       error=error)

@@ -147,3 +147,40 @@ async def test_an_image_file_gone_since_loading_is_named_when_its_trajectory_fai
                                 adapters={"scripted:a": ScriptedAdapter("a", BUILTIN_SCRIPT)})
     (outcome,) = result.outcomes
     assert outcome.status == "failed" and str(tmp_path / "a.png") in outcome.error
+
+
+async def test_a_failed_call_and_its_trajectory_end_commit_together(tmp_path) -> None:
+    # The failure was committed first and the end queued after it: a kill between the two
+    # left a trajectory that a plain rerun retried, where a failed one stays failed.
+    from adapters.datasets.synthetic import generate
+    from adapters.models.base import ModelCallError
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import open_run_store, run_jobs
+    from store import CallFailed, TrajectoryFinished
+
+    class RefusesEveryRequest:
+        name = connection_key = "refuses:m"
+
+        async def generate(self, request):
+            raise ModelCallError("refuses:m: HTTP 400 bad request", retry="no",
+                                 kind="http_400", status=400)
+
+        async def aclose(self) -> None:
+            pass
+
+    config = RunConfig(models=(ModelConfig("refuses:m"),), settings=("vaot",),
+                       store=str(tmp_path / "run.lmdb"))
+    samples = generate(n_per_family=1, seed=3)[:2]
+    with open_run_store(config.store) as store:
+        batches: list[list] = []
+        append_nowait = store.append_nowait
+
+        def recording(events):
+            batches.append([type(e) for e in events])
+            return append_nowait(events)
+
+        store.append_nowait = recording
+        result = await run_jobs(config, store, samples,
+                                adapters={"refuses:m": RefusesEveryRequest()})
+    assert [o.status for o in result.outcomes] == ["failed", "failed"]
+    assert batches.count([CallFailed, TrajectoryFinished]) == 2, batches
