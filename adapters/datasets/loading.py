@@ -70,7 +70,7 @@ def dataset_identity(spec: str) -> str:
     scheme, _, argument = spec.strip().partition(":")
     if scheme in ("see2think", "jsonl") and argument.strip():
         return f"{scheme}:{os.path.abspath(Path(argument.strip()).expanduser())}"
-    return spec
+    return spec.strip()  # " synthetic" (a quoted shell variable) loads as synthetic: one run
 
 
 MAX_SYNTHETIC_PER_FAMILY = 10_000
