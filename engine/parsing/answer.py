@@ -32,12 +32,20 @@ _PLAIN_LEAD = re.compile(r"[ \t]*")
 # template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
 _ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
+# A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
+_FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
+# Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an
+# opening ("**Final Answer: B** - dog" leaves "B** - dog").
+# Asterisks only: underscores are as often part of a name ("__init__") as emphasis.
+_LEADING_EMPHASIS = re.compile(r"(\*\*|\*)([^*\s](?:[^*]*?[^*\s])?)\1(?![*\w])")
+_DANGLING_EMPHASIS = re.compile(r"([^*\s][^*]*?)\*\*(?=\s|$|[.,;:)\-])")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 # One answer tag around a whole answer (closed, or left open at the end), nothing else in it.
 _WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
                         re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_CHOICE = re.compile(r"^(?:\(([A-J])\)|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+([A-J])\b)", re.I)
+_CHOICE = re.compile(r"^(?:\(([A-J])\)|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+([A-J])\b"
+                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])))", re.I)  # "B (dog)", "B - dog": capitals
 
 
 class FoundAnswer(msgspec.Struct, frozen=True):
@@ -52,6 +60,9 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     choice: str | None = None
     """A multiple-choice letter when the answer starts with one (``(B) 42`` → ``B``)."""
     warnings: tuple[str, ...] = ()
+    at_line_start: bool = True
+    """Whether the marker opens its line; False for one inside a sentence ("…decide the final
+    answer: the colour …")."""
 
 
 def boxed_contents(text: str) -> list[tuple[int, int, str]]:
@@ -91,6 +102,10 @@ def _clean(answer: str) -> str:
         answer = tag.group(1).strip()
     if boxes := boxed_contents(answer):
         answer = boxes[-1][2]
+    if lead := _LEADING_EMPHASIS.match(answer):
+        answer = lead.group(2) + answer[lead.end():]
+    elif dangling := _DANGLING_EMPHASIS.match(answer):
+        answer = dangling.group(1) + answer[dangling.end():]
     for _ in range(3):  # peel nested wrappers such as **$42$**
         stripped = answer.strip()
         for pair in ("**", "__", "$$", "$", "`", "*", "_"):
@@ -113,9 +128,9 @@ def _markers(text: str) -> list[re.Match[str]]:
     return finditer_from(_MARKER, text, _FINAL, ("最终",))
 
 
-def _marker_answers(text: str) -> list[tuple[int, int, str, bool]]:
-    """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``)
-    of each answer marker."""
+def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
+    """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
+    whether it opens its line) of each answer marker."""
     out = []
     markers = list(_markers(text))
     for i, m in enumerate(markers):
@@ -141,11 +156,13 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool]]:
         if not _clean(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.
             nxt = _NEXT_LINE.match(text, line_end)
+            if nxt and _FENCE_LINE.fullmatch(nxt.group(1).strip()):  # the answer in a fence
+                nxt = _NEXT_LINE.match(text, nxt.end())
             if nxt:
                 answer, end = nxt.group(1), nxt.end()
         if bare and not _ONLY_SPACE_LEFT.match(text, end):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
-        out.append((start, end, answer, bare))
+        out.append((start, end, answer, bare, at_line_start))
     return out
 
 
@@ -159,16 +176,16 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
     found = _marker_answers(text) if says_final or "最终" in text else []
-    markers = [(s, e, a, bare) for s, e, a, bare in found if _clean(a)]
+    markers = [marker for marker in found if _clean(marker[2])]
     if markers:
-        distinct = {_clean(a) for _, _, a, _ in markers}
+        distinct = {_clean(marker[2]) for marker in markers}
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
-        start, end, answer, bare = markers[-1]
+        start, end, answer, bare, at_line_start = markers[-1]
         # "Answer:" with the tag on the next line, as DeepEyes-style replies close: the tag's.
         source = ("answer_tag" if _WHOLE_TAG.fullmatch(answer.strip())
                   else "answer_line" if bare else "final_answer")
-        return _found(answer, source, start, end, warnings)
+        return _found(answer, source, start, end, warnings, at_line_start)
     tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
     if tags:
         m = tags[-1]
@@ -186,6 +203,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     return None
 
 
-def _found(raw: str, source: str, start: int, end: int, warnings: list[str]) -> FoundAnswer:
+def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
+           at_line_start: bool = True) -> FoundAnswer:
     text = _clean(raw)
-    return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings))
+    return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings),
+                       at_line_start)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.actions import validate_action, validate_global_style
-from engine.parsing.answer import find_final_answer
+from engine.parsing.answer import FoundAnswer, find_final_answer
 from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
@@ -103,6 +103,21 @@ def _tidy(text: str) -> str:
     return "\n".join(out).strip()
 
 
+# An answer marker followed by no answer: the model says it will answer later.
+_DEFERRED = re.compile(r"[\s(\[*_]*(?:to be (?:determined|confirmed|decided)|tbd|pending|not yet"
+                       r"|unknown yet|after (?:the )?(?:zoom|crop|action|next step))\b", re.I)
+
+
+def _not_an_answer_beside_an_action(answer: FoundAnswer) -> bool:
+    """Whether an answer found beside a proposed action is thought, not the answer: only a
+    "Final Answer:" marker opening its line that gives an answer counts there."""
+    if answer.source in ("answer_line", "answer_is"):
+        return True
+    if answer.source == "final_answer" and not answer.at_line_start:
+        return True
+    return _DEFERRED.match(answer.text) is not None
+
+
 def _parse(
     text: str,
     module: Any,
@@ -123,15 +138,27 @@ def _parse(
     flags.update(ext.flags)
     warnings.extend(ext.warnings)
 
+    # Validated first: whether the reply proposes an action decides how its answer is read.
+    validated = []
+    for cand in ext.candidates:
+        notes = list(cand.warnings)
+        action = None
+        if cand.vaot is not None:
+            action, more = validate_action(cand.vaot, cand.convention)  # type: ignore[arg-type]
+            notes.extend(more)
+        validated.append((cand, action, notes))
+    proposes = any(action is not None for _, action, _ in validated)
+
     # The answer and the step markers are looked for outside the action blocks only.
     rest = blank_spans(visible, ext.spans)
     cuts = list(ext.spans)
     answer = find_final_answer(rest)
-    if answer is not None and answer.source == "answer_line" and ext.candidates:
-        # "Answer: pending" then an action block: the bare form is no marker the protocol
-        # asks for, and next to a proposed action it is part of the thought.
-        warnings.append("an 'Answer:' or 'Final:' line next to a proposed action is read as "
-                        "thought, not as the final answer")
+    if answer is not None and proposes and _not_an_answer_beside_an_action(answer):
+        # "Answer: pending", "…decide the final answer: the colour…", "Final Answer: (to be
+        # determined after zooming)" beside an action block: part of the thought. The trajectory
+        # goes on and the action runs; taken as the answer, it ended the trajectory with prose.
+        warnings.append("an answer marker next to a proposed action, not at a line's start or "
+                        "not giving an answer, is read as thought, not as the final answer")
         answer = None
     if answer is not None:
         if answer.source != "boxed":  # \boxed{} sits inside a sentence of the reasoning
@@ -168,14 +195,9 @@ def _parse(
 
     actions, sources, raws = [], [], []
     several = len(ext.candidates) > 1
-    for i, cand in enumerate(ext.candidates, 1):
+    for i, (cand, action, notes) in enumerate(validated, 1):
         prefix = f"action {i}: " if several else ""
         raws.append(cand.raw)
-        notes = list(cand.warnings)
-        action = None
-        if cand.vaot is not None:
-            action, more = validate_action(cand.vaot, cand.convention)  # type: ignore[arg-type]
-            notes.extend(more)
         if action is None:
             flags.add("invalid_action")
             if cand.vaot is None:  # the dialect's last note says why it could not convert

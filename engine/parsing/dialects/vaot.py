@@ -102,19 +102,29 @@ def parse(
         # Models label JSON as python or leave the fence bare; only a fence that yields actions,
         # or is labelled JSON, is reported on.
         meant_as_json = fence.lang.startswith("json") or fence.lang == ""
-        warnings: list[str] = [] if fence.closed else [f"{what}: code fence never closed"]
+        unclosed = [] if fence.closed else [f"{what}: code fence never closed"]
+        warnings: list[str] = list(unclosed)
         flags: list[str] = []
         value = decode_block(fence.body, what, warnings, flags)
-        found = _interpret(value, convention, out, what) if value is not None else 0
-        if value is None:
-            # Prose, or two objects, inside one fence: look for objects within it.
-            inner = bare_json_blocks(fence.body, _RELEVANT)
-            if inner:
-                warnings = [w for w in warnings if "could not read JSON" not in w]
-            for b in inner:
-                v = decode_block(b.body, what, warnings, flags)
-                found += _interpret(v, convention, out, what) if v is not None else 0
-        holds_block = isinstance(value, dict) and ("action" in value or "actions" in value)
+        holds_block = _holds_block(value)
+        inner = None
+        if not holds_block or any("text after the JSON value" in w for w in warnings):
+            # Prose or a label line with an object ("JSON:\n{…}"), or two objects, in one
+            # fence: read whole, the repair took the prose for a string and dropped the object,
+            # or kept the first object only. Then the objects within it are the blocks.
+            candidates = bare_json_blocks(fence.body, _RELEVANT)
+            if len(candidates) > 1 or (candidates and not holds_block):
+                inner = candidates
+        if inner is None:
+            found = _interpret(value, convention, out, what) if value is not None else 0
+        else:
+            warnings, flags, found = list(unclosed), [], 0
+            decoded = [v for v in (decode_block(b.body, what, warnings, flags) for b in inner)
+                       if v is not None]
+            for v in decoded:
+                holds_block = holds_block or _holds_block(v)
+                found += _interpret(v, convention, out, what)
+            value = decoded or None
         if found or holds_block:
             out.spans.append((fence.start, fence.end))
         if found:
@@ -142,6 +152,10 @@ def parse(
         out.flags.append("multiple_json_blocks")
         out.warnings.append(f"{blocks_with_actions} blocks carry actions; kept the actions of all")
     return out
+
+
+def _holds_block(value: Any) -> bool:
+    return isinstance(value, dict) and ("action" in value or "actions" in value)
 
 
 def action_object(action: Action, convention: str = "xyxy") -> dict[str, Any]:

@@ -190,3 +190,69 @@ def test_an_answer_tag_under_an_answer_line_keeps_its_flag():
                         dialect="deepeyes")
     assert parsed.final_answer == "BAKERY"
     assert {"final_answer", "answer_tag"} <= set(parsed.flags)
+
+
+_ZOOM = ('{"step": 1, "visual_rationale": "Zoom on the plate.", "action": [{"type": "zoom", '
+         '"target": [350, 500, 650, 700]}]}')
+
+
+@pytest.mark.parametrize("fence_body", [
+    f"Zoom into the metal plate to read the serial number.\n{_ZOOM}",  # a description line
+    f"JSON:\n{_ZOOM}",  # a label line
+    f"Step 1 (Action Description):\n{_ZOOM}",  # the header inside the fence
+])
+def test_a_line_of_text_before_the_object_in_a_fence_keeps_its_action(fence_body):
+    # The repair read the line as a bare string and dropped the object after it: step 1 of a
+    # vaot trajectory then rendered nothing, as if it were CoT.
+    parsed = parse_step(f"Step 1 (Text): too small to read.\n\n```\n{fence_body}\n```")
+    assert [a.target for a in parsed.actions] == [(350, 500, 650, 700)]
+
+
+def test_two_objects_in_one_fence_keep_both_actions():
+    second = _ZOOM.replace("350, 500, 650, 700", "10, 20, 300, 400")
+    parsed = parse_step(f"Step 1 (Text): both matter.\n```json\n{_ZOOM}\n{second}\n```")
+    assert [a.target for a in parsed.actions] == [(350, 500, 650, 700), (10, 20, 300, 400)]
+
+
+_ACTION_BLOCK = ('Step 1 (Action Description):\n```json\n{"step": 1, "visual_rationale": "closer",'
+                 ' "action": [{"type": "zoom", "target": [300, 420, 620, 700]}]}\n```')
+
+
+@pytest.mark.parametrize("thought", [
+    # A marker inside a sentence, the "the final answer is" form, an answer deferred: beside a
+    # proposed action these are thought. Taken as answers, they ended the trajectory at step 1
+    # with prose for its answer, and the zoom never ran.
+    "Step 1 (Text): Two things decide the final answer: the colour of the car and its lights.",
+    "Step 1 (Text): I cannot yet tell what the final answer is because both are tiny.",
+    "Step 1 (Text): Too small to read.\n\nFinal Answer: (to be determined after zooming)",
+])
+def test_an_answer_that_is_no_answer_beside_an_action_is_thought(thought):
+    parsed = parse_step(f"{thought}\n\n{_ACTION_BLOCK}")
+    assert parsed.final_answer is None
+    assert [a.target for a in parsed.actions] == [(300, 420, 620, 700)]
+    assert "final answer" in parsed.thought.lower()
+
+
+def test_a_final_answer_line_beside_an_action_is_still_the_answer():
+    parsed = parse_step(f"Step 1 (Text): Seen.\n\n{_ACTION_BLOCK}\n\nFinal Answer: C")
+    assert parsed.final_answer == "C" and "action_and_answer" in parsed.flags
+
+
+def test_an_answer_line_beside_an_invalid_action_is_the_answer():
+    # {"type": "none"} fills the one-action slot the protocol asks for; no action is proposed.
+    text = ('Step 3 (Text): The needle is at 40 psi.\nStep 3 (Action Description):\n```json\n'
+            '{"step": 3, "action": [{"type": "none"}]}\n```\n\n**Answer:** 40 psi')
+    parsed = parse_step(text)
+    assert parsed.actions == () and parsed.final_answer == "40 psi"
+
+
+@pytest.mark.parametrize(("text", "answer", "choice"), [
+    ("Final Answer: **B** (dog)", "B (dog)", "B"),  # was "B** (dog)"
+    ("**Final Answer: B** - dog", "B - dog", "B"),
+    ("Final Answer: **B**. The dog is under the table.", "B. The dog is under the table.", "B"),
+    ("Final Answer:\n```\n40 psi\n```", "40 psi", None),  # was "`"
+    ("Final Answer: a (red) car", "a (red) car", None),  # an article, not option A
+])
+def test_emphasis_and_fences_around_an_answer_are_not_part_of_it(text, answer, choice):
+    parsed = parse_step(f"Step 3 (Text): Seen.\n{text}")
+    assert (parsed.final_answer, parsed.answer_choice) == (answer, choice)
