@@ -35,8 +35,10 @@ _REASON = r"(?:\s*[,;:]|\.\s|\s+[-–—]\s|\s+(?:because|since)\b)"
 # Something stands alone as an answer: at the end, before a mark, or before a joiner.
 _STANDS_ALONE = r"(?=\s*(?:$|[.,;:!?)]|(?:or|and)\b))"
 # Hedges a model writes before its answer: "I think it's B", "Probably B", "It is (B) dog".
-_LEAD_IN = re.compile(r"^(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['’]s|it\s+is"
-                      r"|the\s+answer\s+is|probably|likely)\s+)+")
+_LEAD_IN = re.compile(r"^(?:(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['’]s|it\s+is"
+                      r"|the\s+(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)\s+is"
+                      r"|(?:therefore|thus|hence|so),?|probably|likely)\s+)"
+                      r"|选|答案[是为]?[:：]?\s*)+")  # Chinese: "选B" (choose B), "答案是3"
 # What, at the start or after a hedge, rules an answer out rather than naming it.
 _DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:think|believe|guess))\b"
                      # "Not really, no.", "Not sure; dog.": a hedge, not an option ruled out.
@@ -66,7 +68,16 @@ def normalise(text: str) -> str:
     text = _WRAPPERS.sub("", text.strip())
     text = re.sub(r"\\boxed\{(.*)\}", r"\1", text)
     text = re.sub(r"^the answer is\s*", "", text, flags=re.I)
-    return " ".join(text.lower().split())
+    text = _DEGREES.sub("°", text.replace("\u2212", "-"))  # "−5" (the minus sign) is -5
+    text = " ".join(text.lower().split())
+    # A placeholder filled in as written in a template: "[B]", "<B>".
+    if placeholder := _PLACEHOLDER.fullmatch(text):
+        return next(g for g in placeholder.groups() if g).strip()
+    return text
+
+
+_DEGREES = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)")
+_PLACEHOLDER = re.compile(r"\[([^\[\]]{1,40})\]|<([^<>]{1,40})>")
 
 
 def _after_marker(text: str) -> str:
@@ -255,14 +266,44 @@ def _without_choices(given: str, expected: str) -> bool:
         return given_letter == expected_letter
     if _same_value(given_text, expected_text):
         return True
+    if expected in ("yes", "no"):  # "Yes, the two lines are parallel."
+        said = _YES_NO.match(given)
+        return said is not None and said.group(1) == expected
     if expected_text is not None and _NUMBER.match(expected_text):
         value = _number_given(given)
         return value is not None and abs(value - _as_float(expected_text)) < 1e-9
-    return False
+    return _same_measure(given, expected)
+
+
+_YES_NO = re.compile(r"(yes|no)\b")
+# A number and its unit: "45°", "3 cm", "12.5 kg", "50%"; not "3 cats and a dog".
+_MEASURE = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]{1,12}|degrees?)")
+_LEADING_MEASURE = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?(?!\w)")
+
+
+def _unit(word: str | None) -> str:
+    return "°" if word in ("°", "degree", "degrees", "deg") else (word or "")
+
+
+def _same_measure(given: str, expected: str) -> bool:
+    """A truth with a unit ("45°", "3 cm") met by its number, written bare or in that unit
+    ("45", "45 degrees", "3cm"); not in another unit ("3 m")."""
+    measured = _MEASURE.fullmatch(expected)
+    if measured is None:
+        return False
+    lead = _LEADING_MEASURE.match(given)
+    if lead is not None:
+        value, unit = _as_float(lead.group(1)), _unit(lead.group(2))
+    else:
+        value, unit = _number_given(given), ""
+    return (value is not None and abs(value - _as_float(measured.group(1))) < 1e-9
+            and unit in ("", _unit(measured.group(2))))
 
 
 _NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
                            r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
+# A Chinese measure word after a count: "3个", "2只", "5辆".
+_MEASURE_WORD = re.compile(r"(\d)[个只辆人条张棵本座块位件头匹]")
 _ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
 _UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
           "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
@@ -308,6 +349,7 @@ _NEGATED = re.compile(r"\b(?:minus|negative)\s*$")
 
 def _numbers(given: str) -> list[tuple[int, float | None]]:
     """Where each number starts and its value: the digits, or else the number words."""
+    given = _MEASURE_WORD.sub(r"\1 ", given)  # "3个" (3 of them, with a measure word) is 3
     digits = [(t.start(), _as_float(t.group())) for t in _NUMBER_TOKEN.finditer(given)]
     if digits:
         return digits
@@ -358,7 +400,7 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
             picked = _picked(given, options)
         if picked is not None:
             return picked == truth_at
-        return _same_value(given, expected)
+        return _same_value(given, expected) or _same_measure(hedged, expected)
     return _without_choices(hedged, expected) or _without_choices(given, expected)
 
 

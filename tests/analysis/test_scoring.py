@@ -427,3 +427,29 @@ def test_reasoning_before_a_final_marker_does_not_change_the_answer(texts, data)
     truth = data.draw(st.sampled_from([string.ascii_uppercase[right], texts[right]]))
     answer = f"{reasoning}\n{data.draw(st.sampled_from(_MARKERS))} {given_as}"
     assert score_answer(answer, truth, choices) is (picked == right)
+
+
+# From a review against the answers real models write: each was scored the other way.
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    ("Yes, the two lines are parallel.", "Yes", (), True),
+    ("No, the left one is taller.", "No", (), True),
+    ("No, the left one is taller.", "Yes", (), False),
+    ("Not really.", "No", (), False),  # "not" is no "no"
+    ("45", "45°", (), True),  # a truth with a unit, met by its number
+    ("$45^\\circ$", "45°", (), True),
+    ("45 degrees", "45°", (), True),
+    ("45", "45°", ("30°", "45°", "60°"), True),
+    ("3cm", "3 cm", (), True),
+    ("3 m", "3 cm", (), False),  # another unit
+    ("3 cats", "3 cm", (), False),
+    ("−5", "-5", (), True),  # the minus sign
+    ("Therefore, the answer is 3.", "3", (), True),
+    ("The correct answer is (B).", "B", ("cat", "dog"), True),
+    ("The correct option is B.", "B", ("A. cat", "B. dog"), True),
+    ("3个", "3", ("2", "3", "4"), True),  # a count with its measure word
+    ("选B", "B", ("cat", "dog"), True),  # "choose B"
+    ("[B]", "B", ("cat", "dog"), True),  # a template's placeholder, filled in
+    ("<B>", "B", (), True),
+])
+def test_answers_as_models_write_them(answer, truth, choices, right) -> None:
+    assert score_answer(answer, truth, choices) is right
