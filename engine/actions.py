@@ -165,7 +165,7 @@ class _Coords:
         self.kind = kind
         self.convention = convention
         self.warnings = warnings
-        self.rounded = self.clamped = self.from_strings = False
+        self.rounded = self.clamped = self.from_strings = self.fractions = False
 
     def scalar(self, value: Any) -> int:
         number = _number(value)
@@ -213,14 +213,9 @@ class _Coords:
             )
         if len(flat) != 4:
             raise _Invalid(f"target must be a box of 4 numbers [x1, y1, x2, y2], got {len(flat)}")
-        numbers = [_number(v) for v in flat]
-        if (all(n is not None and 0 <= n <= 1 for n in numbers)
-                and any(n != int(n) for n in numbers if n is not None)):
-            # [0.1, 0.2, 0.5, 0.6]: fractions of the image, as some models write boxes. Read on
-            # the 0–1000 grid they would be a box one unit wide in a corner.
-            flat = [n * SCALE for n in numbers if n is not None]
-            self.warnings.append(f"{self.kind}: box given as fractions of the image (0–1) read "
-                                 "on the 0–1000 grid")
+        # [0.1, 0.2, 0.5, 0.6]: fractions of the image, as some models write boxes. Read on
+        # the 0–1000 grid they would be a box one unit wide in a corner.
+        flat = self.unfraction(flat, "box")
         x1, y1 = self.point(flat[0:2])
         x2, y2 = self.point(flat[2:4])
         if x1 > x2 or y1 > y2:
@@ -231,6 +226,19 @@ class _Coords:
             raise _Invalid(f"target box ({x1}, {y1}, {x2}, {y2}) has zero area")
         return (x1, y1, x2, y2)
 
+    def unfraction(self, flat: list[Any], what: str) -> list[Any]:
+        """``flat`` scaled to the 0–1000 grid when every number is within 0–1 and one has a
+        fraction: coordinates given as fractions of the image (the models that write boxes so
+        write points so too)."""
+        numbers = [_number(v) for v in flat]
+        if (numbers and all(n is not None and 0 <= n <= 1 for n in numbers)
+                and any(n != int(n) for n in numbers if n is not None)):
+            self.fractions = True
+            self.warnings.append(f"{self.kind}: {what} given as fractions of the image (0–1) "
+                                 "read on the 0–1000 grid")
+            return [n * SCALE for n in numbers if n is not None]
+        return flat
+
     def points(self, value: Any) -> list[tuple[int, int]]:
         if (
             isinstance(value, list | tuple)
@@ -239,8 +247,9 @@ class _Coords:
         ):
             if any(len(v) != 2 for v in value):
                 raise _Invalid("every point must be [x, y]")
-            return [self.point(list(v)) for v in value]
-        flat = self.flat(value)
+            flat = self.unfraction([c for v in value for c in v], "points")
+            return [self.point(flat[i : i + 2]) for i in range(0, len(flat), 2)]
+        flat = self.unfraction(self.flat(value), "points")
         if len(flat) % 2:
             raise _Invalid(f"target must be a list of [x, y] points, got {len(flat)} numbers")
         self.warnings.append(f"{self.kind}: flat coordinate list read as [x, y] pairs")
@@ -469,6 +478,9 @@ def _build(raw: dict[str, Any], convention: Convention, warnings: list[str]) -> 
                 flat = coords.flat(anchor)
                 if len(flat) != 2:
                     raise _Invalid("anchor_point must be [x, y]")
+                # On the box's scale: fractions if the box was given so.
+                if coords.fractions:
+                    flat = coords.unfraction(flat, "anchor_point")
                 fields["anchor_point"] = coords.point(flat)
             except _Invalid as exc:
                 warnings.append(f"annotate: {exc}; anchor_point ignored")

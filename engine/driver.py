@@ -299,7 +299,8 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         canvas = await rt.states.canvas(*current, original)
         canvas_size = canvas.size
     parsed = parse_step(reply.text, dialect=dialect, convention=convention,
-                        canvas_size=canvas_size, tool_calls=reply.tool_calls)
+                        canvas_size=canvas_size, tool_calls=reply.tool_calls,
+                        expected_step=step_no)
     warnings = list(parsed.warnings)
     answer = parsed.final_answer
     if answer is None and step_no >= max_steps and job.setting == "cot":

@@ -39,6 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="WxH",
         help="pixel size of the image the model saw (needed by the deepeyes dialect)",
     )
+    parser.add_argument(
+        "--step", type=_positive, metavar="N",
+        help="the step the reply was asked for, as a run passes it: earlier steps the reply "
+        "restates before Step N are not read (their actions ran already)",
+    )
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
 
 
 def _canvas(value: str | None) -> tuple[int, int] | None:
@@ -78,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         where = f"{args.file}: " if isinstance(exc, OSError) else ""
         print(f"vaot parse: {where}{reason}", file=sys.stderr)
         return 2
-    parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas)
+    parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas,
+                        expected_step=args.step)
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode() + "\n")
     return 0

@@ -13,7 +13,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final|answer)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -21,7 +21,7 @@ _ANSWER_IS = re.compile(
     r"\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)[ \t]*:?[ \t]*",
     re.IGNORECASE,
 )
-# Both patterns above need "final" or "answer" (any case) or 最终; these are the characters that
+# Both patterns above need "final" or "answer" (any case), 最终 or 答案; these are the characters that
 # re.IGNORECASE matches to each letter of them, so the check is exact. A case-insensitive scan
 # costs ~25 ns per character, the check ~3: most replies carry no answer, and replies run to
 # thousands of characters.
@@ -125,7 +125,7 @@ def _clean(answer: str) -> str:
 
 def _markers(text: str) -> list[re.Match[str]]:
     """What ``_MARKER.finditer(text)`` yields, trying the pattern only where it can start."""
-    return finditer_from(_MARKER, text, _FINAL, ("最终",))
+    return finditer_from(_MARKER, text, _FINAL, ("最终", "答案"))
 
 
 def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
@@ -175,7 +175,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
-    found = _marker_answers(text) if says_final or "最终" in text else []
+    found = _marker_answers(text) if says_final or "最终" in text or "答案" in text else []
     markers = [marker for marker in found if _clean(marker[2])]
     if markers:
         distinct = {_clean(marker[2]) for marker in markers}

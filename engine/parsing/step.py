@@ -34,6 +34,7 @@ def parse_step(
     convention: str = "xyxy",
     canvas_size: tuple[int, int] | None = None,
     tool_calls: Sequence[Any] = (),
+    expected_step: int | None = None,
 ) -> ParsedStep:
     """Parse one model reply: thought, actions, final answer, warnings.
 
@@ -44,6 +45,9 @@ def parse_step(
         canvas_size: ``(width, height)`` in pixels of the image the model was last shown; needed
             by dialects whose boxes are in pixels (``deepeyes``).
         tool_calls: the provider's tool-call objects (``ToolCall``) for tool-native models.
+        expected_step: the step the reply was asked for. A reply that restates earlier steps
+            (their text and action blocks, as the see2think prompt shows them) before it is read
+            from that step's first marker on: the restated actions were executed already.
 
     Raises:
         ValueError: for an unknown ``dialect`` or ``convention`` (a configuration error). Nothing
@@ -57,7 +61,8 @@ def parse_step(
     elif not isinstance(text, str):
         text = "" if text is None else str(text)
     try:
-        return _parse(text, module, dialect, convention, canvas_size, tuple(tool_calls))
+        return _parse(text, module, dialect, convention, canvas_size, tuple(tool_calls),
+                      expected_step)
     except Exception as exc:  # the contract is "never raises": report instead
         return ParsedStep(
             thought=text.strip(),
@@ -108,6 +113,22 @@ _DEFERRED = re.compile(r"[\s(\[*_]*(?:to be (?:determined|confirmed|decided)|tbd
                        r"|unknown yet|after (?:the )?(?:zoom|crop|action|next step))\b", re.I)
 
 
+def _from_expected_step(visible: str, expected: int, warnings: list[str]) -> str:
+    """``visible`` from the first marker of step ``expected`` on, when earlier steps' markers
+    come before it (a restatement of the history); else all of it."""
+    headers = find_step_headers(visible)
+    first = next((h for h in headers if h.number == expected), None)
+    if first is None:
+        return visible
+    earlier = sorted({h.number for h in headers if h.start < first.start and h.number < expected})
+    if not earlier:
+        return visible
+    warnings.append(f"the reply restates step{'s' if len(earlier) > 1 else ''} "
+                    f"{', '.join(map(str, earlier))} before Step {expected}; read from Step "
+                    f"{expected} on")
+    return visible[first.start:]
+
+
 def _not_an_answer_beside_an_action(answer: FoundAnswer) -> bool:
     """Whether an answer found beside a proposed action is thought, not the answer: only a
     "Final Answer:" marker opening its line that gives an answer counts there."""
@@ -125,12 +146,15 @@ def _parse(
     convention: str,
     canvas_size: tuple[int, int] | None,
     tool_calls: tuple[Any, ...],
+    expected_step: int | None = None,
 ) -> ParsedStep:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     think = split_think(text)
     flags = set(think.flags)
     warnings = list(think.warnings)
     visible = think.visible
+    if expected_step is not None:
+        visible = _from_expected_step(visible, expected_step, warnings)
 
     ext: Extraction = module.parse(
         visible, convention=convention, canvas_size=canvas_size, tool_calls=tool_calls

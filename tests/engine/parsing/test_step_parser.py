@@ -166,6 +166,10 @@ def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
     ("步骤 3：看过了。\n最终答案是：7", "7"),
     ("最终答案为 B", "B"),
     ("最终回答是：**C**", "C"),
+    # "Answer:" in Chinese, as the bare form: the reply's last line only. Missed, the model
+    # was asked for another step, paid.
+    ("步骤 3：放大后看清了。\n答案：B", "B"),
+    ("答案：B\n还需要再放大看看。", None),
 ])
 def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
     parsed = parse_step(text, dialect="vaot")
@@ -256,3 +260,21 @@ def test_an_answer_line_beside_an_invalid_action_is_the_answer():
 def test_emphasis_and_fences_around_an_answer_are_not_part_of_it(text, answer, choice):
     parsed = parse_step(f"Step 3 (Text): Seen.\n{text}")
     assert (parsed.final_answer, parsed.answer_choice) == (answer, choice)
+
+
+_RESTATED = ('Step 1 (Text): The sign is too small, so I zoom in on it.\n\nStep 1 (Action '
+             'Description):\n```json\n{"step": 1, "action": [{"type": "zoom", "target": '
+             '[600, 100, 900, 300]}]}\n```\n\nStep 2 (Text): The sign reads "Platform 4".')
+
+
+def test_a_restated_earlier_step_is_not_read_again():
+    # The see2think prompt shows the model its earlier steps, and some models copy them out
+    # before the step asked for: step 1's zoom ran again, on the zoomed view.
+    parsed = parse_step(_RESTATED, expected_step=2)
+    assert parsed.actions == () and parsed.step == 2
+    assert parsed.thought == 'The sign reads "Platform 4".'
+    assert any("restates step 1 before Step 2" in w for w in parsed.warnings)
+    # Without the step asked for (vaot parse without --step), it is read whole, as before.
+    assert [a.target for a in parse_step(_RESTATED).actions] == [(600, 100, 900, 300)]
+    # The step asked for first: nothing is cut.
+    assert parse_step(_RESTATED, expected_step=1).actions != ()
