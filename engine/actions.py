@@ -427,6 +427,12 @@ def _build(raw: dict[str, Any], convention: Convention, warnings: list[str]) -> 
                 target = raw[alias]
                 break
     if target is None:
+        if raw.get("box_2d") is not None:
+            # Gemini's own box field is [y1, x1, y2, x2]; read with this run's convention it
+            # could be drawn transposed without a word, so it is refused with its reason.
+            raise _Invalid(f"{kind}: missing required field 'target' ('box_2d' is not read: "
+                           "Gemini writes it as [y1, x1, y2, x2], in an order the run's "
+                           "convention may not match)")
         raise _Invalid(f"{kind}: missing required field 'target'")
     coords = _Coords(kind, convention, warnings)
     fields: dict[str, Any] = {}

@@ -239,3 +239,11 @@ def test_never_raises_on_arbitrary_json(value, convention):
 @given(action_like, st.sampled_from(["xyxy", "yxyx"]))
 def test_never_raises_on_action_like_objects(value, convention):
     _check(validate_action(value, convention))
+
+
+def test_a_gemini_box_2d_is_refused_with_its_reason():
+    # Gemini's own field is [y1, x1, y2, x2]: read in the run's convention it could be drawn
+    # transposed without a word. The warning says why the action is not drawn.
+    action, warnings = validate_action({"type": "zoom", "box_2d": [410, 220, 520, 380]})
+    assert action is None
+    assert "'box_2d' is not read" in warnings[-1] and "[y1, x1, y2, x2]" in warnings[-1]
