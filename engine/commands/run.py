@@ -365,6 +365,10 @@ class _SigtermStops(contextlib.AbstractContextManager):
 
     def _handler(self, signum, frame) -> None:
         self.seen = True
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            # Started with SIGINT ignored, as a script's background job is ("vaot run … &"):
+            # raised, it would do nothing, and the run went on to its end.
+            raise KeyboardInterrupt
         signal.raise_signal(signal.SIGINT)  # whatever SIGINT does now (asyncio: a clean stop)
 
     def __enter__(self):

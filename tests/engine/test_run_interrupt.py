@@ -36,13 +36,21 @@ def _finished(store: Path) -> int:
     # and lost its last replies, paid for again on the rerun.
     (signal.SIGTERM, 143, "terminated (SIGTERM)", ()),
     (signal.SIGTERM, 143, "terminated (SIGTERM)", ("--workers", "2")),
+    # A script's background job ("vaot run … &") starts with SIGINT ignored: the SIGTERM was
+    # turned into a SIGINT, which did nothing, and the run went on to its end.
+    (signal.SIGTERM, 143, "terminated (SIGTERM)", ("sigint-ignored",)),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)", ("sigint-ignored", "--workers", "2")),
 ])
 def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop, status, said,
                                                                   extra):
     store = tmp_path / "s.lmdb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    background = "sigint-ignored" in extra
+    extra = tuple(e for e in extra if e != "sigint-ignored")
     proc = subprocess.Popen(_run(store, *extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+                            if background else None)
     try:
         # Interrupt once some trajectories have finished (the store exists and holds some).
         deadline = time.monotonic() + 60
