@@ -45,6 +45,14 @@ def _interpret(value: Any, convention: str, out: Extraction, what: str) -> int:
                 items = [held]
             elif isinstance(held, list):
                 items = held
+            elif isinstance(held, str) and held.strip() and "type" not in value:
+                # {"action": "zoom", "target": […]}: the action named by its type, its fields
+                # beside it (smaller models flatten the block so).
+                out.warnings.append(f"{what}: '{key}' names the action type; its fields read "
+                                    "from the block")
+                items = [{"type": held.strip(), **{k: v for k, v in value.items()
+                                                   if k not in (key, "step", "visual_rationale",
+                                                                "global_style")}}]
             else:
                 out.warnings.append(f"{what}: '{key}' is neither a list nor an object; ignored")
                 return 0

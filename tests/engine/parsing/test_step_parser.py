@@ -278,3 +278,12 @@ def test_a_restated_earlier_step_is_not_read_again():
     assert [a.target for a in parse_step(_RESTATED).actions] == [(600, 100, 900, 300)]
     # The step asked for first: nothing is cut.
     assert parse_step(_RESTATED, expected_step=1).actions != ()
+
+
+def test_an_action_named_as_a_string_takes_its_fields_from_the_block():
+    # Smaller models flatten the block: {"action": "zoom", "target": […]}. It was ignored.
+    parsed = parse_step('Step 1 (Text): The sign is unreadable; zoom in.\n```json\n{"step": 1, '
+                        '"visual_rationale": "sign", "action": "zoom", "target": [700, 40, 980, '
+                        '220]}\n```')
+    assert [a.target for a in parsed.actions] == [(700, 40, 980, 220)]
+    assert parsed.visual_rationale == "sign" and parsed.step == 1
