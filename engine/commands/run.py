@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = (
         "examples:\n"
         "  vaot run                                  # the embedded demo (no network, no keys)\n"
-        "  vaot run --model openai:gpt-4o --api-key-env OPENAI_API_KEY --limit 50\n"
+        "  vaot run --model openai:gpt-4o --api-key-env OPENAI_API_KEY --limit 50 \\\n"
+        "           --store runs/gpt4o.lmdb       # the demo's dataset, 50 samples, own store\n"
         "  vaot run --model openai:Qwen/Qwen3-VL-8B --base-url http://127.0.0.1:8000/v1 \\\n"
         "           --dataset jsonl:data/val.jsonl --settings vaot,no_render\n"
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
