@@ -268,7 +268,11 @@ def _without_choices(given: str, expected: str) -> bool:
         return True
     if expected in ("yes", "no"):  # "Yes, the two lines are parallel."
         said = _YES_NO.match(given)
-        return said is not None and said.group(1) == expected
+        # Both words in its first sentence ("yes or no", "no, wait, yes", "no doubt, yes"):
+        # a hedge or a change of mind, not one answer.
+        first = re.split(r"[.!?]", given, maxsplit=1)[0]
+        both = {w for w in re.findall(r"\b(?:yes|no)\b", first)} == {"yes", "no"}
+        return said is not None and said.group(1) == expected and not both
     if expected_text is not None and _NUMBER.match(expected_text):
         value = _number_given(given)
         return value is not None and abs(value - _as_float(expected_text)) < 1e-9
@@ -278,7 +282,8 @@ def _without_choices(given: str, expected: str) -> bool:
 _YES_NO = re.compile(r"(yes|no)\b")
 # A number and its unit: "45°", "3 cm", "12.5 kg", "50%"; not "3 cats and a dog".
 _MEASURE = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]{1,12}|degrees?)")
-_LEADING_MEASURE = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?(?!\w)")
+# Each number of an answer with the word written after it ("3 m", "45°", "5 dogs").
+_NUMBER_AND_WORD = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?")
 
 
 def _unit(word: str | None) -> str:
@@ -291,13 +296,16 @@ def _same_measure(given: str, expected: str) -> bool:
     measured = _MEASURE.fullmatch(expected)
     if measured is None:
         return False
-    lead = _LEADING_MEASURE.match(given)
-    if lead is not None:
-        value, unit = _as_float(lead.group(1)), _unit(lead.group(2))
-    else:
-        value, unit = _number_given(given), ""
-    return (value is not None and abs(value - _as_float(measured.group(1))) < 1e-9
-            and unit in ("", _unit(measured.group(2))))
+    truth, unit = _as_float(measured.group(1)), _unit(measured.group(2))
+    given = re.sub(r"(\d)(°|[a-zµ])", r"\1 \2", given)  # "3cm" is "3 cm"
+    # The one number the answer gives (none for "3 or 4 cm", "3-4 cm", "3, 4 cm")…
+    value = _number_given(given)
+    if value is None or abs(value - truth) >= 1e-9:
+        return False
+    # …written bare or in the truth's unit wherever it stands ("It is 3 m" is not "3 cm").
+    words = {_unit(m.group(2)) for m in _NUMBER_AND_WORD.finditer(given)
+             if abs(_as_float(m.group(1)) - value) < 1e-9}
+    return words <= {"", unit}
 
 
 _NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
@@ -328,16 +336,26 @@ def _number_given(given: str) -> float | None:
         return values.pop()
     if numbers and numbers[0][0] == 0 and not _ALTERNATIVES.search(given):
         lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
+        second = numbers[1][0]
+        span = lead and _RANGE.match(given, lead.end())
+        if span and second in (span.end(), span.end() - 1):
+            return None  # "3-4", "3 – 4": a range
         joined = lead and _JOINED.match(given, lead.end())
         # (A "one" there of unknown value is the pronoun: "three, one of them red".)
-        if joined and numbers[1][0] == joined.end() and numbers[1][1] is not None:
-            return None  # "3 and 4", "3, 4", "3/4": two answers, or a number not read here
+        if joined and second == joined.end() and numbers[1][1] is not None:
+            unit = joined.group("unit")
+            after = _NUMBER_AND_WORD.match(given, second)
+            # "3 cm, 4 cm" lists one measure twice; "5 apples and 3 pears" counts two things.
+            if unit is None or (after is not None and after.group(2) == unit):
+                return None  # "3 and 4", "3, 4", "3/4": two answers, or a number not read here
         return numbers[0][1]
     return None
 
 
 # What joins a leading number to the next into a list ("3, 4", "3 & 4") or a fraction ("3/4").
-_JOINED = re.compile(r"\s*(?:,|;|&|/|\+|\band\b|\bplus\b)\s*")
+_JOINED = re.compile(r"(?:\s*(?P<unit>°|%|[a-zµ]{1,12}\b))?\s*(?:,|;|&|/|\+|×|\*|\band\b"
+                     r"|\bplus\b)\s*")
+_RANGE = re.compile(r"(?:\s*(?:°|%|[a-zµ]{1,12}\b))?\s*[-–]\s*")  # "3-4", "3 cm – 4 cm"
 
 
 # A number word these follow or precede is part of a number this reader does not read ("one

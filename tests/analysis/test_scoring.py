@@ -453,3 +453,25 @@ def test_reasoning_before_a_final_marker_does_not_change_the_answer(texts, data)
 ])
 def test_answers_as_models_write_them(answer, truth, choices, right) -> None:
     assert score_answer(answer, truth, choices) is right
+
+
+# Review of the above: the unit was checked only when the answer led with its number, ranges
+# and lists with a unit passed, and yes/no was read from the first word alone.
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("It is 3 m", "3 cm"), ("approximately 3 m", "3 cm"), ("I think it's 311 kg", "311 m"),
+    ("there are 5 dogs", "5 km"), ("the angle is 45 m", "45°"),
+    ("45° or 135°", "45°"), ("3 cm or 4 cm", "3 cm"), ("3 cm, 4 cm", "3 cm"),
+    ("3-4 cm", "3 cm"), ("119 g-112 g", "119 g"), ("3/4 cm", "3 cm"), ("3×4 cm", "3 cm"),
+    ("3-4", "3"), ("Yes or no", "yes"), ("yes/no", "yes"), ("Yes and no", "yes"),
+    ("Yes, no wait, it's no", "yes"), ("No doubt, yes.", "no"), ("no, wait, yes", "no"),
+])
+def test_a_hedge_or_another_unit_is_not_the_answer(answer, truth) -> None:
+    assert score_answer(answer, truth) is False
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("It is 3 cm", "3 cm"), ("approximately 3 cm", "3 cm"), ("5 apples and 3 pears", "5"),
+    ("3 cats, all black", "3"),
+])
+def test_a_number_in_its_unit_or_counting_one_thing_is_the_answer(answer, truth) -> None:
+    assert score_answer(answer, truth) is True
