@@ -283,10 +283,14 @@ def run(args: argparse.Namespace) -> int:
                                                 on_fault=on_fault, on_stop=on_stop)
                     else:
                         result = asyncio.run(_run(config, store, samples, adapters, on_outcome,
-                                                  on_fault, on_stop))
+                                                  on_fault, on_stop, terminated))
                 spent = result.spent
         except KeyboardInterrupt:
             interrupted = True
+        except asyncio.CancelledError:
+            if not terminated.seen:
+                raise
+            interrupted = True  # a SIGTERM with SIGINT ignored cancelled the run's main task
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             log.error("run_refused", run_id=run_id, reason=str(exc))
             err.print(f"vaot run: {exc}", markup=False)
@@ -366,14 +370,23 @@ class _SigtermStops(contextlib.AbstractContextManager):
     def __init__(self) -> None:
         self.seen = False
         self._previous = None
+        self.task: asyncio.Task | None = None
+        """The run's main task, when it runs on an event loop in this process."""
 
     def _handler(self, signum, frame) -> None:
         self.seen = True
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-            # Started with SIGINT ignored, as a script's background job is ("vaot run … &"):
-            # raised, it would do nothing, and the run went on to its end.
-            raise KeyboardInterrupt
-        signal.raise_signal(signal.SIGINT)  # whatever SIGINT does now (asyncio: a clean stop)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.raise_signal(signal.SIGINT)  # whatever SIGINT does now (asyncio: a clean stop)
+            return
+        # Started with SIGINT ignored, as a script's background job is ("vaot run … &"):
+        # raised, it would do nothing, and the run went on to its end. So stop as asyncio's own
+        # SIGINT handler does: cancel the main task (never raise inside the loop, which could
+        # leave a write's future unsettled); with no loop (the workers' supervisor), raise.
+        task = self.task
+        if task is not None and not task.done():
+            task.get_loop().call_soon_threadsafe(task.cancel)
+            return
+        raise KeyboardInterrupt
 
     def __enter__(self):
         with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
@@ -440,9 +453,11 @@ def _count_calls(events, ours: set[str], since: float, seen: list[int]):
         yield stored
 
 
-async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop):
+async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop,
+               terminated: _SigtermStops):
     from engine.runner import run_jobs
 
+    terminated.task = asyncio.current_task()
     try:
         return await run_jobs(config, store, samples, on_outcome=on_outcome, on_fault=on_fault,
                               adapters=adapters, on_stop=on_stop)

@@ -31,7 +31,9 @@ _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
 # template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
 _ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
-_NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*([^\n]*\S)")
+# Possessive: after a run of blank lines there is no line to give back, and backtracking into
+# them made "Final Answer:" then a page of blanks cost its length squared.
+_NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
 # Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an

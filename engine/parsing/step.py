@@ -73,20 +73,29 @@ def parse_step(
         )
 
 
+_VISIBLE = re.compile(r"\S")
+
+
 def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
     """``text`` with each span replaced by a line break (keeping the surrounding paragraphs)."""
     pieces, pos = [], 0
+    # Where the current line starts and ends, carried from span to span: found afresh for each,
+    # one long line holding thousands of markers cost its length squared.
+    line_start, scanned, line_end = 0, 0, -1
     for start, end in sorted(spans):
         start = max(start, pos)
         if end <= start:
             continue
         # A span inside a sentence leaves one space; one that starts or ends a line, a break.
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", end)
-        inline = (
-            text[line_start:start].strip()
-            and text[end : len(text) if line_end < 0 else line_end].strip()
-        )
+        newline = text.rfind("\n", scanned, start)
+        if newline >= 0:
+            line_start = newline + 1
+        scanned = start
+        if line_end < end:
+            line_end = text.find("\n", end)
+            line_end = len(text) if line_end < 0 else line_end
+        inline = (_VISIBLE.search(text, line_start, start) is not None
+                  and _VISIBLE.search(text, end, line_end) is not None)
         if inline:
             pieces.append(text[pos:start].rstrip(" \t") + " ")
             while end < len(text) and text[end] in " \t":

@@ -130,3 +130,37 @@ def test_blanking_spans_matches_overwriting_characters(data) -> None:
     point = st.integers(0, len(text))
     spans = data.draw(st.lists(st.tuples(point, point).map(sorted).map(tuple), max_size=6))
     assert blank_spans(text, spans) == _blank_by_characters(text, spans)
+
+
+def _oracle_cut(text: str, spans) -> str:
+    """step._cut as first written: each span looked at its whole line again (quadratic on one
+    long line holding thousands of markers)."""
+    pieces, pos = [], 0
+    for start, end in sorted(spans):
+        start = max(start, pos)
+        if end <= start:
+            continue
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        inline = (text[line_start:start].strip()
+                  and text[end: len(text) if line_end < 0 else line_end].strip())
+        if inline:
+            pieces.append(text[pos:start].rstrip(" \t") + " ")
+            while end < len(text) and text[end] in " \t":
+                end += 1
+        else:
+            pieces.append(text[pos:start])
+            pieces.append("\n")
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet="ab \t\n\u3000", max_size=60),
+       st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)), max_size=8))
+def test_cutting_spans_matches_the_line_by_line_reading(text, raw_spans) -> None:
+    from engine.parsing.step import _cut
+
+    spans = [(min(s, len(text)), min(s + n, len(text))) for s, n in raw_spans]
+    assert _cut(text, spans) == _oracle_cut(text, spans)
