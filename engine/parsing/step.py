@@ -122,9 +122,12 @@ _DEFERRED = re.compile(r"[\s(\[*_]*(?:to be (?:determined|confirmed|decided)|tbd
                        r"|unknown yet|after (?:the )?(?:zoom|crop|action|next step))\b", re.I)
 
 
-def _from_expected_step(visible: str, expected: int, warnings: list[str]) -> str:
-    """``visible`` from the first marker of step ``expected`` on, when earlier steps' markers
-    come before it (a restatement of the history); else all of it."""
+def _from_expected_step(visible: str, expected: int, warnings: list[str], module: Any,
+                        convention: str, canvas_size: tuple[int, int] | None) -> str:
+    """``visible`` from the first marker of step ``expected`` on, when what comes before it
+    restates earlier steps: their markers, and action blocks that all say an earlier step
+    ("step": 1 at step 2). A model that numbers its own reasoning "Step 1:", or whose new
+    action comes before its header, keeps its action: all of it is read."""
     headers = find_step_headers(visible)
     first = next((h for h in headers if h.number == expected), None)
     if first is None:
@@ -132,19 +135,43 @@ def _from_expected_step(visible: str, expected: int, warnings: list[str]) -> str
     earlier = sorted({h.number for h in headers if h.start < first.start and h.number < expected})
     if not earlier:
         return visible
+    before = module.parse(visible[:first.start], convention=convention, canvas_size=canvas_size,
+                          tool_calls=())
+    restated = (before.candidates and before.step is not None and before.step < expected
+                and not any(" says step " in w for w in before.warnings))
+    if not restated:
+        return visible
     warnings.append(f"the reply restates step{'s' if len(earlier) > 1 else ''} "
                     f"{', '.join(map(str, earlier))} before Step {expected}; read from Step "
                     f"{expected} on")
     return visible[first.start:]
 
 
-def _not_an_answer_beside_an_action(answer: FoundAnswer) -> bool:
+_NO_OPS = frozenset({"none", "no_action", "noop", "no-op", "null", "nothing", ""})
+# A step marker opening a line, as before an answer written on the marker's line.
+_HEADER_LEAD = re.compile(r"[ \t>#*_-]*step[ \t]*\d+[ \t]*(?:\([^)\n]{0,40}\))?[ \t]*[*_]*[ \t]*"
+                          r"[:：.-]?[ \t]*[*_]*[ \t]*", re.IGNORECASE)
+
+
+def _no_op(raw: Any) -> bool:
+    if raw is None or raw == {}:
+        return True
+    if isinstance(raw, dict):
+        kind = raw.get("type", raw.get("action"))
+        return kind is None or (isinstance(kind, str) and kind.strip().lower() in _NO_OPS)
+    return False
+
+
+def _not_an_answer_beside_an_action(answer: FoundAnswer, text: str) -> bool:
     """Whether an answer found beside a proposed action is thought, not the answer: only a
-    "Final Answer:" marker opening its line that gives an answer counts there."""
+    "Final Answer:" marker opening its line (or right after the line's step marker) that gives
+    an answer counts there."""
     if answer.source in ("answer_line", "answer_is"):
         return True
     if answer.source == "final_answer" and not answer.at_line_start:
-        return True
+        line_start = text.rfind("\n", 0, answer.start) + 1
+        if _HEADER_LEAD.fullmatch(text, line_start, answer.start) is None:
+            return True
     return _DEFERRED.match(answer.text) is not None
 
 
@@ -163,7 +190,8 @@ def _parse(
     warnings = list(think.warnings)
     visible = think.visible
     if expected_step is not None:
-        visible = _from_expected_step(visible, expected_step, warnings)
+        visible = _from_expected_step(visible, expected_step, warnings, module, convention,
+                                      canvas_size)
 
     ext: Extraction = module.parse(
         visible, convention=convention, canvas_size=canvas_size, tool_calls=tool_calls
@@ -180,13 +208,15 @@ def _parse(
             action, more = validate_action(cand.vaot, cand.convention)  # type: ignore[arg-type]
             notes.extend(more)
         validated.append((cand, action, notes))
-    proposes = any(action is not None for _, action, _ in validated)
+    # Anything but an explicit no-op ({"type": "none"}, filling the protocol's one-action slot)
+    # is an attempt at an action, valid or not: an answer beside it is read as beside an action.
+    tries = any(not _no_op(cand.raw) for cand, _, _ in validated)
 
     # The answer and the step markers are looked for outside the action blocks only.
     rest = blank_spans(visible, ext.spans)
     cuts = list(ext.spans)
     answer = find_final_answer(rest)
-    if answer is not None and proposes and _not_an_answer_beside_an_action(answer):
+    if answer is not None and tries and _not_an_answer_beside_an_action(answer, rest):
         # "Answer: pending", "…decide the final answer: the colour…", "Final Answer: (to be
         # determined after zooming)" beside an action block: part of the thought. The trajectory
         # goes on and the action runs; taken as the answer, it ended the trajectory with prose.

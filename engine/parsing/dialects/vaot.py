@@ -121,6 +121,10 @@ def parse(
             # fence: read whole, the repair took the prose for a string and dropped the object,
             # or kept the first object only. Then the objects within it are the blocks.
             candidates = bare_json_blocks(fence.body, _RELEVANT)
+            if value is not None:
+                # Beside a block, or in prose the repair read: only whole blocks, not an action
+                # quoted in a note or a format example ("e.g. {"type": "zoom", …}").
+                candidates = [c for c in candidates if _holds_block(_quiet_decode(c.body))]
             if len(candidates) > 1 or (candidates and not holds_block):
                 inner = candidates
         if inner is None:
@@ -160,6 +164,10 @@ def parse(
         out.flags.append("multiple_json_blocks")
         out.warnings.append(f"{blocks_with_actions} blocks carry actions; kept the actions of all")
     return out
+
+
+def _quiet_decode(body: str) -> Any:
+    return decode_block(body, "", [], [])
 
 
 def _holds_block(value: Any) -> bool:

@@ -287,3 +287,45 @@ def test_an_action_named_as_a_string_takes_its_fields_from_the_block():
                         '220]}\n```')
     assert [a.target for a in parsed.actions] == [(700, 40, 980, 220)]
     assert parsed.visual_rationale == "sign" and parsed.step == 1
+
+
+_Z2 = ('{"step": 2, "visual_rationale": "r", "action": [{"type": "zoom", '
+       '"target": [200, 200, 600, 600]}]}')
+_BOX_2D = '```json\n{"step": 1, "action": [{"type": "zoom", "box_2d": [100, 200, 500, 600]}]}\n```'
+
+
+@pytest.mark.parametrize("text", [
+    # A model numbering its own reasoning, or naming Step 1 before its new action: the action
+    # is this step's (its JSON says step 2), and cutting at "Step 2" lost it.
+    f"Step 1: The crop shows two cars; I need the left plate.\n```json\n{_Z2}\n```\n"
+    "Step 2: After the zoom I will read the plate.",
+    f"Step 1 (Text) showed the sign, so now I zoom on the plate:\n```json\n{_Z2}\n```\n"
+    "Step 2 (Text): the plate will be readable after this zoom.",
+])
+def test_only_a_restatement_is_cut_before_the_step_asked_for(text):
+    assert [a.target for a in parse_step(text, expected_step=2).actions] == [(200, 200, 600, 600)]
+
+
+@pytest.mark.parametrize("after", ["Answer: pending", "Final Answer: (to be determined after zooming)"])
+def test_an_answer_that_is_none_beside_an_invalid_action_is_thought(after):
+    # The action fails validation (a box_2d), but the model was asking for one: "pending" ended
+    # the trajectory as answered.
+    parsed = parse_step(f"Step 1 (Text): I will zoom on the sign.\n{_BOX_2D}\n{after}")
+    assert parsed.final_answer is None
+
+
+@pytest.mark.parametrize(("fence", "targets"), [
+    # A note after the block quoting step 1's zoom: that zoom ran again.
+    (f"{_Z2}\nNote: step 1 used {{\"type\": \"zoom\", \"target\": [100, 100, 500, 500]}}.",
+     [(200, 200, 600, 600)]),
+    # A format example: read as an action beside the final answer.
+    ('Action types: zoom, e.g. {"type": "zoom", "target": [100, 100, 400, 400]}', []),
+])
+def test_an_action_quoted_in_prose_inside_a_fence_is_not_run(fence, targets):
+    parsed = parse_step(f"Step 2 (Text): Seen.\n```json\n{fence}\n```\nFinal Answer: B")
+    assert [a.target for a in parsed.actions] == targets
+
+
+def test_a_final_answer_on_the_step_markers_line_beside_an_action_is_the_answer():
+    parsed = parse_step(f"Step 2 (Text): Final Answer: B\n```json\n{_Z2}\n```")
+    assert parsed.final_answer == "B"
