@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -40,13 +41,29 @@ def run(args: argparse.Namespace) -> int:
 
 def _export_to_file(store, output: str) -> int:
     """Export into a file beside ``output``, renamed over it once complete: a run killed
-    mid-export leaves an earlier complete export as it was, never a truncated one in its place."""
+    mid-export leaves an earlier complete export as it was, never a truncated one in its place.
+
+    A target that is not a plain file (a symlink, ``/dev/stdout``, a FIFO), or in a folder this
+    process cannot write, is written in place, as ``open`` would: renaming would replace the
+    link or device itself. The new file keeps an existing file's permissions.
+    """
     target = Path(output)
+    try:
+        existing = os.lstat(target)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        return _export_in_place(store, target)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    # os.open with 0o666: the file gets the permissions open() would give it (the umask's).
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        # 0o666: the permissions open() would give a new file (the umask's).
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except PermissionError:
+        return _export_in_place(store, target)  # a writable file in a folder that is not
     try:
         with os.fdopen(fd, "wb") as out:
+            if existing is not None:
+                os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode))
             n = export_jsonl(store, out)
             out.flush()
             os.fsync(out.fileno())
@@ -55,3 +72,8 @@ def _export_to_file(store, output: str) -> int:
         partial.unlink(missing_ok=True)
         raise
     return n
+
+
+def _export_in_place(store, target: Path) -> int:
+    with open(target, "wb") as out:
+        return export_jsonl(store, out)

@@ -231,6 +231,23 @@ def test_an_export_that_stops_midway_leaves_the_earlier_file_whole(store_path: P
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
+def test_an_export_keeps_a_files_permissions_and_writes_through_a_link(store_path: Path,
+                                                                        tmp_path: Path) -> None:
+    # Written beside and renamed over, a 0600 export became 0644, and a symlink (or
+    # /dev/stdout) was replaced by a plain file, the file it named left stale.
+    private = tmp_path / "private.jsonl"
+    private.write_text("x\n")
+    private.chmod(0o600)
+    assert vaot("export", store_path, "-o", private).returncode == 0
+    assert private.stat().st_mode & 0o777 == 0o600
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("x\n")
+    link.symlink_to(real)
+    assert vaot("export", store_path, "-o", link).returncode == 0
+    assert link.is_symlink()
+    assert real.read_text().splitlines() == done_lines(store_path)
+
+
 @pytest.mark.parametrize("command", [("tail",), ("tail", "--json"), ("export", "--jsonl")])
 def test_a_record_the_decoder_refuses_is_one_line_naming_verify(store_path: Path,
                                                                   command) -> None:
