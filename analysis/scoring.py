@@ -267,23 +267,31 @@ def _without_choices(given: str, expected: str) -> bool:
     if _same_value(given_text, expected_text):
         return True
     if expected in ("yes", "no"):  # "Yes, the two lines are parallel."
-        said = _YES_NO.match(given)
-        # Both words in its first sentence ("yes or no", "no, wait, yes", "no doubt, yes"):
-        # a hedge or a change of mind, not one answer.
-        first = re.split(r"[.!?]", given, maxsplit=1)[0]
-        both = {w for w in re.findall(r"\b(?:yes|no)\b", first)} == {"yes", "no"}
-        return said is not None and said.group(1) == expected and not both
+        # Yes and no standing as answers, not "no" before a noun ("there is no overlap") nor
+        # after "not"; both ("yes or no", "no, wait, yes") are a hedge or a change of mind.
+        said = set(_YES_NO.findall(given))
+        return said == {expected}
     if expected_text is not None and _NUMBER.match(expected_text):
         value = _number_given(given)
         return value is not None and abs(value - _as_float(expected_text)) < 1e-9
     return _same_measure(given, expected)
 
 
-_YES_NO = re.compile(r"(yes|no)\b")
+_YES_NO = re.compile(r"(?<!\bnot )\b(yes|no)\b(?=\s*(?:$|[,.;:!?/)]|\b(?:or|and|wait)\b))")
 # A number and its unit: "45°", "3 cm", "12.5 kg", "50%"; not "3 cats and a dog".
 _MEASURE = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]{1,12}|degrees?)")
 # Each number of an answer with the word written after it ("3 m", "45°", "5 dogs").
 _NUMBER_AND_WORD = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?")
+
+
+_UNIT_WORDS = frozenset({
+    "°", "%", "mm", "cm", "dm", "m", "km", "in", "inch", "inches", "ft", "foot", "feet", "yd",
+    "yard", "yards", "mi", "mile", "miles", "mg", "g", "kg", "t", "lb", "lbs", "oz", "ml", "l",
+    "s", "sec", "second", "seconds", "min", "minute", "minutes", "h", "hr", "hour", "hours", "px",
+    "pixel", "pixels", "pt", "kb", "mb", "gb", "hz", "khz", "w", "kw", "v", "a", "rad", "cm²",
+    "m²", "km²", "psi", "mph", "kmh", "n", "j", "k", "c", "f", "ms", "µm", "nm"})
+_GLUED_UNIT = re.compile(r"(\d)(°|%|(?:" + "|".join(sorted(
+    (re.escape(u) for u in _UNIT_WORDS if u not in ("°", "%")), key=len, reverse=True)) + r")\b)")
 
 
 def _unit(word: str | None) -> str:
@@ -294,18 +302,19 @@ def _same_measure(given: str, expected: str) -> bool:
     """A truth with a unit ("45°", "3 cm") met by its number, written bare or in that unit
     ("45", "45 degrees", "3cm"); not in another unit ("3 m")."""
     measured = _MEASURE.fullmatch(expected)
-    if measured is None:
-        return False
+    if measured is None or _unit(measured.group(2)) not in _UNIT_WORDS:
+        return False  # "3 cats" is no measure: "3 dogs" must not meet it
     truth, unit = _as_float(measured.group(1)), _unit(measured.group(2))
-    given = re.sub(r"(\d)(°|[a-zµ])", r"\1 \2", given)  # "3cm" is "3 cm"
+    given = _GLUED_UNIT.sub(r"\1 \2", given)  # "3cm" is "3 cm"; "2nd" stays
     # The one number the answer gives (none for "3 or 4 cm", "3-4 cm", "3, 4 cm")…
     value = _number_given(given)
     if value is None or abs(value - truth) >= 1e-9:
         return False
-    # …written bare or in the truth's unit wherever it stands ("It is 3 m" is not "3 cm").
+    # …written bare or in the truth's unit somewhere ("3 cats" is no 3 cm), and in no other
+    # unit anywhere ("It is 3 m"); other words after it are the reason ("3 cm, since 3 is …").
     words = {_unit(m.group(2)) for m in _NUMBER_AND_WORD.finditer(given)
              if abs(_as_float(m.group(1)) - value) < 1e-9}
-    return words <= {"", unit}
+    return bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
 
 
 _NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
@@ -338,8 +347,11 @@ def _number_given(given: str) -> float | None:
         lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
         second = numbers[1][0]
         span = lead and _RANGE.match(given, lead.end())
-        if span and second in (span.end(), span.end() - 1):
-            return None  # "3-4", "3 – 4": a range
+        # "3-4", "3 cm – 4 cm": a range; "3 - 2 red and 1 blue" is a dash before a reason.
+        if (span and second in (span.end(), span.end() - 1)
+                and (not re.search(r"\s[-–]\s", span.group())
+                     or (numbers[1][1] or 0) > (numbers[0][1] or 0))):
+            return None
         joined = lead and _JOINED.match(given, lead.end())
         # (A "one" there of unknown value is the pronoun: "three, one of them red".)
         if joined and second == joined.end() and numbers[1][1] is not None:

@@ -122,6 +122,9 @@ _DEFERRED = re.compile(r"[\s(\[*_]*(?:to be (?:determined|confirmed|decided)|tbd
                        r"|unknown yet|after (?:the )?(?:zoom|crop|action|next step))\b", re.I)
 
 
+_JSON_STEP = re.compile(r"""["']step["']\s*:\s*["']?(\d{1,6})""")
+
+
 def _from_expected_step(visible: str, expected: int, warnings: list[str], module: Any,
                         convention: str, canvas_size: tuple[int, int] | None) -> str:
     """``visible`` from the first marker of step ``expected`` on, when what comes before it
@@ -135,10 +138,12 @@ def _from_expected_step(visible: str, expected: int, warnings: list[str], module
     earlier = sorted({h.number for h in headers if h.start < first.start and h.number < expected})
     if not earlier:
         return visible
-    before = module.parse(visible[:first.start], convention=convention, canvas_size=canvas_size,
-                          tool_calls=())
-    restated = (before.candidates and before.step is not None and before.step < expected
-                and not any(" says step " in w for w in before.warnings))
+    head = visible[:first.start]
+    before = module.parse(head, convention=convention, canvas_size=canvas_size, tool_calls=())
+    said = [int(n) for n in _JSON_STEP.findall(head)]
+    # Restated: no action at all before the step asked for, or blocks that all say an earlier
+    # step. An action with no step number there may be this step's: all of it is read.
+    restated = not before.candidates or (said and max(said) < expected)
     if not restated:
         return visible
     warnings.append(f"the reply restates step{'s' if len(earlier) > 1 else ''} "
@@ -147,10 +152,12 @@ def _from_expected_step(visible: str, expected: int, warnings: list[str], module
     return visible[first.start:]
 
 
-_NO_OPS = frozenset({"none", "no_action", "noop", "no-op", "null", "nothing", ""})
+_NO_OPS = frozenset({"none", "no_action", "noop", "no-op", "null", "nothing", "", "stop",
+                     "answer", "final", "final_answer", "done", "finish"})
 # A step marker opening a line, as before an answer written on the marker's line.
-_HEADER_LEAD = re.compile(r"[ \t>#*_-]*step[ \t]*\d+[ \t]*(?:\([^)\n]{0,40}\))?[ \t]*[*_]*[ \t]*"
-                          r"[:：.-]?[ \t]*[*_]*[ \t]*", re.IGNORECASE)
+# Possessive runs: a long run of spaces or asterisks must not be tried every way (quadratic).
+_HEADER_LEAD = re.compile(r"[ \t>#*_-]*+step[ \t]*+\d++[ \t]*+(?:\([^)\n]{0,40}\))?[ \t*_]*+"
+                          r"[:：.-]?[ \t*_]*+", re.IGNORECASE)
 
 
 def _no_op(raw: Any) -> bool:
@@ -158,7 +165,8 @@ def _no_op(raw: Any) -> bool:
         return True
     if isinstance(raw, dict):
         kind = raw.get("type", raw.get("action"))
-        return kind is None or (isinstance(kind, str) and kind.strip().lower() in _NO_OPS)
+        # No type ({"name": "zoom", …}) is still an attempt at an action.
+        return isinstance(kind, str) and kind.strip().lower() in _NO_OPS
     return False
 
 

@@ -475,3 +475,16 @@ def test_a_hedge_or_another_unit_is_not_the_answer(answer, truth) -> None:
 ])
 def test_a_number_in_its_unit_or_counting_one_thing_is_the_answer(answer, truth) -> None:
     assert score_answer(answer, truth) is True
+
+
+# Second review: "no" before a noun is no answer word, a reason after a measure names other
+# words after the number, ordinals are no glued units, and a spaced dash may open a reason.
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("Yes, there is no overlap.", "yes"), ("Yes, no two circles touch.", "yes"),
+    ("No, not yes.", "no"), ("There is no overlap, so yes.", "yes"),
+    ("3 cm, since 3 is half of 6", "3 cm"), ("5 cm, as there are 5 marks", "5 cm"),
+    ("45°, because 45 and 45 make 90", "45°"), ("The 2nd side is 3 cm", "3 cm"),
+    ("The 3rd angle is 45°", "45°"), ("3 - 2 red and 1 blue", "3"), ("3 cars - 2 red, 1 blue", "3"),
+])
+def test_words_after_an_answer_are_its_reason(answer, truth) -> None:
+    assert score_answer(answer, truth) is True

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from engine.parsing.blocks import bare_json_blocks, blank_spans, fenced_blocks
+from engine.parsing.blocks import bare_json_blocks, blank_spans, fenced_blocks, starts_line
 from engine.parsing.dialects.base import Candidate, Extraction, decode_block
 from store.actions import Action
 
@@ -122,9 +122,11 @@ def parse(
             # or kept the first object only. Then the objects within it are the blocks.
             candidates = bare_json_blocks(fence.body, _RELEVANT)
             if value is not None:
-                # Beside a block, or in prose the repair read: only whole blocks, not an action
-                # quoted in a note or a format example ("e.g. {"type": "zoom", …}").
-                candidates = [c for c in candidates if _holds_block(_quiet_decode(c.body))]
+                # Beside a block, or in prose the repair read: whole blocks, and objects opening
+                # a line ("JSON:" then the object), not an action quoted inside a sentence of a
+                # note or a format example ("…, e.g. {"type": "zoom", …}").
+                candidates = [c for c in candidates if _holds_block(_quiet_decode(c.body))
+                              or _opens_line(fence.body, c.start)]
             if len(candidates) > 1 or (candidates and not holds_block):
                 inner = candidates
         if inner is None:
@@ -164,6 +166,13 @@ def parse(
         out.flags.append("multiple_json_blocks")
         out.warnings.append(f"{blocks_with_actions} blocks carry actions; kept the actions of all")
     return out
+
+
+_BLANKS = re.compile(r"[ \t]*")
+
+
+def _opens_line(text: str, at: int) -> bool:
+    return starts_line(text, _BLANKS, at)  # a bounded look back: linear on one long line
 
 
 def _quiet_decode(body: str) -> Any:

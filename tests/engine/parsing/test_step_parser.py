@@ -329,3 +329,31 @@ def test_an_action_quoted_in_prose_inside_a_fence_is_not_run(fence, targets):
 def test_a_final_answer_on_the_step_markers_line_beside_an_action_is_the_answer():
     parsed = parse_step(f"Step 2 (Text): Final Answer: B\n```json\n{_Z2}\n```")
     assert parsed.final_answer == "B"
+
+
+def test_two_restated_steps_are_cut_and_labelled_objects_in_a_fence_kept():
+    def block(n, target):
+        return ('```json\n{"step": ' + str(n) + ', "action": [{"type": "zoom", "target": '
+                + target + '}]}\n```')
+
+    reply = (f"Step 1 (Text): zoom the sign.\nStep 1 (Action Description):\n"
+             f"{block(1, '[600,100,900,300]')}\nStep 2 (Text): zoom more.\n"
+             f"Step 2 (Action Description):\n{block(2, '[100,100,200,200]')}\n"
+             "Step 3 (Text): The sign reads 4.\nFinal Answer: 4")
+    parsed = parse_step(reply, expected_step=3)
+    assert (parsed.actions, parsed.step, parsed.final_answer) == ((), 3, "4")
+    for body in ('{"type": "zoom", "target": [1,2,300,400]}\n'
+                 '{"type": "zoom", "target": [500,500,900,900]}',
+                 'JSON:\n{"type": "zoom", "target": [1,2,300,400]}'):
+        parsed = parse_step(f"Step 1 (Text): zoom.\n```json\n{body}\n```")
+        assert parsed.actions[0].target == (1, 2, 300, 400)
+
+
+@pytest.mark.parametrize(("block", "answer"), [
+    ('{"step": 3, "action": [{"type": "stop"}]}', "4"),  # a stop is no action: the answer
+    ('{"step": 1, "action": [{"name": "zoom", "target": [1,2,300,400]}]}', None),  # an attempt
+])
+def test_what_counts_as_an_attempted_action_beside_an_answer_line(block, answer):
+    parsed = parse_step(f"Step 3 (Text): reads 4.\n```json\n{block}\n```\nAnswer: "
+                        f"{'4' if answer else 'pending'}")
+    assert parsed.final_answer == answer
