@@ -6,6 +6,7 @@ import argparse
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from engine.commands._store_arg import open_existing_store
@@ -52,18 +53,24 @@ def _export_to_file(store, output: str) -> int:
         existing = os.lstat(target)
     except FileNotFoundError:
         existing = None
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
+    if existing is not None and (
+            not stat.S_ISREG(existing.st_mode) or existing.st_nlink > 1
+            or existing.st_uid != os.geteuid() or not os.access(target, os.W_OK)):
+        # A link, a device, a file with other names or another owner, or one open() may not
+        # write: renaming over it would do what writing into it does not.
         return _export_in_place(store, target)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
-        # 0o666: the permissions open() would give a new file (the umask's).
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        # A fresh name each time: one left by a killed export must not stand in the way.
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
+                                    dir=target.parent)
     except PermissionError:
         return _export_in_place(store, target)  # a writable file in a folder that is not
+    partial = Path(name)
     try:
         with os.fdopen(fd, "wb") as out:
-            if existing is not None:
-                os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode))
+            # The permissions open() would give: the old file's, or a new file's (the umask's).
+            os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode) if existing is not None
+                      else 0o666 & ~_umask())
             n = export_jsonl(store, out)
             out.flush()
             os.fsync(out.fileno())
@@ -72,6 +79,12 @@ def _export_to_file(store, output: str) -> int:
         partial.unlink(missing_ok=True)
         raise
     return n
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _export_in_place(store, target: Path) -> int:

@@ -248,6 +248,21 @@ def test_an_export_keeps_a_files_permissions_and_writes_through_a_link(store_pat
     assert real.read_text().splitlines() == done_lines(store_path)
 
 
+def test_an_export_is_not_stopped_by_a_leftover_and_writes_into_a_hard_link(
+        store_path: Path, tmp_path: Path) -> None:
+    # A partial file left by a killed export (same name with O_EXCL: refused for good where
+    # pids repeat), and a file with a second name, which a rename left stale.
+    (tmp_path / ".out.jsonl.1.partial").write_text('{"half": ')
+    out = tmp_path / "out.jsonl"
+    assert vaot("export", store_path, "-o", out).returncode == 0
+    assert out.read_text().splitlines() == done_lines(store_path)
+    other = tmp_path / "other.jsonl"
+    out.write_text("x\n")
+    other.hardlink_to(out)
+    assert vaot("export", store_path, "-o", out).returncode == 0
+    assert other.read_text() == out.read_text()
+
+
 @pytest.mark.parametrize("command", [("tail",), ("tail", "--json"), ("export", "--jsonl")])
 def test_a_record_the_decoder_refuses_is_one_line_naming_verify(store_path: Path,
                                                                   command) -> None:
