@@ -181,6 +181,14 @@ def _picked(text: str, options: list[_Option]) -> int | None:
     found = _by_text(text, options)
     if found is not None:
         return found
+    if _NUMERIC_ANSWER.match(text) and all(_NUMERIC_OPTION.fullmatch(o.text) for o in options):
+        # Options that are all numbers (or measures), and an answer that starts with one: the
+        # number it gives, read as without options ("3-4" and "3 or 4 cm" name no one option,
+        # "3 red cars and 2 blue ones" names 3).
+        value = _number_given(_GLUED_UNIT.sub(r"\1 \2", text))
+        hits = [i for i, o in enumerate(options) if value is not None
+                and abs(_as_float(_NUMERIC_OPTION.fullmatch(o.text).group(1)) - value) < 1e-9]
+        return hits[0] if len(hits) == 1 else None
     lead = _lead(text)
     if lead is not None:
         # "4, since …" for the options 3, 4, 5: an option written as the label is that option.
@@ -208,6 +216,10 @@ def _picked(text: str, options: list[_Option]) -> int | None:
     if len(present) == 1:
         return present[0]
     return None if present else _by_number_words(text, options)
+
+
+_NUMERIC_ANSWER = re.compile(r"[-+]?\d")
+_NUMERIC_OPTION = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(?:°|%|[a-zµ²]{1,12})?")
 
 
 def _by_number_words(text: str, options: list[_Option]) -> int | None:

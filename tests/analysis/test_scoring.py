@@ -488,3 +488,18 @@ def test_a_number_in_its_unit_or_counting_one_thing_is_the_answer(answer, truth)
 ])
 def test_words_after_an_answer_are_its_reason(answer, truth) -> None:
     assert score_answer(answer, truth) is True
+
+
+@pytest.mark.parametrize(("answer", "right"), [
+    ("3-4", False), ("3 or 4", False), ("3, 4", False),  # no one option
+    ("3 red cars and 2 blue ones", True), ("3, since 3 pairs", True), ("3", True), ("B", True),
+    ("4", False),
+])
+def test_numeric_options_read_the_number_an_answer_gives(answer, right) -> None:
+    assert score_answer(answer, "B", ("2", "3", "4", "5")) is right
+
+
+def test_measure_options_read_the_number_an_answer_gives() -> None:
+    options = ("3 cm", "4 cm", "5 cm", "6 cm")
+    assert score_answer("3 or 4 cm", "B", options) is False
+    assert score_answer("4cm", "B", options) is True
