@@ -25,6 +25,12 @@ def _run(store: Path, *extra: str) -> list[str]:
             "--no-progress", *extra]
 
 
+def _sigint(disposition):
+    """Start the run with SIGINT handled so, whatever this test process inherited (a suite run
+    as a background job has SIGINT ignored, and so would the run)."""
+    return lambda: signal.signal(signal.SIGINT, disposition)
+
+
 def _finished(store: Path) -> int:
     with open_store(store, create=False) as s:
         return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
@@ -49,8 +55,7 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
     extra = tuple(e for e in extra if e != "sigint-ignored")
     proc = subprocess.Popen(_run(store, *extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-                            if background else None)
+                            preexec_fn=_sigint(signal.SIG_IGN if background else signal.SIG_DFL))
     try:
         # Interrupt once some trajectories have finished (the store exists and holds some).
         deadline = time.monotonic() + 60

@@ -117,9 +117,12 @@ def _intact_then_resumed(store: Path) -> None:
 
 
 def _start_and_wait(store: Path, workers: int, at_least: int) -> subprocess.Popen:
+    # SIGINT as a terminal leaves it, whatever this test process inherited (a suite run as a
+    # background job has it ignored, and so would the run).
     proc = subprocess.Popen(_cmd(store, workers), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
         if (store / "data.mdb").exists() and _finished(store) >= at_least:
