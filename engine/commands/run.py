@@ -326,22 +326,26 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     end: RunEnd | None = None
-    try:
-        # Those not started yet are open too: the table covers the same trajectories as the
-        # counts.
-        records = with_unstarted(records, jobs)
-        wall = time.monotonic() - started
-        for table in summary_tables(records, list(config.settings),
-                                    [m.spec for m in config.models]):
-            console.print(table)
-        end = RunEnd(
-            run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
-            calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
-            stopped=stopped, interrupted=interrupted, terminated=terminated.seen, spent=spent)
-        return report(console, err, log, config, end)
-    except KeyboardInterrupt:
-        return _report_interrupted(err, log, config, run_id, terminated.seen,
-                                   logged=end is not None and end.logged)
+    # Held again: a SIGTERM during the report stops it as a Ctrl-C does (the resume hint said,
+    # the end logged); it killed the process at once there.
+    with terminated:
+        try:
+            # Those not started yet are open too: the table covers the same trajectories as
+            # the counts.
+            records = with_unstarted(records, jobs)
+            wall = time.monotonic() - started
+            for table in summary_tables(records, list(config.settings),
+                                        [m.spec for m in config.models]):
+                console.print(table)
+            end = RunEnd(
+                run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
+                calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
+                stopped=stopped, interrupted=interrupted, terminated=terminated.seen,
+                spent=spent)
+            return report(console, err, log, config, end)
+        except KeyboardInterrupt:
+            return _report_interrupted(err, log, config, run_id, terminated.seen,
+                                       logged=end is not None and end.logged)
 
 
 def _short(value: object) -> str:

@@ -99,3 +99,30 @@ def test_a_ctrl_c_while_the_command_is_importing_is_one_line(tmp_path, monkeypat
     monkeypatch.setitem(cli.COMMANDS, "run", "slow_command")
     assert cli.main(["run"]) == 130
     assert capsys.readouterr().err == "interrupted\n"
+
+
+_SIGTERM_IN_REPORT = """
+import os, signal, sys
+import engine.progress as progress
+tables = progress.summary_tables
+def summary_tables(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)  # a scheduler's SIGTERM, as the report starts
+    return tables(*args, **kwargs)
+progress.summary_tables = summary_tables
+from engine.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_sigterm_during_the_end_report_stops_it_as_ctrl_c_does(tmp_path):
+    # The report ran outside the block that handles SIGTERM: the process was killed at once,
+    # with no resume hint and no run_end in the log.
+    store = tmp_path / "s.lmdb"
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_IN_REPORT, "run", "--dataset", "synthetic:1", "--limit",
+         "2", "--settings", "cot", "--store", str(store), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        preexec_fn=_sigint(signal.SIG_DFL))
+    assert done.returncode == 143, done.stderr
+    assert "terminated (SIGTERM): committed work is kept" in done.stderr
+    assert (tmp_path / "s.log").read_text().count('"run_end"') == 1
