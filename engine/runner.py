@@ -466,7 +466,9 @@ def _refuse_changed_model(config: RunConfig, model: ModelConfig, old: dict[str, 
     defaults = msgspec.to_builtins(ModelConfig(model.spec))  # a field an old record lacks
     for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
         was, is_ = old.get(field, defaults.get(field)), now.get(field, defaults.get(field))
-        if msgspec.json.encode(was) != msgspec.json.encode(is_):  # nan == nan here
+        # Compared as JSON: nan == nan there, and with its keys sorted, the same extra written
+        # in another order in the config is the same.
+        if msgspec.json.encode(was, order="sorted") != msgspec.json.encode(is_, order="sorted"):
             how = (f"it joined run {run_id} in this store" if joined
                    else f"run {run_id} in this store was started")
             raise ConfigError(

@@ -570,3 +570,17 @@ def test_a_models_table_is_found_by_place_past_arrays_and_spaced_headers(tmp_pat
         config_from(parser.parse_args(["--config", str(config)]))
     assert str(caught.value).startswith(
         f"--config {config}: [[models]] 2 (openai:a), max_concurrency (line 9): Expected")
+
+
+def test_extra_written_in_another_order_is_the_same_reading() -> None:
+    # Compared as encoded JSON, the same extra keys in another order were refused on resume.
+    from engine.config import ConfigError, ModelConfig, RunConfig
+    from engine.runner import _refuse_changed_model
+
+    model = ModelConfig("openai:m", extra={"top_p": 0.9, "seed": 1})
+    config = RunConfig(models=(model,))
+    recorded = {"extra": {"seed": 1, "top_p": 0.9}}
+    _refuse_changed_model(config, model, recorded, "r", joined=False)  # no error
+    with pytest.raises(ConfigError, match="extra"):
+        _refuse_changed_model(config, model, {"extra": {"seed": 2, "top_p": 0.9}}, "r",
+                              joined=False)
