@@ -13,6 +13,7 @@ import difflib
 import errno
 import importlib
 import os
+import signal
 import sys
 from typing import NoReturn
 
@@ -68,14 +69,36 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, subs
 
 
+class _Terminated(KeyboardInterrupt):
+    """A SIGTERM outside the part of a command that stops on it cleanly (``vaot run``'s)."""
+
+
+def _raise_terminated(signum, frame) -> NoReturn:
+    raise _Terminated
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    terminated = isinstance(exc, _Terminated)
+    print("terminated (SIGTERM)" if terminated else "interrupted", file=sys.stderr)
+    return 143 if terminated else 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    # A SIGTERM (kill, timeout, a scheduler) stops any command as a Ctrl-C does, one line and
+    # no traceback, also while its modules import; before, it killed the process there.
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return _main(argv)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # Ctrl-C while a command's modules are still importing (the first tenth of a second):
         # nothing has been written yet; say so in the same line as later.
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _stopped(exc)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -105,9 +128,8 @@ def _main(argv: list[str] | None) -> int:
     module = importlib.import_module(COMMANDS[args.command])
     try:
         return int(module.run(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _stopped(exc)
     except BrokenPipeError:
         # The reader went away (``vaot tail STORE | head``): what it wanted, it got. Later
         # writes, and the flush at exit, go nowhere instead of raising again.

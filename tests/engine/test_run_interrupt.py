@@ -101,6 +101,20 @@ def test_a_ctrl_c_while_the_command_is_importing_is_one_line(tmp_path, monkeypat
     assert capsys.readouterr().err == "interrupted\n"
 
 
+def test_a_sigterm_while_the_command_is_importing_is_one_line(tmp_path, monkeypatch,
+                                                              capsys) -> None:
+    # Before, a SIGTERM in those first moments killed the process with no word; now it stops as
+    # a Ctrl-C does there, and the process's own SIGTERM handling is given back afterwards.
+    (tmp_path / "slow_command_term.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.COMMANDS, "run", "slow_command_term")
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["run"]) == 143
+    assert capsys.readouterr().err == "terminated (SIGTERM)\n"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 _SIGTERM_IN_REPORT = """
 import os, signal, sys
 import engine.progress as progress
