@@ -181,13 +181,14 @@ def _picked(text: str, options: list[_Option]) -> int | None:
     found = _by_text(text, options)
     if found is not None:
         return found
-    if _NUMERIC_ANSWER.match(text) and all(_NUMERIC_OPTION.fullmatch(o.text) for o in options):
+    numeric = [_NUMERIC_OPTION.fullmatch(o.text) for o in options]
+    if _NUMERIC_ANSWER.match(text) and all(numeric):
         # Options that are all numbers (or measures), and an answer that starts with one: the
         # number it gives, read as without options ("3-4" and "3 or 4 cm" name no one option,
         # "3 red cars and 2 blue ones" names 3).
         value = _number_given(_GLUED_UNIT.sub(r"\1 \2", text))
-        hits = [i for i, o in enumerate(options) if value is not None
-                and abs(_as_float(_NUMERIC_OPTION.fullmatch(o.text).group(1)) - value) < 1e-9]
+        hits = [i for i, m in enumerate(numeric) if value is not None
+                and abs(_as_float(m.group(1)) - value) < 1e-9]
         return hits[0] if len(hits) == 1 else None
     lead = _lead(text)
     if lead is not None:
@@ -218,8 +219,11 @@ def _picked(text: str, options: list[_Option]) -> int | None:
     return None if present else _by_number_words(text, options)
 
 
+# A decimal number, and what may stand after one as its unit ("°", "%", "cm", "degrees").
+_DECIMAL = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
+_UNITISH = r"°|%|[a-zµ²]{1,12}\b"
 _NUMERIC_ANSWER = re.compile(r"[-+]?\d")
-_NUMERIC_OPTION = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(?:°|%|[a-zµ²]{1,12})?")
+_NUMERIC_OPTION = re.compile(rf"({_DECIMAL})\s*(?:{_UNITISH})?")
 
 
 def _by_number_words(text: str, options: list[_Option]) -> int | None:
@@ -291,7 +295,7 @@ def _without_choices(given: str, expected: str) -> bool:
 
 _YES_NO = re.compile(r"(?<!\bnot )\b(yes|no)\b(?=\s*(?:$|[,.;:!?/)]|\b(?:or|and|wait)\b))")
 # A number and its unit: "45°", "3 cm", "12.5 kg", "50%"; not "3 cats and a dog".
-_MEASURE = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]{1,12}|degrees?)")
+_MEASURE = re.compile(rf"({_DECIMAL})\s*({_UNITISH})")
 # Each number of an answer with the word written after it ("3 m", "45°", "5 dogs").
 _NUMBER_AND_WORD = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?")
 
@@ -377,9 +381,9 @@ def _number_given(given: str) -> float | None:
 
 
 # What joins a leading number to the next into a list ("3, 4", "3 & 4") or a fraction ("3/4").
-_JOINED = re.compile(r"(?:\s*(?P<unit>°|%|[a-zµ]{1,12}\b))?\s*(?:,|;|&|/|\+|×|\*|\band\b"
+_JOINED = re.compile(rf"(?:\s*(?P<unit>{_UNITISH}))?\s*(?:,|;|&|/|\+|×|\*|\band\b"
                      r"|\bplus\b)\s*")
-_RANGE = re.compile(r"(?:\s*(?:°|%|[a-zµ]{1,12}\b))?\s*[-–]\s*")  # "3-4", "3 cm – 4 cm"
+_RANGE = re.compile(rf"(?:\s*(?:{_UNITISH}))?\s*[-–]\s*")  # "3-4", "3 cm – 4 cm"
 
 
 # A number word these follow or precede is part of a number this reader does not read ("one

@@ -462,6 +462,7 @@ def test_answers_as_models_write_them(answer, truth, choices, right) -> None:
     ("there are 5 dogs", "5 km"), ("the angle is 45 m", "45°"),
     ("45° or 135°", "45°"), ("3 cm or 4 cm", "3 cm"), ("3 cm, 4 cm", "3 cm"),
     ("3-4 cm", "3 cm"), ("119 g-112 g", "119 g"), ("3/4 cm", "3 cm"), ("3×4 cm", "3 cm"),
+    ("38 % and 33 %", "38 %"), ("104 °/458 °", "104 °"),
     ("3-4", "3"), ("Yes or no", "yes"), ("yes/no", "yes"), ("Yes and no", "yes"),
     ("Yes, no wait, it's no", "yes"), ("No doubt, yes.", "no"), ("no, wait, yes", "no"),
 ])

@@ -125,8 +125,8 @@ def parse(
                 # Beside a block, or in prose the repair read: whole blocks, and objects opening
                 # a line ("JSON:" then the object), not an action quoted inside a sentence of a
                 # note or a format example ("…, e.g. {"type": "zoom", …}").
-                candidates = [c for c in candidates if _holds_block(_quiet_decode(c.body))
-                              or _opens_line(fence.body, c.start)]
+                candidates = [c for c in candidates if _opens_line(fence.body, c.start)
+                              or _holds_block(_quiet_decode(c.body))]  # the cheap test first
             if len(candidates) > 1 or (candidates and not holds_block):
                 inner = candidates
         if inner is None:
