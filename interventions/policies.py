@@ -96,11 +96,13 @@ def observe(
         redraw: renders a block as the faithful render did; a corruption of drawings draws the
             marks again over altered content or at another place.
     """
-    rng = np.random.default_rng(seed)
     if policy == "faithful":
         return rendered, PolicyDetail(policy)
     if policy == "none":
         return None, PolicyDetail(policy)
+    # Made only for the policies that draw from it: building a generator costs more than a
+    # faithful step's whole policy, and every vaot step takes that path.
+    rng = np.random.default_rng(seed)
     geometry = [a for a in actions if isinstance(a, Crop | Zoom)]
     drawings = [a for a in actions if not isinstance(a, Crop | Zoom)]
     if policy in ("corrupt:modify_key", "counterfactual:random_crop") and geometry:
