@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "tail": "engine.commands.tail",
     "verify": "engine.commands.verify",
     "export": "engine.commands.export",
+    "images": "engine.commands.images",
 }
 
 COMMAND_HELP: dict[str, str] = {
@@ -34,6 +35,7 @@ COMMAND_HELP: dict[str, str] = {
     "tail": "print the events of a store, optionally following new ones",
     "verify": "check every hash chain and every image blob of a store",
     "export": "export a store as JSONL",
+    "images": "write a store's images (all, or one trajectory's in step order) as files",
 }
 
 

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from engine.commands._files import current_umask
 from engine.commands._store_arg import open_existing_store
 from store.export import export_jsonl
 
@@ -70,7 +71,7 @@ def _export_to_file(store, output: str) -> int:
         with os.fdopen(fd, "wb") as out:
             # The permissions open() would give: the old file's, or a new file's (the umask's).
             os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode) if existing is not None
-                      else 0o666 & ~_umask())
+                      else 0o666 & ~current_umask())
             n = export_jsonl(store, out)
             out.flush()
             os.fsync(out.fileno())
@@ -79,12 +80,6 @@ def _export_to_file(store, output: str) -> int:
         partial.unlink(missing_ok=True)
         raise
     return n
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _export_in_place(store, target: Path) -> int:

@@ -1,0 +1,151 @@
+"""``vaot images STORE -o DIR [--traj ID]``: the images of a store as files, to look at.
+
+The log names every image by its pixel hash (``input_state``, ``faithful_state``,
+``returned_state``); this writes the images themselves. Without ``--traj``, every image of the
+store as ``DIR/<hash>.png``, so a hash read in ``vaot export`` is a file name. With ``--traj``,
+one folder per trajectory, in step order: ``step00-original.png``, then for each step that
+rendered, ``stepNN-shown.png`` (what the model was shown next) and ``stepNN-faithful.png``
+when the faithful render is not what was shown (wrong_render, no_render).
+
+Each file is written beside its name and renamed into place, so a killed export never leaves a
+half-written image; the bytes are checked against the digest the store keeps with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from engine.commands._files import write_atomically
+from engine.commands._store_arg import open_existing_store
+from store import Recorder
+from store.events import Step, TrajectoryStarted
+from store.recorder import parse_blob_record
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("store", metavar="STORE", help="path of the store")
+    parser.add_argument("-o", "--output", metavar="DIR", required=True,
+                        help="folder to write into (made if missing); files already there "
+                             "under the same hash name are kept, as their pixels are the same")
+    parser.add_argument("--traj", metavar="ID", action="append", default=[],
+                        help="only this trajectory's images, in step order, in DIR/ID/; a "
+                             "unique prefix of the id is enough (`vaot tail STORE` shows them); "
+                             "repeatable")
+
+
+class _Problem(Exception):
+    """One line for the user; the command exits 2."""
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_existing_store(args.store)
+    if store is None:
+        return 2
+    out = Path(args.output)
+    with store:
+        try:
+            trajs = [_resolve(store, prefix) for prefix in args.traj]
+            _make_dir(out)
+            if trajs:
+                written = kept = damaged = 0
+                for traj in trajs:
+                    w, k, d = _write_all(store, _trajectory_images(store, traj), out / traj,
+                                         overwrite=True)
+                    written, kept, damaged = written + w, kept + k, damaged + d
+            else:
+                written, kept, damaged = _write_all(store, _every_image(store), out,
+                                                    overwrite=False)
+        except _Problem as exc:
+            print(f"vaot: {exc}", file=sys.stderr)
+            return 2
+    there = f" ({kept} already there)" if kept else ""
+    where = out / trajs[0] if len(trajs) == 1 else out
+    print(f"wrote {written} image(s) to {where}{there}", file=sys.stderr)
+    if damaged:
+        print(f"vaot: {damaged} image(s) missing or damaged in the store, not written "
+              f"(`vaot verify {args.store}` says more)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _resolve(store: Recorder, prefix: str) -> str:
+    """The trajectory id ``prefix`` names: itself, or the one id it begins."""
+    ids = store.trajectory_ids()
+    if prefix in ids:
+        return prefix
+    matches = [t for t in ids if t.startswith(prefix)] if prefix else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise _Problem(f"no trajectory {prefix!r} in the store ({len(ids)} trajectories; "
+                       "`vaot tail STORE` shows their ids)")
+    shown = ", ".join(matches[:3]) + (", …" if len(matches) > 3 else "")
+    raise _Problem(f"{prefix!r} begins {len(matches)} trajectory ids ({shown}); give more of it")
+
+
+def _make_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _Problem(f"cannot make folder {path}: {exc.strerror or exc}") from None
+
+
+def _every_image(store: Recorder) -> list[tuple[str, str]]:
+    """(file name, hex hash) of every image blob.
+
+    The keys are listed before any image is read: reading while the listing's read
+    transaction is open would need a second one in the same thread.
+    """
+    return [(f"{key.hex()}.png", key.hex()) for key, _record in store.iter_blob_records()]
+
+
+def _trajectory_images(store: Recorder, traj: str) -> Iterator[tuple[str, str]]:
+    """(file name, hex hash) of the images one trajectory names, in step order."""
+    for stored in store.read_trajectory(traj):
+        event = stored.event
+        if isinstance(event, TrajectoryStarted):
+            yield "step00-original.png", event.input_state
+        elif isinstance(event, Step):
+            if event.returned_state is not None:
+                yield f"step{event.step:02d}-shown.png", event.returned_state
+            if event.faithful_state is not None and event.faithful_state != event.returned_state:
+                yield f"step{event.step:02d}-faithful.png", event.faithful_state
+
+
+def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path, *,
+               overwrite: bool) -> tuple[int, int, int]:
+    """Write each (name, hash) into ``folder``; (written, kept as they were, missing/damaged)."""
+    _make_dir(folder)
+    written = kept = damaged = 0
+    for name, hex_key in images:
+        target = folder / name
+        if not overwrite and target.exists():
+            kept += 1
+            continue
+        record = store.get_blob_record(bytes.fromhex(hex_key))
+        if record is None:
+            print(f"vaot: image {hex_key} ({name}) is not in the store", file=sys.stderr)
+            damaged += 1
+            continue
+        fmt, digest, data = parse_blob_record(record)
+        if hashlib.sha256(data).digest() != digest:
+            print(f"vaot: image {hex_key} ({name}) is damaged in the store (its bytes do not "
+                  "match their digest)", file=sys.stderr)
+            damaged += 1
+            continue
+        if fmt != "png":
+            target = target.with_suffix(f".{fmt}")
+        _write_file(target, data)
+        written += 1
+    return written, kept, damaged
+
+
+def _write_file(target: Path, data: bytes) -> None:
+    try:
+        write_atomically(target, data)
+    except OSError as exc:
+        raise _Problem(f"cannot write {target}: {exc.strerror or exc}") from None
