@@ -180,13 +180,14 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         key = hashlib.sha256(job.traj.encode() + request_hash).digest()
         cached = store.cache_get(key) if check_cache else None
         check_cache = cached is not None
+        reply = _cached_reply(cached) if cached is not None else None
+        if reply is None:
+            cached = None  # a cached reply this version cannot read is asked for again
         if cached is None and rt.spend is not None and rt.spend.reached():
             await writes.settle()  # its last step is durable; the rerun continues after it
             raise SpendCapReached
         started_at = ctx.monotonic()
-        if cached is not None:
-            reply = decode_reply(cached)
-        else:
+        if reply is None:
             try:
                 reply = await call_with_retries(
                     adapter, request, rng=ctx.rng(), policy=rt.retry, on_failure=on_failure,
@@ -450,3 +451,12 @@ def _finish(rt, state, job, ctx, status, answer, calls, tokens, writes: PendingW
     outcome = Outcome(job.traj, status, answer, len(state.steps), calls=calls, tokens=tokens,
                       error=error)
     return outcome, writes
+
+
+def _cached_reply(data: bytes) -> ModelReply | None:
+    """A cached reply, or None if it cannot be decoded (written by a version whose reply held a
+    field of another type): a reply that cannot be read must not fail the step forever."""
+    try:
+        return decode_reply(data)
+    except msgspec.DecodeError:
+        return None

@@ -480,7 +480,14 @@ class HttpAdapter(abc.ABC):
         data = await self._client.post_json(
             self.path.format(model=self.model), self.build_body(request)
         )
-        return self.parse_reply(data)
+        reply = self.parse_reply(data)
+        # A field of another type (a server's own shape that parse_reply let through) would
+        # fail far from here: when the reply is parsed, or read back from the reply cache.
+        if not isinstance(reply.text, str) or not all(
+                isinstance(c.name, str) and isinstance(c.arguments, str)
+                for c in reply.tool_calls):
+            raise self._reply_error("reply text or tool call is not a string", "bad_reply")
+        return reply
 
     async def aclose(self) -> None:
         """Close the HTTP session."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models._secrets import read_key
 from adapters.models.base import (
@@ -116,12 +118,12 @@ class OpenAIAdapter(HttpAdapter):
         try:
             choice = data["choices"][0]
             message = choice.get("message") or {}
-            text = message.get("content") or ""
+            text = _content_text(message.get("content"))
             tool_calls = tuple(
                 ToolCall(
-                    name=call["function"]["name"],
-                    arguments=call["function"].get("arguments") or "",
-                    id=call.get("id") or "",
+                    name=str(call["function"]["name"]),
+                    arguments=_arguments(call["function"].get("arguments")),
+                    id=str(call.get("id") or ""),
                 )
                 for call in message.get("tool_calls") or ()
             )
@@ -135,6 +137,12 @@ class OpenAIAdapter(HttpAdapter):
             )
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply has no choices[0].message", "bad_reply") from None
+        refusal = message.get("refusal")
+        if not text and not tool_calls and isinstance(refusal, str) and refusal.strip():
+            # The model declined in its own words: kept in the failure's message, where a
+            # reader of the log finds it, rather than recorded as an empty step.
+            raise self._reply_error(f"the model refused: {' '.join(refusal.split())[:300]}",
+                                    "safety_block", retry="no")
         if raw_finish == "content_filter" and not text and not tool_calls:
             raise self._reply_error(
                 "the reply was withheld by the provider's content filter",
@@ -152,6 +160,30 @@ class OpenAIAdapter(HttpAdapter):
             top_logprobs=top,
             model=str(data.get("model") or self.model),
         )
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of parts (as Mistral's servers
+    and others send it); ``None`` is no text.
+
+    Raises:
+        TypeError: any other shape (the caller classifies it as a bad reply).
+    """
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content
+                       if isinstance(part, dict) and part.get("type") in ("text", "output_text")
+                       and isinstance(part.get("text"), str))
+    raise TypeError(f"message content is a {type(content).__name__}")
+
+
+def _arguments(arguments: Any) -> str:
+    """A tool call's arguments as the JSON text the API specifies; some servers send the object
+    itself."""
+    if arguments is None or isinstance(arguments, str):
+        return arguments or ""
+    return msgspec.json.encode(arguments).decode()
 
 
 def create(model: str, options: AdapterOptions) -> OpenAIAdapter:

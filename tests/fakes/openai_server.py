@@ -30,7 +30,11 @@ __all__ = ["FakeOpenAI"]
 _DATA_URI = re.compile(r"^data:(?P<mt>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
-register_extra_faults(["content_filter"])
+# ``refusal``: no content, the model's refusal in its own field. ``content_parts``: a good reply
+# whose content is a list of parts (text and a reasoning part), as Mistral's servers send it.
+register_extra_faults(["content_filter", "refusal", "content_parts"])
+REFUSAL = "I can't help with identifying people in images."
+PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
 
 class FakeOpenAI(FakeServer):
@@ -192,6 +196,23 @@ class FakeOpenAI(FakeServer):
                     ],
                 }
             )
+        if fault == "refusal":
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": None,
+                                         "refusal": REFUSAL}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19},
+            })
+        if fault == "content_parts":
+            parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
+                     *({"type": "text", "text": t} for t in PARTS_TEXT)]
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": parts}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19},
+            })
         return None
 
 

@@ -34,7 +34,8 @@ GENERIC = {
     "404": ("no", "not_found", None),
 }
 SPECIFIC = {
-    "openai": {"content_filter": ("no", "safety_block", None)},
+    "openai": {"content_filter": ("no", "safety_block", None),
+               "refusal": ("no", "safety_block", None)},
     "gemini": {
         "safety_block": ("no", "safety_block", None),
         "finish_safety": ("no", "safety_block", None),

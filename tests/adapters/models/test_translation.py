@@ -293,3 +293,54 @@ async def test_server_can_keep_summaries_instead_of_images(serve) -> None:
     await adapter.generate(vaot_request())
     url = server.requests[0].body["messages"][1]["content"][1]["image_url"]["url"]
     assert url.startswith("sha256:")
+
+
+async def test_openai_content_as_a_list_of_parts_is_its_text_parts_joined(serve) -> None:
+    from tests.fakes.faults import FaultPlan
+    from tests.fakes.openai_server import PARTS_TEXT
+
+    _, adapter = await serve("openai", faults=FaultPlan(["content_parts"]))
+    reply = await adapter.generate(vaot_request())
+    assert reply.text == "".join(PARTS_TEXT)  # the reasoning part is not the answer's text
+
+
+async def test_openai_refusal_is_a_failure_that_quotes_it(serve) -> None:
+    from adapters.models.base import ModelCallError
+    from tests.fakes.faults import FaultPlan
+    from tests.fakes.openai_server import REFUSAL
+
+    _, adapter = await serve("openai", faults=FaultPlan(["refusal"]))
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(vaot_request())
+    assert info.value.kind == "safety_block" and info.value.retry == "no"
+    assert REFUSAL in str(info.value)
+
+
+@pytest.mark.parametrize(("message", "want"), [
+    ({"content": [{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text",
+                                                                          "text": "b"}]}, "ab"),
+    ({"content": None}, ""),
+    ({"content": "x", "tool_calls": [{"id": "c", "function": {"name": "f",
+                                                               "arguments": {"k": [1]}}}]}, "x"),
+])
+def test_openai_reply_shapes_of_compatible_servers(message, want) -> None:
+    from adapters.models.base import AdapterOptions
+    from adapters.models.registry import create_adapter
+
+    adapter = create_adapter("openai:m", AdapterOptions(base_url="http://127.0.0.1:9/v1"))
+    reply = adapter.parse_reply({"choices": [{"message": message, "finish_reason": "stop"}]})
+    assert reply.text == want
+    assert all(isinstance(c.arguments, str) for c in reply.tool_calls)
+    if reply.tool_calls:
+        assert msgspec.json.decode(reply.tool_calls[0].arguments) == {"k": [1]}
+
+
+@pytest.mark.parametrize("content", [7, {"text": "a"}, True])
+def test_openai_content_of_another_type_is_a_bad_reply(content) -> None:
+    from adapters.models.base import AdapterOptions, ModelCallError
+    from adapters.models.registry import create_adapter
+
+    adapter = create_adapter("openai:m", AdapterOptions(base_url="http://127.0.0.1:9/v1"))
+    with pytest.raises(ModelCallError) as info:
+        adapter.parse_reply({"choices": [{"message": {"content": content}}]})
+    assert info.value.kind == "bad_reply"
