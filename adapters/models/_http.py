@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import email.utils
+import math
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -68,18 +69,18 @@ def parse_retry_after(
     """
     millis = headers.get("retry-after-ms")
     if millis:
-        try:
-            return max(float(millis) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        seconds = _finite(millis)
+        if seconds is not None:
+            return max(seconds / 1000.0, 0.0)
     value = headers.get("Retry-After")
     if not value:
         return None
     value = value.strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _finite(value)
+    if seconds is not None:
+        return max(seconds, 0.0)
+    if _NUMBERISH.fullmatch(value):  # "nan", "inf", "-1e999": a number, but no wait
+        return None
     try:
         when = email.utils.parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError, IndexError):
@@ -92,6 +93,31 @@ def parse_retry_after(
         except (TypeError, ValueError, IndexError):
             pass
     return max(when - reference, 0.0)
+
+
+_NUMBERISH = re.compile(r"[+-]?(?:nan|inf(?:inity)?|[\d.]+(?:e[+-]?\d+)?)", re.IGNORECASE)
+
+
+def _finite(text: str) -> float | None:
+    """``text`` as a finite number of seconds, or None (``float`` reads "nan" and "inf")."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_text(text: str) -> str:
+    """An error body that is not JSON, on one line: an HTML page (a proxy's "502 Bad Gateway")
+    by its title, or its text without tags."""
+    if text.lstrip()[:1] == "<":
+        title = _HTML_TITLE.search(text)
+        text = title.group(1) if title else _HTML_TAG.sub(" ", text)
+    return " ".join(text.split())
 
 
 def error_message(body: bytes) -> str:
@@ -110,8 +136,9 @@ def error_message(body: bytes) -> str:
         if not text and isinstance(data.get("message"), str):
             text = data["message"]
     limit = 500
-    if not text:  # no message field: the start of the body itself
-        text, limit = body[:65536].decode("utf-8", "replace").strip(), 300
+    if not text:  # no message field: the start of the body itself, on one line
+        text, limit = _page_text(body[:65536].decode("utf-8", "replace")), 300
+    text = " ".join(text.split())  # a multi-line message stays one line in a log or terminal
     # Redacted before it is cut: a key across the cut would no longer match, and half of it
     # would be shown.
     text = redact(text)
@@ -192,6 +219,22 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
 )
 
 
+def _daily_quota(body: bytes) -> bool:
+    """Whether a 429 says a per-day quota is used up (Gemini: a ``QuotaFailure`` detail whose
+    ``quotaId`` names ``PerDay``): no wait within a run cures it, and each retry of each
+    trajectory would meet it again."""
+    try:
+        details = msgspec.json.decode(body)["error"]["details"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return False
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("QuotaFailure"):
+            for violation in detail.get("violations") or ():
+                if isinstance(violation, dict) and "PerDay" in str(violation.get("quotaId", "")):
+                    return True
+    return False
+
+
 def _error_codes(body: bytes) -> set[str]:
     """The machine-readable names an error body gives (``error.type``, ``error.code``)."""
     try:
@@ -226,6 +269,16 @@ def classify_status(
             said_so = detail.rstrip().removesuffix(".")
             return ModelCallError(f"{where}: " + text.format(status=status, detail=said_so),
                                   retry="no", kind=kind, status=status)
+    if status == 429 and _daily_quota(body[:65536]):
+        return ModelCallError(
+            f"{where}: the daily request quota is used up (HTTP 429): {detail}. It resets once "
+            "a day (Gemini: midnight Pacific time); rerun then, or raise the quota",
+            retry="no", kind="quota", status=status)
+    if "model_not_found" in codes:  # OpenAI says so with a 403 or a 404, not only a 404
+        return ModelCallError(
+            f"{where}: model not found (HTTP {status}) at {url}: {detail}. Check the model "
+            "name, and that the key's project may use it",
+            retry="no", kind="not_found", status=status)
     if status == 429:
         return ModelCallError(
             f"{where}: rate limited (HTTP 429): {detail}",
@@ -238,7 +291,7 @@ def classify_status(
         )
     if status >= 500 or status in _TRANSIENT_4XX:
         return ModelCallError(
-            f"{where}: server error (HTTP {status}): {detail}",
+            f"{where}: server error (HTTP {status}) at {url}: {detail}",
             retry="transient",
             kind=f"http_{status}",
             retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
@@ -252,7 +305,7 @@ def classify_status(
             hint = ("no API key was sent; name the variable holding one with --api-key-env "
                     "(api_key_env in a config file)")
         return ModelCallError(
-            f"{where}: not authorised (HTTP {status}): {hint}. Server said: {detail}",
+            f"{where}: not authorised (HTTP {status}) at {url}: {hint}. Server said: {detail}",
             retry="no",
             kind="auth",
             status=status,
@@ -274,7 +327,7 @@ def classify_status(
             status=status,
         )
     return ModelCallError(
-        f"{where}: request rejected (HTTP {status}): {detail}",
+        f"{where}: request rejected (HTTP {status}) at {url}: {detail}",
         retry="no",
         kind="bad_request" if status == 400 else f"http_{status}",
         status=status,

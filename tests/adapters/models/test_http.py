@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from adapters.models._http import JsonClient, classify_status, error_message, parse_retry_after
@@ -189,7 +190,11 @@ def test_auth_message_without_a_key() -> None:
 
 
 def test_error_message_falls_back_to_text_and_truncates() -> None:
-    assert error_message(b"<html>oops</html>") == "<html>oops</html>"
+    assert error_message(b"<html>oops</html>") == "oops"
+    page = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>"
+            b"502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body></html>")
+    assert error_message(page) == "502 Bad Gateway"  # a proxy's page, by its title, one line
+    assert error_message(b'{"error": {"message": "two\\nlines"}}') == "two lines"
     assert error_message(b'{"error": "plain string"}') == "plain string"
     assert len(error_message(b'{"error": {"message": "' + b"x" * 2000 + b'"}}')) <= 501
 
@@ -255,3 +260,34 @@ def test_fractional_retry_delay() -> None:
     body = (b'{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", '
             b'"retryDelay": "1.5s"}]}}')
     assert classify(503, body).retry_after == 1.5
+
+
+def test_a_daily_quota_429_is_no_rate_limit() -> None:
+    body = msgspec.json.encode({"error": {
+        "code": 429, "status": "RESOURCE_EXHAUSTED", "message": "You exceeded your current quota.",
+        "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}]}})
+    error = classify(429, body)
+    assert (error.retry, error.kind) == ("no", "quota") and "daily request quota" in str(error)
+    per_minute = body.replace(b"PerDay", b"PerMinute")
+    assert (classify(429, per_minute).retry, classify(429, per_minute).kind) == (
+        "rate_limit", "http_429")
+
+
+def test_model_not_found_in_a_403_is_not_a_bad_key() -> None:
+    body = msgspec.json.encode({"error": {"message": "The model `gpt-9` does not exist or you do "
+                                                     "not have access to it.",
+                                          "type": "invalid_request_error",
+                                          "code": "model_not_found"}})
+    error = classify(403, body)
+    assert (error.retry, error.kind) == ("no", "not_found")
+    assert "API key" not in str(error) and "model not found" in str(error)
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999"])
+def test_a_retry_after_that_is_no_finite_number_is_ignored(value) -> None:
+    assert parse_retry_after({"Retry-After": value}) is None
+    assert parse_retry_after({"retry-after-ms": value, "Retry-After": "2"}) == 2.0
