@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from adapters.models.base import ImagePart, Message, ModelRequest, TextPart
-from engine.prompts import prompt_for
+from engine.prompts import FRAMING, prompt_for
 
 __all__ = ["HistoryStep", "RequestSpec", "build_request", "parse_image_history"]
 
@@ -52,9 +52,9 @@ def parse_image_history(value: str) -> int | None:
 
 
 def _question_text(question: str, choices: Sequence[str]) -> str:
-    text = f"Question: {question.strip()}"
+    text = FRAMING["question"].format(question=question.strip())
     if choices:
-        text += "\nOptions: " + "; ".join(choices)
+        text += FRAMING["options"] + "; ".join(choices)
     return text
 
 
@@ -82,15 +82,15 @@ def build_request(
     def said(h: HistoryStep) -> str:
         # A reply with no text (a thinking model that spent its budget thinking) is shown as
         # such: an empty part would be refused by some APIs and tell the model nothing.
-        return h.raw_text if h.raw_text.strip() else f"(Step {h.step}: the reply had no text.)"
+        return h.raw_text if h.raw_text.strip() else FRAMING["no_text"].format(step=h.step)
 
     def observation(h: HistoryStep) -> list:
         if h.returned_state is not None:
             if h.step in shown:
-                return [TextPart(f"Image returned after Step {h.step}:"), image(h.returned_state)]
-            return [TextPart(f"(The image returned after Step {h.step} is omitted.)")]
+                return [TextPart(FRAMING["image_returned"].format(step=h.step)), image(h.returned_state)]
+            return [TextPart(FRAMING["image_omitted"].format(step=h.step))]
         if h.acted:
-            return [TextPart(f"(The action of Step {h.step} was not executed; no image.)")]
+            return [TextPart(FRAMING["not_executed"].format(step=h.step))]
         return []
 
     if spec.shape == "chat":
@@ -109,7 +109,7 @@ def build_request(
     elif spec.shape == "see2think":
         parts: list = [TextPart(instructions + "\n" + question_text), image(original_state)]
         if history:
-            parts.append(TextPart("Your previous steps:"))
+            parts.append(TextPart(FRAMING["previous"]))
         for h in history:
             parts.append(TextPart(said(h).strip()))
             parts.extend(observation(h))
@@ -128,8 +128,8 @@ def build_request(
 def _closing_for(setting: str, step: int, max_steps: int) -> str:
     """The text that ends the user turn asking for call ``step``."""
     if setting == "cot":
-        return "Solve it now."
-    text = f"Now write Step {step}."
+        return FRAMING["cot_closing"]
+    text = FRAMING["closing"].format(step=step)
     if step >= max_steps:
-        text += " This is your last step: give the Final Answer."
+        text += FRAMING["last_step"]
     return text

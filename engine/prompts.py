@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["PROMPTS", "PROMPTS_VERSION", "SETTINGS", "prompt_for", "prompt_hashes"]
+__all__ = ["FRAMING", "PROMPTS", "PROMPTS_VERSION", "SETTINGS", "prompt_for", "prompt_hashes"]
 
 SETTINGS = ("cot", "no_render", "vaot", "wrong_render")
 
@@ -73,9 +73,36 @@ def prompt_for(setting: str) -> str:
 
 def prompt_hashes() -> dict[str, str]:
     """sha256 (12 hex digits) of each setting's prompt, recorded in the run header."""
-    return {k: hashlib.sha256(v.encode()).hexdigest()[:12] for k, v in sorted(PROMPTS.items())}
+    hashes = {k: hashlib.sha256(v.encode()).hexdigest()[:12] for k, v in sorted(PROMPTS.items())}
+    framing = "".join(f"{k}\x00{v}" for k, v in sorted(FRAMING.items()))
+    hashes["framing"] = hashlib.sha256(framing.encode()).hexdigest()[:12]
+    return hashes
 
 
-PROMPTS_VERSION = hashlib.sha256(
-    "".join(f"{k}\x00{v}" for k, v in sorted(PROMPTS.items())).encode()
-).hexdigest()[:12]
+# The fixed texts a request is built with around the instructions (engine/conversation.py):
+# sent to the model like the prompts, so part of their version. "{step}" is the step number.
+FRAMING: dict[str, str] = {
+    "question": "Question: {question}",
+    "options": "\nOptions: ",
+    "no_text": "(Step {step}: the reply had no text.)",
+    "image_returned": "Image returned after Step {step}:",
+    "image_omitted": "(The image returned after Step {step} is omitted.)",
+    "not_executed": "(The action of Step {step} was not executed; no image.)",
+    "previous": "Your previous steps:",
+    "cot_closing": "Solve it now.",
+    "closing": "Now write Step {step}.",
+    "last_step": " This is your last step: give the Final Answer.",
+}
+
+
+
+def version_of(prompts: dict[str, str], framing: dict[str, str]) -> str:
+    """One hash (12 hex digits) of every prompt and framing text."""
+    return hashlib.sha256(
+        "".join(f"{k}\x00{v}" for k, v in sorted(prompts.items())).encode()
+        + b"\x01" + "".join(f"{k}\x00{v}" for k, v in sorted(framing.items())).encode()
+    ).hexdigest()[:12]
+
+
+PROMPTS_VERSION = version_of(PROMPTS, FRAMING)
+"""Part of a run's identity, checked on resume."""

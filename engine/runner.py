@@ -409,17 +409,23 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     now_run = {"seed": config.seed, "max_steps": config.max_steps,
                "shape": config.shape, "image_history": config.image_history,
                "render_base": config.render_base, "token_budget": config.token_budget,
-               "max_tokens": config.max_tokens, "temperature": config.temperature}
+               "max_tokens": config.max_tokens, "temperature": config.temperature,
+               # The prompts changed (another vaot, or an edited engine/prompts.py): half the
+               # run's trajectories would be asked in other words.
+               "prompts_version": PROMPTS_VERSION}
     for field, value in now_run.items():
         # A header from before budgets existed had none: a budget is compared all the same.
         if field not in header.config and field != "token_budget":
             continue
         was = header.config.get(field)
         if was != value:
+            label = _IDENTITY_IN_HEADER[field]
+            how = (f"without {label}, and this has {label} {value!r}" if was is None
+                   else f"with {label} {was!r}, and this has none" if value is None
+                   else f"with {label} {was!r}, not {value!r}")
             raise ConfigError(
-                f"run {run_id} in this store was started with {field} {was!r}, not "
-                f"{value!r}; resuming would mix the two in one run. Keep it, or start a "
-                "separate run with another --run-name")
+                f"run {run_id} in this store was started {how}; resuming would mix the two in "
+                "one run. Keep it, or start a separate run with another --run-name")
     before = {m.get("spec"): m for m in header.config.get("models", [])}
     for model in config.models:
         old = before.get(model.spec)

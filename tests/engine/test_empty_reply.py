@@ -145,8 +145,31 @@ async def test_a_named_run_is_not_resumed_with_another_token_limit() -> None:
     store = MemoryStore()
     await run_jobs(config, store, samples, adapters={SPEC: FirstThenNothing()})
     raised = msgspec.structs.replace(config, max_tokens=4096)
-    with pytest.raises(ConfigError, match="max_tokens 64, not 4096"):
+    with pytest.raises(ConfigError, match="--max-tokens 64, not 4096"):
         await run_jobs(raised, store, samples, adapters={SPEC: FirstThenNothing()})
+
+
+async def test_a_named_run_is_not_resumed_with_other_prompts(monkeypatch) -> None:
+    # A named run keeps its id whatever its options: an edited prompt (or another vaot) would
+    # ask half its trajectories in other words, with the header naming the old prompts.
+    import engine.runner
+
+    config = _run_config(run_name="prompted", limit=1)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    store = MemoryStore()
+    await run_jobs(config, store, samples, adapters={SPEC: FirstThenNothing()})
+    monkeypatch.setattr(engine.runner, "PROMPTS_VERSION", "0123456789ab")
+    with pytest.raises(ConfigError, match=r"started with the prompts' version '[0-9a-f]{12}', "
+                                          r"not '0123456789ab'"):
+        await run_jobs(config, store, samples, adapters={SPEC: FirstThenNothing()})
+
+
+def test_the_prompts_version_covers_the_framing_texts() -> None:
+    from engine.prompts import FRAMING, PROMPTS, PROMPTS_VERSION, version_of
+
+    assert version_of(PROMPTS, FRAMING) == PROMPTS_VERSION
+    edited = {**FRAMING, "not_executed": "(Step {step}: no image.)"}  # no_render's core text
+    assert version_of(PROMPTS, edited) != PROMPTS_VERSION
 
 
 async def test_one_hard_sample_alone_does_not_stop_a_model() -> None:

@@ -342,7 +342,7 @@ def test_a_named_run_refuses_other_options_and_the_summary_counts_this_command(t
             "--run-name", "pilot")
     assert _vaot(*base).returncode == 0
     changed = _vaot(*base, "--max-steps", "3")
-    assert changed.returncode == 2 and "max_steps 10, not 3" in changed.stderr, changed.stderr
+    assert changed.returncode == 2 and "--max-steps 10, not 3" in changed.stderr, changed.stderr
     # Another model added to the named run: the summary speaks of this command's trajectories.
     other = _vaot("run", "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot",
                   "--model", "reference:blind", "--store", store, "--no-progress",

@@ -121,7 +121,7 @@ async def test_a_named_run_from_before_budgets_is_not_resumed_with_one() -> None
     await store.append([RunStarted(traj=run_stream(run_id), pos=0, at=0.0, run_id=run_id,
                                    config=old_header)])
     budgeted = msgspec.structs.replace(config, token_budget=300)
-    with pytest.raises(ConfigError, match="token_budget None, not 300"):
+    with pytest.raises(ConfigError, match="started without --token-budget, and this has --token-budget 300"):
         await run_jobs(budgeted, store, samples, adapters={SPEC: FixedUsage()})
     result = await run_jobs(config, store, samples, adapters={SPEC: FixedUsage()})
     assert [o.status for o in result.outcomes] == ["max_steps", "max_steps"]  # 10 steps each
