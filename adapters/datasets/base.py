@@ -18,8 +18,27 @@ import msgspec
 
 __all__ = [
     "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
-    "InlineImageError", "Sample", "SkippedRow", "content_digest", "decode_data_uri", "in_order", "read_image_file",
+    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "content_digest", "decode_data_uri", "in_order", "read_image_file",
 ]
+
+
+class WrittenNumber(float):
+    """A JSON number with a fraction or exponent, kept as the file writes it.
+
+    ``str(0.00005)`` is ``'5e-05'``: an answer or option read from ``0.00005`` must stay
+    ``0.00005``, or a model that writes it so is scored wrong. It is still a float for the
+    fields that compute with it (key regions).
+    """
+
+    text: str
+
+    def __new__(cls, text: str) -> WrittenNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __str__(self) -> str:
+        return self.text
 
 
 class InlineImageError(ValueError):

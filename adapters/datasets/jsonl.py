@@ -42,6 +42,7 @@ from adapters.datasets.base import (
     InlineImageError,
     Sample,
     SkippedRow,
+    WrittenNumber,
     content_digest,
     decode_data_uri,
     read_image_file,
@@ -128,7 +129,7 @@ class JsonlLoader(CachedLoader):
 
     def _sample(self, line: bytes, number: int, start: int) -> Sample:
         try:
-            row = msgspec.json.decode(line)
+            row = _ROW_DECODER.decode(line)
         except msgspec.DecodeError as exc:
             raise _BadRow(f"invalid JSON: {exc}") from None
         except RecursionError:
@@ -200,6 +201,10 @@ class JsonlLoader(CachedLoader):
         return path, content_digest(data), None, {"image": value}, size
 
 
+# Numbers with a fraction or exponent keep their spelling (base.WrittenNumber).
+_ROW_DECODER = msgspec.json.Decoder(float_hook=WrittenNumber)
+
+
 def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:
     """A text field; numbers are written out because answers like 3 are common."""
     value = row[key]
@@ -230,8 +235,9 @@ def _choices(value: Any) -> tuple[str, ...]:
 
 
 def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int, int], ...]:
-    """Boxes ``[x1, y1, x2, y2]`` in pixels, checked for shape and order, and to lie on the
-    image (``size``: its upright width and height)."""
+    """Boxes ``[x1, y1, x2, y2]`` in pixels (fractional ones widened to the pixels they touch),
+    checked for shape and order, and to lie on the image (``size``: its upright width and
+    height)."""
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -247,11 +253,16 @@ def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int
             )
         ):
             raise _BadRow(f"key region {box!r} is not [x1, y1, x2, y2] in pixels")
-        if all(0 <= v <= 1 for v in box) and any(v != int(v) for v in box):
+        # 0.5, or 1.0 as written ("[0.0, 0.0, 1.0, 1.0]" is the whole image, not one pixel).
+        if all(0 <= v <= 1 for v in box) and any(v != int(v) or isinstance(v, WrittenNumber)
+                                                 for v in box):
             raise _BadRow(f"key region {box!r} looks like fractions of the image (0–1); key "
                           f"regions are in pixels: multiply by its width and height "
                           f"({size[0]}×{size[1]})")
-        x1, y1, x2, y2 = (round(v) for v in box)
+        # Outward to whole pixels, so the box covers every pixel the region touches (rounding
+        # half to even made [10.5, 0, 11.5, 10] two pixels wide and [11.5, 0, 12.5, 10] one).
+        x1, y1 = math.floor(box[0]), math.floor(box[1])
+        x2, y2 = math.ceil(box[2]), math.ceil(box[3])
         if x1 < 0 or y1 < 0 or x2 <= x1 or y2 <= y1:
             raise _BadRow(f"key region {box!r} needs 0 <= x1 < x2 and 0 <= y1 < y2")
         if x2 > size[0] or y2 > size[1]:

@@ -43,6 +43,7 @@ from adapters.datasets.base import (
     ImageFileError,
     Sample,
     SkippedRow,
+    WrittenNumber,
     content_digest,
     read_image_file,
 )
@@ -66,7 +67,7 @@ def read_json_array(text: str) -> list[tuple[int, Any]]:
         json.JSONDecodeError: the text is not valid JSON, or not a single array (the error carries
             the line and column).
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_float=WrittenNumber, parse_constant=_NonFinite)
     pos = _WHITESPACE.match(text, 0).end()
     if not text.startswith("[", pos):
         raise json.JSONDecodeError("expected a JSON array", text, pos)
@@ -102,6 +103,19 @@ def read_json_array(text: str) -> list[tuple[int, Any]]:
 def _read_array_file(path: Path) -> list[tuple[int, Any]]:
     """Read and decode a JSON array file; ``OSError``/``UnicodeError``/``JSONDecodeError`` escape."""
     return read_json_array(path.read_bytes().decode("utf-8-sig"))
+
+
+class _NonFinite:
+    """``NaN`` or ``Infinity`` in a data file: Python's reader takes them, JSON does not, and
+    no answer or option is one; a field holding one is reported, never read as text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
 
 
 class _Skip(Exception):
@@ -220,11 +234,12 @@ class See2ThinkLoader(CachedLoader):
         row_line, row = elements[index]
         if not isinstance(row, dict):
             raise _Skip(data_path, row_line, f"element {index} is {_kind(row)}, not an object")
-        question = _text_field(row, QUESTION_KEYS)
-        answer = _text_field(row, ANSWER_KEYS)
+        question_keys, answer_keys = _paired_keys(row)
+        question = _text_field(row, question_keys)
+        answer = _text_field(row, answer_keys)
         for value, keys, what in (
-            (question, QUESTION_KEYS, "question"),
-            (answer, ANSWER_KEYS, "answer"),
+            (question, question_keys, "question"),
+            (answer, answer_keys, "answer"),
         ):
             if value is None:
                 # Present but not text ("answer": ["red", "crimson"], or false) is said so.
@@ -297,6 +312,23 @@ def _index(value: Any) -> int | None:
     return value if isinstance(value, int) and value >= 0 else None
 
 
+def _paired_keys(row: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The question and answer aliases to look for, in order: the modified pair first when the
+    element has both halves of it and lacks a half of the plain pair.
+
+    Looked for one by one, an element with ``question``, ``modified_question`` and only
+    ``modified_answer`` paired the plain question with the modified question's answer.
+    """
+    modified = (_text_field(row, ("modified_question",)) is not None
+                and _text_field(row, ("modified_answer",)) is not None)
+    plain = (_text_field(row, ("question",)) is not None
+             and _text_field(row, ("answer",)) is not None)
+    if modified and not plain:
+        return (("modified_question", *(k for k in QUESTION_KEYS if k != "modified_question")),
+                ("modified_answer", *(k for k in ANSWER_KEYS if k != "modified_answer")))
+    return QUESTION_KEYS, ANSWER_KEYS
+
+
 def _text_field(row: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     """The first non-empty value among ``keys``; numbers are written out (answers are often 3)."""
     for key in keys:
@@ -343,6 +375,10 @@ def _kind(value: Any) -> str:
         float: "a number",
         type(None): "null",
     }
+    if isinstance(value, _NonFinite):
+        return f"{value.text}, which JSON does not allow"
+    if isinstance(value, float):  # a WrittenNumber too
+        return "a number"
     return names.get(type(value), type(value).__name__)
 
 

@@ -72,7 +72,7 @@ def test_good_rows_become_samples(folder: Path) -> None:
     assert first.image == b"" and first.image_path == os.path.abspath(folder / "img" / "a.png")
     assert first.read_image() == (folder / "img" / "a.png").read_bytes()
     assert first.choices == ("2", "3")
-    assert first.key_regions == ((1, 2, 5, 6), (0, 0, 4, 4))
+    assert first.key_regions == ((1, 2, 5, 6), (0, 0, 4, 5))  # widened to whole pixels
     assert first.meta == {"image": "img/a.png"}
     assert (second.id, second.answer, second.group, second.category) == ("7", "42", "Real", "ocr")
     assert second.image == b"" and second.read_image() == inline  # named too, by its place
@@ -266,3 +266,28 @@ def test_ids_with_control_characters_are_skipped_rows(folder: Path) -> None:
     assert [s.id for s in loader.samples()] == ["fine id"]
     assert all("control character" in r.reason for r in loader.skipped)
     assert [r.line for r in loader.skipped] == [1, 2, 3]
+
+
+def test_numbers_keep_the_spelling_of_the_file(folder: Path) -> None:
+    # str(0.00005) is '5e-05': a model answering 0.00005 was scored wrong.
+    lines = ['{"id": "n1", "image": "img/a.png", "question": "q", "answer": 0.00005, '
+             '"category": "c", "group": "2D", '
+             '"choices": [1e-7, 2.50], "key_regions": [[0.5, 1, 3.5, 4]]}']
+    path = write_lines(folder / "d.jsonl", lines)
+    (sample,) = JsonlLoader(path).samples()
+    assert (sample.answer, sample.choices) == ("0.00005", ("1e-7", "2.50"))
+    assert sample.key_regions == ((0, 1, 4, 4),)  # still numbers where they are computed with
+
+
+def test_key_regions_cover_the_pixels_they_touch_and_fractions_written_as_such_are_refused(
+        folder: Path) -> None:
+    lines = [row("halves", key_regions=[[2.5, 0, 3.5, 8], [3.5, 0, 4.5, 8]]),
+             row("whole", key_regions=[[0.0, 0.0, 1.0, 1.0]]),
+             row("pixel", key_regions=[[0, 0, 1, 1]])]
+    loader = JsonlLoader(write_lines(folder / "d.jsonl", lines))
+    got = {s.id: s.key_regions for s in loader.samples()}
+    # Each half-pixel box covers the two pixels it touches; half-to-even rounding gave one box
+    # two pixels and the other none of its own.
+    assert got == {"halves": ((2, 0, 4, 8), (3, 0, 5, 8)), "pixel": ((0, 0, 1, 1),)}
+    assert [r.line for r in loader.skipped] == [2]
+    assert "looks like fractions of the image" in loader.skipped[0].reason

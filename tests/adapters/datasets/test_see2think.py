@@ -319,3 +319,34 @@ def test_an_answer_that_is_not_text_is_said_to_be_so(tmp_path: Path) -> None:
     assert "'answer' is an array; it must be a string or a number" in reasons[0]
     assert "'answer' is a boolean; it must be a string or a number" in reasons[1]
     assert "has no answer" in reasons[2]
+
+
+def test_the_modified_question_goes_with_the_modified_answer(tmp_path: Path) -> None:
+    # Looked for one by one, this paired "How many dots?" with the modified question's answer.
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [
+        {"question": "How many dots?", "modified_question": "How many dots are red?",
+         "modified_answer": "2", "image_path": "ok.png"},
+        {"question": "How many dots?", "answer": "5", "modified_question": "How many are red?",
+         "modified_answer": "2", "image_path": "ok.png"},
+        {"modified_question": "How many are red?", "answer": "5", "modified_answer": "2",
+         "image_path": "ok.png"},
+    ])
+    write_array(tmp_path / "tasks.json", [task("data.json", i) for i in range(3)])
+    got = [(s.question, s.answer) for s in See2ThinkLoader(tmp_path / "tasks.json").samples()]
+    assert got == [("How many dots are red?", "2"), ("How many dots?", "5"),
+                   ("How many are red?", "2")]
+
+
+def test_numbers_keep_the_spelling_of_the_file_and_nan_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    (tmp_path / "data.json").write_text(
+        '[{"question": "q", "image_path": "ok.png", "answer": 0.00005, "choices": [0.5, 1e-7]},\n'
+        ' {"question": "q", "image_path": "ok.png", "answer": 3},\n'
+        ' {"question": "q", "image_path": "ok.png", "answer": NaN}]\n')
+    write_array(tmp_path / "tasks.json", [task("data.json", i) for i in range(3)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    samples = loader.samples()
+    assert [(s.answer, s.choices) for s in samples] == [("0.00005", ("0.5", "1e-7")), ("3", ())]
+    assert [r.reason for r in loader.skipped] == [
+        "element 2 'answer' is NaN, which JSON does not allow; it must be a string or a number"]
