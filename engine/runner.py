@@ -351,7 +351,12 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
     for sample_id, event in started.items():
         sample = samples[sample_id]
         now = sample_meta(sample)
-        for field, was in event.sample_meta.items():
+        recorded = dict(event.sample_meta)
+        # Key regions are recorded only when a sample has them: none is "[]", so regions added
+        # to or removed from the file since are a change like any other.
+        recorded.setdefault("key_regions", "[]")
+        now.setdefault("key_regions", "[]")
+        for field, was in recorded.items():
             if field not in now or now[field] == was:
                 continue
             if field == "image_digest":

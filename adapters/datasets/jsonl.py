@@ -248,7 +248,7 @@ def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int
             not isinstance(box, list)
             or len(box) != 4
             or any(
-                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v)
                 for v in box
             )
         ):
@@ -270,3 +270,11 @@ def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int
                           f"{size[0]}×{size[1]} pixels")
         boxes.append((x1, y1, x2, y2))
     return tuple(boxes)
+
+
+def _finite(value: int | float) -> bool:
+    """Whether a number is finite as a float (an integer of 400 digits is not one)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

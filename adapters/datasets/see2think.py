@@ -300,6 +300,8 @@ class See2ThinkLoader(CachedLoader):
                 )
             except (OSError, UnicodeError) as exc:
                 self._data_files[key] = _Unreadable(_describe(exc))
+            except ValueError:  # the OS refuses the name ("embedded null byte")
+                self._data_files[key] = _Unreadable("its path holds a NUL byte")
         return self._data_files[key]
 
 
@@ -307,7 +309,8 @@ def _index(value: Any) -> int | None:
     """A task's ``id`` as a list index; integer strings are accepted, booleans are not."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and value.strip().isdigit():
+    # ASCII digits only: "²".isdigit() is true, and int("²") raises.
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     return value if isinstance(value, int) and value >= 0 else None
 

@@ -106,6 +106,29 @@ def test_a_resume_refuses_a_changed_question_or_choices(tmp_path, capsys) -> Non
     assert "choices was '[]', now '[\"red\",\"blue\"]'" in capsys.readouterr().err
 
 
+def test_a_resume_refuses_key_regions_added_or_removed(tmp_path, capsys) -> None:
+    path = _dataset(tmp_path / "d", "B")
+    store = tmp_path / "run.lmdb"
+    original = path.read_text()
+    assert _run(store, f"jsonl:{path}") == 0
+    rows = [json.loads(line) for line in original.splitlines()]
+    path.write_text("".join(json.dumps({**r, "key_regions": [[1, 2, 9, 9]]}) + "\n"
+                            for r in rows))
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}") == 2
+    assert "key_regions was '[]', now '[[1,2,9,9]]'" in capsys.readouterr().err
+
+    other = tmp_path / "with_regions.lmdb"
+    assert _run(other, f"jsonl:{path}") == 0
+    path.write_text(original)  # the regions removed
+    capsys.readouterr()
+    assert _run(other, f"jsonl:{path}") == 2
+    assert "key_regions was '[[1,2,9,9]]', now '[]'" in capsys.readouterr().err
+    path.write_text("".join(json.dumps({**r, "key_regions": [[1, 2, 9, 9]]}) + "\n"
+                            for r in rows))
+    assert _run(other, f"jsonl:{path}") == 0  # unchanged: resumed as before
+
+
 def test_letter_answers_are_scored_against_the_choices_in_the_summary(tmp_path, capsys) -> None:
     # A model that answers with the option's letter; the file's answer is the option's text.
     folder = tmp_path / "d"

@@ -291,3 +291,11 @@ def test_key_regions_cover_the_pixels_they_touch_and_fractions_written_as_such_a
     assert got == {"halves": ((2, 0, 4, 8), (3, 0, 5, 8)), "pixel": ((0, 0, 1, 1),)}
     assert [r.line for r in loader.skipped] == [2]
     assert "looks like fractions of the image" in loader.skipped[0].reason
+
+
+def test_a_huge_integer_in_a_key_region_is_a_skipped_row(folder: Path) -> None:
+    lines = ['{"id": "big", "image": "img/a.png", "question": "q", "answer": "3", '
+             '"category": "c", "group": "2D", "key_regions": [[0, 0, 1, 1' + "0" * 400 + ']]}']
+    loader = JsonlLoader(write_lines(folder / "d.jsonl", lines))
+    assert loader.samples() == []
+    assert "is not [x1, y1, x2, y2] in pixels" in loader.skipped[0].reason

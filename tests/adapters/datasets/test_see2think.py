@@ -350,3 +350,15 @@ def test_numbers_keep_the_spelling_of_the_file_and_nan_is_refused(tmp_path: Path
     assert [(s.answer, s.choices) for s in samples] == [("0.00005", ("0.5", "1e-7")), ("3", ())]
     assert [r.reason for r in loader.skipped] == [
         "element 2 'answer' is NaN, which JSON does not allow; it must be a string or a number"]
+
+
+def test_odd_ids_and_paths_are_skipped_rows_not_crashes(tmp_path: Path) -> None:
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png", "answer": "a"}])
+    write_array(tmp_path / "tasks.json", [task("data.json", "²"), task("da\x00ta.json", 0),
+                                          task("data.json", "0")])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.question for s in loader.samples()] == ["q"]
+    reasons = [r.reason for r in loader.skipped]
+    assert "'id' must be a non-negative integer, got '²'" in reasons[0]
+    assert "NUL byte" in reasons[1]
