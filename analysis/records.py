@@ -49,6 +49,10 @@ class TrajectoryRecord(msgspec.Struct):
     weak_corruptions: int = 0
     """Corrupted renders that changed too little of their target to mislead (the policy
     detail says ``weak``): the model saw an image close to the faithful one."""
+    misleading_shown: int = 0
+    """Corrupted renders that were not weak and that the model was shown (a later call of the
+    trajectory saw them): the ones that could have misled it."""
+    epoch: int = 0
     call_failures: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -63,7 +67,9 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
     trajectory recorded of its sample are used (runs before they were recorded have none).
     """
     records: dict[str, TrajectoryRecord] = {}
-    unseen_render: set[str] = set()  # trajectories whose last step returned an image
+    # Trajectories whose last step returned an image: whether that image could mislead (a
+    # corruption that is not weak).
+    unseen_render: dict[str, bool] = {}
     # Runs whose requests omit every returned image: their renders are never shown.
     hides_renders: set[str] = set()
     recorded_choices: dict[str, tuple[str, ...]] = {}
@@ -81,7 +87,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
                 traj=event.traj, run_id=event.run_id, sample_id=event.sample_id,
                 model=event.model, setting=event.setting, category=meta.get("category", ""),
                 group=meta.get("group", ""), family=meta.get("family", ""),
-                truth=meta.get("answer", ""), parent=event.parent,
+                truth=meta.get("answer", ""), parent=event.parent, epoch=event.epoch,
             )
             continue
         record = records.get(event.traj)
@@ -96,13 +102,16 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             record.steps += 1
             record.actions += 1 if event.actions else 0
             record.actions_executed += 1 if event.faithful_state is not None else 0
-            if event.policy is not None and event.policy.detail.get("weak"):
+            weak = event.policy is not None and bool(event.policy.detail.get("weak"))
+            if weak:
                 record.weak_corruptions += 1
             if event.traj in unseen_render:  # this call was shown the last step's render
                 record.images_shown += 1
-                unseen_render.discard(event.traj)
+                record.misleading_shown += unseen_render.pop(event.traj)
             if event.returned_state is not None and record.run_id not in hides_renders:
-                unseen_render.add(event.traj)
+                unseen_render[event.traj] = (
+                    event.policy is not None and event.policy.policy not in _NOT_CORRUPTING
+                    and not weak)
             record.input_tokens += event.usage.input_tokens
             record.output_tokens += event.usage.output_tokens
         elif isinstance(event, CallFailed):
@@ -117,6 +126,9 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
                 record.correct = bool(score_answer(event.answer, record.truth, opts))
     return records
 
+
+_NOT_CORRUPTING = ("faithful", "none")
+"""Observation policies that show what was asked for, or nothing."""
 
 _NO_RETURNED_IMAGES = "original+last:0"
 """The image history that shows the original image only (the one spelling the engine takes)."""

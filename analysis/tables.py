@@ -9,7 +9,7 @@ import msgspec
 
 from analysis.records import TrajectoryRecord
 
-__all__ = ["Cell", "Exposure", "accuracy_table", "exposed_accuracy", "exposure"]
+__all__ = ["Cell", "Exposure", "PairedCell", "accuracy_table", "exposure", "paired_exposed_accuracy"]
 
 
 class Cell(msgspec.Struct):
@@ -72,17 +72,37 @@ def exposure(records: Iterable[TrajectoryRecord]) -> dict[str, Exposure]:
     return out
 
 
-def exposed_accuracy(records: Iterable[TrajectoryRecord]) -> dict[tuple[str, str], Cell]:
-    """(model, rendering setting) → accuracy over the finished trajectories that were shown a
-    render and no weak corruption: the vaot/wrong_render contrast on the pairs where it can
-    mean something (a trajectory never shown an image, or shown a corruption too close to the
-    faithful render, cannot have depended on what it saw)."""
-    cells: dict[tuple[str, str], Cell] = defaultdict(Cell)
+class PairedCell(msgspec.Struct):
+    """A model's vaot and wrong_render trajectories of the same samples, scored side by side."""
+
+    n: int = 0
+    """Pairs: samples (and epochs) where vaot was shown a render and wrong_render a
+    corruption that could mislead, both finished."""
+    vaot_correct: int = 0
+    wrong_render_correct: int = 0
+
+
+def paired_exposed_accuracy(records: Iterable[TrajectoryRecord]) -> dict[str, PairedCell]:
+    """Model → its vaot and wrong_render accuracy over the same samples, those where the
+    contrast can mean something: vaot was shown a render and wrong_render at least one
+    corruption that was not weak (``misleading_shown``), before each answered.
+
+    Paired, so both figures are over one set of samples; and judged on what was shown before
+    the answer, so a trajectory misled at step 1 is not left out for a weak corruption at a
+    later step (which dropped exactly the corruptions that worked).
+    """
+    by_key: dict[tuple, dict[str, TrajectoryRecord]] = defaultdict(dict)
     for r in records:
-        if r.setting not in RENDERING_SETTINGS or r.status in (None, "failed"):
+        if r.setting in RENDERING_SETTINGS and r.status not in (None, "failed"):
+            by_key[(r.run_id, r.model, r.sample_id, r.epoch)][r.setting] = r
+    cells: dict[str, PairedCell] = {}
+    for (_, model, _, _), pair in by_key.items():
+        cell = cells.setdefault(model, PairedCell())
+        vaot, wrong = pair.get("vaot"), pair.get("wrong_render")
+        if vaot is None or wrong is None:
             continue
-        if r.images_shown > 0 and r.weak_corruptions == 0:
-            cell = cells[(r.model, r.setting)]
+        if vaot.images_shown > 0 and wrong.misleading_shown > 0:
             cell.n += 1
-            cell.correct += int(bool(r.correct))
-    return dict(cells)
+            cell.vaot_correct += int(bool(vaot.correct))
+            cell.wrong_render_correct += int(bool(wrong.correct))
+    return cells

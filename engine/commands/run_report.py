@@ -8,7 +8,11 @@ import msgspec
 
 from adapters.models.base import Usage
 from analysis.records import TrajectoryRecord
-from analysis.tables import Cell, accuracy_table, exposed_accuracy, exposure
+from analysis.tables import (
+    RENDERING_SETTINGS,
+    exposure,
+    paired_exposed_accuracy,
+)
 from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
 from engine.config import RunConfig
 from engine.cost import PriceTable, UsageTally, format_cost_lines
@@ -159,23 +163,21 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
 
 
 def _print_exposed_accuracy(console, records, seen) -> None:
-    """Per model, the rendering settings' accuracy over the trajectories shown a render (and
-    no weak corruption), when that leaves some out: the contrast the table's columns blur."""
-    exposed = exposed_accuracy(records)
-    table = accuracy_table(records)  # its "all" row: every finished trajectory, scored
-    for model in dict.fromkeys(r.model for r in records):
-        keys = [(model, setting) for setting in sorted(seen)]
-        if all(exposed.get(k, Cell()).n == table.get((model, "all", k[1]), Cell()).n
-               for k in keys):
-            continue
-        parts = []
-        for key in keys:
-            cell = exposed.get(key, Cell())
-            value = "-" if cell.accuracy is None else f"{100 * cell.accuracy:.1f}"
-            parts.append(f"{key[1]} {value} ({cell.correct}/{cell.n})")
-        console.print(f"{model}, over trajectories shown a render and no weak corruption: "
-                      + ", ".join(parts), markup=False)
+    """Per model that ran both rendering settings, their accuracy over the same samples: those
+    where vaot was shown a render and wrong_render a corruption that could mislead (the
+    contrast the table's columns blur with trajectories that saw nothing to depend on)."""
+    if set(RENDERING_SETTINGS) - set(seen):
+        return
+    for model, cell in paired_exposed_accuracy(records).items():
+        console.print(f"{model}, over the {count(cell.n, 'sample', 'samples')} where vaot was "
+                      "shown a render and wrong_render a corruption that could mislead: "
+                      f"vaot {_share(cell.vaot_correct, cell.n)}, wrong_render "
+                      f"{_share(cell.wrong_render_correct, cell.n)}", markup=False)
 
+
+def _share(correct: int, n: int) -> str:
+    value = "-" if not n else f"{100 * correct / n:.1f}"
+    return f"{value} ({correct}/{n})"
 
 def stop_reason(model) -> str:
     """Why a model was stopped, in one line (a ``StoppedModel``)."""

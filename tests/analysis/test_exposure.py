@@ -28,20 +28,49 @@ def test_exposure_counts_finished_trajectories_that_saw_a_render() -> None:
             seen["wrong_render"].weak) == (1, 1, 1)
 
 
-def test_exposed_accuracy_leaves_out_the_unexposed_and_the_weak() -> None:
-    from analysis.tables import exposed_accuracy
+def test_paired_accuracy_is_over_the_same_samples_judged_on_what_was_shown() -> None:
+    from analysis.tables import paired_exposed_accuracy
 
-    def scored(setting, shown, weak, correct):
-        record = _record(setting, "answered", shown, weak)
-        record.correct = correct
+    def scored(setting, sample, shown, misleading, correct, weak=0, model="m"):
+        record = TrajectoryRecord(traj=f"{model}{setting}{sample}", run_id="r", sample_id=sample,
+                                  model=model, setting=setting, status="answered",
+                                  images_shown=shown, misleading_shown=misleading,
+                                  weak_corruptions=weak, correct=correct)
         return record
 
     records = [
-        scored("vaot", 1, 0, True), scored("vaot", 0, 0, True),  # the second saw nothing
-        scored("wrong_render", 2, 0, False), scored("wrong_render", 1, 1, True),  # weak: out
-        scored("wrong_render", 1, 0, True), scored("cot", 0, 0, True),
+        scored("vaot", "a", 1, 0, True), scored("wrong_render", "a", 2, 1, False, weak=1),
+        # misled at step 1, a weak corruption later: still a pair (it was left out before)
+        scored("vaot", "b", 1, 0, True), scored("wrong_render", "b", 1, 0, True, weak=1),
+        # every corruption it saw was weak: not a pair
+        scored("vaot", "c", 0, 0, True), scored("wrong_render", "c", 1, 1, False),
+        # vaot saw nothing: not a pair
+        scored("vaot", "d", 1, 0, False), scored("wrong_render", "d", 1, 1, False),
+        scored("vaot", "e", 1, 0, True),  # no wrong_render twin: not a pair
+        scored("cot", "a", 0, 0, True),
     ]
-    cells = exposed_accuracy(records)
-    assert set(cells) == {("m", "vaot"), ("m", "wrong_render")}
-    assert (cells["m", "vaot"].correct, cells["m", "vaot"].n) == (1, 1)
-    assert (cells["m", "wrong_render"].correct, cells["m", "wrong_render"].n) == (1, 2)
+    cells = paired_exposed_accuracy(records)
+    assert set(cells) == {"m"}
+    cell = cells["m"]
+    assert (cell.n, cell.vaot_correct, cell.wrong_render_correct) == (2, 1, 0)
+
+
+def test_misleading_renders_are_counted_when_a_later_call_saw_them() -> None:
+    from analysis.records import project
+    from store.events import PolicyDetail, Step, TrajectoryFinished, TrajectoryStarted
+
+    start = TrajectoryStarted(traj="t", pos=0, at=0.0, run_id="r", sample_id="s",
+                              setting="wrong_render", model="m", input_state="00")
+
+    def step(n, weak, returned="11"):
+        detail = {"weak": True} if weak else {}
+        return Step(traj="t", pos=n, at=0.0, step=n, request_hash="h", raw_text="x",
+                    faithful_state="22", returned_state=returned,
+                    policy=PolicyDetail("corrupt:modify_key", 7, detail))
+
+    # Step 1's strong corruption was seen by call 2; step 2's weak one by call 3; step 3's
+    # (strong) never, the trajectory ending there.
+    events = [start, step(1, False), step(2, True), step(3, False),
+              TrajectoryFinished(traj="t", pos=4, at=0.0, status="max_steps", answer=None)]
+    record = project(events)["t"]
+    assert (record.images_shown, record.misleading_shown, record.weak_corruptions) == (2, 1, 1)
