@@ -13,7 +13,8 @@ calls to decide:
   as failed, as any other failure is;
 - before any call to the model has succeeded in this process (a wrong URL, key or name shows at
   once): :data:`THRESHOLD` trajectories in a row fail that way, or every running trajectory of
-  the model is waiting (no call is left to tell);
+  the model is waiting (no call is left to tell). Until then, a call that timed out or met a
+  server error on every attempt counts too (:data:`NEVER_ANSWERED_KINDS`);
 - after calls to it have succeeded (an endpoint that went down mid-run):
   :data:`THRESHOLD_AFTER_SUCCESS` trajectories in a row fail that way with no success between
   them; with no call left to tell, the waiting ones are recorded as failed.
@@ -57,9 +58,20 @@ import asyncio
 import itertools
 from collections.abc import Callable
 
-__all__ = ["EMPTY_AT_MAX_TOKENS", "EMPTY_KINDS", "EMPTY_REPLY", "EMPTY_REPLY_FAULT",
-           "EMPTY_THRESHOLD", "STOP_KINDS", "THRESHOLD",
-           "THRESHOLD_AFTER_SUCCESS", "ModelBreaker", "ModelUnusableError"]
+__all__ = [
+    "EMPTY_AT_MAX_TOKENS",
+    "EMPTY_KINDS",
+    "EMPTY_REPLY",
+    "EMPTY_REPLY_FAULT",
+    "EMPTY_THRESHOLD",
+    "NEVER_ANSWERED_KINDS",
+    "STOP_KINDS",
+    "THRESHOLD",
+    "THRESHOLD_AFTER_SUCCESS",
+    "ModelBreaker",
+    "ModelUnusableError",
+    "counts_toward_stop",
+]
 
 EMPTY_REPLY_FAULT = "empty_reply"
 """The fault an adapter raises for a reply with nothing in it to record (Gemini's reply with no
@@ -82,6 +94,22 @@ THRESHOLD_AFTER_SUCCESS = 10
 """The same once calls to it have succeeded: scattered samples it rejects must not stop it."""
 
 
+NEVER_ANSWERED_KINDS = frozenset({"timeout", "connection", "connection_reset", "truncated",
+                                  "bad_json"})
+"""Transient faults (with every ``http_5xx``) that count toward a stop like :data:`STOP_KINDS`,
+but only while no call to the model has succeeded: after a whole retry budget each, a server
+that accepts and never answers, or answers every call with an error, is as unusable as a wrong
+port, and each wave of trajectories would wait out the budget again. Once it has answered,
+they are one sample's or one moment's trouble."""
+
+
+def counts_toward_stop(kind: str, answered: bool = False) -> bool:
+    """Whether a call that failed for good with ``kind`` counts toward stopping its model, which
+    has (``answered``) or has not had a call succeed."""
+    return kind in STOP_KINDS or (not answered and (kind in NEVER_ANSWERED_KINDS
+                                                     or kind.startswith("http_5")))
+
+
 EMPTY_AT_MAX_TOKENS = "empty_at_max_tokens"
 """The kind a model is stopped with when its replies all end at the token limit with no text."""
 
@@ -90,6 +118,9 @@ EMPTY_REPLY = "reply_without_text"
 reply recorded as an empty step; unlike ``empty_reply``, a fault)."""
 
 EMPTY_KINDS = frozenset({EMPTY_AT_MAX_TOKENS, EMPTY_REPLY})
+
+NO_USAGE = "no_token_counts"
+"""The kind a model is stopped with under ``--max-cost`` when a reply carries no token counts."""
 
 EMPTY_THRESHOLD = 8
 """Replies in a row cut at the token limit before any text (from :data:`THRESHOLD` trajectories
@@ -262,6 +293,15 @@ class ModelBreaker:
         self._stop(model, m)
         return True
 
+    def stop_now(self, model: str, kind: str, message: str) -> None:
+        """Stop ``model`` at once, whatever else it does: a fault no other call can clear (its
+        replies carry no token counts, and a ``--max-cost`` cap cannot count them)."""
+        m = self._model(model)
+        m.kinds = {kind}
+        m.last_fault = message
+        m.streak = max(m.streak, 1)
+        self._stop(model, m)
+
     async def judge(self, model: str, kind: str, message: str = "", *,
                     failed_so_before: bool = False) -> bool:
         """A trajectory's call to ``model`` failed for good with ``kind`` (``message``): True if
@@ -273,9 +313,9 @@ class ModelBreaker:
         """
         if model in self._stopped:
             return True
-        if kind not in STOP_KINDS or failed_so_before:
-            return False
         m = self._model(model)
+        if failed_so_before or not counts_toward_stop(kind, m.answered):
+            return False
         m.streak += 1
         m.kinds.add(kind)
         m.last_fault = message

@@ -24,8 +24,9 @@ from adapters.models.cassette import cache_key, decode_reply, encode_reply
 from engine.breaker import (
     EMPTY_AT_MAX_TOKENS,
     EMPTY_REPLY,
-    STOP_KINDS,
+    NO_USAGE,
     ModelUnusableError,
+    counts_toward_stop,
 )
 from engine.context import Context, derive_seed
 from engine.conversation import build_request
@@ -220,7 +221,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 try:
                     stop = bool(after_stop or await rt.breaker.judge(
                         job.model, exc.kind, str(exc),
-                        failed_so_before=state.last_fault in STOP_KINDS))
+                        failed_so_before=counts_toward_stop(state.last_fault or "")))
                 finally:  # also when the run is stopped while the verdict is awaited
                     failed = CallFailed(
                         traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
@@ -246,6 +247,15 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             rt.breaker.succeeded(job.model)
             if rt.spend is not None:
                 rt.spend.paid(job.model, reply.usage)
+        # No token counts: its cost is unknown, so a --max-cost cap cannot be kept. The step is
+        # recorded (it was paid for), then the model stops before it pays for more.
+        stopped_uncounted = (cached is None and rt.spend is not None
+                             and not reply.usage_reported)
+        if stopped_uncounted:
+            rt.breaker.stop_now(job.model, NO_USAGE, (
+                f"{job.model}: its replies carry no token counts, so --max-cost cannot count "
+                "what they cost; run it without --max-cost, or through a server that reports "
+                "usage"))
         has_text = bool(reply.text.strip() or reply.tool_calls)
         stopped_by_empties = False
         if has_text:
@@ -278,7 +288,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
                            (current_hex, frame, decorated), original, dialect, convention,
                            policy, latency_ms, cached is not None, writes)
-        if stopped_by_empties:
+        if stopped_by_empties or stopped_uncounted:
             await writes.settle()  # the empty step is durable; the rerun continues after it
             raise _stopped_error(rt, job)
         last = state.steps[-1]

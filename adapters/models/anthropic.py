@@ -167,6 +167,7 @@ class AnthropicAdapter(HttpAdapter):
             ),
             tool_calls=tool_calls,
             model=str(data.get("model") or self.model),
+            usage_reported=isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int),
         )
 
 

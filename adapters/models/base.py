@@ -85,6 +85,9 @@ class ModelReply(msgspec.Struct, frozen=True):
     top_logprobs: tuple[dict[str, float], ...] = ()
     """Per generated token: candidate token → log-probability (when requested)."""
     model: str = ""
+    usage_reported: bool = True
+    """False when the server sent no token counts (``usage`` is then zeros, not a count): what
+    the reply cost is unknown, and a ``--max-cost`` cap cannot count it."""
 
 
 class AdapterOptions(msgspec.Struct, frozen=True):

@@ -147,6 +147,8 @@ class GeminiAdapter(HttpAdapter):
             tool_calls=tool_calls,
             top_logprobs=top,
             model=str(data.get("modelVersion") or self.model),
+            usage_reported=isinstance(usage, dict)
+            and isinstance(usage.get("promptTokenCount"), int),
         )
 
 

@@ -159,6 +159,7 @@ class OpenAIAdapter(HttpAdapter):
             tool_calls=tool_calls,
             top_logprobs=top,
             model=str(data.get("model") or self.model),
+            usage_reported=isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int),
         )
 
 

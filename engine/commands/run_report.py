@@ -13,7 +13,13 @@ from analysis.tables import (
     exposure,
     paired_exposed_accuracy,
 )
-from engine.breaker import EMPTY_AT_MAX_TOKENS, EMPTY_KINDS, EMPTY_REPLY, EMPTY_REPLY_FAULT
+from engine.breaker import (
+    EMPTY_AT_MAX_TOKENS,
+    EMPTY_KINDS,
+    EMPTY_REPLY,
+    EMPTY_REPLY_FAULT,
+    NO_USAGE,
+)
 from engine.config import RunConfig
 from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
@@ -184,6 +190,8 @@ def stop_reason(model) -> str:
     said = model.message.removeprefix(f"{model.model}: ")
     if model.kinds in EMPTY_KINDS:
         return f"{said} ({model.count} replies in a row, none with text yet)"
+    if model.kinds == NO_USAGE:
+        return said  # one reply tells: no count follows
     in_a_row = (f"on {model.count} trajectories in a row" if model.count > 1
                 else "on the one trajectory of it running")
     return f"{said} ('{model.kinds}' {in_a_row}, no call to it succeeding meanwhile)"
@@ -193,11 +201,17 @@ def _stop_advice(stopped) -> str:
     """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
     refused = [m.model for m in stopped if m.kinds == "unsupported_parameter"]
     fixable = [m.model for m in stopped if m.kinds not in EMPTY_KINDS
-               and m.kinds not in (EMPTY_REPLY_FAULT, "unsupported_parameter")]
+               and m.kinds not in (EMPTY_REPLY_FAULT, "unsupported_parameter", NO_USAGE)]
+    uncounted = [m.model for m in stopped if m.kinds == NO_USAGE]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
     silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
-    both = len([group for group in (fixable, refused, thinking, silent) if group]) > 1
+    both = len([group for group in (fixable, refused, thinking, silent, uncounted)
+                if group]) > 1
     advice = []
+    if uncounted:
+        advice.append((f"For {', '.join(uncounted)}: r" if both else "R")
+                      + "erun the same command without --max-cost (the cap is not part of what "
+                      "a run is) to continue with no cap")
     if refused:
         # The options a model refuses are mostly part of what a run is: the fixed command is a
         # new run (or refused as a change, for extra), and "rerun the same command" misled.

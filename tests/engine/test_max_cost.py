@@ -179,3 +179,35 @@ async def test_a_job_taken_as_the_cap_is_reached_does_not_load_its_image(tmp_pat
         assert _steps_by_trajectory(store) == {}
     assert adapter.calls == 0 and result.outcomes == []
     assert loads == []
+
+
+class NoCounts(FixedUsage):
+    """A server that sends no token counts (``usage`` missing from its replies)."""
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        reply = await super().generate(request)
+        return msgspec.structs.replace(reply, usage=Usage(), usage_reported=False)
+
+
+async def test_replies_without_token_counts_stop_a_capped_model_after_one(tmp_path) -> None:
+    # Counted as 0, they never reached the cap: the run spent without limit, and said 0.0000.
+    from engine.breaker import NO_USAGE
+
+    store_path = tmp_path / "run.lmdb"
+    config = _config(store_path, max_cost=5 * PER_CALL)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = NoCounts()
+    with open_run_store(str(store_path)) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        trajectories = _steps_by_trajectory(store)
+    assert adapter.calls == 1
+    assert [(m.model, m.kinds) for m in result.stopped] == [(SPEC, NO_USAGE)]
+    assert "carry no token counts" in result.stopped[0].message
+    assert sorted(trajectories.values()) == [(1, False)]  # the paid reply is kept
+
+    # Without a cap nothing needs counting: the same replies run to the end.
+    adapter = NoCounts()
+    uncapped = msgspec.structs.replace(config, max_cost=None, prices=None)
+    with open_run_store(str(store_path)) as store:
+        result = await run_jobs(uncapped, store, samples, adapters={SPEC: adapter})
+    assert not result.stopped and [o.status for o in result.outcomes] == ["max_steps"] * 4

@@ -120,6 +120,37 @@ def test_an_account_out_of_credit_or_a_refused_parameter_stops_the_run(tmp_path,
     _finishes_after_the_fix(store, tmp_path / "requests.jsonl")
 
 
+@pytest.mark.parametrize(("fault", "kind"), [("503", "http_503"), ("timeout", "timeout")])
+def test_a_server_that_never_answers_stops_the_run_before_any_success(tmp_path, fault,
+                                                                       kind) -> None:
+    # Every attempt of every call errs or hangs: before, each trajectory waited out its whole
+    # retry budget (at the defaults, 300 s x 6 attempts) and was marked failed, wave after wave.
+    store = tmp_path / "run.lmdb"
+    seen = tmp_path / "erring.jsonl"
+    with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(seen),
+                             "--fault-rate", "1", "--faults", fault, "--hang-s", "30") as port:
+        erring = _run(store, f"http://127.0.0.1:{port}/v1", "--timeout", "0.5")
+    assert erring.returncode == 1, erring.stdout + erring.stderr
+    assert "stopped: openai:fake-model cannot be used" in erring.stderr, erring.stderr
+    assert f"'{kind}' on 3 trajectories in a row" in erring.stderr
+    assert not any(isinstance(e, TrajectoryFinished) for e in _events(store))
+    # Six slots, two attempts each: no second wave of trajectories was sent.
+    assert len(seen.read_text().splitlines()) <= 12
+    _finishes_after_the_fix(store, tmp_path / "requests.jsonl")
+
+
+def test_after_a_success_server_errors_fail_trajectories_without_a_stop() -> None:
+    async def go() -> tuple[bool, bool]:
+        breaker = ModelBreaker(threshold=1)
+        breaker.succeeded("m")  # it has answered: a 503 now is one moment's trouble
+        after = await breaker.judge("m", "http_503")
+        fresh = ModelBreaker(threshold=1)
+        before = await fresh.judge("m", "http_503")
+        return after, before
+
+    assert asyncio.run(go()) == (False, True)
+
+
 @pytest.mark.parametrize("concurrency", ["1", "6"])
 def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path, concurrency) -> None:
     store = tmp_path / "run.lmdb"
@@ -161,11 +192,19 @@ async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     breaker.succeeded("m")
     assert [await w for w in later] == [False, False]
 
-    # Faults that retries or other samples explain never wait and never stop.
+    # Faults that other samples explain never wait and never stop; nor do those retries
+    # explain once the model has answered (before, a server that never answers is unusable).
     breaker = ModelBreaker()
     breaker.enter("m")
     breaker.enter("m")
-    for kind in ("bad_request", "context_length", "http_503", "timeout", "cassette_miss"):
+    for kind in ("bad_request", "context_length", "cassette_miss"):
+        assert await breaker.judge("m", kind) is False
+    waiting = asyncio.ensure_future(breaker.judge("m", "http_503"))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    breaker.succeeded("m")
+    assert await waiting is False
+    for kind in ("http_503", "timeout", "connection_reset"):
         assert await breaker.judge("m", kind) is False
 
     # Nothing else of the model running, and nothing has answered yet: no call is left to

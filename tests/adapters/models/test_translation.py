@@ -344,3 +344,26 @@ def test_openai_content_of_another_type_is_a_bad_reply(content) -> None:
     with pytest.raises(ModelCallError) as info:
         adapter.parse_reply({"choices": [{"message": {"content": content}}]})
     assert info.value.kind == "bad_reply"
+
+
+@pytest.mark.parametrize(("provider", "body", "reported"), [
+    ("openai", {"choices": [{"message": {"content": "x"}}]}, False),
+    ("openai", {"choices": [{"message": {"content": "x"}}], "usage": None}, False),
+    ("openai", {"choices": [{"message": {"content": "x"}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1}}, True),
+    ("anthropic", {"content": [{"type": "text", "text": "x"}]}, False),
+    ("anthropic", {"content": [{"type": "text", "text": "x"}],
+                   "usage": {"input_tokens": 5, "output_tokens": 1}}, True),
+    ("gemini", {"candidates": [{"content": {"parts": [{"text": "x"}]}}]}, False),
+    ("gemini", {"candidates": [{"content": {"parts": [{"text": "x"}]}}],
+                "usageMetadata": {"promptTokenCount": 5}}, True),
+])
+def test_a_reply_says_whether_it_reported_token_counts(provider, body, reported,
+                                                       monkeypatch) -> None:
+    from adapters.models.base import AdapterOptions
+    from adapters.models.registry import create_adapter
+
+    monkeypatch.setenv("VAOT_TEST_KEY", "k")
+    adapter = create_adapter(f"{provider}:m", AdapterOptions(base_url="http://127.0.0.1:9/v1",
+                                                             api_key_env="VAOT_TEST_KEY"))
+    assert adapter.parse_reply(body).usage_reported is reported
