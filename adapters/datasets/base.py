@@ -17,9 +17,14 @@ from typing import Protocol, TypeVar
 import msgspec
 
 __all__ = [
-    "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
+    "PAPER_GROUPS", "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
     "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "content_digest", "decode_data_uri", "in_order", "read_image_file",
 ]
+
+
+PAPER_GROUPS = {"2d": "2D", "3d": "3D", "real": "Real"}
+"""The paper's groups by their lower-case spelling: every loader writes them so, and "2d" and
+"2D" are one row of the summary."""
 
 
 class WrittenNumber(float):

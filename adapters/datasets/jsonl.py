@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 
 from adapters.datasets.base import (
+    PAPER_GROUPS,
     CachedLoader,
     DatasetError,
     ImageFileError,
@@ -154,6 +155,7 @@ class JsonlLoader(CachedLoader):
         answer = _string(row, "answer", allow_empty=False)
         category = _string(row, "category")
         group = _string(row, "group")
+        group = PAPER_GROUPS.get(group.lower(), group)  # "2d" and "2D" are one summary row
         path, digest, inline, meta, size = self._image(row["image"], line, number, start)
         return Sample(
             id=sample_id,

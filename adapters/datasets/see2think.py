@@ -37,7 +37,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from adapters.datasets.base import (
+    PAPER_GROUPS,
     CachedLoader,
     DatasetError,
     ImageFileError,
@@ -56,7 +59,6 @@ QUESTION_KEYS = ("question", "modified_question", "problem", "query", "prompt")
 ANSWER_KEYS = ("answer", "modified_answer", "ground_truth", "gt_answer", "target")
 """Spellings of the answer field, in order of preference."""
 
-_GROUPS = {"2d": "2D", "3d": "3D", "real": "Real"}
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -171,7 +173,7 @@ class See2ThinkLoader(CachedLoader):
             ) from None
         samples: list[Sample] = []
         seen: dict[str, int] = {}
-        jobs = (self._job(line, entry) for line, entry in entries)
+        jobs = (self._job(line, entry, i) for i, (line, entry) in enumerate(entries))
         for line, outcome in self._in_order(jobs, samples):
             if isinstance(outcome, Sample) and outcome.id in seen:
                 outcome = SkippedRow(
@@ -185,14 +187,19 @@ class See2ThinkLoader(CachedLoader):
             samples.append(outcome)
         return samples
 
-    def _job(self, line: int, entry: Any) -> Callable[[], tuple[int, Sample | SkippedRow]]:
-        """A job for one task-list entry: its line and its sample, or why it was skipped. What
-        needs no image is read here, in order (the data.json files are shared); the image is
-        checked, in full, in the job."""
+    def _job(self, line: int, entry: Any, index: int
+             ) -> Callable[[], tuple[int, Sample | SkippedRow]]:
+        """A job for one task-list entry (the ``index``-th): its line and its sample, or why it
+        was skipped. What needs no image is read here, in order (the data.json files are
+        shared); the image is checked, in full, in the job."""
         try:
             sample = self._sample(line, entry)
         except _Skip as skip:
-            return functools.partial(_outcome, line, skip.row)
+            # Named by its place in the list too: in a list written on one line every entry is
+            # at line 1, and an element two entries use is reported once for each.
+            row = msgspec.structs.replace(
+                skip.row, reason=f"{skip.row.reason} (task entry {index})")
+            return functools.partial(_outcome, line, row)
         return functools.partial(_outcome, line, sample)
 
     def _sample(self, line: int, entry: Any) -> Callable[[], Sample | SkippedRow]:
@@ -260,7 +267,7 @@ class See2ThinkLoader(CachedLoader):
         if not isinstance(image_path, str) or not image_path.strip():
             raise _Skip(data_path, row_line, f"element {index} has no 'image_path'")
         group = entry.get("category")
-        group = _GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
+        group = PAPER_GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
         task = entry.get("target_task")
         meta = {"image_path": image_path}
         for key in ("source", "order"):

@@ -299,3 +299,10 @@ def test_a_huge_integer_in_a_key_region_is_a_skipped_row(folder: Path) -> None:
     loader = JsonlLoader(write_lines(folder / "d.jsonl", lines))
     assert loader.samples() == []
     assert "is not [x1, y1, x2, y2] in pixels" in loader.skipped[0].reason
+
+
+def test_the_papers_groups_are_one_spelling_whatever_the_case(folder: Path) -> None:
+    lines = [row("a", group="2d"), row("b", group="2D"), row("c", group=" real "),
+             row("d", group="indoor")]
+    loader = JsonlLoader(write_lines(folder / "d.jsonl", lines))
+    assert [s.group for s in loader.samples()] == ["2D", "2D", "Real", "indoor"]

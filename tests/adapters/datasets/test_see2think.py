@@ -349,7 +349,8 @@ def test_numbers_keep_the_spelling_of_the_file_and_nan_is_refused(tmp_path: Path
     samples = loader.samples()
     assert [(s.answer, s.choices) for s in samples] == [("0.00005", ("0.5", "1e-7")), ("3", ())]
     assert [r.reason for r in loader.skipped] == [
-        "element 2 'answer' is NaN, which JSON does not allow; it must be a string or a number"]
+        "element 2 'answer' is NaN, which JSON does not allow; it must be a string or a number "
+        "(task entry 2)"]
 
 
 def test_odd_ids_and_paths_are_skipped_rows_not_crashes(tmp_path: Path) -> None:
@@ -362,3 +363,14 @@ def test_odd_ids_and_paths_are_skipped_rows_not_crashes(tmp_path: Path) -> None:
     reasons = [r.reason for r in loader.skipped]
     assert "'id' must be a non-negative integer, got '²'" in reasons[0]
     assert "NUL byte" in reasons[1]
+
+
+def test_a_task_list_on_one_line_names_each_entry(tmp_path: Path) -> None:
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png"}])
+    (tmp_path / "tasks.json").write_text(json.dumps(
+        [task("data.json", 0), {"id": 0}, task("data.json", 0)]))  # minified: all on line 1
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert loader.samples() == []
+    assert [r.reason.rsplit("(", 1)[-1] for r in loader.skipped] == [
+        "task entry 0)", "task entry 1)", "task entry 2)"]
