@@ -65,6 +65,7 @@ __all__ = [
     "EMPTY_REPLY_FAULT",
     "EMPTY_THRESHOLD",
     "NEVER_ANSWERED_KINDS",
+    "NO_USAGE",
     "STOP_KINDS",
     "THRESHOLD",
     "THRESHOLD_AFTER_SUCCESS",
@@ -79,9 +80,10 @@ candidate at all): retried, then judged as one of :data:`STOP_KINDS`. A reply th
 holds no text is not a fault: it is recorded as an empty step (:data:`EMPTY_REPLY`)."""
 
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter",
-                        "wait_too_long", EMPTY_REPLY_FAULT})
+                        "wait_too_long", "redirect", EMPTY_REPLY_FAULT})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
-the endpoint refuses connections, the key is rejected, the model or URL is unknown, the account
+the endpoint refuses connections or redirects them, the key is rejected, the model or URL is
+unknown, the account
 has no credit left, the model refuses a request parameter, the server asks for a longer wait than
 a run allows (``wait_too_long``, engine/retry.py), or every reply comes back with no candidate
 (:data:`EMPTY_REPLY_FAULT`)."""

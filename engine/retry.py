@@ -49,12 +49,19 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         asked = error.retry_after if error.retry_after is not None else error.wait_at_least
         return asked if asked is not None and asked > self.max_retry_after_s else None
 
+    def hint(self, error: ModelCallError) -> float | None:
+        """The wait the server asked for, when it is one: a ``Retry-After: 0`` (or any wait
+        shorter than the first backoff) would have every attempt sent at once."""
+        asked = error.retry_after
+        return asked if asked is not None and asked >= self.base_delay_s else None
+
     def backoff_s(self, attempt: int, error: ModelCallError, rng: random.Random) -> float | None:
         """Seconds to wait after failed attempt number ``attempt`` (1-based); ``None`` = give up."""
         if self.asked_too_long(error) is not None:
             return None
-        if error.retry_after is not None:
-            return error.retry_after + rng.uniform(0.0, self.retry_after_jitter_s)
+        hint = self.hint(error)
+        if hint is not None:
+            return hint + rng.uniform(0.0, self.retry_after_jitter_s)
         delay = self.base_delay_s * self.multiplier ** (attempt - 1)
         if error.retry == "rate_limit":
             delay *= self.rate_limit_multiplier
@@ -237,7 +244,7 @@ async def call_with_retries(
             # its own, which stops the model once it is all the model gives (engine/breaker.py).
             raise _waits_too_long(error, asked, policy.max_retry_after_s) from None
         if limiter is not None and error.retry == "rate_limit":
-            limiter.on_rate_limited(error.retry_after)
+            limiter.on_rate_limited(policy.hint(error))
         if error.retry == "no":
             raise error
         delay = policy.backoff_s(attempt, error, rng) if attempt < policy.max_attempts else None

@@ -404,8 +404,16 @@ class JsonClient:
         payload = _json_encoder.encode(body)
         session = self._get_session()
         try:
-            async with session.post(url, data=payload) as resp:
+            # No redirects: aiohttp would follow a 301/302 with a GET, and the server would
+            # answer 405 to a request that was never the one sent.
+            async with session.post(url, data=payload, allow_redirects=False) as resp:
                 raw = await resp.read()
+                if 300 <= resp.status < 400:
+                    where = resp.headers.get("Location", "another address")
+                    raise ModelCallError(
+                        f"{self._provider}:{self._model}: {url} redirects (HTTP {resp.status}) "
+                        f"to {where}; give the address it names as --base-url",
+                        retry="no", kind="redirect", status=resp.status)
                 if resp.status >= 300:
                     raise classify_status(
                         resp.status,

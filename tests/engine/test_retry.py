@@ -102,6 +102,15 @@ async def test_retry_after_is_honoured() -> None:
     assert rec.failures[0].retry_after == 30.0
 
 
+async def test_a_retry_after_of_zero_is_no_reason_to_hurry() -> None:
+    # Before, six attempts went out within a second: the zero replaced the backoff.
+    rec = Recorder()
+    policy = RetryPolicy(base_delay_s=1.0, jitter=0.0, rate_limit_multiplier=3.0)
+    adapter = ScriptedAdapter(*[err("rate_limit", "http_429", retry_after=0.0, status=429)] * 2)
+    await run(adapter, rec, policy=policy)
+    assert rec.delays == [3.0, 6.0]  # the backoff a 429 with no hint gets
+
+
 async def test_rate_limit_without_retry_after_waits_longer() -> None:
     rec = Recorder()
     policy = RetryPolicy(base_delay_s=1.0, jitter=0.0, rate_limit_multiplier=3.0)

@@ -37,14 +37,16 @@ def _run(store: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess
 
 def test_failed_trajectories_are_retried_only_when_asked(tmp_path) -> None:
     store = tmp_path / "run.lmdb"
+    # Every call refused as a bad request: each trajectory's own failure. (A server that errs
+    # on every call before any success stops its model instead: engine/breaker.py.)
     with fake_server_process("openai", "--api-key", KEY, "--fault-rate", "1",
-                             "--faults", "503") as overloaded:
+                             "--faults", "400") as overloaded:
         busy = _run(store, f"http://127.0.0.1:{overloaded}/v1")
     assert busy.returncode == 1, busy.stdout + busy.stderr
     assert "3 trajectories failed" in busy.stderr and "--retry-failed" in busy.stderr
     logged = [json.loads(line) for line in store.with_name("run.log").read_text().splitlines()]
     faults = [e for e in logged if e["event"] == "call_fault"]
-    assert len(faults) == 3 and {f["kind"] for f in faults} == {"http_503"}  # every one
+    assert len(faults) == 3 and {f["kind"] for f in faults} == {"bad_request"}  # every one
 
     log = tmp_path / "requests.jsonl"
     with fake_server_process("openai", "--api-key", KEY, "--requests-log", str(log)) as port:

@@ -291,3 +291,31 @@ def test_model_not_found_in_a_403_is_not_a_bad_key() -> None:
 def test_a_retry_after_that_is_no_finite_number_is_ignored(value) -> None:
     assert parse_retry_after({"Retry-After": value}) is None
     assert parse_retry_after({"retry-after-ms": value, "Retry-After": "2"}) == 2.0
+
+
+async def test_a_redirect_is_not_followed_with_a_get() -> None:
+    from aiohttp import web
+
+    from adapters.models.base import ModelCallError
+
+    async def moved(request: web.Request) -> web.Response:
+        raise web.HTTPMovedPermanently("https://api.example.test/v2/chat/completions")
+
+    app = web.Application()
+    app.router.add_route("*", "/v1/chat/completions", moved)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    client = JsonClient(f"http://127.0.0.1:{port}/v1", headers={}, timeout_s=5, provider="openai",
+                        model="m", key_env=None)
+    try:
+        with pytest.raises(ModelCallError) as info:
+            await client.post_json("/chat/completions", {"x": 1})
+    finally:
+        await client.aclose()
+        await runner.cleanup()
+    error = info.value
+    assert (error.retry, error.kind, error.status) == ("no", "redirect", 301)
+    assert "redirects (HTTP 301) to https://api.example.test/v2/chat/completions" in str(error)
