@@ -143,8 +143,10 @@ class Step(_EventBase, frozen=True, tag="step"):
     faithful_state: str | None = None
     """Hex pixel hash of the faithful render of this step's action, if one was rendered."""
     returned_state: str | None = None
-    """Hex pixel hash of what the model was shown next (differs from faithful under
-    interventions; ``None`` when nothing was returned, as in ``no_render``)."""
+    """Hex pixel hash of what the model is shown next (differs from faithful under
+    interventions; ``None`` when nothing was returned, as in ``no_render``). At a trajectory's
+    last step (``max_steps``) it was made but never sent: analysis counts an image as seen only
+    when a later step of the trajectory exists (``TrajectoryRecord.images_shown``)."""
     policy: PolicyDetail | None = None
     usage: TokenUsage = TokenUsage()
     latency_ms: float = 0.0
