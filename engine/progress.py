@@ -6,12 +6,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
 from analysis.tables import accuracy_table
+from engine.printable import printable
 from engine.runtime import Outcome, TrajectoryJob
 
 __all__ = ["RunProgress", "summary_tables", "with_unstarted"]
@@ -94,12 +96,13 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
     models = [m for m in (models or sorted(present)) if m in present]
     groups = [*sorted({r.group or "-" for r in records}), "all"]
     for model in models:
-        table = Table(title=f"{model}: accuracy % (correct/scored)", title_justify="left")
+        table = Table(title=f"{escape(printable(model))}: accuracy % (correct/scored)",
+                      title_justify="left")
         table.add_column("group")
         for setting in settings:
             table.add_column(setting, justify="right")
         for group in groups:
-            row = [group]
+            row = [escape(printable(group))]  # the dataset's text, not rich markup
             for setting in settings:
                 cell = cells.get((model, group, setting))
                 if cell is None or (cell.n == 0 and not cell.failed and not cell.unfinished):

@@ -24,6 +24,7 @@ from engine.commands.run_config import config_from
 from engine.commands.run_report import RunEnd, count, report, stop_reason
 from engine.config import ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for
+from engine.printable import printable
 from engine.prompts import SETTINGS
 from engine.run_lock import StoreBusyError, exclusive_run
 from store import StoreError
@@ -175,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     # nothing is usable, as no run starts and no log is written: the terminal is all there is.
     shown = 5 if samples else 50
     for row in skipped[:shown]:
-        err.print(f"skipped {row.source}:{row.line}: {row.reason}", markup=False)
+        err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
     if len(skipped) > shown:
         log_file = log_path_for(config.store)
         where = f" (all listed in {log_file})" if samples and log_file else ""
@@ -259,8 +260,8 @@ def run(args: argparse.Namespace) -> int:
                                 retried=retried)
                     if (model, kind) not in told:
                         told.add((model, kind))
-                        named = message if message.startswith(f"{model}:") else (
-                            f"{model}: {message}")
+                        named = printable(message if message.startswith(f"{model}:") else (
+                            f"{model}: {message}"))  # a server's words
                         if kind in EMPTY_KINDS:  # a reply, recorded as its step
                             err.print(f"{named} (the first such reply; each is recorded as an "
                                       "empty step)", markup=False)

@@ -23,6 +23,7 @@ from engine.breaker import (
 from engine.config import RunConfig
 from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
+from engine.printable import printable
 
 __all__ = ["RunEnd", "count", "report", "stop_reason"]
 
@@ -88,7 +89,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         _print_exposed_accuracy(console, records, seen)
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
-        err.print(f"{what}: {job.model} {job.setting} sample {job.sample.id}: {outcome.error}",
+        err.print(printable(f"{what}: {job.model} {job.setting} sample {job.sample.id}: "
+                            f"{outcome.error}"),
                   markup=False)
     if len(session_failures) > 5:
         log_file = log_path_for(config.store)
