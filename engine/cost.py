@@ -85,7 +85,9 @@ class UsageTally:
         for model in sorted(self._totals):
             calls, tin, tout = self._totals[model]
             price = table.lookup(model) if table is not None else None
-            cost = price.cost(tin, tout) if price is not None else None
+            # Replies with no input tokens at all: the server sent no counts (every real
+            # request has input), so what they cost is unknown, not zero.
+            cost = price.cost(tin, tout) if price is not None and (tin or not calls) else None
             out.append(
                 CostLine(
                     model=model,
@@ -104,7 +106,9 @@ def format_cost_lines(lines: Iterable[CostLine]) -> str:
     lines = list(lines)
     rows = []
     for line in lines:
-        cost = f"{line.cost:.4f} {line.currency}" if line.cost is not None else "cost unknown"
+        cost = (f"{line.cost:.4f} {line.currency}" if line.cost is not None
+                else "cost unknown (no token counts)" if line.calls and not line.input_tokens
+                else "cost unknown")
         rows.append(
             f"{line.model}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
             f"{line.input_tokens:,} in / "

@@ -54,3 +54,15 @@ def test_unpriced_model_reports_unknown_and_no_total() -> None:
     tally.add("reference:calibrated", Usage(input_tokens=10, output_tokens=5))
     text = format_cost_lines(tally.lines(None))
     assert "cost unknown" in text and "total" not in text
+
+
+def test_replies_without_token_counts_cost_unknown_not_zero() -> None:
+    # A server that sends no usage: its replies were counted as 0 tokens, and the summary said
+    # they cost 0.0000.
+    table = PriceTable.from_config({"openai:*": {"input_per_mtok": 2.5, "output_per_mtok": 10}})
+    tally = UsageTally()
+    tally.add("openai:x", Usage(), calls=7)
+    tally.add("openai:y", Usage(input_tokens=1000, output_tokens=10))
+    text = format_cost_lines(tally.lines(table))
+    assert "openai:x: 7 replies, 0 in / 0 out tokens, cost unknown (no token counts)" in text
+    assert "openai:y: 1 reply" in text and "total" not in text
