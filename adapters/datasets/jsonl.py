@@ -80,15 +80,20 @@ class JsonlLoader(CachedLoader):
 
     def _load(self) -> list[Sample]:
         samples: list[Sample] = []
-        first_line: dict[str, int] = {}
+        first_line: dict[str, tuple[int, str]] = {}
         for number, outcome in self._in_order(self._rows(), samples):
-            if isinstance(outcome, Sample) and outcome.id in first_line:
-                outcome = f"duplicate id {outcome.id!r} (first at line {first_line[outcome.id]})"
+            # Compared as one Unicode spelling (NFC): "é" typed as one character and as "e"
+            # with a combining accent look alike, and two samples must not.
+            key = unicodedata.normalize("NFC", outcome.id) if isinstance(outcome, Sample) else ""
+            if isinstance(outcome, Sample) and key in first_line:
+                line, spelt = first_line[key]
+                same = "" if spelt == outcome.id else ", written with other Unicode characters"
+                outcome = f"duplicate id {outcome.id!r} (first at line {line}{same})"
             if isinstance(outcome, str):
                 self._skipped.append(SkippedRow(source=str(self.path), line=number,
                                                 reason=outcome))
                 continue
-            first_line[outcome.id] = number
+            first_line[key] = (number, outcome.id)
             samples.append(outcome)
         return samples
 

@@ -306,3 +306,13 @@ def test_the_papers_groups_are_one_spelling_whatever_the_case(folder: Path) -> N
              row("d", group="indoor")]
     loader = JsonlLoader(write_lines(folder / "d.jsonl", lines))
     assert [s.group for s in loader.samples()] == ["2D", "2D", "Real", "indoor"]
+
+
+def test_ids_that_look_the_same_are_one_id(folder: Path) -> None:
+    lines = [row("caf\u00e9"), row("cafe\u0301"), row("caf\u00e9")]
+    loader = JsonlLoader(write_lines(folder / "d.jsonl", lines))
+    assert [s.id for s in loader.samples()] == ["caf\u00e9"]
+    decomposed = "cafe\u0301"
+    assert [r.reason for r in loader.skipped] == [
+        f"duplicate id {decomposed!r} (first at line 1, written with other Unicode characters)",
+        "duplicate id 'caf\u00e9' (first at line 1)"]
