@@ -121,6 +121,10 @@ class JsonlLoader(CachedLoader):
                     start += len(line)
                     if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                         line, offset = line[3:], offset + 3
+                    elif number == 1 and line.startswith(b"\x1f\x8b"):
+                        raise DatasetError(
+                            f"JSONL dataset {self.path} is gzip-compressed: decompress it first "
+                            f"(gunzip)")
                     elif number == 1 and (line.startswith((b"\xff\xfe", b"\xfe\xff"))
                                           or b"\0" in line[:200]):
                         # What PowerShell's `>` and Notepad's "Unicode" write: every line
@@ -137,6 +141,12 @@ class JsonlLoader(CachedLoader):
         try:
             row = _ROW_DECODER.decode(line)
         except msgspec.DecodeError as exc:
+            if line.startswith(b"\xef\xbb\xbf"):
+                raise _BadRow("starts with a byte-order mark, which belongs only at the start "
+                              "of a file (two files joined?): remove it") from None
+            if "UTF-8" in str(exc):
+                raise _BadRow("is not UTF-8 text (Latin-1 or Windows-1252, perhaps): save the "
+                              "file as UTF-8") from None
             raise _BadRow(f"invalid JSON: {exc}") from None
         except RecursionError:
             raise _BadRow("invalid JSON: nested too deeply") from None

@@ -316,3 +316,22 @@ def test_ids_that_look_the_same_are_one_id(folder: Path) -> None:
     assert [r.reason for r in loader.skipped] == [
         f"duplicate id {decomposed!r} (first at line 1, written with other Unicode characters)",
         "duplicate id 'caf\u00e9' (first at line 1)"]
+
+
+def test_encoding_mistakes_say_what_to_do(folder: Path) -> None:
+    import gzip
+
+    packed = folder / "packed.jsonl"
+    packed.write_bytes(gzip.compress((row("a") + "\n").encode()))
+    with pytest.raises(DatasetError, match="is gzip-compressed: decompress it first"):
+        JsonlLoader(packed).samples()
+    joined = folder / "joined.jsonl"
+    latin = json.dumps(json.loads(row("c", question="Combien d'élèves?")),
+                       ensure_ascii=False).encode("latin-1")
+    joined.write_bytes((row("a") + "\n").encode() + b"\xef\xbb\xbf" + (row("b") + "\n").encode()
+                       + latin + b"\n")
+    loader = JsonlLoader(joined)
+    assert [s.id for s in loader.samples()] == ["a"]
+    reasons = [r.reason for r in loader.skipped]
+    assert "byte-order mark, which belongs only at the start of a file" in reasons[0]
+    assert "is not UTF-8 text" in reasons[1] and "save the file as UTF-8" in reasons[1]
