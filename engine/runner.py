@@ -244,9 +244,6 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     it did (False: a resume, checked against the header first)."""
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
-    if store.head(header_stream) is not None:
-        _check_resume(config, store.read_trajectory(header_stream), run_id)
-        return False
     header = {
         "models": [msgspec.to_builtins(m) for m in config.models],
         "settings": list(config.settings),
@@ -262,9 +259,28 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
                   "wrong_render_schedule": "all"},
         **(extra_header or {}),
     }
+    head = store.head(header_stream)
+    if head is not None:
+        recorded = store.read_trajectory(header_stream)
+        _check_resume(config, recorded, run_id)
+        # An invocation that goes on with other models, settings or endpoints (another
+        # --base-url: perhaps another checkpoint under the same name) leaves its own header
+        # after the first, so the log says which invocation ran what. The same command again
+        # adds nothing.
+        last = [s.event.config for s in recorded if isinstance(s.event, RunStarted)][-1]
+        if _canonical(header) != _canonical(last):
+            await store.append([RunStarted(traj=header_stream, pos=head[0] + 1, at=ctx.now(),
+                                           run_id=run_id, config=header,
+                                           engine_version=ENGINE_VERSION)])
+        return False
     await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
                                    config=header, engine_version=ENGINE_VERSION)])
     return True
+
+
+def _canonical(config: dict) -> bytes:
+    """A header's config as comparable bytes (as recorded: tuples are lists, keys sorted)."""
+    return msgspec.json.encode(msgspec.to_builtins(config), order="sorted")
 
 
 def _short(value: object, width: int = 60) -> str:

@@ -92,7 +92,9 @@ class PolicyDetail(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class RunStarted(_EventBase, frozen=True, tag="run_started"):
-    """A run began (or was resumed with the same config: then no new event is written)."""
+    """A run began; the first on a run's stream is its header. A later invocation that goes on
+    with another config (more models or settings, another base URL or limit) appends another,
+    so the log says what each invocation ran; the same command again appends nothing."""
 
     run_id: str
     config: dict[str, Any]

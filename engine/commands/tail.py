@@ -65,7 +65,11 @@ def describe(stored: StoredEvent) -> str:
         retried = "retried" if e.retried else "gave up"
         return f"{head}call failed step {e.step} attempt {e.attempt} {e.kind} ({retried})"
     if isinstance(e, RunStarted):
-        return f"{head}run started {e.run_id}"
+        if e.pos == 0:
+            return f"{head}run started {e.run_id}"
+        settings = ",".join(e.config.get("settings") or ())
+        models = ",".join(m.get("spec", "?") for m in e.config.get("models") or ())
+        return f"{head}run {e.run_id} resumed with another config: {models} on {settings}"
     if isinstance(e, Judged):
         return f"{head}judged {e.judge} {_short(str(e.verdict), 60)}"
     return f"{head}{type(e).__name__}"
