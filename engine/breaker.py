@@ -96,8 +96,8 @@ THRESHOLD_AFTER_SUCCESS = 10
 """The same once calls to it have succeeded: scattered samples it rejects must not stop it."""
 
 
-NEVER_ANSWERED_KINDS = frozenset({"timeout", "connection", "connection_reset", "truncated",
-                                  "bad_json"})
+NEVER_ANSWERED_KINDS = frozenset({"timeout", "call_timeout", "connection", "connection_reset",
+                                  "truncated", "bad_json"})
 """Transient faults (with every ``http_5xx``) that count toward a stop like :data:`STOP_KINDS`,
 but only while no call to the model has succeeded: after a whole retry budget each, a server
 that accepts and never answers, or answers every call with an error, is as unusable as a wrong

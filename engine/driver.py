@@ -25,8 +25,8 @@ from engine.breaker import (
     EMPTY_AT_MAX_TOKENS,
     EMPTY_REPLY,
     NO_USAGE,
+    STOP_KINDS,
     ModelUnusableError,
-    counts_toward_stop,
 )
 from engine.context import Context, derive_seed
 from engine.conversation import build_request
@@ -221,7 +221,10 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                 try:
                     stop = bool(after_stop or await rt.breaker.judge(
                         job.model, exc.kind, str(exc),
-                        failed_so_before=counts_toward_stop(state.last_fault or "")))
+                        # Stop kinds only: a server still hung on the rerun after a stop for
+                        # timeouts should stop the model again, not fail each trajectory
+                        # after its whole retry budget.
+                        failed_so_before=state.last_fault in STOP_KINDS))
                 finally:  # also when the run is stopped while the verdict is awaited
                     failed = CallFailed(
                         traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,

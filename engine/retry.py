@@ -49,11 +49,12 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         asked = error.retry_after if error.retry_after is not None else error.wait_at_least
         return asked if asked is not None and asked > self.max_retry_after_s else None
 
-    def hint(self, error: ModelCallError) -> float | None:
-        """The wait the server asked for, when it is one: a ``Retry-After: 0`` (or any wait
-        shorter than the first backoff) would have every attempt sent at once."""
+    @staticmethod
+    def hint(error: ModelCallError) -> float | None:
+        """The wait the server asked for, when it is one: a ``Retry-After: 0`` would have every
+        attempt sent at once (and skip the limiter's pause for a burst of 429s)."""
         asked = error.retry_after
-        return asked if asked is not None and asked >= self.base_delay_s else None
+        return asked if asked is not None and asked > 0 else None
 
     def backoff_s(self, attempt: int, error: ModelCallError, rng: random.Random) -> float | None:
         """Seconds to wait after failed attempt number ``attempt`` (1-based); ``None`` = give up."""

@@ -87,6 +87,11 @@ def read_json_array(text: str) -> list[tuple[int, Any]]:
                 value, pos = decoder.raw_decode(text, pos)
             except RecursionError:  # a hostile or broken file: nested arrays by the thousand
                 raise json.JSONDecodeError("nested too deeply", text, pos) from None
+            except json.JSONDecodeError:
+                raise
+            except ValueError as exc:  # an integer over Python's limit (4300 digits)
+                raise json.JSONDecodeError(f"a number too long to read ({exc})", text,
+                                           pos) from None
             elements.append((line, value))
             pos = _WHITESPACE.match(text, pos).end()
             if text.startswith(",", pos):
@@ -298,6 +303,8 @@ class See2ThinkLoader(CachedLoader):
     def _data_file(self, path: Path) -> list[tuple[int, Any]] | _Unreadable:
         """A data.json's elements with their lines, read once per file however many tasks use it."""
         key = Path(os.path.normpath(path))
+        if key not in self._data_files and "\0" in str(key):  # the OS refuses such a name
+            self._data_files[key] = _Unreadable("its path holds a NUL byte")
         if key not in self._data_files:
             try:
                 self._data_files[key] = _read_array_file(key)
@@ -307,8 +314,7 @@ class See2ThinkLoader(CachedLoader):
                 )
             except (OSError, UnicodeError) as exc:
                 self._data_files[key] = _Unreadable(_describe(exc))
-            except ValueError:  # the OS refuses the name ("embedded null byte")
-                self._data_files[key] = _Unreadable("its path holds a NUL byte")
+
         return self._data_files[key]
 
 

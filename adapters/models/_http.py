@@ -387,6 +387,17 @@ class JsonClient:
         self._loop = loop
         return self._session
 
+    def _redirected(self, url: yarl.URL, path: str, status: int,
+                    final: yarl.URL) -> ModelCallError:
+        """A redirect that turned the POST into a GET: the base URL to use instead."""
+        target = str(final.with_query(None))
+        base = target.removesuffix(path) if target.endswith(path) else None
+        advice = (f"use --base-url {base}" if base else
+                  f"point --base-url at the address it moved to ({target})")
+        return ModelCallError(
+            f"{self._provider}:{self._model}: {url} redirects (HTTP {status}) to {target}, "
+            f"which a POST cannot follow; {advice}", retry="no", kind="redirect", status=status)
+
     def _fail(self, message: str, kind: str) -> ModelCallError:
         return ModelCallError(
             redact(f"{self._provider}:{self._model}: {message}"), retry="transient", kind=kind
@@ -404,16 +415,13 @@ class JsonClient:
         payload = _json_encoder.encode(body)
         session = self._get_session()
         try:
-            # No redirects: aiohttp would follow a 301/302 with a GET, and the server would
-            # answer 405 to a request that was never the one sent.
-            async with session.post(url, data=payload, allow_redirects=False) as resp:
+            async with session.post(url, data=payload) as resp:
                 raw = await resp.read()
-                if 300 <= resp.status < 400:
-                    where = resp.headers.get("Location", "another address")
-                    raise ModelCallError(
-                        f"{self._provider}:{self._model}: {url} redirects (HTTP {resp.status}) "
-                        f"to {where}; give the address it names as --base-url",
-                        retry="no", kind="redirect", status=resp.status)
+                # A 307/308 is followed with the same POST; after a 301/302/303 aiohttp asked
+                # again with a GET, and the server's answer (a 405, say) is not to the request.
+                moved = next((r for r in resp.history if r.status in (301, 302, 303)), None)
+                if moved is not None:
+                    raise self._redirected(url, path, moved.status, resp.url)
                 if resp.status >= 300:
                     raise classify_status(
                         resp.status,

@@ -4,8 +4,10 @@ The log names every image by its pixel hash (``input_state``, ``faithful_state``
 ``returned_state``); this writes the images themselves. Without ``--traj``, every image of the
 store as ``DIR/<hash>.png``, so a hash read in ``vaot export`` is a file name. With ``--traj``,
 one folder per trajectory, in step order: ``step00-original.png``, then for each step that
-rendered, ``stepNN-shown.png`` (what the model was shown next) and ``stepNN-faithful.png``
-when the faithful render is not what was shown (wrong_render, no_render).
+rendered, ``stepNN-returned.png`` (what the step returned to be shown to the next call; a
+trajectory's last step, or every step under ``--image-history original+last:0``, was never
+sent) and ``stepNN-faithful.png`` when the faithful render is not what was returned
+(wrong_render).
 
 Each file is written beside its name and renamed into place, so a killed export never leaves a
 half-written image; the bytes are checked against the digest the store keeps with them.
@@ -111,7 +113,7 @@ def _trajectory_images(store: Recorder, traj: str) -> Iterator[tuple[str, str]]:
             yield "step00-original.png", event.input_state
         elif isinstance(event, Step):
             if event.returned_state is not None:
-                yield f"step{event.step:02d}-shown.png", event.returned_state
+                yield f"step{event.step:02d}-returned.png", event.returned_state
             if event.faithful_state is not None and event.faithful_state != event.returned_state:
                 yield f"step{event.step:02d}-faithful.png", event.faithful_state
 

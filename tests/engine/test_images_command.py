@@ -75,7 +75,7 @@ def test_one_trajectory_in_step_order_with_the_faithful_render_beside_what_was_s
     for e in evs:
         if isinstance(e, Step) and e.traj == traj:
             if e.returned_state:
-                expected[f"step{e.step:02d}-shown.png"] = e.returned_state
+                expected[f"step{e.step:02d}-returned.png"] = e.returned_state
             if e.faithful_state and e.faithful_state != e.returned_state:
                 expected[f"step{e.step:02d}-faithful.png"] = e.faithful_state
     assert {f.name for f in folder.iterdir()} == set(expected)

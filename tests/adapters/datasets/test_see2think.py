@@ -374,3 +374,18 @@ def test_a_task_list_on_one_line_names_each_entry(tmp_path: Path) -> None:
     assert loader.samples() == []
     assert [r.reason.rsplit("(", 1)[-1] for r in loader.skipped] == [
         "task entry 0)", "task entry 1)", "task entry 2)"]
+
+
+def test_a_number_too_long_to_read_is_invalid_json_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    huge = "9" * 5000  # past Python's 4300-digit limit for int()
+    (tmp_path / "data.json").write_text(
+        '[{"question": "q", "image_path": "ok.png", "answer": ' + huge + '}]')
+    write_array(tmp_path / "tasks.json", [task("data.json", 0)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert loader.samples() == []
+    assert "a number too long to read" in loader.skipped[0].reason
+    assert "NUL" not in loader.skipped[0].reason
+    (tmp_path / "tasks.json").write_text('[{"path": "data.json", "id": ' + huge + '}]')
+    with pytest.raises(DatasetError, match="a number too long to read"):
+        See2ThinkLoader(tmp_path / "tasks.json").samples()

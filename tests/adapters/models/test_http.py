@@ -293,29 +293,45 @@ def test_a_retry_after_that_is_no_finite_number_is_ignored(value) -> None:
     assert parse_retry_after({"retry-after-ms": value, "Retry-After": "2"}) == 2.0
 
 
-async def test_a_redirect_is_not_followed_with_a_get() -> None:
+async def test_a_redirect_that_turns_the_post_into_a_get_names_the_base_url() -> None:
     from aiohttp import web
 
     from adapters.models.base import ModelCallError
 
     async def moved(request: web.Request) -> web.Response:
-        raise web.HTTPMovedPermanently("https://api.example.test/v2/chat/completions")
+        raise web.HTTPMovedPermanently("/v2/chat/completions")
+
+    async def kept(request: web.Request) -> web.Response:
+        raise web.HTTPPermanentRedirect("/v2/chat/completions")  # 308: same method and body
+
+    async def answer(request: web.Request) -> web.Response:
+        if request.method != "POST":
+            raise web.HTTPMethodNotAllowed(request.method, ["POST"])
+        return web.json_response({"got": await request.json()})
 
     app = web.Application()
     app.router.add_route("*", "/v1/chat/completions", moved)
+    app.router.add_route("*", "/v3/chat/completions", kept)
+    app.router.add_route("*", "/v2/chat/completions", answer)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]
-    client = JsonClient(f"http://127.0.0.1:{port}/v1", headers={}, timeout_s=5, provider="openai",
-                        model="m", key_env=None)
+
+    def client(version: str) -> JsonClient:
+        return JsonClient(f"http://127.0.0.1:{port}/{version}", headers={}, timeout_s=5,
+                          provider="openai", model="m", key_env=None)
+
+    refused, followed = client("v1"), client("v3")
     try:
         with pytest.raises(ModelCallError) as info:
-            await client.post_json("/chat/completions", {"x": 1})
+            await refused.post_json("/chat/completions", {"x": 1})
+        assert await followed.post_json("/chat/completions", {"x": 1}) == {"got": {"x": 1}}
     finally:
-        await client.aclose()
+        await refused.aclose()
+        await followed.aclose()
         await runner.cleanup()
     error = info.value
     assert (error.retry, error.kind, error.status) == ("no", "redirect", 301)
-    assert "redirects (HTTP 301) to https://api.example.test/v2/chat/completions" in str(error)
+    assert f"use --base-url http://127.0.0.1:{port}/v2" in str(error)
