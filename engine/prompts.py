@@ -96,12 +96,19 @@ FRAMING: dict[str, str] = {
 
 
 
+# The framing texts as they were when the version began to cover them. With these, the version
+# is what it was before (the instructions alone): the same texts keep their version, and runs
+# started before keep their ids. Any edit of a framing text gives another version.
+_FRAMING_FIRST_HASHED = "094a54958967abc282ee6ee44c93dbc4936d6103ecadabecb77addc9268b585d"
+
+
 def version_of(prompts: dict[str, str], framing: dict[str, str]) -> str:
     """One hash (12 hex digits) of every prompt and framing text."""
-    return hashlib.sha256(
-        "".join(f"{k}\x00{v}" for k, v in sorted(prompts.items())).encode()
-        + b"\x01" + "".join(f"{k}\x00{v}" for k, v in sorted(framing.items())).encode()
-    ).hexdigest()[:12]
+    said = "".join(f"{k}\x00{v}" for k, v in sorted(prompts.items())).encode()
+    around = "".join(f"{k}\x00{v}" for k, v in sorted(framing.items())).encode()
+    if hashlib.sha256(around).hexdigest() == _FRAMING_FIRST_HASHED:
+        return hashlib.sha256(said).hexdigest()[:12]
+    return hashlib.sha256(said + b"\x01" + around).hexdigest()[:12]
 
 
 PROMPTS_VERSION = version_of(PROMPTS, FRAMING)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 import structlog
 
-from adapters.datasets.base import Sample
+from adapters.datasets.base import PAPER_GROUPS, Sample
 from adapters.datasets.loading import dataset_identity
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
@@ -373,7 +374,7 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
         recorded.setdefault("key_regions", "[]")
         now.setdefault("key_regions", "[]")
         for field, was in recorded.items():
-            if field not in now or now[field] == was:
+            if field not in now or now[field] == was or _same_meaning(field, was, now[field]):
                 continue
             if field == "image_digest":
                 # Other bytes: the file was replaced, or saved again. Only other pixels count.
@@ -393,6 +394,31 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
             f"{first}: {what}{more}. Its finished trajectories would be skipped and reported "
             "as if they were of the dataset as it is now. Restore the dataset, or start a "
             "separate run (--run-name NAME, or another --store)")
+
+
+def _same_meaning(field: str, was: str, now: str) -> bool:
+    """Whether a sample's recorded field and its value now say the same thing, written as an
+    earlier vaot wrote it: a number it wrote out as ``1.5`` or ``5e-05`` that the file spells
+    ``1.50`` or ``0.00005`` (kept as written since), a paper group it kept as ``2d``."""
+    if field == "answer":
+        return _same_number(was, now)
+    if field == "choices":
+        try:
+            old, new = msgspec.json.decode(was), msgspec.json.decode(now)
+        except msgspec.DecodeError:
+            return False
+        return (isinstance(old, list) and isinstance(new, list) and len(old) == len(new)
+                and all(a == b or _same_number(str(a), str(b)) for a, b in zip(old, new, strict=True)))
+    if field == "group":
+        return was.lower() == now.lower() and now in PAPER_GROUPS.values()
+    return False
+
+
+def _same_number(was: str, now: str) -> bool:
+    try:
+        return float(was) == float(now) and math.isfinite(float(now))
+    except ValueError:
+        return False
 
 
 def _original_state(sample: Sample) -> str | None:

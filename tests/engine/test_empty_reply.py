@@ -168,6 +168,12 @@ def test_the_prompts_version_covers_the_framing_texts() -> None:
     from engine.prompts import FRAMING, PROMPTS, PROMPTS_VERSION, version_of
 
     assert version_of(PROMPTS, FRAMING) == PROMPTS_VERSION
+    # The texts as they were when the framing joined the version keep the version they had
+    # (the instructions' alone): runs started before keep their ids and their resumes.
+    import hashlib
+
+    alone = "".join(f"{k}\x00{v}" for k, v in sorted(PROMPTS.items())).encode()
+    assert hashlib.sha256(alone).hexdigest()[:12] == PROMPTS_VERSION
     edited = {**FRAMING, "not_executed": "(Step {step}: no image.)"}  # no_render's core text
     assert version_of(PROMPTS, edited) != PROMPTS_VERSION
 
