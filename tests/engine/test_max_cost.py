@@ -65,14 +65,20 @@ def _steps_by_trajectory(store) -> dict[str, tuple[int, bool]]:
     return {traj: (steps, done) for traj, (steps, done) in out.items()}
 
 
-async def test_the_run_stops_calling_at_the_cap_and_a_higher_cap_goes_on(tmp_path) -> None:
-    store_path = tmp_path / "run.lmdb"
-    config = _config(store_path, max_cost=5 * PER_CALL)
+async def _capped_run(store_path: Path, adapter, max_cost: float | None):
+    """Run the four samples under ``max_cost``: (config, samples, result, steps by trajectory)."""
+    config = _config(store_path, max_cost=max_cost)
     samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
-    adapter = FixedUsage()
     with open_run_store(str(store_path)) as store:
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
         trajectories = _steps_by_trajectory(store)
+    return config, samples, result, trajectories
+
+
+async def test_the_run_stops_calling_at_the_cap_and_a_higher_cap_goes_on(tmp_path) -> None:
+    store_path = tmp_path / "run.lmdb"
+    adapter = FixedUsage()
+    config, samples, result, trajectories = await _capped_run(store_path, adapter, 5 * PER_CALL)
     assert adapter.calls == 5
     assert result.spent == pytest.approx(5 * PER_CALL)
     # One trajectory finished (3 calls, max_steps), one stopped after 2 steps, unfinished and
@@ -194,12 +200,8 @@ async def test_replies_without_token_counts_stop_a_capped_model_after_one(tmp_pa
     from engine.breaker import NO_USAGE
 
     store_path = tmp_path / "run.lmdb"
-    config = _config(store_path, max_cost=5 * PER_CALL)
-    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
     adapter = NoCounts()
-    with open_run_store(str(store_path)) as store:
-        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
-        trajectories = _steps_by_trajectory(store)
+    config, samples, result, trajectories = await _capped_run(store_path, adapter, 5 * PER_CALL)
     assert adapter.calls == 1
     assert [(m.model, m.kinds) for m in result.stopped] == [(SPEC, NO_USAGE)]
     assert "carry no token counts" in result.stopped[0].message
