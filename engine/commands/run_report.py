@@ -177,6 +177,11 @@ def _print_exposed_accuracy(console, records, seen) -> None:
     if set(RENDERING_SETTINGS) - set(seen):
         return
     for model, cell in paired_exposed_accuracy(records).items():
+        if not cell.n:
+            console.print(f"{model}: no sample where vaot was shown a render and wrong_render a "
+                          "corruption that could mislead, so its vaot and wrong_render columns "
+                          "cannot show whether it used the images", markup=False)
+            continue
         console.print(f"{model}, over the {count(cell.n, 'sample', 'samples')} where vaot was "
                       "shown a render and wrong_render a corruption that could mislead: "
                       f"vaot {_share(cell.vaot_correct, cell.n)}, wrong_render "
