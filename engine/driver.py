@@ -377,6 +377,10 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
             returned_decorated = shown.decorated
         if detail.detail.get("weak"):
             warnings.append(weak_corruption(detail.detail))
+        if detail.policy not in ("faithful", "none"):
+            # A corruption redraws the block's marks with the render seed: recorded beside the
+            # policy's own seed, so the image can be rebuilt from the log alone.
+            detail = msgspec.structs.replace(detail, detail={**detail.detail, "render_seed": seed})
     elif acting:
         detail = PolicyDetail(policy)
     step = Step(

@@ -34,3 +34,4 @@ def test_a_changed_invocation_is_recorded_and_the_same_one_is_not(tmp_path, caps
     out = capsys.readouterr().out
     assert out.count("run started") == 1
     assert "resumed with another config: reference:calibrated on vaot,cot" in out
+
