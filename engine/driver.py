@@ -254,6 +254,10 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         # recorded (it was paid for), then the model stops before it pays for more.
         stopped_uncounted = (cached is None and rt.spend is not None
                              and not reply.usage_reported)
+        if cached is None and rt.spend is None and not reply.usage_reported:
+            _tell_fault(rt, job.model, NO_USAGE, f"{job.model}: a reply came back with no token "
+                        "counts, so its tokens and cost are unknown (the log records 0)",
+                        retried=False)
         if stopped_uncounted:
             rt.breaker.stop_now(job.model, NO_USAGE, (
                 f"{job.model}: its replies carry no token counts, so --max-cost cannot count "

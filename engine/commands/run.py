@@ -19,7 +19,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
-from engine.breaker import EMPTY_KINDS
+from engine.breaker import EMPTY_KINDS, NO_USAGE
 from engine.commands.run_config import config_from
 from engine.commands.run_report import RunEnd, count, report, stop_reason
 from engine.config import ConfigError, RunConfig
@@ -254,6 +254,13 @@ def run(args: argparse.Namespace) -> int:
                 told: set[tuple[str, str]] = set()
 
                 def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
+                    if kind == NO_USAGE:  # a reply, not a fault: said once per model
+                        if (model, kind) not in told:
+                            told.add((model, kind))
+                            log.warning("no_token_counts", model=model, message=message)
+                            err.print(f"{printable(message)} (said once for this model)",
+                                      markup=False)
+                        return
                     # Every fault to the log; the first of each kind to the terminal, at once:
                     # a wrong URL or key shows in seconds, not when every retry has run out.
                     log.warning("call_fault", model=model, kind=kind, message=message,

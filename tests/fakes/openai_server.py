@@ -32,7 +32,8 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 
 # ``refusal``: no content, the model's refusal in its own field. ``content_parts``: a good reply
 # whose content is a list of parts (text and a reasoning part), as Mistral's servers send it.
-register_extra_faults(["content_filter", "refusal", "content_parts"])
+# ``no_usage``: a good reply ("Final Answer: B") with no token counts, as some proxies send.
+register_extra_faults(["content_filter", "refusal", "content_parts", "no_usage"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -203,6 +204,12 @@ class FakeOpenAI(FakeServer):
                              "message": {"role": "assistant", "content": None,
                                          "refusal": REFUSAL}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19},
+            })
+        if fault == "no_usage":
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "Final Answer: B"}}],
             })
         if fault == "content_parts":
             parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
