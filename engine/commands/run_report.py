@@ -212,33 +212,25 @@ def _stop_advice(stopped) -> str:
     uncounted = [m.model for m in stopped if m.kinds == NO_USAGE]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
     silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
-    both = len([group for group in (fixable, refused, thinking, silent, uncounted)
-                if group]) > 1
-    advice = []
-    if uncounted:
-        advice.append((f"For {', '.join(uncounted)}: r" if both else "R")
-                      + "erun the same command without --max-cost (the cap is not part of what "
-                      "a run is) to continue with no cap")
-    if refused:
+    groups = [
+        (uncounted, "rerun the same command without --max-cost (the cap is not part of what a "
+                    "run is) to continue with no cap"),
         # The options a model refuses are mostly part of what a run is: the fixed command is a
         # new run (or refused as a change, for extra), and "rerun the same command" misled.
-        advice.append((f"For {', '.join(refused)}: r" if both else "R")
-                      + "erun without the option it refuses. --temperature and --max-tokens are "
-                      "part of what a run is, so the changed command is a new run (with "
-                      "--run-name, give it a new name), and a field of extra needs a new "
-                      "--run-name; the trajectories begun here stay unfinished")
-    if fixable:
-        advice.append((f"For {', '.join(fixable)}: f" if both else "F")
-                      + "ix what the stop names (the endpoint, key, model name, credit, a rate "
-                      "limit or an option), then rerun the same command to continue")
-    if thinking:
+        (refused, "rerun without the option it refuses. --temperature and --max-tokens are "
+                  "part of what a run is, so the changed command is a new run (with "
+                  "--run-name, give it a new name), and a field of extra needs a new "
+                  "--run-name; the trajectories begun here stay unfinished"),
+        (fixable, "fix what the stop names (the endpoint, key, model name, credit, a rate "
+                  "limit or an option), then rerun the same command to continue"),
         # max_tokens is part of a run's identity: the raised budget is a new run of its own.
-        advice.append((f"For {', '.join(thinking)}: r" if both else "R")
-                      + "erun with a higher --max-tokens: a new run, as the token limit is "
-                      "part of what a run is (with --run-name, give it a new name)")
-    if silent:
-        advice.append((f"For {', '.join(silent)}: c" if both else "C")
-                      + "heck what its server returns (vaot tail shows the empty steps), then "
-                      "rerun; as a new run (--run-name NAME) if the empty steps should not stay "
-                      "in these trajectories")
-    return ". ".join(advice)
+        (thinking, "rerun with a higher --max-tokens: a new run, as the token limit is part of "
+                   "what a run is (with --run-name, give it a new name)"),
+        (silent, "check what its server returns (vaot tail shows the empty steps), then rerun; "
+                 "as a new run (--run-name NAME) if the empty steps should not stay in these "
+                 "trajectories"),
+    ]
+    groups = [(models, advice) for models, advice in groups if models]
+    if len(groups) == 1:  # one kind of stop: no need to say whose it is
+        return groups[0][1][0].upper() + groups[0][1][1:]
+    return ". ".join(f"For {', '.join(models)}: {advice}" for models, advice in groups)
