@@ -9,6 +9,7 @@ a trajectory has queued but not yet awaited (:class:`PendingWrites`). The driver
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -106,6 +107,17 @@ class Runtime:
         """The run's ``--max-cost`` cap, if any: no new paid call once it is reached."""
 
 
+STEPS_OF_WRITES_IN_FLIGHT = 4
+"""How many steps of one trajectory may have writes not yet durable while its next call runs.
+
+A step's writes are usually durable one model call later, but a durable commit on a slow disk
+has been seen to take 20–230 ms (two fsyncs, and the writer thread waiting for the GIL between
+them) while a call takes ~100 ms: with two steps in flight the next call then waited on the disk,
+10 ms per step on average in bench/rollout.py. Four steps let the commits fall behind by three
+model calls before a trajectory waits; a crash loses at most those replies (paid again on the
+rerun), and the wait still bounds the writes queued by each trajectory."""
+
+
 class PendingWrites:
     """Store writes a trajectory queued but has not awaited yet.
 
@@ -115,8 +127,9 @@ class PendingWrites:
     before the trajectory's outcome is reported.
     """
 
-    def __init__(self) -> None:
-        self.previous: list[asyncio.Future] = []
+    def __init__(self, depth: int = STEPS_OF_WRITES_IN_FLIGHT) -> None:
+        self.depth = depth
+        self.earlier: collections.deque[list[asyncio.Future]] = collections.deque()
         self.current: list[asyncio.Future] = []
 
     def add(self, future: asyncio.Future) -> None:
@@ -129,21 +142,26 @@ class PendingWrites:
         return state
 
     async def step_done(self) -> None:
-        """Close a step: await the writes of the step before it (queued one model call ago, so
-        usually durable already) and keep this step's landing while the next call runs. This
-        bounds each trajectory to two steps of writes in flight."""
-        older, self.previous, self.current = self.previous, self.current, []
-        await _settle(older)
+        """Close a step: keep its writes landing while the next call runs, and await those of
+        the step ``depth - 1`` steps before it (queued that many model calls ago, so nearly
+        always durable already). This bounds each trajectory to ``depth`` steps of writes in
+        flight (see :data:`STEPS_OF_WRITES_IN_FLIGHT`)."""
+        self.earlier.append(self.current)
+        self.current = []
+        if len(self.earlier) >= self.depth:
+            await _settle(self.earlier.popleft())
 
     async def settle(self) -> None:
         """Await every queued write (raising the first error)."""
-        older, self.previous, self.current = self.previous + self.current, [], []
+        older = [f for step in self.earlier for f in step] + self.current
+        self.earlier.clear()
+        self.current = []
         await _settle(older)
 
     def all_done(self) -> bool:
         """Nothing left to wait for (an error, if any, is still raised by ``settle``)."""
         return all(f.done() and not f.cancelled() and f.exception() is None
-                   for f in (*self.previous, *self.current))
+                   for f in (*(f for step in self.earlier for f in step), *self.current))
 
 
 async def _settle(futures: list[asyncio.Future]) -> None:
