@@ -7,6 +7,10 @@ finds the step the engine asks for, waits ``--latency-ms`` and answers:
 - ``--mode text``: text-only steps until ``--steps``, then a final answer (images reused);
 - ``--mode zoom``: a zoom action at every step until ``--steps``, then a final answer.
 
+``--stamp`` adds ``bench_t0`` and ``bench_t1`` to every reply: ``time.perf_counter()`` when the
+handler began and when it answered (a system-wide monotonic clock on Linux, so a client on the same
+host can split a call's time into its way there, the server's part and its way back).
+
     python bench/_fake_api.py --port 0 --latency-ms 100 --mode zoom --steps 5
 """
 
@@ -16,6 +20,7 @@ import argparse
 import asyncio
 import re
 import signal
+import time
 
 import msgspec
 from aiohttp import web
@@ -33,7 +38,7 @@ def reply_body(text: str) -> bytes:
     })
 
 
-def make_app(latency: float, mode: str, steps: int) -> web.Application:
+def make_app(latency: float, mode: str, steps: int, stamp: bool = False) -> web.Application:
     zoom = ('Step {n} (Text): I need a closer look at this part.\nStep {n} (Action Description):'
             '\n```json\n{{"step": {n}, "visual_rationale": "closer", "action": [{{"type": "zoom",'
             ' "target": [{a}, {b}, {c}, {d}]}}]}}\n```')
@@ -42,6 +47,7 @@ def make_app(latency: float, mode: str, steps: int) -> web.Application:
     stats = {"requests": 0}
 
     async def handle(request: web.Request) -> web.Response:
+        began = time.perf_counter()
         body = await request.read()
         stats["requests"] += 1
         found = _STEP.findall(body[-4096:])
@@ -55,6 +61,9 @@ def make_app(latency: float, mode: str, steps: int) -> web.Application:
                                              c=700 - 20 * k, d=760 - 30 * k))
         else:
             payload = reply_body(text.format(n=n))
+        if stamp:  # two more fields of the reply object, which a client ignores
+            payload = payload[:-1] + b',"bench_t0":%.6f,"bench_t1":%.6f}' % (
+                began, time.perf_counter())
         return web.Response(body=payload, content_type="application/json")
 
     async def count(_request: web.Request) -> web.Response:
@@ -67,7 +76,7 @@ def make_app(latency: float, mode: str, steps: int) -> web.Application:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    runner = web.AppRunner(make_app(args.latency_ms / 1000, args.mode, args.steps),
+    runner = web.AppRunner(make_app(args.latency_ms / 1000, args.mode, args.steps, args.stamp),
                            access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", args.port, backlog=1024)
@@ -88,6 +97,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--mode", choices=("text", "zoom"), default="text")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--stamp", action="store_true",
+                        help="add the handler's start and end times to every reply")
     asyncio.run(serve(parser.parse_args()))
 
 

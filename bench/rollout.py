@@ -14,11 +14,13 @@ B. *new states*: the model zooms at every step, so each step renders and encodes
 Diagnostics printed beside the ratios: CPU per call of the event loop's thread and of the fake
 server; for B, CPU per rendered step by thread (render pool, loop, store writer) and the
 standalone pixel hash every new state also needs. ``--floor`` adds phase A's requests sent from a
-bare aiohttp loop with no engine at all — the most this machine allows; ``--workers N`` runs the
-engine as ``vaot run --workers N`` does.
+bare aiohttp loop with no engine at all — the most this machine allows; ``--trace`` splits phase
+A's calls into the way to the fake server, the server's part and the way back (time spent waiting
+for the engine's event loop shows in the two ways); ``--workers N`` runs the engine as
+``vaot run --workers N`` does.
 
     python bench/rollout.py [--trajectories 2000] [--in-flight 256] [--latency-ms 100]
-                            [--workers N] [--floor] [--phase A|B|both]
+                            [--workers N] [--floor] [--trace] [--phase A|B|both]
 """
 
 from __future__ import annotations
@@ -54,10 +56,11 @@ from store.events import Step, TrajectoryFinished
 HERE = Path(__file__).resolve().parent
 
 
-def start_server(mode: str, latency_ms: float, steps: int) -> tuple[subprocess.Popen, int]:
+def start_server(mode: str, latency_ms: float, steps: int,
+                 stamp: bool = False) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "_fake_api.py"), "--port", "0", "--latency-ms",
-         str(latency_ms), "--mode", mode, "--steps", str(steps)],
+         str(latency_ms), "--mode", mode, "--steps", str(steps), *(["--stamp"] if stamp else [])],
         stdout=subprocess.PIPE, text=True,
     )
     port = int(proc.stdout.readline())
@@ -160,7 +163,9 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
     """One phase against a fresh fake server; timings are read back from the store's events
     (a Step's ``at`` is stamped as its reply is recorded), so one process or several are
     measured the same way."""
-    proc, port = start_server(mode, args.latency_ms, args.steps)
+    trace = args.trace and mode == "text" and args.workers == 1
+    proc, port = start_server(mode, args.latency_ms, args.steps, stamp=trace)
+    legs: list[tuple[float, float, float]] = []
     try:
         base_url = f"http://127.0.0.1:{port}/v1"
         spec = "openai:bench"
@@ -173,6 +178,9 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
         # Made before the clock starts, as `vaot run` makes them before its run (importing the
         # HTTP client is a process's start-up, not the run's; the floor imports it early too).
         adapters = make_adapters(config) if args.workers == 1 else None
+        if trace:
+            for adapter in adapters.values():
+                trace_calls(adapter, legs)
         threads = ThreadCpu()
         threads.__enter__()
         before = dict(threads.by_name())
@@ -204,8 +212,34 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
     failed = sum(1 for o in result.outcomes if o.status == "failed")
     return {"wall": wall, "cpu": cpu, "loop_cpu": loop_cpu if args.workers == 1 else None,
             "server_cpu": server_cpu, "calls": len(replies), "rendered": rendered,
-            "threads": per_thread if args.workers == 1 else None, "failed": failed,
+            "threads": per_thread if args.workers == 1 else None, "failed": failed, "legs": legs,
             **rates(replies, finished, start, args.in_flight)}
+
+
+def trace_calls(adapter, legs: list[tuple[float, float, float]]) -> None:
+    """Split each call of ``adapter`` into its way to the server's handler, the handler's time
+    and the way back to the engine, from the times the fake server stamps into its replies."""
+    client = adapter._client
+    post = client.post_json
+
+    async def timed(path, body):
+        sent = time.perf_counter()
+        data = await post(path, body)
+        back = time.perf_counter()
+        legs.append((data["bench_t0"] - sent, data["bench_t1"] - data["bench_t0"],
+                     back - data["bench_t1"]))
+        return data
+
+    client.post_json = timed
+
+
+def legs_note(legs: list[tuple[float, float, float]]) -> str:
+    def leg(i: int) -> str:
+        values = sorted(x[i] for x in legs)
+        return (f"{1000 * sum(values) / len(values):.1f} ms "
+                f"(p90 {1000 * values[int(0.9 * len(values))]:.1f})")
+    return (f"  a call, mean: engine → server handler {leg(0)}, in the handler {leg(1)}, "
+            f"handler → engine has the reply {leg(2)}")
 
 
 async def run_and_close(config: RunConfig, store, samples: list[Sample], adapters) -> RunResult:
@@ -351,6 +385,10 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="also run phase A's requests from a bare aiohttp loop (no engine): "
                         "the most this machine allows")
+    parser.add_argument("--trace", action="store_true",
+                        help="phase A, one process: split each call's time into its way to the "
+                        "fake server, the server's part and the way back (the server stamps its "
+                        "replies; the engine's post is wrapped, which costs a few µs per call)")
     args = parser.parse_args()
     if args.workers > 1:
         warm_up()  # as vaot run does before it reads its dataset
@@ -382,6 +420,8 @@ def main() -> None:
                 f"{name} {1e6 * t.get(key, 0.0) / max(1, a['calls']):.0f} µs"
                 for name, key in (("event loop", "MainThread"), ("store writer", "vaot-store-writer"),
                                   ("render threads (originals)", "vaot-render"))))
+        if a["legs"]:
+            print(legs_note(a["legs"]))
     if floor is not None:
         print(f"A floor, bare aiohttp client with no engine: while all slots busy "
               f"{floor['full_rate']:,.0f} calls/s, ratio {floor['full_rate'] / ideal:.2f}; steady "
