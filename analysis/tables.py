@@ -9,15 +9,25 @@ import msgspec
 
 from analysis.records import TrajectoryRecord
 
-__all__ = ["Cell", "Exposure", "PairedCell", "accuracy_table", "exposure", "paired_exposed_accuracy"]
+__all__ = ["ALL", "Cell", "Exposure", "PairedCell", "accuracy_table", "exposure",
+           "paired_exposed_accuracy"]
+
+ALL = None
+"""The row key of the aggregate over every group: not a string, so a dataset group spelled
+"all" stays a row of its own instead of being added into the aggregate."""
 
 
 class Cell(msgspec.Struct):
     n: int = 0
-    """Finished trajectories that could be scored."""
+    """Ended trajectories: answered, out of steps, or failed. A failed one counts as wrong, as
+    the paper scores every setting on every sample: the settings that send more images fail
+    more often (requests too large, refusals), and leaving their failures out of the
+    denominator would favour exactly them."""
     correct: int = 0
     failed: int = 0
+    """Of ``n``, the failed ones (a rerun with ``--retry-failed`` tries them again)."""
     unfinished: int = 0
+    """Not ended (interrupted, or its model stopped): outside ``n`` until a rerun ends them."""
 
     @property
     def accuracy(self) -> float | None:
@@ -25,18 +35,20 @@ class Cell(msgspec.Struct):
 
 
 def accuracy_table(records: Iterable[TrajectoryRecord], by: str = "group"
-                   ) -> dict[tuple[str, str, str], Cell]:
-    """(model, group-or-category-or-family, setting) → Cell; ``by`` names the row field."""
-    cells: dict[tuple[str, str, str], Cell] = defaultdict(Cell)
+                   ) -> dict[tuple[str, str | None, str], Cell]:
+    """(model, group-or-category-or-family, setting) → Cell; ``by`` names the row field, and
+    the row :data:`ALL` aggregates every row."""
+    cells: dict[tuple[str, str | None, str], Cell] = defaultdict(Cell)
     for r in records:
-        for row in (getattr(r, by) or "-", "all"):
+        for row in (getattr(r, by) or "-", ALL):
             cell = cells[(r.model, row, r.setting)]
             if r.status is None:
                 cell.unfinished += 1
-            elif r.status == "failed":
+                continue
+            cell.n += 1
+            if r.status == "failed":
                 cell.failed += 1
             else:
-                cell.n += 1
                 cell.correct += int(bool(r.correct))
     return dict(cells)
 
@@ -80,6 +92,8 @@ class PairedCell(msgspec.Struct):
     corruption that could mislead, both finished."""
     vaot_correct: int = 0
     wrong_render_correct: int = 0
+    samples: int = 0
+    """Distinct samples among the pairs (fewer than ``n`` when a run has several epochs)."""
 
 
 def paired_exposed_accuracy(records: Iterable[TrajectoryRecord]) -> dict[str, PairedCell]:
@@ -96,7 +110,8 @@ def paired_exposed_accuracy(records: Iterable[TrajectoryRecord]) -> dict[str, Pa
         if r.setting in RENDERING_SETTINGS and r.status not in (None, "failed"):
             by_key[(r.run_id, r.model, r.sample_id, r.epoch)][r.setting] = r
     cells: dict[str, PairedCell] = {}
-    for (_, model, _, _), pair in by_key.items():
+    samples: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for (run_id, model, sample_id, _), pair in by_key.items():
         cell = cells.setdefault(model, PairedCell())
         vaot, wrong = pair.get("vaot"), pair.get("wrong_render")
         if vaot is None or wrong is None:
@@ -105,4 +120,7 @@ def paired_exposed_accuracy(records: Iterable[TrajectoryRecord]) -> dict[str, Pa
             cell.n += 1
             cell.vaot_correct += int(bool(vaot.correct))
             cell.wrong_render_correct += int(bool(wrong.correct))
+            samples[model].add((run_id, sample_id))
+    for model, cell in cells.items():
+        cell.samples = len(samples[model])
     return cells

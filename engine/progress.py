@@ -12,7 +12,7 @@ from rich.table import Table
 
 from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
-from analysis.tables import accuracy_table
+from analysis.tables import ALL, accuracy_table
 from engine.printable import printable
 from engine.runtime import Outcome, TrajectoryJob
 
@@ -55,7 +55,8 @@ class RunProgress:
             # again (the summary says "ended by an error", the table "open").
             self.errors[s] += 1
         elif outcome.status == "failed":
-            self.failed[s] += 1
+            self.failed[s] += 1  # counted as wrong, as in the summary table (analysis/tables.py)
+            self.scored[s] += 1
         else:
             verdict = score_answer(outcome.answer, job.sample.answer, job.sample.choices)
             self.scored[s] += 1
@@ -94,15 +95,19 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
     cells = accuracy_table(records, by="group")
     present = {r.model for r in records}
     models = [m for m in (models or sorted(present)) if m in present]
-    groups = [*sorted({r.group or "-" for r in records}), "all"]
+    named = sorted({r.group or "-" for r in records})
+    groups: list[str | None] = [*named, ALL]
+    # The aggregate row's label; a dataset group may itself be called "all".
+    everything = "all groups" if "all" in named else "all"
     for model in models:
-        table = Table(title=f"{escape(printable(model))}: accuracy % (correct/scored)",
-                      title_justify="left")
+        table = Table(title=f"{escape(printable(model))}: accuracy % (correct/ended, failed = "
+                      "wrong)", title_justify="left")
         table.add_column("group")
         for setting in settings:
             table.add_column(setting, justify="right")
         for group in groups:
-            row = [escape(printable(group))]  # the dataset's text, not rich markup
+            # The dataset's text, not rich markup.
+            row = [everything if group is ALL else escape(printable(group))]
             for setting in settings:
                 cell = cells.get((model, group, setting))
                 if cell is None or (cell.n == 0 and not cell.failed and not cell.unfinished):

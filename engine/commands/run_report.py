@@ -182,7 +182,9 @@ def _print_exposed_accuracy(console, records, seen) -> None:
                           "corruption that could mislead, so its vaot and wrong_render columns "
                           "cannot show whether it used the images", markup=False)
             continue
-        console.print(f"{model}, over the {count(cell.n, 'sample', 'samples')} where vaot was "
+        over = count(cell.n, 'sample', 'samples') if cell.samples == cell.n else (
+            f"{cell.n} pairs ({count(cell.samples, 'sample', 'samples')}, several epochs)")
+        console.print(f"{model}, over the {over} where vaot was "
                       "shown a render and wrong_render a corruption that could mislead: "
                       f"vaot {_share(cell.vaot_correct, cell.n)}, wrong_render "
                       f"{_share(cell.wrong_render_correct, cell.n)}", markup=False)

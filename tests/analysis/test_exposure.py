@@ -52,7 +52,18 @@ def test_paired_accuracy_is_over_the_same_samples_judged_on_what_was_shown() -> 
     cells = paired_exposed_accuracy(records)
     assert set(cells) == {"m"}
     cell = cells["m"]
-    assert (cell.n, cell.vaot_correct, cell.wrong_render_correct) == (2, 1, 0)
+    assert (cell.n, cell.vaot_correct, cell.wrong_render_correct, cell.samples) == (2, 1, 0, 2)
+
+
+def test_pairs_of_several_epochs_are_told_from_samples() -> None:
+    from analysis.tables import paired_exposed_accuracy
+
+    records = [TrajectoryRecord(traj=f"{setting}{sample}{epoch}", run_id="r", sample_id=sample,
+                                model="m", setting=setting, status="answered", epoch=epoch,
+                                images_shown=1, misleading_shown=1, correct=True)
+               for setting in ("vaot", "wrong_render") for sample in "ab" for epoch in range(3)]
+    cell = paired_exposed_accuracy(records)["m"]
+    assert (cell.n, cell.samples) == (6, 2)
 
 
 def test_misleading_renders_are_counted_when_a_later_call_saw_them() -> None:
