@@ -178,6 +178,8 @@ def _as_word(text: str, *, edges: str = r"\b") -> str:
 def _picked(text: str, options: list[_Option]) -> int | None:
     """The option an answer (or the truth) names, or None when it names none, several, or
     contradicts itself ("(B) cat" when B is dog)."""
+    if _STARTS_BOUNDED.match(text):
+        return None  # "less than 3", "at least 2", "3 or more": no one option is given
     found = _by_text(text, options)
     if found is not None:
         return found
@@ -258,10 +260,15 @@ def _letter_and_text(text: str, *, truth: bool) -> tuple[str | None, str | None]
     return lead.label, text
 
 
+# Blanks beside punctuation: "A, C" is "A,C" and "(0.35, 0.62)" is "(0.35,0.62)".
+_PUNCTUATION_BLANKS = re.compile(r"\s*([,;:=/()\[\]\-–])\s*")
+
+
 def _same_value(given: str | None, expected: str | None) -> bool:
     if given is None or expected is None:
         return False
-    if given == expected:
+    if given == expected or (_PUNCTUATION_BLANKS.sub(r"\1", given)
+                             == _PUNCTUATION_BLANKS.sub(r"\1", expected)):
         return True
     if _NUMBER.match(given) and _NUMBER.match(expected):
         return abs(_as_float(given) - _as_float(expected)) < 1e-9
@@ -276,6 +283,8 @@ def _without_choices(given: str, expected: str) -> bool:
     """Letters compared when both give one (the options are written in the question), else
     the texts: "(B) dog" is right for the truth "B" and for the truth "dog". A number truth is
     also met by an answer that names that number as its answer (see :func:`_number_given`)."""
+    if _same_value(given, expected):  # also "A,C" for "A, C": the truth as written
+        return True
     given_letter, given_text = _letter_and_text(given, truth=False)
     expected_letter, expected_text = _letter_and_text(expected, truth=True)
     if given_letter and expected_letter:
@@ -286,6 +295,9 @@ def _without_choices(given: str, expected: str) -> bool:
         # Yes and no standing as answers, not "no" before a noun ("there is no overlap") nor
         # after "not"; both ("yes or no", "no, wait, yes") are a hedge or a change of mind.
         said = set(_YES_NO.findall(given))
+        leading = _LEADING_YES_NO.match(given)
+        if leading:  # "Yes they are parallel", "No (they never meet)"
+            said.add(leading.group(1))
         return said == {expected}
     if expected_text is not None and _NUMBER.match(expected_text):
         value = _number_given(given)
@@ -293,6 +305,8 @@ def _without_choices(given: str, expected: str) -> bool:
     return _same_measure(given, expected)
 
 
+# An answer that opens with yes or no gives it, whatever words follow.
+_LEADING_YES_NO = re.compile(r"(yes|no)\b(?![-'’])")
 _YES_NO = re.compile(r"(?<!\bnot )\b(yes|no)\b(?=\s*(?:$|[,.;:!?/)]|\b(?:or|and|wait)\b))")
 # A number and its unit: "45°", "3 cm", "12.5 kg", "50%"; not "3 cats and a dog".
 _MEASURE = re.compile(rf"({_DECIMAL})\s*({_UNITISH})")
@@ -351,11 +365,50 @@ _ONE_COUNTS = re.compile(r"^(?:(?:there\s+(?:is|are)|there['’]s|i\s+(?:count|s
                          r"|exactly)\s+)*one\b")
 
 
+_BOUND_BEFORE = re.compile(r"(?:\b(?:fewer|less|more|greater|larger|smaller|higher|lower)\s+than"
+                           r"|\bat\s+(?:least|most)|\bup\s+to|[<>≤≥])\s*$")
+_BOUND_AFTER = re.compile(r"\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less|greater|higher|lower|above"
+                          r"|below)\b)")
+_RESULT_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+# The number an answer arrives at: after its last "=", or beside "in total" / "altogether".
+_RESULT = re.compile(rf"=\s*(?P<n>{_RESULT_NUMBER})(?!.*=)(?![\w.,]\d)"
+                     rf"|(?<![\w.])(?P<m>{_RESULT_NUMBER})\s+(?:[a-z]+\s+)?(?:in\s+total|in\s+all"
+                     rf"|altogether)\b", re.S)
+
+
+# An answer that is a bound: it opens with a comparator, or is a number and "or more" / "+".
+_STARTS_BOUNDED = re.compile(r"(?:(?:fewer|less|more|greater|larger|smaller|higher|lower)\s+than"
+                             r"|at\s+(?:least|most)|up\s+to|[<>≤≥])\s*[-+]?[\d.]"
+                             rf"|{_RESULT_NUMBER}\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less)\b)")
+
+
+def _bounded(given: str, start: int) -> bool:
+    """Whether the number at ``start`` is a bound ("fewer than 3", "at least 3", "3 or more",
+    "3+"): an answer so worded does not give that count (the paper's judge is strict on counts)."""
+    if _BOUND_BEFORE.search(given, max(0, start - 24), start):
+        return True
+    token = _NUMBER_TOKEN.match(given, start) or _NUMBER_WORD.match(given, start)
+    return token is not None and _BOUND_AFTER.match(given, token.end()) is not None
+
+
 def _number_given(given: str) -> float | None:
     """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
     the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
     "between 2 and 3") or holds none. Words are read when it has no digits ("three")."""
     numbers = _numbers(given)
+    result = _RESULT.search(given)
+    if result is not None:  # "2 + 1 = 3", "3 red and 4 blue, 7 in total"
+        name = "n" if result.group("n") else "m"
+        return None if _bounded(given, result.start(name)) else _as_float(result.group(name))
+    value = _number_read(given, numbers)
+    # "fewer than 3", "at least 3", "3 or more": a bound, not a count; a bound elsewhere is
+    # part of the reason ("3, since there are more than 2").
+    if value is None or any(_bounded(given, start) for start, v in numbers if v == value):
+        return None
+    return value
+
+
+def _number_read(given: str, numbers: list[tuple[int, float | None]]) -> float | None:
     values = {value for _, value in numbers}
     if len(values) == 1:
         return values.pop()

@@ -504,3 +504,46 @@ def test_measure_options_read_the_number_an_answer_gives() -> None:
     options = ("3 cm", "4 cm", "5 cm", "6 cm")
     assert score_answer("3 or 4 cm", "B", options) is False
     assert score_answer("4cm", "B", options) is True
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices"), [
+    ("fewer than 3", "3", ()), ("fewer than three", "3", ()), ("at least 2", "2", ()),
+    (">3", "3", ()), ("3 or more", "3", ()), ("3+", "3", ()), ("at least 3 cm", "3 cm", ()),
+    ("less than 3", "C", ("1", "2", "3")), ("more than 3", "3", ("3", "4")),
+    ("3 or more", "C", ("1", "2", "3")),
+    ("3 red and 4 blue, 7 in total", "3", ()),
+])
+def test_a_bound_is_not_the_count_it_bounds(answer, truth, choices) -> None:
+    # The paper's judge is strict on counts: "fewer than 3" does not say 3.
+    assert score_answer(answer, truth, choices) is False
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices"), [
+    ("2 + 1 = 3", "3", ()), ("3 red + 4 blue = 7 cars", "7", ()),
+    ("3 red and 4 blue, 7 in total", "7", ()), ("x = 3", "3", ()),
+    ("3, since there are more than 2 cats", "3", ()),
+    ("B, since there are more than 2 cats", "B", ("1", "2", "3")),
+])
+def test_the_number_arrived_at_is_the_answer_and_a_bound_in_the_reason_is_not(
+        answer, truth, choices) -> None:
+    assert score_answer(answer, truth, choices) is True
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("Yes they are parallel", "yes", True), ("Yes (they are parallel)", "yes", True),
+    ("No they do not intersect", "no", True), ("Yes they are parallel", "no", False),
+    ("No, wait, yes", "yes", False), ("yes or no", "yes", False),
+])
+def test_an_answer_opening_with_yes_or_no_gives_it_with_or_without_choices(
+        answer, truth, right) -> None:
+    # The same reply scored the same whether the dataset lists the choices or not.
+    assert score_answer(answer, truth) is right
+    assert score_answer(answer, truth, ("Yes", "No")) is right
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("A,C", "A, C"), ("(0.35, 0.62)", "(0.35,0.62)"), ("A-B-C", "A - B - C"), ("3 : 00", "3:00"),
+])
+def test_blanks_beside_punctuation_do_not_change_an_answer(answer, truth) -> None:
+    assert score_answer(answer, truth) is True
+    assert score_answer(truth, answer) is True
