@@ -299,10 +299,43 @@ def _without_choices(given: str, expected: str) -> bool:
         if leading:  # "Yes they are parallel", "No (they never meet)"
             said.add(leading.group(1))
         return said == {expected}
-    if expected_text is not None and _NUMBER.match(expected_text):
-        value = _number_given(given)
-        return value is not None and abs(value - _as_float(expected_text)) < 1e-9
-    return _same_measure(given, expected)
+    truth = _truth_number(expected_text)
+    if truth is not None:
+        value = _fraction(given)
+        if value is None:
+            value = _number_given(given)
+        return value is not None and abs(value - truth) < 1e-9
+    return _same_measure(_PERCENT_WORD.sub("%", given), _PERCENT_WORD.sub("%", expected))
+
+
+# "50 percent" is "50%".
+_PERCENT_WORD = re.compile(r"(?<=\d)\s*(?:per\s*cent|percent)\b")
+_FRACTION = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
+
+
+def _fraction(text: str) -> float | None:
+    """The value of an answer that is a fraction alone ("1/2"), else None."""
+    match = _FRACTION.fullmatch(text)
+    if match is None or int(match.group(2)) == 0:
+        return None
+    return int(match.group(1)) / int(match.group(2))
+
+
+def _truth_number(text: str | None) -> float | None:
+    """The number a truth is: digits ("3", "0.5"), a fraction ("1/2") or number words
+    ("three", "twenty-one"), as an answer's number is read: "3" meets the truth "three"."""
+    if text is None:
+        return None
+    if _NUMBER.match(text):
+        return _as_float(text)
+    fraction = _fraction(text)
+    if fraction is not None:
+        return fraction
+    word = _NUMBER_WORD.fullmatch(text)
+    if word is None:
+        return None
+    tens, unit, below_twenty = word.groups()
+    return float(_WORD_VALUES[tens or below_twenty] + (_WORD_VALUES[unit] if unit else 0))
 
 
 # An answer that opens with yes or no gives it, whatever words follow.

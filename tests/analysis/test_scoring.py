@@ -547,3 +547,12 @@ def test_an_answer_opening_with_yes_or_no_gives_it_with_or_without_choices(
 def test_blanks_beside_punctuation_do_not_change_an_answer(answer, truth) -> None:
     assert score_answer(answer, truth) is True
     assert score_answer(truth, answer) is True
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("3", "three", True), ("21", "twenty-one", True), ("4", "three", False),
+    ("0.5", "1/2", True), ("1/2", "0.5", True), ("1/3", "0.5", False),
+    ("50 percent", "50%", True), ("50%", "50 percent", True),
+])
+def test_common_numeric_forms_meet_either_way(answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
