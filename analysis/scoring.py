@@ -43,6 +43,13 @@ _LEAD_IN = re.compile(r"^(?:(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['�
 _DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:think|believe|guess))\b"
                      # "Not really, no.", "Not sure; dog.": a hedge, not an option ruled out.
                      r"(?!\s+(?:really|sure|certain|quite|exactly|that|much|entirely)\b)")
+# An option ruled out, then the answer: "not A; B", "not red, blue", "B is wrong, it's A",
+# "3 is incorrect; the answer is 4" ("rest" is empty when nothing follows the rejection).
+_CORRECTED = re.compile(
+    r"^(?:(?:not|it\s+isn['’]t)\s+(?!(?:really|sure|certain|quite|exactly|that|much|entirely)\b)"
+    r"[^;,]{1,60}?|\(?[a-z0-9]{1,3}\)?\s+is\s+(?:wrong|incorrect|not\s+(?:right|correct))\b)"
+    r"\s*(?:[;,.]|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
+    r"\s+is)\s+)?(?P<rest>.*)$")
 _NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
@@ -523,6 +530,13 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
         return True
     options = _options(choices)
     hedged = given if _leads_with_option(given, options) else _LEAD_IN.sub("", given)
+    corrected = _CORRECTED.match(hedged)
+    if (corrected is not None and hedged != expected
+            and not _leads_with_option(hedged, options)):
+        # "Not A; B", "B is wrong, it's A": the answer is what follows the rejection (and
+        # nothing at all when nothing does).
+        rest = corrected.group("rest")
+        return score_answer(rest, truth, choices) if rest else False
     if _denies(hedged, expected, options):
         return False
     truth_at = _picked(expected, options) if options else None

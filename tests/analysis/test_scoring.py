@@ -556,3 +556,15 @@ def test_blanks_beside_punctuation_do_not_change_an_answer(answer, truth) -> Non
 ])
 def test_common_numeric_forms_meet_either_way(answer, truth, right) -> None:
     assert score_answer(answer, truth) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    ("B is wrong; A", "A", ("x", "y", "z"), True), ("B is wrong; A", "B", ("x", "y", "z"), False),
+    ("B is incorrect; the answer is A", "A", ("x", "y", "z"), True),
+    ("Not A; B", "B", ("x", "y", "z"), True), ("Not A; B", "A", ("x", "y", "z"), False),
+    ("Not 3 but 4", "4", (), True), ("not red, blue", "blue", (), True),
+    ("3 is wrong, it's 4", "4", (), True), ("3 is wrong, it's 4", "3", (), False),
+    ("not A", "A", ("x", "y", "z"), False), ("not A", "B", ("x", "y", "z"), False),
+])
+def test_the_answer_after_a_rejected_option_is_the_one_given(answer, truth, choices, right) -> None:
+    assert score_answer(answer, truth, choices) is right
