@@ -223,6 +223,12 @@ def _picked(text: str, options: list[_Option]) -> int | None:
             return None if _names_another(head.group(1), _others(options, i)) else i
     # "blue." / "the blue one": the one option whose text occurs as a word.
     present = [i for i, o in enumerate(options) if re.search(_as_word(o.text), text)]
+    # "the dark red one" with the options red and dark red: an option found only inside
+    # another one's text is not named ("red or dark red" names both).
+    spans = {i: [m.span() for m in re.finditer(_as_word(options[i].text), text)] for i in present}
+    present = [i for i in present if not all(
+        any(j != i and a <= start and end <= b for j in present for a, b in spans[j])
+        for start, end in spans[i])]
     if len(present) == 1:
         return present[0]
     return None if present else _by_number_words(text, options)

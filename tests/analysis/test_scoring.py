@@ -568,3 +568,12 @@ def test_common_numeric_forms_meet_either_way(answer, truth, right) -> None:
 ])
 def test_the_answer_after_a_rejected_option_is_the_one_given(answer, truth, choices, right) -> None:
     assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("answer", "named"), [
+    ("the dark red one", "dark red"), ("the red one", "red"), ("red or dark red", None),
+])
+def test_an_option_inside_another_options_text_is_named_only_on_its_own(answer, named) -> None:
+    choices = ("red", "dark red", "blue")
+    for truth in ("red", "dark red"):
+        assert score_answer(answer, truth, choices) is (truth == named)
