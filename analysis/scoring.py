@@ -36,6 +36,7 @@ _REASON = r"(?:\s*[,;:]|\.\s|\s+[-–—]\s|\s+(?:because|since)\b)"
 _STANDS_ALONE = r"(?=\s*(?:$|[.,;:!?)]|(?:or|and)\b))"
 # Hedges a model writes before its answer: "I think it's B", "Probably B", "It is (B) dog".
 _LEAD_IN = re.compile(r"^(?:(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['’]s|it\s+is"
+                      r"|i['’]d\s+say|i\s+would\s+say|my\s+(?:final\s+)?(?:answer|choice|guess)\s+is"
                       r"|the\s+(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)\s+is"
                       r"|(?:therefore|thus|hence|so),?|probably|likely)\s+)"
                       r"|选|答案[是为]?[:：]?\s*)+")  # Chinese: "选B" (choose B), "答案是3"
