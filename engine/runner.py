@@ -543,8 +543,13 @@ async def run_jobs(
     recorded_originals: dict[str, str] | None = None,
     shared_pauses: Sequence[SharedCell] | None = None,
     spend_share: SpendShare | None = None,
+    header_written: bool = False,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
+
+    ``header_written``: the caller wrote the run's header (a worker's parent does, with the
+    limits as configured; a worker's config holds only its share of them, which is no change
+    of the run to record, and two workers appending it raced for one position).
 
     ``shared_pauses``: see :func:`make_limiters`, and ``spend_share``: see
     :func:`make_spend_cap` (a worker of :func:`engine.workers.run_in_workers`).
@@ -566,7 +571,8 @@ async def run_jobs(
         attach = getattr(adapter, "attach", None)
         if attach is not None:
             attach(store)
-    fresh = await write_run_header(config, store, run_id, extra_header)
+    fresh = (False if header_written
+             else await write_run_header(config, store, run_id, extra_header))
     jobs = build_jobs(config, run_id, samples)
     if recorded_originals is None:
         if not fresh:

@@ -459,6 +459,7 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
             on_fault=on_fault,
             on_stop=lambda model: messages.put(("stopped", 0, model)),
             recorded_originals=originals,  # checked by the parent, before it started us
+            header_written=True,  # by the parent, with the limits unsplit
             shared_pauses=pauses,
             spend_share=spend,
         )

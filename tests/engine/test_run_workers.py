@@ -411,3 +411,23 @@ def test_a_retry_after_one_worker_hears_pauses_the_endpoint_in_every_worker(tmp_
     inside = [r["received_at"] - told for r in seen[1:]
               if told + 0.15 < r["received_at"] < told + 1.9]
     assert inside == [], f"requests {inside} s after the 429's Retry-After of 2 s"
+
+
+def test_workers_write_no_header_of_their_own_with_an_endpoint_limit(tmp_path):
+    # Each worker's config holds its share of a model's limits. A worker that wrote the run's
+    # header found it "changed" and appended its own: two workers raced for one position
+    # (SequenceConflictError, the whole invocation lost), and every rerun added two more.
+    from store.events import RunStarted
+
+    config = tmp_path / "run.toml"
+    config.write_text('[[models]]\nspec = "reference:calibrated"\nmax_concurrency = 4\n')
+    store = tmp_path / "s.lmdb"
+    cmd = [sys.executable, "-m", "engine", "run", "--config", str(config), "--dataset",
+           "synthetic:2", "--store", str(store), "--workers", "2", "--no-progress"]
+    for _ in range(2):
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    with open_store(store, create=False) as s:
+        headers = [e.event for e in s.iter_events() if isinstance(e.event, RunStarted)]
+    assert len(headers) == 1
+    assert headers[0].config["models"][0]["max_concurrency"] == 4  # as configured, unsplit
