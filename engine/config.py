@@ -218,14 +218,23 @@ def _validate_model(model: ModelConfig) -> None:
     if model.detail not in (None, "low", "high", "auto"):
         raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'",
                           model=model.spec, field="detail")
-    if model.max_concurrency is not None and model.max_concurrency < 1:
-        raise ConfigError(f"{where}: max_concurrency must be at least 1, "
+    # Upper bounds as for the flags: a typo'd extra digit fails here, not as an overflow when
+    # the run header is written (after the store was made).
+    if model.max_concurrency is not None and not 1 <= model.max_concurrency <= 100_000:
+        raise ConfigError(f"{where}: max_concurrency must be from 1 to 100,000, "
                           f"got {model.max_concurrency}", model=model.spec, field="max_concurrency")
-    for name in ("requests_per_minute", "tokens_per_minute"):
+    for name, low in (("requests_per_minute", 0.001), ("tokens_per_minute", 1.0)):
         rate = getattr(model, name)
-        if rate is not None and not (math.isfinite(rate) and rate > 0):
-            raise ConfigError(f"{where}: {name} must be a positive number, got {rate}",
-                              model=model.spec, field=name)
+        # A floor too: 1e-300 per minute is positive, and a run waiting for its first call for
+        # longer than the universe has existed, saying nothing.
+        if rate is not None and not (math.isfinite(rate) and low <= rate <= 1e12):
+            raise ConfigError(f"{where}: {name} must be a number from {low:g} to 1e12, "
+                              f"got {rate}", model=model.spec, field=name)
+    try:
+        msgspec.msgpack.encode(model.extra)  # as the run header records it
+    except (OverflowError, msgspec.EncodeError, TypeError) as exc:
+        raise ConfigError(f"{where}: extra cannot be recorded in the run header ({exc})",
+                          model=model.spec, field="extra") from None
 
 
 _TEMPERATURE_MAX = {"anthropic": 1.0, "gemini": 2.0, "openai": 2.0}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -26,8 +26,10 @@ __all__ = ["CostLine", "Price", "PriceTable", "UsageTally", "format_cost_lines"]
 class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Price of one model per million tokens."""
 
-    input_per_mtok: float
-    output_per_mtok: float
+    # At least 0 and finite: a negative or NaN price made the spend never reach --max-cost,
+    # turning the cap off without a word.
+    input_per_mtok: Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+    output_per_mtok: Annotated[float, msgspec.Meta(ge=0, le=1e9)]
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """What that many tokens cost at this price."""

@@ -109,9 +109,15 @@ class LmdbStore(LmdbWriter, Recorder):
                     f"{path}: directory is not empty and holds no vaot store; "
                     "choose an empty or new path"
                 )
+        elif not create and data_file.stat().st_size < 2 * 4096:
+            # Not even LMDB's two meta pages: opened writable, LMDB would make it an empty
+            # environment (and a lock file) in a folder a read-only command was pointed at.
+            raise NotAStoreError(f"{path}: no vaot store here (its data.mdb is empty or cut "
+                                 "short)")
         try:
             env = lmdb.open(
-                str(path), map_size=map_size, max_dbs=8, subdir=True, create=create,
+                # As bytes: a folder name that is not UTF-8 (an old archive) is still a path.
+                os.fsencode(path), map_size=map_size, max_dbs=8, subdir=True, create=create,
                 readahead=False, max_readers=256, readonly=self.readonly,
                 lock=not self.readonly,
             )
@@ -147,7 +153,7 @@ class LmdbStore(LmdbWriter, Recorder):
                     txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=self._meta)
                 elif magic != MAGIC:
                     raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
-                version = int(txn.get(b"schema_version", db=self._meta) or b"0")
+                version = _schema_version(txn.get(b"schema_version", db=self._meta), path)
                 if version > SCHEMA_VERSION:
                     raise SchemaVersionError(
                         f"{path}: written with schema version {version}, this vaot reads up "
@@ -173,9 +179,10 @@ class LmdbStore(LmdbWriter, Recorder):
             self._meta = env.open_db(b"meta", create=False)
             with env.begin() as txn:
                 magic = txn.get(b"magic", db=self._meta)
-                version = int(txn.get(b"schema_version", db=self._meta) or b"0")
+                raw_version = txn.get(b"schema_version", db=self._meta)
             if magic != MAGIC:
                 raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
+            version = _schema_version(raw_version, path)
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(
                     f"{path}: written with schema version {version}, this vaot reads up "
@@ -348,3 +355,12 @@ class LmdbStore(LmdbWriter, Recorder):
     def __repr__(self) -> str:
         return f"LmdbStore({str(self.path)!r})"
 
+
+
+def _schema_version(raw: bytes | None, path: Path) -> int:
+    """The store's schema version record; a damaged one is said, not a traceback."""
+    try:
+        return int(raw or b"0")
+    except ValueError:
+        raise NotAStoreError(f"{path}: its schema version record is damaged ({raw[:40]!r})"
+                             ) from None

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
 from store import Recorder, StoreError, open_store
+
+
+def nonempty(value: str) -> str:
+    """An argparse type: an empty path is an unset shell variable, not the current folder."""
+    if not value:
+        raise argparse.ArgumentTypeError("empty (an unset shell variable?); give a path")
+    return value
+
+
+def add_store_argument(parser: argparse.ArgumentParser, help: str = "path of the store") -> None:
+    parser.add_argument("store", metavar="STORE", type=nonempty, help=help)
+
+
+def inside_store(output: str, store: str) -> bool:
+    """Whether ``output`` lies in the store's folder: writing there would replace or litter the
+    files of the store being read (``-o STORE/data.mdb`` replaced the log with JSON)."""
+    try:
+        return Path(output).resolve().is_relative_to(Path(store).resolve())
+    except (OSError, RuntimeError):  # a symlink loop: not ours to judge here
+        return False
 
 
 def open_existing_store(path: str) -> Recorder | None:
@@ -15,6 +36,10 @@ def open_existing_store(path: str) -> Recorder | None:
     For the commands that only read: a store this process may not write (an archived copy, a
     colleague's shared folder) is opened read-only, with no lock file, rather than refused.
     """
+    if path == ":memory:":  # a fresh, empty store: "ok, 0 events" would mislead
+        print("vaot: :memory: is a store that lives only inside its own `vaot run`; there is "
+              "nothing to read", file=sys.stderr)
+        return None
     try:
         return open_store(path, create=False, readonly=not _writable(Path(path)))
     except StoreError as exc:

@@ -10,20 +10,29 @@ import tempfile
 from pathlib import Path
 
 from engine.commands._files import current_umask
-from engine.commands._store_arg import open_existing_store
+from engine.commands._store_arg import (
+    add_store_argument,
+    inside_store,
+    nonempty,
+    open_existing_store,
+)
 from store.export import export_jsonl
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("store", metavar="STORE", help="path of the store")
+    add_store_argument(parser)
     parser.add_argument("--jsonl", action="store_true",
                         help="write JSON Lines, one event per line in sequence order (the only "
                              "format, and the default)")
-    parser.add_argument("-o", "--output", metavar="FILE", default="-",
+    parser.add_argument("-o", "--output", metavar="FILE", default="-", type=nonempty,
                         help="output file (default: standard output)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output != "-" and inside_store(args.output, args.store):
+        print(f"vaot export: -o {args.output} is inside the store being exported; choose a "
+              "path outside it", file=sys.stderr)
+        return 2
     store = open_existing_store(args.store)
     if store is None:
         return 2
@@ -34,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             try:
                 n = _export_to_file(store, args.output)
+            except BrokenPipeError:
+                raise  # a reader that went away (-o /dev/stdout | head): exit 141, as without -o
             except OSError as exc:
                 print(f"vaot: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
                 return 2

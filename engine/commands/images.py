@@ -22,15 +22,20 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from engine.commands._files import write_atomically
-from engine.commands._store_arg import open_existing_store
+from engine.commands._store_arg import (
+    add_store_argument,
+    inside_store,
+    nonempty,
+    open_existing_store,
+)
 from store import Recorder
-from store.events import Step, TrajectoryStarted
+from store.events import Step, TrajectoryStarted, run_stream
 from store.recorder import parse_blob_record
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("store", metavar="STORE", help="path of the store")
-    parser.add_argument("-o", "--output", metavar="DIR", required=True,
+    add_store_argument(parser)
+    parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")
     parser.add_argument("--traj", metavar="ID", action="append", default=[],
@@ -44,13 +49,18 @@ class _Problem(Exception):
 
 
 def run(args: argparse.Namespace) -> int:
+    if inside_store(args.output, args.store):
+        print(f"vaot images: -o {args.output} is inside the store; choose a folder outside it",
+              file=sys.stderr)
+        return 2
     store = open_existing_store(args.store)
     if store is None:
         return 2
     out = Path(args.output)
     with store:
         try:
-            trajs = [_resolve(store, prefix) for prefix in args.traj]
+            # Each once, however often it was named.
+            trajs = list(dict.fromkeys(_resolve(store, prefix) for prefix in args.traj))
             _make_dir(out)
             if trajs:
                 written = kept = damaged = 0
@@ -76,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _resolve(store: Recorder, prefix: str) -> str:
     """The trajectory id ``prefix`` names: itself, or the one id it begins."""
-    ids = store.trajectory_ids()
+    # Trajectories only: a run's header stream ("run:…") holds no image.
+    ids = [t for t in store.trajectory_ids() if not t.startswith(run_stream(""))]
     if prefix in ids:
         return prefix
     matches = [t for t in ids if t.startswith(prefix)] if prefix else []

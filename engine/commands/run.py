@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -146,9 +148,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+class _RunConsole(Console):
+    """A console whose reader may go away (``vaot run … | head``) without ending the run.
+
+    rich's own answer to a broken pipe exits the process with status 1 from wherever the print
+    was, which reads as "trajectories failed", skips the run's end in its log, and with standard
+    output closed before the first line, ran nothing at all. A run is worth finishing: what it
+    would have printed goes nowhere, and its exit status is its own.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
+            os.close(devnull)
+
+
 def run(args: argparse.Namespace) -> int:
-    console = Console(stderr=False, highlight=False, emoji=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+    console = _RunConsole(stderr=False, highlight=False, emoji=False, soft_wrap=True)
+    err = _RunConsole(stderr=True, highlight=False, emoji=False, soft_wrap=True)
     try:
         config = config_from(args)
     except ConfigError as exc:

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from engine.commands._store_arg import open_existing_store
+from engine.commands._store_arg import add_store_argument, open_existing_store
 from store.events import (
     CallFailed,
     Judged,
@@ -21,7 +21,7 @@ from store.export import event_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("store", metavar="STORE", help="path of the store")
+    add_store_argument(parser)
     parser.add_argument("--from", dest="start", type=_sequence_number, default=0, metavar="N",
                         help="start at sequence number N (default 0, the first event)")
     parser.add_argument("-f", "--follow", action="store_true",
@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             asyncio.run(follow())
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt as exc:
+            if type(exc) is not KeyboardInterrupt:
+                raise  # a SIGTERM (the CLI's own subclass): exit 143, as a supervisor expects
     return 0

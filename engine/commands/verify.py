@@ -6,13 +6,13 @@ import argparse
 import io
 import sys
 
-from engine.commands._store_arg import open_existing_store
+from engine.commands._store_arg import add_store_argument, open_existing_store
 from store.blobs import pixel_hash
 from store.verify import verify
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("store", metavar="STORE", help="path of the store (a directory)")
+    add_store_argument(parser, help="path of the store (a directory)")
     parser.add_argument("--no-pixels", action="store_true",
                         help="check blob bytes only, without decoding images (faster)")
 

@@ -1,0 +1,156 @@
+"""The read-side commands and `vaot run` given what a first-time user gives them.
+
+Each case came from a review that used the CLI on its own data: an output path inside the store
+being read, an empty path from an unset variable, a folder name that is not UTF-8, a damaged
+schema record, a reader that closes its pipe, a price or limit typed wrong. Real subprocesses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from engine.config import ConfigError, ModelConfig, RunConfig
+from store import LmdbStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def vaot(*args: str | Path | bytes, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine", *(a if isinstance(a, bytes) else
+                                                             str(a) for a in args)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+                          **kwargs)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "store"
+    done = vaot("run", "--model", "reference:calibrated", "--limit", "1", "--store", path,
+                "--no-progress")
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+@pytest.fixture
+def store(made: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "store"
+    shutil.copytree(made, copy)
+    return copy
+
+
+def test_an_output_inside_the_store_being_read_is_refused(store: Path, tmp_path: Path) -> None:
+    before = (store / "data.mdb").read_bytes()
+    done = vaot("export", store, "-o", store / "data.mdb")
+    assert done.returncode == 2 and "inside the store" in done.stderr
+    assert (store / "data.mdb").read_bytes() == before  # it had been replaced by JSON lines
+    done = vaot("images", store, "-o", store / "pngs")
+    assert done.returncode == 2 and "inside the store" in done.stderr
+    assert not (store / "pngs").exists()
+    assert vaot("verify", store).returncode == 0
+
+
+@pytest.mark.parametrize("args", [("export", "{store}", "-o", ""), ("images", "{store}", "-o", ""),
+                                  ("tail", ""), ("verify", ""), ("export", "")])
+def test_an_empty_path_is_an_unset_variable_not_the_current_folder(store: Path, args) -> None:
+    done = vaot(*(a.format(store=store) for a in args))
+    assert done.returncode == 2 and "empty" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_run_header_is_no_trajectory_to_write_images_of(store: Path, tmp_path: Path) -> None:
+    done = vaot("images", store, "-o", tmp_path / "out", "--traj", "run")
+    assert done.returncode == 2 and "no trajectory 'run'" in done.stderr
+    assert "(4 trajectories;" in done.stderr  # the header stream is not counted
+
+
+def test_an_in_memory_store_is_nothing_to_read() -> None:
+    for command in ("verify", "tail", "export"):
+        done = vaot(command, ":memory:")
+        assert done.returncode == 2 and "nothing to read" in done.stderr, done
+
+
+def test_a_read_only_command_does_not_make_an_empty_file_a_store(tmp_path: Path) -> None:
+    folder = tmp_path / "notastore"
+    folder.mkdir()
+    (folder / "data.mdb").write_bytes(b"")
+    done = vaot("tail", folder)
+    assert done.returncode == 2 and "empty or cut short" in done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["data.mdb"]
+    assert (folder / "data.mdb").stat().st_size == 0
+
+
+def test_a_store_folder_whose_name_is_not_utf8_opens(store: Path, tmp_path: Path) -> None:
+    odd = os.fsencode(tmp_path) + b"/old\xffarchive.lmdb"
+    os.rename(store, odd)
+    done = vaot("verify", odd)
+    assert done.returncode == 0 and "ok:" in done.stdout, done.stderr
+
+
+def test_a_damaged_schema_record_is_said_in_one_line(store: Path) -> None:
+    env = lmdb.open(str(store), max_dbs=8)
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", b"x", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    done = vaot("verify", store)
+    assert done.returncode == 2 and "schema version record is damaged" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_export_to_a_closed_pipe_is_141_with_or_without_o(store: Path) -> None:
+    for extra in ((), ("-o", "/dev/stdout")):
+        proc = subprocess.Popen([sys.executable, "-m", "engine", "export", str(store), *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        proc.stdout.close()  # the reader is gone before the first line
+        assert proc.wait(timeout=60) == 141, proc.stderr.read()
+        proc.stderr.close()
+
+
+def test_a_run_whose_reader_went_away_still_runs_and_ends_as_itself(tmp_path: Path) -> None:
+    # rich exited with status 1 at the first print to a closed pipe: nothing ran at all.
+    path = tmp_path / "s.lmdb"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine", "run", "--model", "reference:calibrated", "--limit",
+         "2", "--store", str(path), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 0
+    with LmdbStore(path, create=False, readonly=True) as s:
+        assert len(s.trajectory_ids()) == 2 * 4 + 1  # every trajectory, and the run header
+    assert '"run_end"' in (tmp_path / "s.log").read_text()
+
+
+def test_tail_follow_stopped_by_sigterm_says_so_in_its_status(store: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "tail", "-f", str(store)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout.readline()  # it is running: the store's events are coming out
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("max_concurrency", 10**20, "max_concurrency must be from 1 to 100,000"),
+    ("requests_per_minute", 1e-300, "requests_per_minute must be a number from 0.001"),
+    ("extra", {"seed": 10**20}, "extra cannot be recorded"),
+])
+def test_a_model_table_value_no_run_could_use_is_refused(field, value, said) -> None:
+    model = ModelConfig("openai:x", base_url="http://127.0.0.1:1/v1", **{field: value})
+    with pytest.raises(ConfigError, match=said):
+        RunConfig(models=(model,)).validate()
+
+
+@pytest.mark.parametrize("price", [{"input_per_mtok": -5, "output_per_mtok": 1},
+                                   {"input_per_mtok": 1, "output_per_mtok": float("nan")}])
+def test_a_price_that_would_turn_the_cost_cap_off_is_refused(price) -> None:
+    config = RunConfig(models=(ModelConfig("openai:x", base_url="http://127.0.0.1:1/v1"),),
+                       prices={"openai:x": price}, max_cost=1.0)
+    with pytest.raises(ConfigError, match=">= 0"):
+        config.validate()
