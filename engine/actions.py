@@ -314,7 +314,7 @@ def _coerce_field(kind: str, spec: Any, value: Any, where: str, warnings: list[s
                 number = clamped
             return int(number) if kind == "int" else float(number)
     elif kind == "color":
-        color = _color(value)
+        color = _color(value, where, warnings)
         if color is not None:
             return color
     elif kind == "str" and isinstance(value, str) and value.strip():
@@ -327,18 +327,30 @@ def _coerce_field(kind: str, spec: Any, value: Any, where: str, warnings: list[s
 _DROP = object()
 
 
-def _color(value: Any) -> str | None:
+def _color(value: Any, where: str, warnings: list[str]) -> str | None:
+    """``#rrggbb``; a repair (0–1 fractions scaled, an alpha channel dropped) is warned."""
     if isinstance(value, list | tuple) and len(value) in (3, 4):
         channels = [_number(v) for v in value[:3]]
-        if all(c is not None and 0 <= c <= 255 for c in channels):
-            return "#" + "".join(f"{int(c):02x}" for c in channels)  # type: ignore[arg-type]
-        return None
+        if not all(c is not None and 0 <= c <= 255 for c in channels):
+            return None
+        if all(c <= 1 for c in channels) and any(isinstance(v, float) for v in value[:3]):
+            # [1.0, 0.0, 0.0] or [0.2, 0.6, 1.0]: fractions of full intensity, which read as
+            # 0–255 drew a red line black.
+            warnings.append(f"{where}: {_describe(value)} read as fractions of 255")
+            channels = [c * 255 for c in channels]
+        if len(value) == 4:
+            warnings.append(f"{where}: the alpha channel of {_describe(value)} ignored (marks "
+                            "are drawn with the style's own opacity)")
+        return "#" + "".join(f"{int(c + 0.5):02x}" for c in channels)  # type: ignore[operator]
     if not isinstance(value, str) or len(value) > 40:
         return None
     try:
         rgb = ImageColor.getrgb(value.strip())
     except ValueError:
         return None
+    if len(rgb) == 4:
+        warnings.append(f"{where}: the alpha channel of {_describe(value)} ignored (marks are "
+                        "drawn with the style's own opacity)")
     return "#" + "".join(f"{c:02x}" for c in rgb[:3])
 
 

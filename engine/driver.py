@@ -37,7 +37,7 @@ from engine.observation import (
     tiny_regions,
     weak_corruption,
 )
-from engine.parsing import parse_step
+from engine.parsing import get_dialect, parse_step
 from engine.retry import CallAbandoned, CallFailedInfo, call_with_retries
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.spend import SpendCapReached
@@ -313,8 +313,13 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     current_hex = current[0]
     canvas = None
     canvas_size = None
+    # A dialect whose boxes are in the original image's pixels (DeepEyes) is converted with
+    # the original's size, whatever the model zoomed into since.
+    boxes_on = getattr(get_dialect(dialect), "BOXES_ON", "current")
     if dialect != "vaot":
-        canvas = await rt.states.canvas(*current, original)
+        sized = current if boxes_on == "current" else _source_state(state, boxes_on, current,
+                                                                     original)
+        canvas = await rt.states.canvas(*sized, original)
         canvas_size = canvas.size
     parsed = parse_step(reply.text, dialect=dialect, convention=convention,
                         canvas_size=canvas_size, tool_calls=reply.tool_calls,
@@ -343,7 +348,10 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         # with string hashing, and the warnings below are part of the recorded Step).
         for source in dict.fromkeys(parsed.action_sources) or ("current",):
             hex_key, src_frame, src_decorated = _source_state(state, source, current, original)
-            if source != "current" and hex_key != current_hex:
+            missing = _missing_observation(state, source)
+            if missing is not None:
+                warnings.append(missing)
+            elif source not in ("current", boxes_on) and hex_key != current_hex:
                 warnings.append(f"action refers to the {source.replace('_', ' ')} image")
             canvases[source] = await rt.states.canvas(hex_key, src_frame, src_decorated,
                                                       original)
@@ -443,6 +451,19 @@ def _source_state(state: TrajectoryState, source: str, current: tuple, original:
             box = step.returned_frame
             return step.returned_state, Frame(*box) if box else Frame(), step.returned_decorated
     return current
+
+
+def _missing_observation(state: TrajectoryState, source: str) -> str | None:
+    """Why an action's image index names no image the trajectory returned (then the current
+    image is used), or None."""
+    if not source.startswith("observation_"):
+        return None
+    returned = sum(1 for s in state.steps if s.returned_state is not None)
+    index = source.removeprefix("observation_")
+    if index.isdigit() and 1 <= int(index) <= returned:
+        return None
+    return (f"action refers to {source.replace('_', ' ')}, which does not exist ({returned} "
+            "image(s) returned so far); drawn on the current image")
 
 
 def _stopped_error(rt: Runtime, job: TrajectoryJob) -> ModelUnusableError:

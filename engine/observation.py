@@ -124,5 +124,5 @@ def tiny_regions(block: Sequence[Action], base: CanvasState) -> list[str]:
                        "the image it is drawn on")
         view = (x2 - x1, y2 - y1)
         if isinstance(action, Zoom):
-            view = zoomed_size(view, max(base.original.size))
+            view = zoomed_size(view, base.original.size)
     return out

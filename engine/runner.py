@@ -65,13 +65,16 @@ __all__ = [
     "write_run_header",
 ]
 
-ENGINE_VERSION = "vaot-engine/3"
+ENGINE_VERSION = "vaot-engine/4"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
 audited wrong_render corruptions, chat turns replayed as they were sent. 3: replies read as the
 December parser reads them (actions after a line of text in a fence, answers beside an action
-that are no answers, earlier steps a reply restates, answer markers added since 2)."""
+that are no answers, earlier steps a reply restates, answer markers added since 2). 4: DeepEyes
+boxes read on the original image, zooms bounded to the original's pixel count, outlines and
+points on the canvas's last pixel, colours given as fractions scaled, the mirrored corruption
+marked, an image index naming no image warned."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

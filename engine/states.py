@@ -263,9 +263,13 @@ class StateCache:
             image = await self._in_pool(load_image, self._blob(original))
             orig = CanvasState.from_image(image)
             self._canvases.put(original, orig)
-        if hex_key == original:
-            return orig
+        elif orig.frame != Frame() or orig.decorated:
+            # A render with the original's very pixels (a zoom into a uniform image) is cached
+            # under the same hash with its own frame: the original is still the whole image.
+            orig = CanvasState.from_image(orig.image)
         frame = frame or Frame()
+        if hex_key == original and frame == Frame() and not decorated:
+            return orig
         canvas = self._canvases.get_touch(hex_key)
         if canvas is None:
             image = await self._in_pool(load_image, self._blob(hex_key))

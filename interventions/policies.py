@@ -164,6 +164,9 @@ def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, see
         else:
             state = _replace(state, ImageOps.mirror(state.image))
             operation, overlap = "crop_elsewhere_mirrored", 0.0
+            # The recorded frame cannot say "turned over": a later action's box on this view
+            # maps to the mirror-image place of the original. Said here for analysis.
+            detail["mirrored"] = True
     for action in geometry[1:]:
         state = apply_geometry(state, action)
     detail = {"operation": operation, **detail}

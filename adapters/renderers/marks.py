@@ -71,6 +71,12 @@ class Context:
         w, h = self.canvas.size
         return (math.floor(x * w / SCALE + 0.5), math.floor(y * h / SCALE + 0.5))
 
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        """A point's pixel: as :meth:`px`, with 1000 on the last pixel, not one past it."""
+        w, h = self.canvas.size
+        px, py = self.px(x, y)
+        return (min(px, w - 1), min(py, h - 1))
+
     def box(self, box: tuple[int, int, int, int]) -> tuple[float, float, float, float]:
         x1, y1 = self.px(box[0], box[1])
         x2, y2 = self.px(box[2], box[3])
@@ -140,19 +146,26 @@ def _shape_path(shape: str, box, radius: float):
     return ellipse_path(box) if shape == "ellipse" else rounded_rect_path(box, radius)
 
 
+def _outline(box: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    """The path an outline of ``box`` (right and bottom exclusive) follows: through the centres
+    of its first and last pixels, so the stroke sits as far outside it on every side (through
+    x2 it lay one pixel further out on the right and bottom, and off the canvas at 1000)."""
+    return (box[0], box[1], max(box[0], box[2] - 1), max(box[1], box[3] - 1))
+
+
 def draw_annotate(ctx: Context, action: Annotate) -> None:
     style = action.style
     color = ctx.color(style.color, ctx.palette.stroke)
     width = ctx.size_px(style.stroke_width)
     box = ctx.box(action.target)
     path = _shape_path(
-        action.shape, box, ctx.size_px(style.corner_radius * 2) if style.corner_radius else 0
+        action.shape, _outline(box), ctx.size_px(style.corner_radius * 2) if style.corner_radius else 0
     )
     boxes = [_union(box, margin=width)]
     label = pointer = None
     if action.content and action.shape == "callout":
         ax, ay = (
-            ctx.px(*action.anchor_point)
+            ctx.point(*action.anchor_point)
             if action.anchor_point
             else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
         )
@@ -222,7 +235,7 @@ def draw_ellipse(ctx: Context, action: Ellipse) -> None:
     boxes = [_union(box, margin=width)]
     label = _region_tag(ctx, boxes, action.content, box, gap=width)
     layer = Layer(ctx.canvas, _union(*boxes, margin=2))
-    layer.stroke(ellipse_path(box), (*color, 255), width, action.style.dash == "dashed")
+    layer.stroke(ellipse_path(_outline(box)), (*color, 255), width, action.style.dash == "dashed")
     if label:
         _draw_tag(layer, action.content, label, color)
     layer.composite()
@@ -231,7 +244,7 @@ def draw_ellipse(ctx: Context, action: Ellipse) -> None:
 def draw_line(ctx: Context, action: DrawLine) -> None:
     color = ctx.color(action.style.color, ctx.palette.stroke)
     width = ctx.size_px(action.style.stroke_width)
-    (ax, ay), (bx, by) = (ctx.px(*p) for p in action.target)
+    (ax, ay), (bx, by) = (ctx.point(*p) for p in action.target)
     dot = 1.5 * width
     boxes = [_union((min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)), margin=dot + width)]
     label = None
@@ -364,7 +377,7 @@ def draw_trace(ctx: Context, action: TraceHighlight, rng: np.random.Generator) -
     style = action.style
     color = ctx.color(style.color, ctx.palette.trace)
     width = ctx.size_px(style.width)
-    curve = _catmull_rom([ctx.px(*p) for p in action.target])
+    curve = _catmull_rom([ctx.point(*p) for p in action.target])
     if style.jitter:
         # Smooth, seeded wobble across the stroke direction, like a hand-drawn marker.
         tangent = np.gradient(curve, axis=0)

@@ -18,6 +18,7 @@ block compose in order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 RENDERER_VERSION = (
-    f"vaot-pillow/1 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
+    f"vaot-pillow/2 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
 )
 """Recorded in every run header; bump the leading number whenever output pixels change."""
 
@@ -152,10 +153,16 @@ def apply_geometry(state: CanvasState, action: Crop | Zoom) -> CanvasState:
     return cut(state, pixel_box(action.target, state.size), zoom=isinstance(action, Zoom))
 
 
-def zoomed_size(size: tuple[int, int], longest: int) -> tuple[int, int]:
-    """The size a zoom enlarges a cut of ``size`` to: its longer side ``longest`` (the
-    original image's), never shrunk."""
-    factor = longest / max(size)
+def zoomed_size(size: tuple[int, int], original: tuple[int, int]) -> tuple[int, int]:
+    """The size a zoom enlarges a cut of ``size`` to: its longer side the ``original`` image's
+    longer side, with no more pixels than the original has, never shrunk.
+
+    The pixel bound: a square cut of an 8000×2000 panorama scaled to the longer side was
+    8000×8000, four times the original's pixels, past what the image loader reads back (a
+    resumed trajectory could not rebuild its canvas) and what a model API accepts.
+    """
+    factor = min(max(original) / max(size),
+                 math.sqrt(original[0] * original[1] / (size[0] * size[1])))
     if factor <= 1.0:
         return size
     return max(1, int(size[0] * factor + 0.5)), max(1, int(size[1] * factor + 0.5))
@@ -175,7 +182,7 @@ def cut(state: CanvasState, box: tuple[int, int, int, int], *, zoom: bool) -> Ca
         px1 * SCALE / width, py1 * SCALE / height, px2 * SCALE / width, py2 * SCALE / height
     )
     if zoom:
-        size = zoomed_size(image.size, max(state.original.size))  # type: ignore[union-attr]
+        size = zoomed_size(image.size, state.original.size)  # type: ignore[union-attr]
         if size != image.size:
             image = image.resize(size, ZOOM_RESAMPLING)
     return CanvasState(image=image, frame=frame, original=state.original, decorated=state.decorated)

@@ -1,7 +1,10 @@
 """DeepEyes: ``<tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": …}}</tool_call>``.
 
-The box is in absolute pixels of the current canvas, so converting it to the 0–1000 grid needs
-the canvas size; without one the call is recorded but cannot become an action.
+The box is in absolute pixels of the original image: DeepEyes' own tool always cuts from the
+first image of the conversation and checks the box against that image's size, whatever it
+zoomed into before. So every action it proposes has source ``original`` (the driver passes the
+original's size as ``canvas_size``, see :data:`BOXES_ON`); without a size the call is recorded
+but cannot become an action.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ __all__ = ["EXPRESSES", "NAME", "format", "parse"]
 
 NAME = "deepeyes"
 EXPRESSES = frozenset({"zoom"})
+BOXES_ON = "original"
+"""Which image's pixels the boxes are in, and so whose size ``parse`` needs as
+``canvas_size`` (dialects without this attribute: the current canvas)."""
 
 
 def parse(
@@ -28,7 +34,10 @@ def parse(
 ) -> Extraction:
     """Read every ``<tool_call>`` of a DeepEyes reply."""
     del convention, tool_calls  # DeepEyes boxes are always [x1, y1, x2, y2] pixels
-    return zoomtool.parse_tool_calls(text, zoomtool.PixelFrame(canvas_size), index_key=None)
+    found = zoomtool.parse_tool_calls(text, zoomtool.PixelFrame(canvas_size), index_key=None)
+    for candidate in found.candidates:
+        candidate.source = "original"
+    return found
 
 
 def format(action: Action, *, canvas_size: tuple[int, int] | None = None, **_: Any) -> str:

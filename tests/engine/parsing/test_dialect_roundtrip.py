@@ -56,7 +56,7 @@ def test_openai_text_tool_call(action):
 @given(action=zooms, size=sizes)
 def test_deepeyes(action, size):
     text = get_dialect("deepeyes").format(action, canvas_size=size)
-    assert_round_trip(parse_step(text, dialect="deepeyes", canvas_size=size), action)
+    assert_round_trip(parse_step(text, dialect="deepeyes", canvas_size=size), action, "original")
 
 
 @_settings

@@ -1,0 +1,67 @@
+"""Edges of the canvas and of a target: outlines as far outside on every side, points on the
+last pixel, zooms no larger than the original, colours as the model meant them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from adapters.renderers import CanvasState, load_image, render
+from adapters.renderers.encode import encode_png
+from engine.actions import validate_action
+from store.actions import Annotate, AnnotateStyle, Ellipse, Zoom
+
+
+def _ink(before: Image.Image, after: Image.Image) -> tuple[int, int, int, int]:
+    changed = np.any(np.asarray(before) != np.asarray(after), axis=-1)
+    ys, xs = np.nonzero(changed)
+    return int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
+
+
+@pytest.mark.parametrize("mark", [
+    Annotate(target=(250, 250, 750, 750), content=None, style=AnnotateStyle(shadow=False)),
+    Ellipse(target=(250, 250, 750, 750)),
+])
+def test_an_outline_lies_as_far_outside_its_box_on_every_side(mark) -> None:
+    # Pixels 50..149 of a 200×200 canvas: the stroke had been one pixel further out on the
+    # right and bottom (drawn through x2, which is past the box).
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), (255, 255, 255)))
+    x1, y1, x2, y2 = _ink(canvas.image, render(canvas, [mark]).image)
+    assert 50 - x1 == x2 - 149 and 50 - y1 == y2 - 149
+
+
+def test_a_whole_canvas_outline_is_as_thick_on_the_right_as_on_the_left() -> None:
+    canvas = CanvasState.from_image(Image.new("RGB", (200, 200), (255, 255, 255)))
+    out = np.asarray(render(canvas, [Annotate(target=(0, 0, 1000, 1000), content=None,
+                                              style=AnnotateStyle(shadow=False))]).image)
+    inked = np.any(out != 255, axis=-1)
+    left = int(np.argmin(inked[100, :]))  # the first clean column from the left
+    right = int(np.argmin(inked[100, ::-1]))
+    assert left == right > 0
+
+
+def test_a_zoom_has_no_more_pixels_than_the_original() -> None:
+    # A square of a 4:1 panorama scaled to the longer side was 16 times the cut, 4 times the
+    # original: past what the loader reads back.
+    pano = CanvasState.from_image(Image.new("RGB", (800, 200), (10, 20, 30)))
+    zoomed = render(pano, [Zoom(target=(0, 0, 250, 1000))])
+    assert zoomed.size[0] * zoomed.size[1] <= 800 * 200
+    assert zoomed.size == (400, 400)
+    load_image(encode_png(zoomed.image))  # and it can be read back
+
+
+@pytest.mark.parametrize(("color", "drawn", "warned"), [
+    ([1.0, 0.0, 0.0], "#ff0000", "read as fractions"),
+    ([0.2, 0.6, 1.0], "#3399ff", "read as fractions"),
+    ([255, 0, 0, 128], "#ff0000", "alpha channel"),
+    ("rgba(255,0,0,0)", "#ff0000", "alpha channel"),
+    ([1, 0, 0], "#010000", None),  # integers are 0–255, however small
+])
+def test_a_colour_is_read_as_the_model_meant_it_and_a_repair_is_said(color, drawn,
+                                                                      warned) -> None:
+    action, warnings = validate_action(
+        {"type": "draw_line", "target": [[0, 0], [500, 500]], "content": "x",
+         "style": {"color": color}}, "xyxy")
+    assert action.style.color == drawn
+    assert any(warned in w for w in warnings) if warned else not warnings
