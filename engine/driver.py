@@ -35,6 +35,7 @@ from engine.observation import (
     block_on,
     render_and_observe,
     tiny_regions,
+    undrawable_labels,
     weak_corruption,
 )
 from engine.parsing import get_dialect, parse_step
@@ -364,6 +365,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         block, left_out = block_on(base, parsed.actions, frames)
         warnings.extend(left_out)
         warnings.extend(tiny_regions(block, base))
+        warnings.extend(undrawable_labels(block))
     if acting and policy != "none":
         # The render seed names neither the model nor the setting: vaot and wrong_render draw
         # the same marks (jitter included) for the same action, and differ by the policy alone.

@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.renderers.canvas import CanvasState
+from adapters.renderers.drawing import undrawable
 from adapters.renderers.pillow_renderer import pixel_box, render, zoomed_size
 from engine.states import EncodedState, encode_state
 from interventions.policies import observe
 from store.actions import Action, Crop, Frame, GlobalStyle, Zoom, off_view, reframe
 from store.events import PolicyDetail
 
-__all__ = ["action_frames", "block_on", "render_and_observe", "tiny_regions", "weak_corruption"]
+__all__ = ["action_frames", "block_on", "render_and_observe", "tiny_regions", "undrawable_labels",
+           "weak_corruption"]
 
 
 def block_on(base: CanvasState, actions: Sequence[Action], frames: Sequence[Frame]
@@ -101,6 +103,20 @@ def weak_corruption(detail: dict) -> str:
 
 TINY_REGION_PX = 8
 """A crop or zoom keeping fewer pixels than this on a side shows the model next to nothing."""
+
+
+def undrawable_labels(block: Sequence[Action]) -> list[str]:
+    """A warning for each label with characters the renderer's font cannot draw: they reach
+    the model as empty boxes, so the render is not what was asked for (θ, ×, 血管 …)."""
+    out = []
+    for action in block:
+        content = getattr(action, "content", None)
+        missing = undrawable(content) if isinstance(content, str) else ""
+        if missing:
+            out.append(f"{action.__struct_config__.tag}: the label {content[:40]!r} has "
+                       f"characters the renderer's font cannot draw ({missing[:10]}), shown "
+                       "as empty boxes")
+    return out
 
 
 def tiny_regions(block: Sequence[Action], base: CanvasState) -> list[str]:

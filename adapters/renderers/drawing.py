@@ -25,6 +25,7 @@ __all__ = [
     "luminance",
     "place_label",
     "rounded_rect_path",
+    "undrawable",
 ]
 
 RGB = tuple[int, int, int]
@@ -33,6 +34,29 @@ PxBox = tuple[int, int, int, int]
 # Pillow's bundled Aileron face. The BASIC layout engine (not Raqm) keeps glyph placement
 # independent of which shaping libraries this machine has, so text renders the same everywhere.
 _FONT_BYTES: bytes = ImageFont.load_default(size=12).font_bytes  # type: ignore[union-attr]
+
+
+_DRAWABLE: dict[str, bool] = {}
+
+
+def undrawable(text: str) -> str:
+    """The characters of ``text`` the bundled font has no glyph for, each once, in order: they
+    are drawn as the same empty box (the bundled face covers little beyond ASCII, so "θ", "×"
+    and "血管" would reach the model as boxes). Whitespace is never counted."""
+    missing = []
+    for char in dict.fromkeys(text):
+        if char.isspace():
+            continue
+        known = _DRAWABLE.get(char)
+        if known is None:
+            face = font(24)
+            # U+E000 is a private-use code point no face maps: its mask is the missing glyph's.
+            mask, notdef = face.getmask(char), face.getmask("\ue000")
+            known = _DRAWABLE[char] = not (mask.size == notdef.size
+                                           and bytes(mask) == bytes(notdef))
+        if not known:
+            missing.append(char)
+    return "".join(missing)
 
 
 def font(size_px: int) -> ImageFont.FreeTypeFont:

@@ -65,3 +65,14 @@ def test_a_colour_is_read_as_the_model_meant_it_and_a_repair_is_said(color, draw
          "style": {"color": color}}, "xyxy")
     assert action.style.color == drawn
     assert any(warned in w for w in warnings) if warned else not warnings
+
+
+def test_a_label_the_font_cannot_draw_is_named() -> None:
+    from adapters.renderers.drawing import undrawable
+    from engine.observation import undrawable_labels
+    from store.actions import OverlayText
+
+    assert undrawable("Angle ABC, 12 cm, 45°") == ""
+    assert undrawable("θ = 30°, 血管 血管") == "θ血管"
+    said = undrawable_labels([OverlayText(target=(0, 0, 500, 500), content="θ = 30°")])
+    assert said and "(θ)" in said[0] and "overlay_text" in said[0]
