@@ -118,8 +118,17 @@ def observe(
     if policy == "corrupt:modify_non_key":
         key = _key_box(base, drawings, rendered)
         away = _elsewhere(key, rendered.size, rng)
+        if _overlap_share(key, away) > 0.5:
+            # The key region is (nearly) the whole view, as after a crop or zoom, which shows
+            # its target only: there is no background to corrupt, and corrupting "elsewhere"
+            # changed nothing (recorded as a displace) or turned the key itself over.
+            return rendered, PolicyDetail(policy, seed, {
+                "operation": "none", "key_px": list(key), "weak": True,
+                "reason": "no region outside the key in this view"})
         image, detail = _corrupt_region(rendered.image, away, rng)
         detail["key_px"] = list(key)
+        if view_change(rendered.image, image) == 0.0:
+            detail["weak"] = True  # the region corrupted looked the same afterwards
         return _replace(rendered, image), PolicyDetail(policy, seed, detail)
     if policy == "counterfactual:noise":
         pixels = rng.integers(0, 256, size=(rendered.size[1], rendered.size[0], 3), dtype=np.uint8)
