@@ -36,7 +36,18 @@ from PIL import Image, ImageChops, ImageOps
 
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.pillow_renderer import ZOOM_RESAMPLING, apply_geometry, cut, pixel_box
-from store.actions import SCALE, Action, Crop, Frame, Mask, Zoom, shifted, target_box
+from store.actions import (
+    SCALE,
+    Action,
+    Crop,
+    Frame,
+    Mask,
+    Zoom,
+    off_view,
+    reframe,
+    shifted,
+    target_box,
+)
 from store.events import PolicyDetail
 
 from .audit import audit_drawing, changed_pixels, rounded, view_change
@@ -149,13 +160,18 @@ def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, see
     # Jitter is seeded by an action's index in the block, so the marks are drawn with the block's
     # indices: each crop or zoom stands in as a crop of the whole canvas (the same pixels).
     whole = Crop(target=(0, 0, SCALE, SCALE))
-    drawn = redraw(base, [whole if isinstance(a, Crop | Zoom) else a for a in actions]) \
-        if drawings else redraw(base, [])
+    first = geometry[0]
+    box = pixel_box(first.target, base.size)
+    other = _elsewhere(box, base.size, rng)
+    # The block's marks move with the cut: drawn where they were in the target, now over the
+    # other place, they stand at the same place of the corrupted view as of the faithful one
+    # (the operation stays visible; cut away from them, a highlight with its zoom was gone).
+    dx = (other[0] - box[0]) * SCALE / base.size[0]
+    dy = (other[1] - box[1]) * SCALE / base.size[1]
+    drawn = redraw(base, [whole if isinstance(a, Crop | Zoom) else shifted(a, dx, dy)
+                          for a in actions]) if drawings else redraw(base, [])
     drawn = CanvasState(image=drawn.image, frame=base.frame, original=base.original,
                         decorated=drawn.decorated)
-    first = geometry[0]
-    box = pixel_box(first.target, drawn.size)
-    other = _elsewhere(box, drawn.size, rng)
     state = cut(drawn, other, zoom=isinstance(first, Zoom))
     operation = "crop_elsewhere"
     detail = {"target_px": list(box), "used_px": list(other)}
@@ -167,6 +183,15 @@ def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, see
         wider = _from_original(drawn, box, isinstance(first, Zoom), rng)
         if wider is not None:
             state, target_o, used_o = wider
+            if drawings:
+                # Cut from the bare original: the block's marks are drawn again, at their
+                # place in the faithful view. (Marks of earlier steps are not: the original
+                # never had them.)
+                w, h = base.size
+                view = base.frame.compose(box[0] * SCALE / w, box[1] * SCALE / h,
+                                          box[2] * SCALE / w, box[3] * SCALE / h)
+                state = redraw(state, [reframe(a, base.frame, view) for a in drawings
+                                       if not off_view(a, base.frame, view)])
             operation, overlap = "crop_elsewhere_original", _overlap_share(target_o, used_o)
             detail = {"target_px": list(box), "target_original_px": list(target_o),
                       "used_original_px": list(used_o)}

@@ -193,15 +193,20 @@ def test_content_displaced_by_a_few_percent_is_not_a_corruption(seed) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_a_cut_elsewhere_draws_the_block_marks_with_the_faithful_jitter(seed) -> None:
     # Jitter is seeded by the action's index in the block: a trace after a zoom is index 1 in
-    # the faithful render and must be index 1 in the view cut elsewhere too.
+    # the faithful render and must be index 1 in the view cut elsewhere too. The marks move
+    # with the cut, so they stand where they stood in the faithful view.
+    from store.actions import shifted
+
     trace = TraceHighlight(target=((50, 50), (500, 900), (950, 100)), content="path",
                            style=TraceStyle(jitter=True, width=30))
     block = [Zoom(target=(0, 0, 600, 600)), trace]
     image = _textured()
     _, shown, detail = _corrupt(image, block, seed)
-    drawn = render(CanvasState.from_image(image), [Crop(target=(0, 0, 1000, 1000)), trace],
-                   None, 7)
     x1, y1, x2, y2 = detail["used_px"]
+    t1, t2 = detail["target_px"][:2]
+    moved = shifted(trace, (x1 - t1) * 1000 / image.width, (y1 - t2) * 1000 / image.height)
+    drawn = render(CanvasState.from_image(image), [Crop(target=(0, 0, 1000, 1000)), moved],
+                   None, 7)
     assert detail["operation"] == "crop_elsewhere"
     assert shown.image.tobytes() == drawn.image.crop((x1, y1, x2, y2)).resize(
         shown.size, Image.Resampling.LANCZOS).tobytes()
@@ -305,3 +310,33 @@ def test_displaced_content_is_taken_from_where_it_blends_in() -> None:
             displaced += 1
             assert detail["source_px"][1] >= 100, detail  # from the grass, not the sky
     assert displaced
+
+
+def _green(image: Image.Image) -> np.ndarray:
+    """Where an outline drawn in pure green is (nothing else in these images is)."""
+    a = np.asarray(image).astype(int)
+    return (a[..., 1] > 200) & (a[..., 0] < 60) & (a[..., 2] < 60)
+
+
+@pytest.mark.parametrize("zoomed_first", [False, True])
+def test_a_cut_elsewhere_keeps_the_blocks_marks_where_they_were(zoomed_first: bool) -> None:
+    # Cut away from the marks drawn in its target, a highlight with its zoom was gone from
+    # the corrupted view (6324 pixels to 0): the operation must stay visible, over other
+    # content. Also when the view is itself a zoom and the cut comes from the original.
+    from store.actions import Annotate, AnnotateStyle
+
+    base = CanvasState.from_image(_textured((800, 600)))
+    if zoomed_first:
+        base = render(base, [Zoom(target=(100, 100, 600, 600))], seed=1)
+    mark = Annotate(target=(350, 350, 650, 650), content=None,
+                    style=AnnotateStyle(color="#00ff00", shadow=False))
+    zoom = Zoom(target=(0, 0, 1000, 1000)) if zoomed_first else Zoom(target=(250, 250, 750, 750))
+    actions = [mark, zoom]
+    rendered = render(base, actions, seed=1)
+    shown, detail = observe("corrupt:modify_key", base=base, actions=actions,
+                            rendered=rendered, seed=3, redraw=lambda b, a: render(b, a, seed=1))
+    assert detail.detail["operation"] == ("crop_elsewhere_original" if zoomed_first
+                                          else "crop_elsewhere")
+    faithful, corrupted = _green(rendered.image), _green(shown.image)
+    assert faithful.sum() > 100
+    assert (faithful & corrupted).sum() >= 0.8 * faithful.sum()
