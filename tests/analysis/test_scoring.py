@@ -580,7 +580,7 @@ def test_an_option_inside_another_options_text_is_named_only_on_its_own(answer, 
 
 
 @pytest.mark.parametrize("answer", ["I'd say B", "I would say B", "My answer is B",
-                                    "My final answer is B"])
+                                    "My final answer is B", "Not sure, but B", "Not sure; B"])
 def test_more_hedges_before_the_answer_are_set_aside(answer) -> None:
     assert score_answer(answer, "B", ("x", "y", "z")) is True
     assert score_answer(answer, "A", ("x", "y", "z")) is False
