@@ -50,7 +50,7 @@ _DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:th
 _CORRECTED = re.compile(
     r"^(?:(?:not|it\s+isn['’]t)\s+(?!(?:really|sure|certain|quite|exactly|that|much|entirely)\b)"
     r"[^;,]{1,60}?|\(?[a-z0-9]{1,3}\)?\s+is\s+(?:wrong|incorrect|not\s+(?:right|correct))\b)"
-    r"\s*(?:[;,.]|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
+    r"\s*(?:[;,]|\.(?=\s|$)|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
     r"\s+is)\s+)?(?P<rest>.*)$")
 _NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
@@ -187,12 +187,12 @@ def _as_word(text: str, *, edges: str = r"\b") -> str:
 def _picked(text: str, options: list[_Option]) -> int | None:
     """The option an answer (or the truth) names, or None when it names none, several, or
     contradicts itself ("(B) cat" when B is dog)."""
-    if _STARTS_BOUNDED.match(text):
-        return None  # "less than 3", "at least 2", "3 or more": no one option is given
+    numeric = [_NUMERIC_OPTION.fullmatch(o.text) for o in options]
+    if all(numeric) and _STARTS_BOUNDED.match(text):
+        return None  # "less than 3", "at least 2", "3 or more": no one number option is given
     found = _by_text(text, options)
     if found is not None:
         return found
-    numeric = [_NUMERIC_OPTION.fullmatch(o.text) for o in options]
     if _NUMERIC_ANSWER.match(text) and all(numeric):
         # Options that are all numbers (or measures), and an answer that starts with one: the
         # number it gives, read as without options ("3-4" and "3 or 4 cm" name no one option,
@@ -311,7 +311,7 @@ def _without_choices(given: str, expected: str) -> bool:
         # after "not"; both ("yes or no", "no, wait, yes") are a hedge or a change of mind.
         said = set(_YES_NO.findall(given))
         leading = _LEADING_YES_NO.match(given)
-        if leading:  # "Yes they are parallel", "No (they never meet)"
+        if leading and not said:  # "Yes they are parallel"; not "No doubt, yes"
             said.add(leading.group(1))
         return said == {expected}
     truth = _truth_number(expected_text)
@@ -419,8 +419,14 @@ _BOUND_AFTER = re.compile(r"\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less|greater|hi
                           r"|below)\b)")
 _RESULT_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 # The number an answer arrives at: after its last "=", or beside "in total" / "altogether".
+# What may follow a leading number that is the answer: its unit or counted noun, then the end
+# or a mark that begins the reason.
+_STANDS_FIRST = re.compile(r"\s*(?:(?:[^\W\d_]+|[%°])\s*)?(?:$|[,.;:(!?]|\b(?:because|since|as)\b)")
+_OPERATOR = re.compile(r"[+\-−×*/·]|\b(?:plus|times|minus)\b")
+_REASON_MARK = re.compile(r"[;(]|\b(?:because|since|as|with|where|given|if|when)\b")
 _RESULT = re.compile(rf"=\s*(?P<n>{_RESULT_NUMBER})(?!.*=)(?![\w.,]\d)"
-                     rf"|(?<![\w.])(?P<m>{_RESULT_NUMBER})\s+(?:[a-z]+\s+)?(?:in\s+total|in\s+all"
+                     rf"|(?<![\w.])(?<!of )(?<!of the )(?P<m>{_RESULT_NUMBER})\s+(?:[a-z]+\s+)?"
+                     rf"(?:in\s+total|in\s+all"
                      rf"|altogether)\b", re.S)
 
 
@@ -444,14 +450,27 @@ def _number_given(given: str) -> float | None:
     the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
     "between 2 and 3") or holds none. Words are read when it has no digits ("three")."""
     numbers = _numbers(given)
-    result = _RESULT.search(given)
+    # A number that stands first and alone ("3.", "3, since …", "12 cm (…)") is the answer,
+    # whatever its reason computes ("3. Check: 3 × 2 = 6", "25%, since 1/4 = 0.25").
+    lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
+    stands_first = lead is not None and _STANDS_FIRST.match(given, lead.end()) is not None
+    result = None if stands_first else _RESULT.search(given)
+    if result is not None and result.group("n") is not None:
+        # An equation the answer is: a sum or product before its "=", not a reason ("3 with
+        # p = 0.05", "3 (since 2 = 2)").
+        head = given[:result.start()]
+        if not _OPERATOR.search(head) or _REASON_MARK.search(head):
+            result = None
     if result is not None:  # "2 + 1 = 3", "3 red and 4 blue, 7 in total"
         name = "n" if result.group("n") else "m"
         return None if _bounded(given, result.start(name)) else _as_float(result.group(name))
     value = _number_read(given, numbers)
-    # "fewer than 3", "at least 3", "3 or more": a bound, not a count; a bound elsewhere is
-    # part of the reason ("3, since there are more than 2").
-    if value is None or any(_bounded(given, start) for start, v in numbers if v == value):
+    if value is None:
+        return None
+    # "fewer than 3", "at least 3", "3 or more": a bound, not a count. Only where the answer
+    # gives it: a bound in the reason is part of the reason ("4, since at least 4 are clear").
+    given_at = [0] if numbers[0][0] == 0 else [start for start, v in numbers if v == value]
+    if any(_bounded(given, start) for start in given_at):
         return None
     return value
 

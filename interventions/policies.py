@@ -131,11 +131,12 @@ def observe(
         away = _elsewhere(key, rendered.size, rng)
         if _overlap_share(key, away) > 0.5:
             # The key region is (nearly) the whole view, as after a crop or zoom, which shows
-            # its target only: there is no background to corrupt, and corrupting "elsewhere"
-            # changed nothing (recorded as a displace) or turned the key itself over.
+            # its target only, or under marks spanning the view: there is no background to
+            # corrupt, and corrupting "elsewhere" changed nothing (recorded as a displace) or
+            # turned the key itself over.
             return rendered, PolicyDetail(policy, seed, {
                 "operation": "none", "key_px": list(key), "weak": True,
-                "reason": "no region outside the key in this view"})
+                "reason": "the key region covers most of the view"})
         image, detail = _corrupt_region(rendered.image, away, rng)
         detail["key_px"] = list(key)
         if view_change(rendered.image, image) == 0.0:

@@ -584,3 +584,32 @@ def test_an_option_inside_another_options_text_is_named_only_on_its_own(answer, 
 def test_more_hedges_before_the_answer_are_set_aside(answer) -> None:
     assert score_answer(answer, "B", ("x", "y", "z")) is True
     assert score_answer(answer, "A", ("x", "y", "z")) is False
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    # A number that stands first is the answer, whatever its reason computes or totals.
+    ("3. Check: 3 × 2 = 6, which matches", "3", (), True),
+    ("3. Check: 3 × 2 = 6, which matches", "3", ("2", "3", "4", "6"), True),
+    ("3. Check: 3 × 2 = 6, which matches", "6", (), False),
+    ("10, since 5 = 5", "10", (), True), ("3 (p = 0.05)", "3", (), True),
+    ("3 with p = 0.05", "3", (), True), ("25%, since 1/4 = 0.25", "25%", (), True),
+    ("5 cm, since 3² + 4² = 25", "5 cm", (), True), ("5, since 1 + 2 = 3", "3", (), False),
+    ("3 of the 10 in total", "3", (), True), ("2, out of 6 in total", "2", ("2", "3", "4", "6"), True),
+    ("2 (out of 7 in total)", "7", (), False),
+    ("7. There are 10 cars in total but 3 are hidden", "7", (), True),
+    # A bound in the reason on the answer's own number leaves the answer.
+    ("4, since I can see at least 4 clearly", "4", (), True),
+    ("3 people; the bench seats up to 3", "3", (), True),
+    # Options that are bounds themselves are options like any other.
+    ("more than 2", "more than 2", ("1", "2", "more than 2"), True),
+    ("D", "more than 2", ("1", "2", "3", "more than 2"), True),
+    ("4 or more", "4 or more", ("1", "2", "4 or more"), True),
+    # A rejected decimal is one number; a "no" idiom before the answer is no answer.
+    ("Not 2.5 but 3", "3", (), True), ("Not 2.5 but 3", "5", (), False),
+    ("not 3.5 cm, it's 4 cm", "4 cm", (), True),
+    ("No doubt, yes", "yes", (), True), ("No question about it: yes", "yes", (), True),
+])
+def test_a_reason_after_the_answer_does_not_change_it(answer, truth, choices, right) -> None:
+    # Regressions a review found in the first version of the bound, result and rejection
+    # rules: each was scored right before them.
+    assert score_answer(answer, truth, choices) is right
