@@ -43,6 +43,10 @@ def block_on(base: CanvasState, actions: Sequence[Action], frames: Sequence[Fram
                                 "it is left out too")
             else:
                 block.append(action)
+                # Said, as the model never saw that view: two boxes meant on the image it saw
+                # (a left and a right panel) return a part of the first one only.
+                warnings.append(f"{kind}: a second crop or zoom in one step, applied to the "
+                                "view the one before it cut (not to the image the model saw)")
         elif off_view(action, frames[i], base.frame):
             warnings.append(f"{kind}: lies wholly outside the image it is drawn on; left out "
                             "of the render")

@@ -182,6 +182,8 @@ async def test_a_block_of_two_zooms_is_drawn_and_recorded_alike_on_either_base(
     assert [a.original_box for a in second.actions] == [(500, 500, 750, 750),
                                                          (500, 500, 625, 625)]
     assert second.returned_frame == pytest.approx((500.0, 500.0, 625.0, 625.0))
+    # …and says that the second box was read on a view the model never saw.
+    assert any("a second crop or zoom in one step" in w for w in second.parse_warnings)
 
 
 def test_a_reference_only_run_is_a_new_run_under_a_new_engine() -> None:
