@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
+from pathlib import Path
 
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from store.events import (
@@ -95,7 +97,21 @@ def _action_kind(action: object) -> str:
     return str(config.tag) if config is not None and config.tag else type(inner).__name__
 
 
+def _wait_for(path: Path) -> None:
+    """Until a store is made at ``path``: ``tail -f`` started before the run it follows."""
+    data = path / "data.mdb"
+    said = False
+    while not (data.exists() and data.stat().st_size >= 2 * 4096):
+        if not said:
+            print(f"vaot tail: no store at {path} yet; waiting for one (Ctrl-C to stop)",
+                  file=sys.stderr)
+            said = True
+        time.sleep(0.25)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.follow and args.store != ":memory:" and not Path(args.store).exists():
+        _wait_for(Path(args.store))
     store = open_existing_store(args.store)
     if store is None:
         return 2

@@ -154,3 +154,23 @@ def test_a_price_that_would_turn_the_cost_cap_off_is_refused(price) -> None:
                        prices={"openai:x": price}, max_cost=1.0)
     with pytest.raises(ConfigError, match=">= 0"):
         config.validate()
+
+
+def test_tail_follow_started_before_the_run_waits_for_its_store(tmp_path: Path) -> None:
+    path = tmp_path / "later.lmdb"
+    follower = subprocess.Popen([sys.executable, "-m", "engine", "tail", "-f", str(path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=ROOT)
+    try:
+        assert "waiting for one" in follower.stderr.readline()  # said once, then it waits
+        done = vaot("run", "--model", "reference:calibrated", "--limit", "1", "--store", path,
+                    "--no-progress")
+        assert done.returncode == 0, done.stderr
+        expected = vaot("tail", path).stdout.splitlines()
+        seen = [follower.stdout.readline().rstrip("\n") for _ in expected]
+        assert seen == expected  # every event, once, in order
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        follower.wait(timeout=30)
+        follower.stdout.close()
+        follower.stderr.close()
