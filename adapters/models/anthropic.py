@@ -7,6 +7,7 @@ log-probabilities: ``seed`` is dropped and ``top_logprobs`` comes back empty.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import msgspec
@@ -41,6 +42,10 @@ MAX_IMAGES = 600
 """The most any model takes (models with a 200k-token window take 100: the API says so)."""
 MAX_IMAGE_BASE64 = 5 * 2**20
 MAX_REQUEST_BYTES = 32 * 2**20
+MAX_SIDE = 8000
+"""Pixels per side of any image; over :data:`MANY_IMAGES` images in a request, :data:`MANY_SIDE`."""
+MANY_IMAGES = 20
+MANY_SIDE = 2000
 
 _STOP = {
     "end_turn": "stop",
@@ -48,7 +53,25 @@ _STOP = {
     "max_tokens": "length",
     "tool_use": "tool_calls",
     "pause_turn": "pause",
+    # The context window filled while writing: cut short, as at max_tokens.
+    "model_context_window_exceeded": "length",
 }
+
+
+def _png_size(b64: str) -> tuple[int, int] | None:
+    """(width, height) from a base64 PNG's header (its first 24 bytes), or None if not a PNG."""
+    try:
+        head = base64.b64decode(b64[:32])
+    except ValueError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def _quoted(text: str) -> str:
+    """Partial text of a refused reply, on one line and short, for the failure's message."""
+    return repr(" ".join(text.split())[:200])
 
 
 class AnthropicAdapter(HttpAdapter):
@@ -114,8 +137,20 @@ class AnthropicAdapter(HttpAdapter):
                 f"{self.name}: the request holds {len(images)} images, over the Messages API's "
                 f"{MAX_IMAGES}; send fewer (--image-history original+last:K)",
                 retry="no", kind="request_too_large")
+        side = MANY_SIDE if len(images) > MANY_IMAGES else MAX_SIDE
         total = 0
         for part in images:
+            size = _png_size(part.b64)
+            if size is not None and max(size) > side:
+                why = (f"over {MANY_IMAGES} images in one request" if side == MANY_SIDE
+                       else "any request")
+                raise ModelCallError(
+                    f"{self.name}: image {part.sha[:12]} is {size[0]}x{size[1]} pixels; the "
+                    f"Messages API takes at most {side} a side in {why}; use smaller images "
+                    "(vaot never resizes what a model is shown)"
+                    + (" or send fewer (--image-history original+last:K)"
+                       if side == MANY_SIDE else ""),
+                    retry="no", kind="image_too_large")
             total += len(part.b64)
             if len(part.b64) > MAX_IMAGE_BASE64:
                 raise ModelCallError(
@@ -153,9 +188,12 @@ class AnthropicAdapter(HttpAdapter):
             )
         except (KeyError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply has no content blocks", "bad_reply") from None
-        if not text and not tool_calls and raw_stop == "refusal":
-            raise self._reply_error("the reply is empty (stop_reason=refusal)", "safety_block",
-                                    retry="no")
+        if raw_stop == "refusal":
+            # Also with text: a refusal can arrive after part of a reply, which is no step to
+            # score or to send back (the API says a conversation that refused keeps refusing).
+            said = f": {_quoted(text)}" if text.strip() else " (the reply is empty)"
+            raise self._reply_error(f"the model refused (stop_reason=refusal){said}",
+                                    "safety_block", retry="no")
         # Any other reply without text (a thinking block that used the whole budget, say) is
         # what the model did and was paid for: returned as it is, the engine records it as an
         # empty step once, rather than paying for the same reply again as a retried fault.

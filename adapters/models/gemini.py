@@ -126,10 +126,12 @@ class GeminiAdapter(HttpAdapter):
             usage = data.get("usageMetadata") or {}
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply candidate is malformed", "bad_reply") from None
-        if not text and not tool_calls and raw_finish in _BLOCKED:
+        if raw_finish in _BLOCKED:
+            # Also with text: a reply blocked part-way is no step to score or to send back.
+            said = (f"; it had begun: {' '.join(text.split())[:200]!r}" if text.strip() else "")
             raise self._reply_error(
-                f"the reply was blocked (finishReason={raw_finish})", "safety_block", retry="no"
-            )
+                f"the reply was blocked (finishReason={raw_finish}){said}", "safety_block",
+                retry="no")
         # Any other empty candidate (a thinking model that spent the whole output budget
         # thinking, say) is what the model did and was paid for: returned as it is, the engine
         # records it as an empty step once, rather than paying for it again as a retried fault.

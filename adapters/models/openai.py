@@ -143,9 +143,11 @@ class OpenAIAdapter(HttpAdapter):
             # reader of the log finds it, rather than recorded as an empty step.
             raise self._reply_error(f"the model refused: {' '.join(refusal.split())[:300]}",
                                     "safety_block", retry="no")
-        if raw_finish == "content_filter" and not text and not tool_calls:
+        if raw_finish == "content_filter":
+            # Also with text: a reply the filter cut part-way is no step to score or send back.
+            said = (f"; it had begun: {' '.join(text.split())[:200]!r}" if text.strip() else "")
             raise self._reply_error(
-                "the reply was withheld by the provider's content filter",
+                f"the reply was withheld by the provider's content filter{said}",
                 "safety_block",
                 retry="no",
             )

@@ -367,3 +367,69 @@ def test_a_reply_says_whether_it_reported_token_counts(provider, body, reported,
     adapter = create_adapter(f"{provider}:m", AdapterOptions(base_url="http://127.0.0.1:9/v1",
                                                              api_key_env="VAOT_TEST_KEY"))
     assert adapter.parse_reply(body).usage_reported is reported
+
+
+@pytest.mark.parametrize(("provider", "body"), [
+    ("anthropic", {"content": [{"type": "text", "text": "Step 1 (Text): The sign says"}],
+                   "stop_reason": "refusal"}),
+    ("gemini", {"candidates": [{"content": {"parts": [{"text": "Step 1 (Text): The sign says"}]},
+                                "finishReason": "SAFETY"}]}),
+    ("openai", {"choices": [{"message": {"content": "Step 1 (Text): The sign says"},
+                             "finish_reason": "content_filter"}]}),
+])
+def test_a_reply_refused_or_blocked_part_way_is_a_failure_quoting_its_start(
+        provider, body, monkeypatch) -> None:
+    # Recorded as a step, the fragment was scored and sent back on the next call, where a
+    # refusing conversation keeps refusing (and is paid for each time).
+    from adapters.models.base import AdapterOptions, ModelCallError
+    from adapters.models.registry import create_adapter
+
+    monkeypatch.setenv("VAOT_TEST_KEY", "k")
+    adapter = create_adapter(f"{provider}:m", AdapterOptions(base_url="http://127.0.0.1:9/v1",
+                                                             api_key_env="VAOT_TEST_KEY"))
+    with pytest.raises(ModelCallError) as info:
+        adapter.parse_reply(body)
+    assert (info.value.kind, info.value.retry) == ("safety_block", "no")
+    assert "The sign says" in str(info.value)
+
+
+def test_anthropic_context_window_full_is_a_reply_cut_at_length(monkeypatch) -> None:
+    from adapters.models.anthropic import create
+    from adapters.models.base import AdapterOptions
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    reply = create("claude-x", AdapterOptions()).parse_reply({
+        "content": [{"type": "text", "text": "Step 3 (Text): so the"}],
+        "stop_reason": "model_context_window_exceeded",
+        "usage": {"input_tokens": 5, "output_tokens": 1}})
+    assert reply.finish_reason == "length"
+
+
+def test_anthropic_refuses_images_larger_than_the_api_takes(monkeypatch) -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    from adapters.models.anthropic import create
+    from adapters.models.base import AdapterOptions, ImagePart, Message, ModelCallError, TextPart
+
+    def png(width: int, height: int) -> str:
+        out = io.BytesIO()
+        Image.new("L", (width, height)).save(out, format="PNG")
+        return base64.b64encode(out.getvalue()).decode()
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    adapter = create("claude-x", AdapterOptions())
+
+    def with_images(*parts: ImagePart):
+        return msgspec.structs.replace(vaot_request(), messages=(
+            Message("user", (TextPart("Which?"), *parts)),))
+
+    with pytest.raises(ModelCallError, match=r"8100x10 pixels; .* at most 8000 a side") as wide:
+        adapter.build_body(with_images(ImagePart(sha="ab" * 32, b64=png(8100, 10))))
+    assert wide.value.kind == "image_too_large"
+    mid = png(2100, 10)
+    adapter.build_body(with_images(*[ImagePart(sha=f"{i:064x}", b64=mid) for i in range(20)]))
+    with pytest.raises(ModelCallError, match="at most 2000 a side in over 20 images"):
+        adapter.build_body(with_images(*[ImagePart(sha=f"{i:064x}", b64=mid) for i in range(21)]))
