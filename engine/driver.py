@@ -183,6 +183,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         cached = store.cache_get(key) if check_cache else None
         check_cache = cached is not None
         reply = _cached_reply(cached) if cached is not None else None
+        unreadable = cached is not None and reply is None
         if reply is None:
             cached = None  # a cached reply this version cannot read is asked for again
         if cached is None and rt.spend is not None and rt.spend.reached():
@@ -246,7 +247,12 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             encoded = encode_reply(reply)
             # Also under the bare request hash, which the cassette adapter reads: a run recorded
             # with openai:M replays as cassette:openai:M. The engine itself never reads this key.
-            writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
+            # The unreadable entry is replaced, or this step would lose its crash protection.
+            if unreadable:
+                writes.add(store.cache_put_many_nowait([(key, encoded)], replace=True))
+                writes.add(store.cache_put_many_nowait([(request_hash, encoded)]))
+            else:
+                writes.add(store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
             calls += 1
             rt.breaker.succeeded(job.model)
             if rt.spend is not None:

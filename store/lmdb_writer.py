@@ -108,8 +108,12 @@ class LmdbWriter:
     def cache_put_nowait(self, key: bytes, value: bytes) -> asyncio.Future:
         return self.cache_put_many_nowait([(key, value)])
 
-    def cache_put_many_nowait(self, items: Sequence[tuple[bytes, bytes]]) -> asyncio.Future:
-        return self._submit_async("cache", list(items))
+    def cache_put_many_nowait(self, items: Sequence[tuple[bytes, bytes]],
+                              replace: bool = False) -> asyncio.Future:
+        """Queue reply-cache entries. An entry already there is kept (the first reply to a
+        request is the one recorded) unless ``replace``: an entry that could not be decoded
+        and was asked again, which would otherwise stay unreadable for good."""
+        return self._submit_async("cache_replace" if replace else "cache", list(items))
 
     def append_sync(self, events: Sequence[Event]) -> list[int]:
         if not events:
@@ -331,9 +335,10 @@ class LmdbWriter:
             new_ordinals.update(ordinals)
             return seqs, next_seq + len(seqs)
         db = self._blobs if job.kind == "blobs" else self._cache
+        overwrite = job.kind == "cache_replace"
         added = False
         for key, value in job.items:
-            added = txn.put(key, value, db=db, overwrite=False) or added
+            added = txn.put(key, value, db=db, overwrite=overwrite) or added
         return added, next_seq
 
     def _grow(self) -> None:

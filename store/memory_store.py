@@ -66,10 +66,14 @@ class MemoryStore(Recorder):
     def cache_put_nowait(self, key: bytes, value: bytes) -> asyncio.Future:
         return _settled(self._cache_put, key, value)
 
-    def cache_put_many_nowait(self, items) -> asyncio.Future:
+    def cache_put_many_nowait(self, items, replace: bool = False) -> asyncio.Future:
         def put_all() -> None:
             for key, value in items:
-                self._cache_put(key, value)
+                if replace:
+                    self._check_open()
+                    self._cache[key] = value
+                else:
+                    self._cache_put(key, value)
 
         return _settled(put_all)
 

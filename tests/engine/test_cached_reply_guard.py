@@ -22,3 +22,35 @@ def test_a_cached_reply_with_list_content_is_a_miss() -> None:
     assert _cached_reply(bad) is None
     assert _cached_reply(b"\xc1 not msgpack") is None
     assert isinstance(msgspec.msgpack.decode(bad), dict)  # it was stored, and is readable as data
+
+
+async def test_an_unreadable_cached_reply_is_asked_again_and_replaced(tmp_path) -> None:
+    # A trajectory that started in an earlier invocation, whose first reply was cached but is
+    # unreadable now: asked again, and the entry replaced (it had been kept as it was, so the
+    # step lost its crash protection for good).
+    import hashlib
+
+    from adapters.datasets.synthetic import generate
+    from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import open_run_store, run_jobs
+    from store.events import Step, TrajectoryStarted
+
+    spec = "scripted:a"
+    sample = generate(n_per_family=1, seed=3)[0]
+    config = RunConfig(models=(ModelConfig(spec),), settings=("vaot",), store="x", max_steps=3)
+    first = open_run_store(str(tmp_path / "first.lmdb"))
+    await run_jobs(config, first, [sample], adapters={spec: ScriptedAdapter("a", BUILTIN_SCRIPT)})
+    started = next(e.event for e in first.iter_events() if isinstance(e.event, TrajectoryStarted))
+    step1 = next(e.event for e in first.iter_events() if isinstance(e.event, Step))
+    key = hashlib.sha256(started.traj.encode() + bytes.fromhex(step1.request_hash)).digest()
+    first.close()
+
+    store = open_run_store(str(tmp_path / "second.lmdb"))
+    await store.append([started])  # begun, its first reply cached (unreadably), nothing more
+    await store.cache_put(key, b"\xc1 not msgpack")
+    adapter = ScriptedAdapter("a", BUILTIN_SCRIPT)
+    await run_jobs(config, store, [sample], adapters={spec: adapter})
+    assert adapter.calls == 2  # step 1 asked again, then step 2
+    assert _cached_reply(store.cache_get(key)) is not None
+    store.close()
