@@ -14,7 +14,9 @@ import errno
 import importlib
 import os
 import signal
+import struct
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 # Order is the order shown in --help.
@@ -149,13 +151,24 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:
         # A store whose bytes were damaged (a disk fault, a hand edit): the decoder or LMDB
         # refuses a record. Said in one line that names the way to find what is damaged.
-        if type(exc).__module__.split(".")[0] not in ("lmdb", "msgspec"):
+        if type(exc).__module__.split(".")[0] not in ("lmdb", "msgspec") and not (
+                isinstance(exc, struct.error | UnicodeDecodeError | IndexError)
+                and _raised_in_store(exc)):
             raise
         advice = ("its pages are damaged beyond what verify can walk" if args.command == "verify"
                   else "`vaot verify STORE` lists what is damaged")
         print(f"vaot {args.command}: the store is damaged and cannot be read past this point "
               f"({type(exc).__name__}: {exc}); {advice}", file=sys.stderr)
         return 1
+
+
+def _raised_in_store(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while the store read its own records (a key or value of the
+    wrong width, a run id that is not UTF-8: damaged bytes, not a bug of the command)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and Path(tb.tb_frame.f_code.co_filename).parent.name == "store"
 
 
 def _stdout_to_devnull() -> None:

@@ -310,6 +310,15 @@ class LmdbStore(LmdbWriter, Recorder):
                 traj, _ = split_stream_key(bytes(value[36:]))
                 yield traj, _U32.unpack(value[:4])[0], bytes(value[4:36])
 
+    def iter_stream_index(self) -> Iterator[tuple[bytes, bytes, bytes | None]]:
+        """Raw (stream key, ordinal bytes, head value or None) of every streams entry, for
+        ``verify``: the index the writer trusts to pick the chain an append extends."""
+        with self._read() as txn:
+            heads = txn.cursor(db=self._heads_db)
+            for key, value in txn.cursor(db=self._streams):
+                head = heads.get(bytes(value)) if len(value) == 8 else None
+                yield bytes(key), bytes(value), None if head is None else bytes(head)
+
     def trajectory_ids(self) -> list[str]:
         return [traj for traj, _, _ in self.iter_heads()]
 

@@ -274,8 +274,19 @@ class LmdbWriter:
         return _U64.unpack(cursor.key())[0] if cursor.last() else -1
 
     def _ordinal(self, txn: lmdb.Transaction, traj: str) -> int | None:
-        value = txn.get(stream_key(traj), db=self._streams)
-        return None if value is None else _U64.unpack(value)[0]
+        """The stream's ordinal, checked against the head it names: a damaged streams index
+        must not send reads to another stream, nor chain an append onto another's events
+        (streams and heads are written in one transaction, so they always agree)."""
+        key = stream_key(traj)
+        value = txn.get(key, db=self._streams)
+        if value is None:
+            return None
+        head = txn.get(value, db=self._heads_db) if len(value) == 8 else None
+        if head is None or bytes(head[36:]) != key:
+            raise StoreError(f"{self.path}: the store's streams index is damaged at "
+                             f"{traj!r} (it names no head of that stream); nothing was read or "
+                             "written there, `vaot verify` says more")
+        return _U64.unpack(value)[0]
 
     def _lookup_head(self, txn: lmdb.Transaction, traj: str) -> Head | None:
         ordinal = self._ordinal(txn, traj)

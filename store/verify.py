@@ -128,6 +128,25 @@ def _verify(
             problem(f"trajectory {traj} pos {pos}", f"index points to seq {seq} of another event")
     if indexed != len(by_seq):
         problem("index", f"{len(by_seq)} events but {indexed} index entries")
+    stream_index = getattr(store, "iter_stream_index", None)
+    if stream_index is not None:
+        # The streams index picks the chain a read returns and an append extends: every entry
+        # must name its own stream's head, and every head have one entry.
+        named = 0
+        for key, ordinal, head in stream_index():
+            where = f"streams index entry {key[:40]!r}"
+            if len(ordinal) != 8:
+                problem(where, f"ordinal is {len(ordinal)} bytes, not 8")
+            elif head is None:
+                problem(where, f"names ordinal {int.from_bytes(ordinal, 'big')}, which has no head")
+            elif head[36:] != key:
+                problem(where, f"names ordinal {int.from_bytes(ordinal, 'big')}, whose head is "
+                        "another stream's")
+            else:
+                named += 1
+        if named != len(heads):
+            problem("streams index", f"{len(heads)} streams in the log but {named} index "
+                    "entries that name their own head")
     recorded_heads = {traj: (pos, digest) for traj, pos, digest in store.iter_heads()}
     for traj, (pos, digest) in heads.items():
         recorded = recorded_heads.get(traj)

@@ -174,3 +174,14 @@ def test_tail_follow_started_before_the_run_waits_for_its_store(tmp_path: Path) 
         follower.wait(timeout=30)
         follower.stdout.close()
         follower.stderr.close()
+
+
+def test_a_record_key_of_the_wrong_width_is_damage_said_in_one_line(store: Path) -> None:
+    env = lmdb.open(str(store), max_dbs=8)
+    with env.begin(write=True) as txn:
+        txn.put(b"abc", b"xyz", db=env.open_db(b"events", txn=txn))
+    env.close()
+    for command in ("verify", "tail", "export"):
+        done = vaot(command, store)
+        assert done.returncode == 1 and "the store is damaged" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr

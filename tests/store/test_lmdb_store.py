@@ -257,3 +257,42 @@ async def test_verify_reports_an_event_naming_a_missing_image(tmp_path):
     assert not report.ok
     [found] = report.problems
     assert "trajectory t pos 1" in found.where and "not in the store's blobs" in found.what
+
+
+def _tamper_streams(path: Path, change) -> None:
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        change(txn, env.open_db(b"streams", txn=txn))
+    env.close()
+
+
+async def test_a_damaged_streams_index_is_found_and_never_read_or_extended(tmp_path):
+    # The index that picks the chain a read returns and an append extends was not verified:
+    # two entries swapped passed verify, then reads returned the other trajectory's events
+    # and an append was chained onto them.
+    from store.recorder import stream_key
+
+    path = tmp_path / "s"
+    with open_store(path) as store:
+        await store.append(steps("a", 0, 3) + steps("b", 0, 2))
+
+    def swap(txn, db):
+        a, b = txn.get(stream_key("a"), db=db), txn.get(stream_key("b"), db=db)
+        txn.put(stream_key("a"), b, db=db)
+        txn.put(stream_key("b"), a, db=db)
+
+    _tamper_streams(path, swap)
+    with open_store(path, create=False) as store:
+        report = verify(store)
+        assert not report.ok
+        assert any("streams index entry" in p.where and "another stream's" in p.what
+                   for p in report.problems), report.problems
+        with pytest.raises(StoreError, match="streams index is damaged"):
+            store.read_trajectory("a")
+        with pytest.raises(StoreError, match="streams index is damaged"):
+            await store.append(steps("a", 3, 1))
+    _tamper_streams(path, lambda txn, db: (swap(txn, db), txn.delete(stream_key("b"), db=db)))
+    with open_store(path, create=False) as store:
+        report = verify(store)
+        assert any(p.where == "streams index" and "2 streams in the log but 1" in p.what
+                   for p in report.problems), report.problems
