@@ -418,12 +418,12 @@ _BOUND_BEFORE = re.compile(r"(?:\b(?:fewer|less|more|greater|larger|smaller|high
 _BOUND_AFTER = re.compile(r"\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less|greater|higher|lower|above"
                           r"|below)\b)")
 _RESULT_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-# The number an answer arrives at: after its last "=", or beside "in total" / "altogether".
 # What may follow a leading number that is the answer: its unit or counted noun, then the end
 # or a mark that begins the reason.
 _STANDS_FIRST = re.compile(r"\s*(?:(?:[^\W\d_]+|[%°])\s*)?(?:$|[,.;:(!?]|\b(?:because|since|as)\b)")
 _OPERATOR = re.compile(r"[+\-−×*/·]|\b(?:plus|times|minus)\b")
 _REASON_MARK = re.compile(r"[;(]|\b(?:because|since|as|with|where|given|if|when)\b")
+# The number an answer arrives at: after its last "=", or beside "in total" / "altogether".
 _RESULT = re.compile(rf"=\s*(?P<n>{_RESULT_NUMBER})(?!.*=)(?![\w.,]\d)"
                      rf"|(?<![\w.])(?<!of )(?<!of the )(?P<m>{_RESULT_NUMBER})\s+(?:[a-z]+\s+)?"
                      rf"(?:in\s+total|in\s+all"
