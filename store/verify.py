@@ -30,6 +30,9 @@ class VerifyReport(msgspec.Struct):
     streams: int = 0
     blobs: int = 0
     problems: list[Problem] = []
+    """The first ``max_problems`` found."""
+    problems_found: int = 0
+    """Every problem found, shown or not."""
 
     @property
     def ok(self) -> bool:
@@ -59,6 +62,7 @@ def _verify(
     report = VerifyReport()
 
     def problem(where: str, what: str) -> None:
+        report.problems_found += 1
         if len(report.problems) < max_problems:
             report.problems.append(Problem(where, what))
 
@@ -83,6 +87,7 @@ def _verify(
     heads: dict[str, tuple[int, bytes]] = {}
     last_where: dict[str, str] = {}
     by_seq: dict[int, tuple[str, int, bytes]] = {}
+    undecodable: set[int] = set()
     for seq, record in store.iter_records():
         report.events += 1
         if progress is not None and report.events % 65536 == 0:
@@ -91,6 +96,7 @@ def _verify(
             stored = decode_record(seq, record)
         except (msgspec.DecodeError, msgspec.ValidationError, IndexError) as exc:
             problem(f"seq {seq}", f"event does not decode: {exc}")
+            undecodable.add(seq)  # present, not missing: the index may point at it
             continue
         event = stored.event
         step = getattr(event, "step", None)
@@ -107,8 +113,8 @@ def _verify(
             # The link was right when written, so the bytes that changed are (almost always) the
             # previous event's: name it, and the event whose link exposed it.
             problem(last_where[event.traj],
-                    f"event bytes changed: its hash differs from the link recorded by the next "
-                    f"event (seq {seq})")
+                    f"its hash differs from the link the next event (seq {seq}) records: its "
+                    "bytes changed, or that event's link did")
         for state in _states_named(event):
             if bytes.fromhex(state) not in stored_blobs:
                 problem(where, f"names image {state[:16]}…, which is not in the store's blobs")
@@ -122,12 +128,14 @@ def _verify(
     for traj, pos, seq in store.iter_index():
         indexed += 1
         actual = by_seq.get(seq)
+        if actual is None and seq in undecodable:
+            continue  # said above, as the record's own problem
         if actual is None:
             problem(f"trajectory {traj} pos {pos}", f"index points to missing seq {seq}")
         elif actual[:2] != (traj, pos):
             problem(f"trajectory {traj} pos {pos}", f"index points to seq {seq} of another event")
-    if indexed != len(by_seq):
-        problem("index", f"{len(by_seq)} events but {indexed} index entries")
+    if indexed != len(by_seq) + len(undecodable):
+        problem("index", f"{len(by_seq) + len(undecodable)} events but {indexed} index entries")
     stream_index = getattr(store, "iter_stream_index", None)
     if stream_index is not None:
         # The streams index picks the chain a read returns and an append extends: every entry
@@ -148,6 +156,10 @@ def _verify(
             problem("streams index", f"{len(heads)} streams in the log but {named} index "
                     "entries that name their own head")
     recorded_heads = {traj: (pos, digest) for traj, pos, digest in store.iter_heads()}
+    for traj in recorded_heads.keys() - heads.keys():
+        if not undecodable:  # else its events may be the ones that did not decode
+            problem(f"trajectory {traj}", "a head is recorded for it, but the log has no event "
+                    "of it")
     for traj, (pos, digest) in heads.items():
         recorded = recorded_heads.get(traj)
         if recorded is None:
@@ -157,7 +169,8 @@ def _verify(
         elif recorded[1] != digest:
             seq = next((s for s, v in by_seq.items() if v[0] == traj and v[1] == pos), -1)
             problem(f"trajectory {traj} pos {pos} (seq {seq})",
-                    "event bytes changed: hash differs from the one recorded at append")
+                    "its hash differs from the stream's recorded head: its bytes changed, or "
+                    "the head did")
 
     return report
 

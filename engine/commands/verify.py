@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for problem in report.problems:
         print(f"BAD {problem.where}: {problem.what}", file=sys.stderr)
-    print(f"verify failed: {len(report.problems)} problem(s); first: {report.problems[0].where}",
-          file=sys.stderr)
+    shown = (f" (the first {len(report.problems)} shown)"
+             if report.problems_found > len(report.problems) else "")
+    print(f"verify failed: {report.problems_found} problem(s){shown}; first: "
+          f"{report.problems[0].where}", file=sys.stderr)
     return 1

@@ -296,3 +296,48 @@ async def test_a_damaged_streams_index_is_found_and_never_read_or_extended(tmp_p
         report = verify(store)
         assert any(p.where == "streams index" and "2 streams in the log but 1" in p.what
                    for p in report.problems), report.problems
+
+
+async def test_verify_names_each_damage_once_and_counts_past_its_cap(tmp_path):
+    path = tmp_path / "s"
+    with open_store(path) as store:
+        await store.append(steps("a", 0, 3) + steps("b", 0, 2))
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        events = env.open_db(b"events", txn=txn)
+        key = (1).to_bytes(8, "big")
+        txn.put(key, b"\x01" + bytes(32) + b"\xc1 not msgpack", db=events)  # undecodable
+    env.close()
+    with open_store(path, create=False) as store:
+        report = verify(store)
+    whats = [p.what for p in report.problems]
+    assert any("does not decode" in w for w in whats)
+    # Present, if undecodable: not also "missing", nor a count that leaves it out.
+    assert not any("missing seq" in w or "index entries" in w for w in whats), whats
+
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        heads = env.open_db(b"heads", txn=txn)
+        phantom = next(v for _, v in txn.cursor(db=heads))
+        txn.put((99).to_bytes(8, "big"), bytes(phantom[:36]) + b"zz\x00", db=heads)
+    env.close()
+    with open_store(path, create=False) as store:
+        capped = verify(store, max_problems=1)
+    assert len(capped.problems) == 1 and capped.problems_found > 1
+
+
+async def test_verify_finds_a_head_of_a_stream_the_log_has_no_event_of(tmp_path):
+    from store.recorder import stream_key
+
+    path = tmp_path / "s"
+    with open_store(path) as store:
+        await store.append(steps("a", 0, 2))
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        heads = env.open_db(b"heads", txn=txn)
+        txn.put((99).to_bytes(8, "big"), bytes(4) + bytes(32) + stream_key("ghost"), db=heads)
+    env.close()
+    with open_store(path, create=False) as store:
+        report = verify(store)
+    assert any(p.where == "trajectory ghost" and "no event of it" in p.what
+               for p in report.problems), report.problems
