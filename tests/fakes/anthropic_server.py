@@ -56,6 +56,10 @@ class FakeAnthropic(FakeServer):
             problems.append("model: Field required")
         if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
             problems.append("max_tokens: Field required (a positive integer)")
+        temperature = body.get("temperature")
+        if temperature is not None and not (isinstance(temperature, int | float)
+                                            and 0 <= temperature <= 1):
+            problems.append("temperature: must be from 0 to 1")
         system = body.get("system")
         if system is not None and not isinstance(system, str | list):
             problems.append("system: must be a string or an array of text blocks")

@@ -113,8 +113,10 @@ class FakeGemini(FakeServer):
                     problems.append(f"{at}: only text is allowed here")
                     continue
                 blob = part.get("inline_data") or part.get("inlineData") or {}
+                # Gemini reads PNG, JPEG and WebP (and HEIC/HEIF), not GIF.
                 check_image_b64(
-                    blob.get("data"), blob.get("mime_type", blob.get("mimeType")), at, problems
+                    blob.get("data"), blob.get("mime_type", blob.get("mimeType")), at, problems,
+                    accepted=("image/png", "image/jpeg", "image/webp"),
                 )
             else:
                 problems.append(f"{at}: unknown part {sorted(part)}")

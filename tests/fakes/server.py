@@ -92,9 +92,11 @@ class SeenRequest(msgspec.Struct):
     """Wall-clock time (``time.time()``) the request arrived, for tests that time the client."""
 
 
-def check_image_b64(data: Any, media_type: Any, where: str, problems: list[str]) -> None:
-    """Append a problem unless ``data`` is valid base64 of an image of ``media_type``."""
-    if media_type not in _IMAGE_MAGIC:
+def check_image_b64(data: Any, media_type: Any, where: str, problems: list[str],
+                    accepted: tuple[str, ...] | None = None) -> None:
+    """Append a problem unless ``data`` is valid base64 of an image of ``media_type`` (one of
+    ``accepted``, when the API takes fewer types than the fakes know)."""
+    if media_type not in _IMAGE_MAGIC or (accepted is not None and media_type not in accepted):
         problems.append(f"{where}: unsupported media type {media_type!r}")
         return
     if not isinstance(data, str) or not data:
