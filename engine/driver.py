@@ -29,7 +29,7 @@ from engine.breaker import (
     ModelUnusableError,
 )
 from engine.context import Context, derive_seed
-from engine.conversation import build_request
+from engine.conversation import build_request, parse_image_history
 from engine.observation import (
     action_frames,
     block_on,
@@ -163,6 +163,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         answer = state.steps[-1].final_answer
         return _finish(rt, state, job, ctx, "answered", answer, calls, tokens, writes)
 
+    blind_to_renders = parse_image_history(rt.request_spec.image_history) == 0
     while True:
         step_no = state.next_step
         if step_no > max_steps or (rt.token_budget is not None and spent >= rt.token_budget):
@@ -171,10 +172,14 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             await writes.settle()  # its last step is durable; the rerun continues after it
             raise _stopped_error(rt, job)
         current_hex, frame, decorated = state.current_state(original)
+        if blind_to_renders:
+            # Shown the original alone (--image-history original+last:0): that is the image
+            # its coordinates are on, not a zoomed view it never saw.
+            current_hex, frame, decorated = original, Frame(), False
         request = build_request(
             setting=job.setting, question=sample.question, choices=sample.choices,
             original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
-            spec=rt.request_spec, image=rt.states.image_part,
+            spec=rt.request_spec, image=rt.states.image_part, convention=convention,
         )
         request_hash = cache_key(job.model, request)
         # Keyed by trajectory too: two epochs (or two samples sharing an image and question) ask

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["FRAMING", "PROMPTS", "PROMPTS_VERSION", "SETTINGS", "prompt_for", "prompt_hashes"]
+__all__ = ["FRAMING", "PROMPTS", "PROMPTS_VERSION", "PROMPTS_YXYX", "SETTINGS", "prompt_for",
+           "prompt_hashes"]
 
 SETTINGS = ("cot", "no_render", "vaot", "wrong_render")
 
@@ -50,7 +51,7 @@ for any visual action. Write all steps in this one reply and end with a line
     "vaot": _STEP_FORMAT
     + _ACTIONS
     + """\
-After each step with an action, the rendered image comes back to you; use what it shows.
+After each step with an action, the image it produced is added to the conversation.
 """,
     "no_render": _STEP_FORMAT
     + _ACTIONS
@@ -62,9 +63,28 @@ evidence: base every conclusion on the original image alone.
 PROMPTS["wrong_render"] = PROMPTS["vaot"]
 
 
-def prompt_for(setting: str) -> str:
+# The same instructions for a model whose boxes are read row first (``--convention yxyx``): the
+# prompt must describe the order the parser reads, or every box is drawn transposed.
+_XYXY_TO_YXYX = (
+    ('"target": [x1, y1, x2, y2]', '"target": [y1, x1, y2, x2]'),
+    ("boxes are [x1, y1, x2, y2] and points [x, y]",
+     "boxes are [y1, x1, y2, x2] (top, left, bottom, right) and points [y, x]"),
+)
+
+
+def _row_first(text: str) -> str:
+    for xy, yx in _XYXY_TO_YXYX:
+        text = text.replace(xy, yx)
+    return text
+
+
+PROMPTS_YXYX: dict[str, str] = {k: _row_first(v) for k, v in PROMPTS.items()}
+
+
+def prompt_for(setting: str, convention: str = "xyxy") -> str:
+    """The instructions for ``setting``, with boxes and points in ``convention``'s order."""
     try:
-        return PROMPTS[setting]
+        return (PROMPTS_YXYX if convention == "yxyx" else PROMPTS)[setting]
     except KeyError:
         raise ValueError(
             f"unknown setting {setting!r} (known: {', '.join(SETTINGS)})"
@@ -111,5 +131,6 @@ def version_of(prompts: dict[str, str], framing: dict[str, str]) -> str:
     return hashlib.sha256(said + b"\x01" + around).hexdigest()[:12]
 
 
-PROMPTS_VERSION = version_of(PROMPTS, FRAMING)
+PROMPTS_VERSION = version_of({**PROMPTS, **{f"{k}@yxyx": v for k, v in PROMPTS_YXYX.items()}},
+                             FRAMING)
 """Part of a run's identity, checked on resume."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import msgspec
 
 from engine.conversation import HistoryStep
+from engine.parsing.think import split_think
 from store.actions import Frame
 from store.events import (
     CallFailed,
@@ -69,8 +70,13 @@ class TrajectoryState(msgspec.Struct):
         return pos
 
     def history(self) -> list[HistoryStep]:
+        """The earlier steps as later requests show them: each reply as the parser read it,
+        without its ``<think>`` block (private reasoning, which the authors do not send back
+        and the parser does not read)."""
         return [
-            HistoryStep(s.step, s.raw_text, bool(s.actions), s.returned_state) for s in self.steps
+            HistoryStep(s.step, split_think(s.raw_text).visible, bool(s.actions),
+                        s.returned_state)
+            for s in self.steps
         ]
 
     def current_state(self, original: str) -> tuple[str, Frame, bool]:

@@ -145,3 +145,41 @@ def test_a_chat_run_sends_each_call_the_previous_request_and_more(tmp_path) -> N
     last = sent[-1][-1]["content"]  # a text-only turn is sent as a plain string
     last = last if isinstance(last, str) else last[-1]["text"]
     assert last == "Now write Step 3. This is your last step: give the Final Answer."
+
+
+def test_a_row_first_model_is_told_the_order_its_boxes_are_read_in() -> None:
+    # With --convention yxyx the prompt said [x1, y1, x2, y2] while the parser swapped every
+    # pair: a model that did as told had every box drawn transposed.
+    from engine.parsing import parse_step
+    from engine.prompts import prompt_for
+
+    told = prompt_for("vaot", "yxyx")
+    assert "[y1, x1, y2, x2]" in told and "[x1, y1, x2, y2]" not in told
+    assert prompt_for("wrong_render", "yxyx") == told  # not told its images are corrupted
+    # A reply written as that prompt says (top 100, left 600, bottom 300, right 900) is read
+    # as the box it meant.
+    reply = ('Step 1 (Text): look.\nStep 1 (Action Description):\n```json\n{"step": 1, '
+             '"visual_rationale": "x", "action": [{"type": "zoom", "target": [100, 600, 300, '
+             '900]}]}\n```')
+    assert parse_step(reply, convention="yxyx").actions[0].target == (600, 100, 900, 300)
+
+
+def test_the_vaot_prompt_states_that_images_come_back_and_does_not_ask_to_use_them() -> None:
+    # Asking the model to use what comes back instructs the very behaviour Feedback Uptake
+    # measures (and, under wrong_render, to trust the corruption).
+    from engine.prompts import PROMPTS
+
+    assert "use what it shows" not in PROMPTS["vaot"]
+    assert "added to the conversation" in PROMPTS["vaot"]
+
+
+def test_an_earlier_reply_is_sent_back_without_its_think_block() -> None:
+    # Private reasoning the parser does not read, and the authors do not send back.
+    from engine.trajectory import TrajectoryState
+    from store.events import Step
+
+    state = TrajectoryState.from_events("t", [])
+    state.steps.append(Step(traj="t", pos=1, at=0.0, step=1, request_hash="h",
+                            raw_text="<think>secret musing</think>Step 1 (Text): the sign."))
+    [shown] = state.history()
+    assert shown.raw_text == "Step 1 (Text): the sign."

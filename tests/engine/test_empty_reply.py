@@ -170,17 +170,19 @@ async def test_a_named_run_is_not_resumed_with_other_prompts(monkeypatch) -> Non
 
 
 def test_the_prompts_version_covers_the_framing_texts() -> None:
-    from engine.prompts import FRAMING, PROMPTS, PROMPTS_VERSION, version_of
+    from engine.prompts import FRAMING, PROMPTS, PROMPTS_VERSION, PROMPTS_YXYX, version_of
 
-    assert version_of(PROMPTS, FRAMING) == PROMPTS_VERSION
+    # Both conventions' instructions are part of the version (a yxyx model is told its order).
+    every = {**PROMPTS, **{f"{k}@yxyx": v for k, v in PROMPTS_YXYX.items()}}
+    assert version_of(every, FRAMING) == PROMPTS_VERSION
     # The texts as they were when the framing joined the version keep the version they had
     # (the instructions' alone): runs started before keep their ids and their resumes.
     import hashlib
 
-    alone = "".join(f"{k}\x00{v}" for k, v in sorted(PROMPTS.items())).encode()
+    alone = "".join(f"{k}\x00{v}" for k, v in sorted(every.items())).encode()
     assert hashlib.sha256(alone).hexdigest()[:12] == PROMPTS_VERSION
     edited = {**FRAMING, "not_executed": "(Step {step}: no image.)"}  # no_render's core text
-    assert version_of(PROMPTS, edited) != PROMPTS_VERSION
+    assert version_of(every, edited) != PROMPTS_VERSION
 
 
 async def test_one_hard_sample_alone_does_not_stop_a_model() -> None:

@@ -195,3 +195,17 @@ def test_a_reference_only_run_is_a_new_run_under_a_new_engine() -> None:
                      dataset="synthetic:2")
     assert run_identity(demo)["engine"] == ENGINE_VERSION
     assert "engine" not in run_identity(paid)
+
+
+async def test_a_model_shown_the_original_alone_has_its_boxes_read_on_the_original(
+        tmp_path) -> None:
+    # Under --image-history original+last:0 the model never sees the zoomed view; its next
+    # box is on the original. It was drawn on the zoomed view ((300,300,450,450) of the
+    # original for a box asked at (100,100,400,400)).
+    script = [_reply(1, [{"type": "zoom", "target": [500, 500, 1000, 1000]}]),
+              _reply(2, [{"type": "highlight", "target": [100, 100, 400, 400]}]),
+              _reply(3, None, "A")]
+    steps, _ = await _steps(tmp_path, script, image_history="original+last:0")
+    second = steps["vaot"][1]
+    assert second.actions[0].original_box == (100, 100, 400, 400)
+    assert second.returned_frame in (None, (0.0, 0.0, 1000.0, 1000.0))
