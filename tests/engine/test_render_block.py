@@ -71,6 +71,12 @@ def _sample(image: Image.Image | None = None) -> Sample:
                   group="2D")
 
 
+def _zoom_then_highlight(zoom: list[int], highlight: list[int]) -> list[str]:
+    """A script: a zoom at step 1, a highlight at step 2, the answer at step 3."""
+    return [_reply(1, [{"type": "zoom", "target": zoom}]),
+            _reply(2, [{"type": "highlight", "target": highlight}]), _reply(3, None, "A")]
+
+
 async def _steps(tmp_path, script, settings=("vaot",), image=None, **options):
     config = RunConfig(models=(ModelConfig(SPEC),), dataset="script", settings=settings,
                        max_steps=4, store=str(tmp_path / "s.lmdb"), **options)
@@ -106,9 +112,7 @@ async def test_every_action_of_a_block_is_rendered(tmp_path) -> None:
 
 
 async def test_render_base_original_draws_where_the_log_says(tmp_path) -> None:
-    script = [_reply(1, [{"type": "zoom", "target": [0, 0, 500, 500]}]),
-              _reply(2, [{"type": "highlight", "target": [250, 250, 750, 750]}]),
-              _reply(3, None, "A")]
+    script = _zoom_then_highlight([0, 0, 500, 500], [250, 250, 750, 750])
     steps, blobs = await _steps(tmp_path, script, render_base="original")
     second = steps["vaot"][1]
     assert second.actions[0].original_box == (125, 125, 375, 375)
@@ -202,9 +206,7 @@ async def test_a_model_shown_the_original_alone_has_its_boxes_read_on_the_origin
     # Under --image-history original+last:0 the model never sees the zoomed view; its next
     # box is on the original. It was drawn on the zoomed view ((300,300,450,450) of the
     # original for a box asked at (100,100,400,400)).
-    script = [_reply(1, [{"type": "zoom", "target": [500, 500, 1000, 1000]}]),
-              _reply(2, [{"type": "highlight", "target": [100, 100, 400, 400]}]),
-              _reply(3, None, "A")]
+    script = _zoom_then_highlight([500, 500, 1000, 1000], [100, 100, 400, 400])
     steps, _ = await _steps(tmp_path, script, image_history="original+last:0")
     second = steps["vaot"][1]
     assert second.actions[0].original_box == (100, 100, 400, 400)
