@@ -26,7 +26,7 @@ class HistoryStep(msgspec.Struct, frozen=True):
     step: int
     raw_text: str
     acted: bool
-    """The step proposed a usable action."""
+    """The step proposed an action (valid or not)."""
     returned_state: str | None
     """Hex hash of the image that came back, if any."""
 

@@ -76,7 +76,7 @@ boxes read on the original image, zooms bounded to the original's pixel count, o
 points on the canvas's last pixel, colours given as fractions scaled, the mirrored corruption
 marked, an image index naming no image and a label the font cannot draw warned, earlier
 replies sent back without their <think> blocks, under --image-history original+last:0 the
-actions drawn on the original the model was shown."""
+actions drawn on the original the model was shown, an invalid action also said not executed."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

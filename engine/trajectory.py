@@ -74,8 +74,10 @@ class TrajectoryState(msgspec.Struct):
         without its ``<think>`` block (private reasoning, which the authors do not send back
         and the parser does not read)."""
         return [
-            HistoryStep(s.step, split_think(s.raw_text).visible, bool(s.actions),
-                        s.returned_state)
+            # Any proposed action counts, valid or not: told "not executed" only for the
+            # valid ones, a no_render model learned which of its actions were valid.
+            HistoryStep(s.step, split_think(s.raw_text).visible,
+                        bool(s.actions or s.actions_raw), s.returned_state)
             for s in self.steps
         ]
 

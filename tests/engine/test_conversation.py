@@ -183,3 +183,16 @@ def test_an_earlier_reply_is_sent_back_without_its_think_block() -> None:
                             raw_text="<think>secret musing</think>Step 1 (Text): the sign."))
     [shown] = state.history()
     assert shown.raw_text == "Step 1 (Text): the sign."
+
+
+def test_no_render_says_not_executed_for_an_invalid_action_too() -> None:
+    # Told only for valid actions, a no_render model learned which of its actions were valid.
+    from engine.trajectory import TrajectoryState
+    from store.events import Step
+
+    state = TrajectoryState.from_events("t", [])
+    state.steps.append(Step(traj="t", pos=1, at=0.0, step=1, request_hash="h",
+                            raw_text="Step 1 (Text): zoom.",
+                            actions_raw=({"type": "zoom", "target": "the sign"},)))
+    [shown] = state.history()
+    assert shown.acted
