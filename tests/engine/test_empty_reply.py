@@ -132,7 +132,7 @@ def test_the_cli_stops_a_model_that_spends_every_reply_thinking(tmp_path) -> Non
     # The threshold, or a few more: replies already in flight (--concurrency 4) can land
     # before the stop does, and are counted (the line says how many there were).
     counted = re.search(r"\((\d+) replies in a row, none with text yet\)", done.stderr)
-    assert counted and EMPTY_THRESHOLD <= int(counted.group(1)) < EMPTY_THRESHOLD + 4
+    assert counted and EMPTY_THRESHOLD <= int(counted.group(1)) < EMPTY_THRESHOLD + 8
     assert "Rerun with a higher --max-tokens: a new run" in done.stderr
     assert "Fix the endpoint" not in done.stderr and "Traceback" not in done.stderr
     with open_store(store, create=False) as opened:
@@ -261,6 +261,6 @@ def test_empty_replies_of_every_provider_are_empty_steps_paid_once(
         events = [s.event for s in opened.iter_events()]
     steps = [e for e in events if isinstance(e, Step)]
     assert not [e for e in events if type(e).__name__ == "CallFailed"]  # nothing asked twice
-    assert EMPTY_THRESHOLD <= len(steps) < EMPTY_THRESHOLD + 4
+    assert EMPTY_THRESHOLD <= len(steps) < EMPTY_THRESHOLD + 8  # the calls in flight at most
     assert {s.raw_text for s in steps} == {""}
     assert all(s.usage.input_tokens > 0 for s in steps)  # what was paid for is counted
