@@ -55,6 +55,8 @@ class TrajectoryRecord(msgspec.Struct):
     epoch: int = 0
     call_failures: int = 0
     input_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of ``input_tokens``, those the provider served from its prompt cache."""
     output_tokens: int = 0
     hit_max_steps: bool = False
 
@@ -113,6 +115,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
                     event.policy is not None and event.policy.policy not in _NOT_CORRUPTING
                     and not weak)
             record.input_tokens += event.usage.input_tokens
+            record.cached_input_tokens += event.usage.cached_input_tokens
             record.output_tokens += event.usage.output_tokens
         elif isinstance(event, CallFailed):
             record.call_failures += 1

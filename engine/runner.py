@@ -320,8 +320,9 @@ def recorded_cost(store: Recorder, jobs: list[TrajectoryJob], table: PriceTable)
             continue
         for stored in store.read_trajectory(job.traj):
             if isinstance(stored.event, Step):
-                total += price.cost(stored.event.usage.input_tokens,
-                                    stored.event.usage.output_tokens)
+                used = stored.event.usage
+                total += price.cost(used.input_tokens, used.output_tokens,
+                                    used.cached_input_tokens)
     return total
 
 

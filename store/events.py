@@ -79,6 +79,9 @@ class _EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, 
 class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of ``input_tokens``, those the provider served from its prompt cache (billed lower).
+    Omitted when 0, so a step without cached tokens is recorded as before this field."""
 
 
 class PolicyDetail(msgspec.Struct, frozen=True, omit_defaults=True):

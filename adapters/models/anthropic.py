@@ -201,7 +201,9 @@ class AnthropicAdapter(HttpAdapter):
             text=text,
             finish_reason=_STOP.get(raw_stop, raw_stop),
             usage=Usage(
-                input_tokens=input_tokens, output_tokens=int(usage.get("output_tokens") or 0)
+                input_tokens=input_tokens, output_tokens=int(usage.get("output_tokens") or 0),
+                # Cache writes are billed above the input rate; counted at it (see engine/cost.py).
+                cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
             ),
             tool_calls=tool_calls,
             model=str(data.get("model") or self.model),

@@ -67,7 +67,11 @@ class ModelRequest(msgspec.Struct, frozen=True):
 
 class Usage(msgspec.Struct, frozen=True):
     input_tokens: int = 0
+    """Every prompt token, those the provider served from its prompt cache included."""
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache, which it bills at a
+    lower rate (OpenAI and Gemini cache long repeated prefixes on their own)."""
 
 
 class ToolCall(msgspec.Struct, frozen=True):

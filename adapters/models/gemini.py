@@ -142,6 +142,8 @@ class GeminiAdapter(HttpAdapter):
             else _FINISH.get(raw_finish, raw_finish.lower()),
             usage=Usage(
                 input_tokens=int(usage.get("promptTokenCount") or 0),
+                # Part of promptTokenCount (implicit caching, or a cachedContent).
+                cached_input_tokens=int(usage.get("cachedContentTokenCount") or 0),
                 # Thinking tokens are billed as output.
                 output_tokens=int(usage.get("candidatesTokenCount") or 0)
                 + int(usage.get("thoughtsTokenCount") or 0),

@@ -129,6 +129,8 @@ class OpenAIAdapter(HttpAdapter):
             )
             raw_finish = choice.get("finish_reason") or "stop"
             usage = data.get("usage") or {}
+            # Part of prompt_tokens: OpenAI caches a long repeated prefix on its own.
+            cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
             logprobs = (choice.get("logprobs") or {}).get("content") or ()
             top = tuple(
                 {c["token"]: float(c["logprob"]) for c in entry.get("top_logprobs") or ()}
@@ -157,6 +159,7 @@ class OpenAIAdapter(HttpAdapter):
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
+                cached_input_tokens=cached,
             ),
             tool_calls=tool_calls,
             top_logprobs=top,

@@ -109,7 +109,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
             usage = UsageTally()
             for r in records:
                 if r.steps:
-                    usage.add(r.model, Usage(r.input_tokens, r.output_tokens), calls=r.steps)
+                    usage.add(r.model, Usage(r.input_tokens, r.output_tokens,
+                                                 r.cached_input_tokens), calls=r.steps)
             console.print(f"cost of the {count(len(ours), 'trajectory', 'trajectories')} "
                           "above, every reply recorded for them in this session and earlier "
                           "ones:", markup=False)

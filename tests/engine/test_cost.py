@@ -66,3 +66,32 @@ def test_replies_without_token_counts_cost_unknown_not_zero() -> None:
     text = format_cost_lines(tally.lines(table))
     assert "openai:x: 7 replies, 0 in / 0 out tokens, cost unknown (no token counts)" in text
     assert "openai:y: 1 reply" in text and "total" not in text
+
+
+def test_cached_prompt_tokens_at_their_own_rate_else_at_the_input_rate() -> None:
+    table = PriceTable.from_config({
+        "openai:gpt-4o": {"input_per_mtok": 2.0, "output_per_mtok": 8.0,
+                          "cached_input_per_mtok": 0.5},
+        "gemini:*": {"input_per_mtok": 2.0, "output_per_mtok": 8.0},
+    })
+    tally = UsageTally()
+    for model in ("openai:gpt-4o", "gemini:pro"):
+        tally.add(model, Usage(input_tokens=1_000_000, output_tokens=0,
+                               cached_input_tokens=600_000))
+    gemini, gpt = tally.lines(table)
+    assert gpt.cost == pytest.approx(0.4 * 2.0 + 0.6 * 0.5)
+    # No cached rate given: every prompt token at the input rate (a cap is kept, never overrun).
+    assert gemini.cost == pytest.approx(2.0)
+    text = format_cost_lines([gpt])
+    assert "1,000,000 in (600,000 cached) / 0 out tokens, 1.1000 USD" in text
+    # A provider that says more were cached than were sent: no more than the input is cheaper.
+    price = table.lookup("openai:gpt-4o")
+    assert price.cost(100, 0, cached_input_tokens=500) == pytest.approx(100 * 0.5 / 1e6)
+    assert price.cost(100, 0, cached_input_tokens=-5) == pytest.approx(100 * 2.0 / 1e6)
+
+
+@pytest.mark.parametrize("rate", [-1.0, float("nan"), "half"])
+def test_a_bad_cached_rate_is_refused(rate) -> None:
+    with pytest.raises(msgspec.ValidationError):
+        PriceTable.from_config({"m": {"input_per_mtok": 1, "output_per_mtok": 1,
+                                      "cached_input_per_mtok": rate}})

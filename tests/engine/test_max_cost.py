@@ -213,3 +213,35 @@ async def test_replies_without_token_counts_stop_a_capped_model_after_one(tmp_pa
     with open_run_store(str(store_path)) as store:
         result = await run_jobs(uncapped, store, samples, adapters={SPEC: adapter})
     assert not result.stopped and [o.status for o in result.outcomes] == ["max_steps"] * 4
+
+
+class MostlyCached(FixedUsage):
+    """80 of its 100 prompt tokens come from the provider's prompt cache."""
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        reply = await super().generate(request)
+        return msgspec.structs.replace(reply, usage=Usage(100, 20, cached_input_tokens=80))
+
+
+async def test_cached_prompt_tokens_are_recorded_and_counted_at_their_rate(tmp_path) -> None:
+    # Priced at the full input rate, five calls cost 0.01; at the cached rate, each costs
+    # (20 * 10 + 80 * 1 + 20 * 50) / 1e6 = 0.00128: seven stay under a cap of 0.01.
+    per_call = (20 * 10.0 + 80 * 1.0 + 20 * 50.0) / 1e6
+    prices = {"scripted:*": {**PRICES["scripted:*"], "cached_input_per_mtok": 1.0}}
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=0.01),
+                                     prices=prices)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = MostlyCached()
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+        usages = [s.event.usage for s in store.iter_events() if isinstance(s.event, Step)]
+    assert adapter.calls == 8  # the call that crossed the cap was paid, then the run stopped
+    assert result.spent == pytest.approx(8 * per_call)
+    assert {(u.input_tokens, u.cached_input_tokens) for u in usages} == {(100, 80)}
+    # A rerun counts what the log's steps cost at the same rates, cached tokens included.
+    config = msgspec.structs.replace(config, max_cost=1.0)
+    adapter = MostlyCached()
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+    assert adapter.calls == 12 - 8
+    assert result.spent == pytest.approx(12 * per_call)

@@ -146,10 +146,7 @@ class FakeAnthropic(FakeServer):
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": sum(len(t.split()) for t in view.texts) + 1600 * view.n_images,
-                "output_tokens": len(spec.text.split()),
-            },
+            "usage": _usage(view, spec),
         }
 
     async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
@@ -170,6 +167,15 @@ class FakeAnthropic(FakeServer):
                 }
             )
         return None
+
+
+def _usage(view: RequestView, spec: ReplySpec) -> dict:
+    """Anthropic's usage: ``input_tokens`` counts only what the cache did not serve; cache reads
+    are a separate count (the client adds them up)."""
+    prompt = sum(len(t.split()) for t in view.texts) + 1600 * view.n_images
+    cached = min(spec.cached_prompt_tokens, prompt)
+    return {"input_tokens": prompt - cached, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": cached, "output_tokens": len(spec.text.split())}
 
 
 if __name__ == "__main__":

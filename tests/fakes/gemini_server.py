@@ -172,6 +172,9 @@ class FakeGemini(FakeServer):
                 "promptTokenCount": prompt_tokens,
                 "candidatesTokenCount": output_tokens,
                 "totalTokenCount": prompt_tokens + output_tokens,
+                # Part of promptTokenCount; Gemini leaves the field out when nothing was cached.
+                **({"cachedContentTokenCount": min(spec.cached_prompt_tokens, prompt_tokens)}
+                   if spec.cached_prompt_tokens else {}),
             },
             "modelVersion": view.model,
         }

@@ -178,6 +178,9 @@ class FakeOpenAI(FakeServer):
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                # Part of prompt_tokens, as OpenAI reports its automatic prefix caching.
+                "prompt_tokens_details": {
+                    "cached_tokens": min(spec.cached_prompt_tokens, prompt_tokens)},
             },
         }
 

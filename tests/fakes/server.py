@@ -74,6 +74,9 @@ class ReplySpec(msgspec.Struct):
     """``{"name": ..., "arguments": {...}, "id": ...}`` each."""
     top_logprobs: list[dict[str, float]] | None = None
     """Per token ``{token: logprob}``; the first key is the chosen token."""
+    cached_prompt_tokens: int = 0
+    """Prompt tokens said to come from the provider's prompt cache, in its own fields (at
+    most the prompt's tokens)."""
 
 
 class SeenRequest(msgspec.Struct):

@@ -254,6 +254,20 @@ async def test_anthropic_tool_use(serve) -> None:
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_prompt_tokens_served_from_the_cache_are_counted_within_the_input(
+        serve, provider) -> None:
+    # Each provider says it its own way: OpenAI and Gemini count them inside the prompt's
+    # tokens, Anthropic beside its input_tokens. The reply says both the same way.
+    _, adapter = await serve(provider, replies=[{"text": "Step 1 (Text): x", "cached_prompt_tokens": 40},
+                                                "Step 1 (Text): y"])
+    cached = await adapter.generate(vaot_request())
+    fresh = await adapter.generate(vaot_request())
+    assert cached.usage.cached_input_tokens == 40
+    assert cached.usage.input_tokens == fresh.usage.input_tokens > 40
+    assert fresh.usage.cached_input_tokens == 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 async def test_default_reply_is_vaot_shaped(serve, provider) -> None:
     from adapters.models.base import Message, ModelRequest, TextPart
 
