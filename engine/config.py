@@ -59,6 +59,10 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Processes the run is spread over (see engine/workers.py); not part of the run's identity."""
     max_steps: int = 10
     max_tokens: int = 2048
+    cot_max_tokens: int | None = None
+    """Output tokens of the ``cot`` setting's one call, which writes the whole solution; none:
+    ``max_tokens``, as one step of the other settings gets (which make up to ``max_steps``
+    calls of it)."""
     token_budget: int | None = None
     """Tokens (input + output, as the API reports them) one trajectory may spend: once its
     recorded steps reach it, it asks nothing more and ends as ``max_steps``. The call that
@@ -130,6 +134,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if self.workers > 1 and self.store == ":memory:":
             raise ConfigError("--workers: an in-memory store cannot be shared by several "
                               "processes; give --store a path")
+        if self.cot_max_tokens is not None and not 1 <= self.cot_max_tokens <= 10_000_000:
+            raise ConfigError(f"--cot-max-tokens: must be from 1 to 10,000,000, "
+                              f"got {self.cot_max_tokens}")
         if self.token_budget is not None and not 1 <= self.token_budget <= 10**12:
             raise ConfigError(f"--token-budget: must be from 1 to 1,000,000,000,000, "
                               f"got {self.token_budget}")

@@ -37,6 +37,8 @@ class RequestSpec(msgspec.Struct, frozen=True):
     max_tokens: int = 2048
     temperature: float | None = None
     seed: int | None = None
+    cot_max_tokens: int | None = None
+    """The ``cot`` setting's one call, which writes the whole solution; none: ``max_tokens``."""
 
 
 def parse_image_history(value: str) -> int | None:
@@ -121,7 +123,8 @@ def build_request(
         raise ValueError(f"conversation shape {spec.shape!r}: expected 'see2think' or 'chat'")
     return ModelRequest(
         messages=tuple(messages),
-        max_tokens=spec.max_tokens,
+        max_tokens=spec.cot_max_tokens if setting == "cot" and spec.cot_max_tokens
+        else spec.max_tokens,
         temperature=spec.temperature,
         seed=spec.seed,
     )

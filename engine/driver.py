@@ -283,8 +283,9 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             # Recorded as it is (an empty step), but said at once; a model that has written no
             # text yet is stopped by enough of them (engine/breaker.py): then this step is still
             # recorded, and the trajectory stops after it, even at its last step.
-            why = (f"--max-tokens ({rt.request_spec.max_tokens}) before any text (a thinking "
-                   "model can spend it all thinking); raise --max-tokens")
+            flag = "--cot-max-tokens" if job.setting == "cot" else "--max-tokens"
+            why = (f"{flag} ({request.max_tokens}) before any text (a thinking "
+                   f"model can spend it all thinking); raise {flag}")
             if cached is None:
                 _tell_fault(rt, job.model, EMPTY_AT_MAX_TOKENS,
                             f"{job.model}: a reply reached {why}", retried=False)
@@ -339,7 +340,9 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
     warnings = list(parsed.warnings)
     answer = parsed.final_answer
     if answer is None and step_no >= max_steps and job.setting == "cot":
-        warnings.append("no final answer in the one CoT reply")
+        warnings.append("no final answer in the one CoT reply" + (
+            "; it was cut at its token cap (raise --cot-max-tokens)"
+            if reply.finish_reason == "length" else ""))
     if parsed.actions and job.setting == "cot":
         # The reply is kept as it came (actions_raw), but nothing of it is drawn: say so, as an
         # analysis counting actions from the raw text would otherwise take them as executed.

@@ -130,6 +130,8 @@ def run_identity(config: RunConfig) -> dict:
         "max_tokens": config.max_tokens, "temperature": config.temperature,
         # Only when set: the runs started before budgets existed keep their ids.
         **({"token_budget": config.token_budget} if config.token_budget is not None else {}),
+        **({"cot_max_tokens": config.cot_max_tokens} if config.cot_max_tokens is not None
+           else {}),
         # A run of reference agents alone (the demo) costs nothing to redo: after an engine
         # upgrade it starts afresh instead of being refused as a mix of two engines (a run
         # that pays for its replies is refused, and says how to go on: _check_resume).
@@ -192,7 +194,8 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter],
 _IDENTITY_IN_HEADER = {
     "dataset": "--dataset", "seed": "--seed", "max_steps": "--max-steps",
     "max_tokens": "--max-tokens", "temperature": "--temperature",
-    "token_budget": "--token-budget", "shape": "--shape", "image_history": "--image-history",
+    "token_budget": "--token-budget", "cot_max_tokens": "--cot-max-tokens",
+    "shape": "--shape", "image_history": "--image-history",
     "render_base": "--render-base", "prompts_version": "the prompts' version",
     "engine_version": "the engine's version",
 }
@@ -212,7 +215,8 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
     ours = {"dataset": recorded_text(dataset_identity(config.dataset)), "seed": config.seed,
             "max_steps": config.max_steps, "max_tokens": config.max_tokens,
             "temperature": config.temperature, "token_budget": config.token_budget,
-            "shape": config.shape, "image_history": config.image_history,
+            "cot_max_tokens": config.cot_max_tokens, "shape": config.shape,
+            "image_history": config.image_history,
             "render_base": config.render_base, "prompts_version": PROMPTS_VERSION,
             "engine_version": ENGINE_VERSION}
     best: tuple[str, list] | None = None
@@ -221,8 +225,9 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
                        if isinstance(s.event, RunStarted)), None)
         if header is None or other == run_id:
             continue
+        # A header records --cot-max-tokens only when it was given.
         diff = [(_IDENTITY_IN_HEADER[k], header.config.get(k), v) for k, v in ours.items()
-                if k in header.config and header.config.get(k) != v]
+                if (k in header.config or k == "cot_max_tokens") and header.config.get(k) != v]
         if not diff:
             # A run of reference agents alone is its own run (engine/runner.py: run_identity):
             # adding an API model in a later invocation starts another.
@@ -260,6 +265,8 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
         "image_history": config.image_history, "token_budget": config.token_budget,
         "max_tokens": config.max_tokens, "temperature": config.temperature,
+        **({"cot_max_tokens": config.cot_max_tokens} if config.cot_max_tokens is not None
+           else {}),
         "engine_version": ENGINE_VERSION, "run_name": config.run_name,
         "flags": {"cumulative_canvas": config.render_base == "current",
                   "wrong_render_schedule": "all"},
@@ -462,13 +469,14 @@ def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     now_run = {"seed": config.seed, "max_steps": config.max_steps,
                "shape": config.shape, "image_history": config.image_history,
                "render_base": config.render_base, "token_budget": config.token_budget,
+               "cot_max_tokens": config.cot_max_tokens,
                "max_tokens": config.max_tokens, "temperature": config.temperature,
                # The prompts changed (another vaot, or an edited engine/prompts.py): half the
                # run's trajectories would be asked in other words.
                "prompts_version": PROMPTS_VERSION}
     for field, value in now_run.items():
         # A header from before budgets existed had none: a budget is compared all the same.
-        if field not in header.config and field != "token_budget":
+        if field not in header.config and field not in ("token_budget", "cot_max_tokens"):
             continue
         was = header.config.get(field)
         if was != value:
@@ -597,7 +605,8 @@ async def run_jobs(
         model_configs={m.spec: fixed_model_fields(m) for m in config.models},
         render_pool=pool,
         request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,
-                                 max_tokens=config.max_tokens, temperature=config.temperature),
+                                 max_tokens=config.max_tokens, temperature=config.temperature,
+                                 cot_max_tokens=config.cot_max_tokens),
         max_steps=config.max_steps, token_budget=config.token_budget, seed=config.seed,
         retry=RetryPolicy(max_attempts=config.max_attempts, call_timeout_s=config.call_timeout_s,
                           base_delay_s=config.retry_base_delay_s),

@@ -44,10 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Rerunning the same command resumes: finished trajectories are skipped, unfinished ones\n"
         "continue from their last committed step, and replies already committed are not asked\n"
         "again (calls in flight at a stop are). A run is its dataset and what the models are\n"
-        "asked and shown: --dataset, --seed, --max-steps, --max-tokens, --temperature,\n"
-        "--token-budget, --shape, --image-history and --render-base (or a --run-name); changing\n"
-        "one starts a new run in the same store (said at its start); --limit, --concurrency,\n"
-        "--workers and the like do not. Changing how a model's replies are read or what it is\n"
+        "asked and shown: --dataset, --seed, --max-steps, --max-tokens, --cot-max-tokens,\n"
+        "--temperature, --token-budget, --shape, --image-history and --render-base (or a\n"
+        "--run-name); changing one starts a new run in the same store (said at its start);\n"
+        "--limit, --concurrency, --workers and the like do not. Changing how a model's\n"
+        "replies are read or what it is\n"
         "sent (--dialect, --convention, extra, detail) is refused for a run that has it: give the\n"
         "change a --run-name. A run is resumed only by the vaot engine version that recorded it.\n"
         "A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
@@ -107,6 +108,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="model calls per trajectory before it ends as max_steps (default 10)")
     p.add_argument("--max-tokens", type=int, metavar="N", help="output tokens per call (default 2048)")
+    p.add_argument("--cot-max-tokens", type=int, metavar="N",
+                   help="output tokens of the cot setting's one call, which writes the whole "
+                   "solution (default: --max-tokens, one step's worth; the other settings make "
+                   "up to --max-steps calls of --max-tokens). Part of the run's identity")
     p.add_argument("--token-budget", type=int, metavar="N",
                    help="tokens (input + output, as the API reports them) one trajectory may "
                    "spend; once its recorded steps reach it, it asks nothing more and ends as "

@@ -62,7 +62,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     flags = {
         "dataset": args.dataset, "store": args.store, "limit": args.limit,
         "concurrency": args.concurrency, "workers": args.workers, "max_steps": args.max_steps,
-        "max_tokens": args.max_tokens, "token_budget": args.token_budget,
+        "max_tokens": args.max_tokens, "cot_max_tokens": args.cot_max_tokens,
+        "token_budget": args.token_budget,
         "max_cost": args.max_cost, "temperature": args.temperature, "seed": args.seed,
         "epochs": args.epochs, "shape": args.shape, "image_history": args.image_history,
         "render_base": args.render_base, "call_timeout_s": args.timeout,
