@@ -1,6 +1,6 @@
 """Each parser dialect's model is asked for actions in the format that dialect reads: the example
 a prompt shows, written out as a model would, parses to the action it means (so prompt and parser
-cannot drift apart)."""
+cannot drift apart), and a model that follows its prompt acts."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ import re
 
 import pytest
 
+from adapters.datasets.loading import load_dataset
+from adapters.models.base import ModelReply, ModelRequest, TextPart, Usage
+from engine.config import ModelConfig, RunConfig
+from engine.conversation import RequestSpec, build_request
 from engine.parsing import DIALECTS, parse_step
 from engine.prompts import ACTION_EXAMPLES, PROMPTS, PROMPTS_YXYX, SETTINGS, prompt_for
+from engine.runner import run_jobs
+from store import MemoryStore, RunStarted, Step
 from store.actions import Zoom
 
 _HEADER = "Step N (Action Description):\n"
@@ -130,3 +136,67 @@ def test_the_zoom_tools_are_told_x_first_whatever_the_convention() -> None:
     for dialect in ("vaot", "openai"):
         told = prompt_for("vaot", "yxyx", dialect)
         assert "[y1, x1, y2, x2]" in told and "[x1, y1, x2, y2]" not in told
+
+
+def test_a_request_carries_its_dialects_instructions() -> None:
+    def request(dialect: str) -> str:
+        built = build_request(setting="vaot", question="Which?", choices=(), original_state="o",
+                              history=(), step=1, max_steps=10, spec=RequestSpec(),
+                              image=lambda h: TextPart(h), dialect=dialect)
+        return "\n".join(p.text for m in built.messages for p in m.content
+                         if isinstance(p, TextPart))
+
+    assert '"visual_rationale"' in request("vaot") and "<tool_call>" not in request("vaot")
+    assert "<grounding>" in request("minio3") and '"visual_rationale"' not in request("minio3")
+
+
+class FollowsThePrompt:
+    """A model that writes the example action its instructions show, then answers."""
+
+    def __init__(self, spec: str, dialect: str) -> None:
+        self.name = self.connection_key = spec
+        self.dialect = dialect
+        self.calls = 0
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        first = request.messages[0].content[0]
+        assert isinstance(first, TextPart)
+        if "Now write Step 1." not in _texts(request):
+            return ModelReply(text="Step 2 (Text): Now it is legible.\nFinal Answer: A",
+                              usage=Usage(10, 10), model=self.name)
+        action = written_out(shown_example(first.text), self.dialect, step=1)
+        return ModelReply(text=f"Step 1 (Text): Look closer.\n{_HEADER.replace('N', '1')}{action}",
+                          usage=Usage(10, 10), model=self.name)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _texts(request: ModelRequest) -> str:
+    return "\n".join(p.text for m in request.messages for p in m.content
+                     if isinstance(p, TextPart))
+
+
+async def test_a_model_that_follows_its_dialects_prompt_acts() -> None:
+    # Before, every dialect was asked for the VAoT JSON block its parser does not read: a model
+    # doing as told never acted. (deepeyes' pixels and minio3's fractions are of any canvas.)
+    models = {f"scripted:{d}": d for d in ("deepeyes", "minio3", "openai", "qwen3vl")}
+    config = RunConfig(models=tuple(ModelConfig(s, dialect=d) for s, d in models.items()),
+                       dataset="synthetic:1", limit=1, settings=("vaot",), store=":memory:",
+                       max_steps=3).validate()
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    store = MemoryStore()
+    adapters = {s: FollowsThePrompt(s, d) for s, d in models.items()}
+    result = await run_jobs(config, store, samples, adapters=adapters)
+    assert {o.status for o in result.outcomes} == {"answered"}
+    firsts = [s.event for s in store.iter_events()
+              if isinstance(s.event, Step) and s.event.step == 1]
+    assert len(firsts) == len(models)
+    for step in firsts:
+        assert len(step.actions) == 1 and step.returned_state is not None, step.parse_warnings
+    [header] = [s.event for s in store.iter_events() if isinstance(s.event, RunStarted)]
+    prompts = header.config["prompts"]
+    for dialect in models.values():
+        assert prompts[f"vaot@{dialect}"] == _sha(prompt_for("vaot", dialect=dialect))[:12]
+    assert prompts["vaot"] == _DEFAULT_PROMPTS["vaot"][:12]
