@@ -72,15 +72,17 @@ def build_request(
     spec: RequestSpec,
     image: Callable[[str], ImagePart],
     convention: str = "xyxy",
+    dialect: str = "vaot",
 ) -> ModelRequest:
-    """The request for model call number ``step`` (1-based); the instructions describe boxes
-    and points in ``convention``'s order, the order its replies are read in."""
+    """The request for model call number ``step`` (1-based); the instructions ask for actions
+    in ``dialect``'s format, with boxes and points in ``convention``'s order: the way its
+    replies are read."""
     keep = parse_image_history(spec.image_history)
     # By step, not by image: steps that returned the same pixels (two zooms into one blank
     # region) are still separate images in the history, and only the last k are shown.
     returned = [h.step for h in history if h.returned_state is not None]
     shown = set(returned if keep is None else returned[len(returned) - keep:] if keep else [])
-    instructions = prompt_for(setting, convention)
+    instructions = prompt_for(setting, convention, dialect)
     question_text = _question_text(question, choices)
 
     def said(h: HistoryStep) -> str:

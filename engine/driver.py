@@ -180,6 +180,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             setting=job.setting, question=sample.question, choices=sample.choices,
             original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
             spec=rt.request_spec, image=rt.states.image_part, convention=convention,
+            dialect=dialect,
         )
         request_hash = cache_key(job.model, request)
         # Keyed by trajectory too: two epochs (or two samples sharing an image and question) ask

@@ -259,7 +259,10 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         "models": [msgspec.to_builtins(m) for m in config.models],
         "settings": list(config.settings),
         "dataset": recorded_text(dataset_identity(config.dataset)),
-        "prompts": prompt_hashes(), "prompts_version": PROMPTS_VERSION,
+        # What each model was sent: the default texts, and the variants its dialect and
+        # convention ask with (all of them are in the version).
+        "prompts": prompt_hashes((m.dialect, m.convention) for m in config.models),
+        "prompts_version": PROMPTS_VERSION,
         "renderer": RENDERER_VERSION, "render_base": config.render_base,
         "conventions": {m.spec: m.convention for m in config.models},
         "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,

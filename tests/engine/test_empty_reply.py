@@ -170,11 +170,28 @@ async def test_a_named_run_is_not_resumed_with_other_prompts(monkeypatch) -> Non
 
 
 def test_the_prompts_version_covers_the_framing_texts() -> None:
-    from engine.prompts import FRAMING, PROMPTS, PROMPTS_VERSION, PROMPTS_YXYX, version_of
+    from engine.prompts import (
+        ACTION_EXAMPLES,
+        ALL_PROMPTS,
+        FRAMING,
+        PROMPTS,
+        PROMPTS_VERSION,
+        PROMPTS_YXYX,
+        prompt_for,
+        version_of,
+    )
 
-    # Both conventions' instructions are part of the version (a yxyx model is told its order).
+    # Both conventions' instructions are part of the version (a yxyx model is told its order),
+    # and so is each dialect's (a deepeyes model is told to write pixels in a <tool_call>).
     every = {**PROMPTS, **{f"{k}@yxyx": v for k, v in PROMPTS_YXYX.items()}}
+    for dialect in ACTION_EXAMPLES.keys() - {"vaot"}:
+        for convention, suffix in (("xyxy", ""), ("yxyx", "@yxyx")):
+            every.update({f"{s}@{dialect}{suffix}": prompt_for(s, convention, dialect)
+                          for s in PROMPTS})
+    assert every == ALL_PROMPTS
     assert version_of(every, FRAMING) == PROMPTS_VERSION
+    for key in ("vaot@yxyx", "no_render@deepeyes", "vaot@minio3", "vaot@openai@yxyx"):
+        assert version_of({**every, key: every[key] + " "}, FRAMING) != PROMPTS_VERSION
     # The texts as they were when the framing joined the version keep the version they had
     # (the instructions' alone): runs started before keep their ids and their resumes.
     import hashlib
