@@ -213,7 +213,12 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     if said:
         m = said[-1]
         stop = re.compile(r"[^\n]*").match(text, m.end())
-        if stop and _clean(stop.group().rstrip(".")):
+        answer = _clean(stop.group().rstrip(".")) if stop else ""
+        # "I cannot yet tell what the final answer is because …", "The final answer is not yet
+        # clear; I need to zoom": thought, whatever the reply proposes.
+        begin, _ = _sentence_before(text, m.start())
+        if answer and not (_supposes(text[begin:m.start()]) or _NO_ANSWER_YET.match(answer)
+                           or _UNSETTLED.search(answer)):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
     return None
@@ -316,26 +321,40 @@ def _nothing_after(text: str, pos: int) -> bool:
     return True
 
 
-def _lead_in(text: str, pos: int) -> int | None:
-    """Where the thought's cut starts (the conclusion word, else ``pos``) when only a lead-in
-    that concludes precedes ``pos`` in its sentence; None otherwise."""
+def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
+    """Where the sentence ``pos`` is in begins (after its line's step marker), looking back at
+    most 240 characters, and whether it begins there (False: it is longer)."""
     lo = max(0, pos - 240)
     newline = text.rfind("\n", lo, pos)
     begin = newline + 1 if newline >= 0 else lo
     breaks = list(_SENTENCE_END.finditer(text, begin, pos))
     if breaks:
-        begin = breaks[-1].end()
-    elif newline < 0 and lo > 0:
-        return None  # a sentence longer than any lead-in
-    else:
-        begin = _LINE_LEAD.match(text, begin, pos).end()
-        if step := _STEP_LEAD.match(text, begin, pos):
-            begin = step.end()
-    lead = text[begin:pos]
+        return breaks[-1].end(), True
+    if newline < 0 and lo > 0:
+        return begin, False
+    begin = _LINE_LEAD.match(text, begin, pos).end()
+    if step := _STEP_LEAD.match(text, begin, pos):
+        begin = step.end()
+    return begin, True
+
+
+def _supposes(lead: str) -> bool:
+    """Whether what precedes "the answer is" in its sentence makes it a supposition or a
+    question ("If …", "what the final answer is"), or a quotation left open."""
     opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
+    return bool(opened) or _SUPPOSED.search(lead) is not None
+
+
+def _lead_in(text: str, pos: int) -> int | None:
+    """Where the thought's cut starts (the conclusion word, else ``pos``) when only a lead-in
+    that concludes precedes ``pos`` in its sentence; None otherwise."""
+    begin, whole = _sentence_before(text, pos)
+    if not whole:
+        return None  # a sentence longer than any lead-in
+    lead = text[begin:pos]
     said = _LEAD_IN.fullmatch(lead)
-    if opened or said is None or _SUPPOSED.search(lead):
-        return None  # inside a quotation, or not a conclusion
+    if said is None or _supposes(lead):
+        return None
     if not said.group("word"):
         return pos
     start = begin + said.start("word")

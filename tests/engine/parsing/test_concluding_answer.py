@@ -142,3 +142,18 @@ def test_a_concluding_sentence_beside_an_action_leaves_the_action_to_run(reasoni
                                                                         end):
     parsed = parse_step(f"{_concluding(reasoning, lead, answer)}{end}\n{_ZOOM}")
     assert parsed.final_answer is None and len(parsed.actions) == 1
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    # "The final answer is" is read wherever it is, unless it gives no answer. With no action
+    # beside them, these ended the trajectory with "because both are tiny" for its answer.
+    ("I cannot yet tell what the final answer is because both are tiny.", None),
+    ("The final answer is not yet clear; I need to zoom.", None),
+    ("If the lines are parallel, the final answer is 3.", None),
+    ("The final answer would be B, but let me zoom first.", None),
+    ("So the final answer is 3.", "3"),
+    ("Therefore the final answer is the left rod.", "the left rod"),
+    ("The final answer is B.\nThe zoom showed it.", "B"),  # anywhere, as before
+])
+def test_the_final_answer_is_gives_no_answer_in_a_supposition_or_a_doubt(text, answer):
+    assert parse_step(f"Step 2 (Text): {text}").final_answer == answer
