@@ -17,8 +17,12 @@ _MARKER = re.compile(
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
+# "The final answer is …" anywhere, or "the answer is …" (group "bare"), which is read only as
+# the reply's concluding sentence (_concluding).
 _ANSWER_IS = re.compile(
-    r"\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)[ \t]*:?[ \t]*",
+    r"\b(?:(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
+    r"|(?P<bare>(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?answer[ \t]+is\b))"
+    r"[ \t]*:?[ \t]*",
     re.IGNORECASE,
 )
 # Both patterns above need "final" or "answer" (any case), 最终 or 答案; these are the characters that
@@ -55,7 +59,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     """The answer as written, emphasis and math wrappers removed."""
     source: str
     """``final_answer`` | ``answer_line`` (a bare ``Final:`` or ``Answer:`` line) |
-    ``answer_tag`` | ``boxed`` | ``answer_is``."""
+    ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply concluding
+    "Therefore, the answer is …")."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -173,7 +178,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
     a bare ``Final:`` or ``Answer:`` opening the reply's last line),
-    then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose.
+    then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
+    or a last sentence concluding "So the answer is …" (each with a warning).
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
@@ -197,12 +203,164 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         if _clean(content):
             return _found(content, "boxed", start, end, warnings)
     said = list(_ANSWER_IS.finditer(text)) if says_final else []
+    # "the answer is …" only in the reply's last sentence: no earlier one can be it.
+    if said and said[-1].group("bare") is not None and (
+            concluded := _concluding(text, said[-1])) is not None:
+        start, end, answer = concluded
+        warnings.append(_SAID_INSTEAD.format("the answer is"))
+        return _found(answer, "answer_is", start, end, warnings)
+    said = [m for m in said if m.group("bare") is None]
     if said:
         m = said[-1]
         stop = re.compile(r"[^\n]*").match(text, m.end())
-        if stop and _clean(stop.group().rstrip(".")):
+        answer = _clean(stop.group().rstrip(".")) if stop else ""
+        # "I cannot yet tell what the final answer is because …", "The final answer is not yet
+        # clear; I need to zoom": thought, whatever the reply proposes.
+        begin, _ = _sentence_before(text, m.start())
+        if answer and not (_supposes(text[begin:m.start()]) or _NO_ANSWER_YET.match(answer)
+                           or _UNSETTLED.search(answer)):
+            warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
     return None
+
+
+_SAID_INSTEAD = "no 'Final Answer:' marker; took the answer from '{} …'"
+# Where a sentence ends: its mark, closing quotes, brackets or emphasis, then a blank. "3.5" and
+# "e.g.," do not end one.
+_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]*_]*(?:[ \t]+|$)", re.MULTILINE)
+# An option's label opening the answer ("B. red", as the prompt lists options): not a sentence.
+_LABEL_FIRST = re.compile(r"[ \t*_]*\(?[A-J]\)?\.[ \t]", re.IGNORECASE)
+# A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.").
+# Possessive runs, so a line of blanks or asterisks is not tried every way.
+_STEP_LEAD = re.compile(r"[ \t>#*_-]*+step[ \t]*+\d++[ \t]*+(?:\([^)\n]{0,40}\))?[ \t*_]*+"
+                        r"[:：.-]?[ \t*_]*+", re.IGNORECASE)
+_RULE_LINE = re.compile(r"[`~*_=#\s-]*")
+_CLAUSE = r"[^,;:.!?\n]{1,80}?"
+_CONCLUSION = (r"(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
+               r"|altogether|in[ \t]+(?:conclusion|summary|short|total)"
+               r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)")
+# What may come before "the answer is" in its sentence: nothing, a conclusion word ("So",
+# "Therefore,"), a clause closed by a comma ("Counting gives three, so …", "Based on the zoom,
+# …"). Not "I think", "If", "whether", "to find": those do not conclude. The first clause is
+# tried last, so "Therefore," is read as the conclusion word it is (and cut from the thought).
+_LEAD_IN = re.compile(
+    rf"[ \t*_]*(?:{_CLAUSE}[,;:–—][ \t*_]*)??"
+    rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})\b[ \t*_]*[,:]?[ \t*_]*)?(?:{_CLAUSE},[ \t*_]*)?",
+    re.IGNORECASE,
+)
+# A lead-in that makes the sentence a supposition or a question, not a conclusion.
+_SUPPOSED = re.compile(
+    r"\b(?:if|unless|until|once|suppos\w*|assum\w*|whether|in[ \t]+case|when(?:ever)?|what(?:ever)?"
+    r"|which(?:ever)?|who|how|why|where|to[ \t]+(?:find|determine|decide|tell|know|check|verify"
+    r"|confirm|see|get|work[ \t]+out|figure[ \t]+out))\b",
+    re.IGNORECASE,
+)
+# What, right after "the answer is", says where or how the answer will be found, not what it is.
+_NO_ANSWER_YET = re.compile(
+    r"(?:not|n['’]t|no[ \t]+longer|unknown|unclear|uncertain|undetermined|undecided|ambiguous"
+    r"|indeterminate|hidden|still|yet|probably|perhaps|maybe|possibly|likely|unlikely|either"
+    r"|neither|one[ \t]+of|somewhere|located|found|visible|shown|written|displayed|printed|given"
+    r"|marked|label+ed|indicated|contained|clear|obvious|evident|apparent|simple|straightforward"
+    r"|easy|hard|difficult|tricky|what|which(?:ever)?|whatever|that|to[ \t]+be|going[ \t]+to"
+    r"|determined|based|related|dependent|because|since|until|unless|when|once|after|before"
+    r"|in[ \t]+(?:the[ \t]+|this[ \t]+)?(?:image|picture|photo|figure|diagram|chart|view|zoom"
+    r"|crop|region|area|box|zoomed|cropped|highlighted|marked|corner))\b",
+    re.IGNORECASE,
+)
+# Anywhere in the answer: a doubt, a condition or a step still to take ("…, but let me check").
+_UNSETTLED = re.compile(
+    r"\b(?:but|however|though|although|if|unless|until|whether|assuming|provided|wait|before"
+    r"|once|depend(?:s|ing)?|or[ \t]+not|not[ \t]+(?:yet|sure|certain)|need[ \t]+to"
+    r"|let(?:['’]s|[ \t]+(?:me|us))"
+    r"|(?:i|we)[ \t]+(?:need|will|would|must|should|shall|have[ \t]+to|want|am[ \t]+going"
+    r"|zoom|crop|look|check|verify|inspect|examine)|(?:i|we)['’](?:ll|d)"
+    r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed))\b",
+    re.IGNORECASE,
+)
+
+
+def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
+    """(start, end, answer) when "the answer is …" at ``m`` concludes the reply: the last
+    sentence, opened by nothing but a conclusion ("Therefore, the answer is 3."), and giving an
+    answer. Mid-reasoning ("If the answer is 3, …", "the answer is in the top-left corner, so I
+    zoom", "I think the answer is B, but let me check") it is thought, and reading it would end
+    the trajectory there."""
+    start = _lead_in(text, m.start())
+    if start is None:
+        return None
+    line_end = text.find("\n", m.end())
+    line_end = len(text) if line_end < 0 else line_end
+    begin = m.end()
+    if not _clean(text[begin:line_end]):  # "Hence, the answer is:" and the answer below it
+        nxt = _NEXT_LINE.match(text, line_end)
+        if nxt is None:
+            return None
+        begin, line_end = nxt.start(1), nxt.end()
+    label = _LABEL_FIRST.match(text, begin, line_end)
+    stop = _SENTENCE_END.search(text, label.end() if label else begin, line_end)
+    end = stop.end() if stop else line_end
+    if (stop and "?" in stop.group()) or not _nothing_after(text, end):
+        return None  # a question, or not the last sentence
+    answer = _clean(text[begin : stop.start() if stop else line_end])
+    if not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or "?" in answer:
+        return None
+    return start, end, answer
+
+
+def _nothing_after(text: str, pos: int) -> bool:
+    """Only blanks and closers follow ``pos``, or step markers left with nothing under them (a
+    "Step 3 (Action Description):" whose block, blanked, held no action)."""
+    while not _ONLY_SPACE_LEFT.match(text, pos):
+        line = _NEXT_LINE.match(text, pos)
+        if line is None:
+            return False  # more of the answer's own line
+        step = _STEP_LEAD.match(text, line.start(1))
+        if not (_RULE_LINE.fullmatch(line.group(1)) or (step and step.end() == line.end())):
+            return False
+        pos = line.end()
+    return True
+
+
+def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
+    """Where the sentence ``pos`` is in begins (after its line's step marker), looking back at
+    most 240 characters, and whether it begins there (False: it is longer)."""
+    lo = max(0, pos - 240)
+    newline = text.rfind("\n", lo, pos)
+    begin = newline + 1 if newline >= 0 else lo
+    breaks = list(_SENTENCE_END.finditer(text, begin, pos))
+    if breaks:
+        return breaks[-1].end(), True
+    if newline < 0 and lo > 0:
+        return begin, False
+    begin = _LINE_LEAD.match(text, begin, pos).end()
+    if step := _STEP_LEAD.match(text, begin, pos):
+        begin = step.end()
+    return begin, True
+
+
+def _supposes(lead: str) -> bool:
+    """Whether what precedes "the answer is" in its sentence makes it a supposition or a
+    question ("If …", "what the final answer is"), or a quotation left open."""
+    opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
+    return bool(opened) or _SUPPOSED.search(lead) is not None
+
+
+def _lead_in(text: str, pos: int) -> int | None:
+    """Where the thought's cut starts (the conclusion word, else ``pos``) when only a lead-in
+    that concludes precedes ``pos`` in its sentence; None otherwise."""
+    begin, whole = _sentence_before(text, pos)
+    if not whole:
+        return None  # a sentence longer than any lead-in
+    lead = text[begin:pos]
+    said = _LEAD_IN.fullmatch(lead)
+    if said is None or _supposes(lead):
+        return None
+    if not said.group("word"):
+        return pos
+    start = begin + said.start("word")
+    while start > begin and text[start - 1] in "*_":
+        start -= 1  # emphasis written before the word belongs to it
+    return start
 
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],

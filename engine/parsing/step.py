@@ -239,10 +239,6 @@ def _parse(
             {"boxed": {"boxed_answer"}, "answer_tag": {"answer_tag"}}.get(answer.source, set())
         )
         warnings.extend(answer.warnings)
-        if answer.source == "answer_is":
-            warnings.append(
-                "no 'Final Answer:' marker; took the answer from 'the final answer is …'"
-            )
     headers = find_step_headers(blank_spans(rest, [(answer.start, answer.end)] if answer else []))
     cuts.extend((h.start, h.end) for h in headers)
     if headers:

@@ -95,3 +95,33 @@ def test_no_render_is_shown_when_the_image_history_omits_every_returned_image() 
     records = list(project(store.iter_events()).values())
     assert records and all(r.actions_executed == MAX_STEPS for r in records)
     assert all(r.images_shown == 0 for r in records)
+
+
+def test_a_reply_concluding_the_answer_is_is_answered_and_scored_as_a_final_answer() -> None:
+    # "Therefore, the answer is B." with no "Final Answer:" marker: the trajectory ran on to its
+    # step budget and was scored as having no answer. Now it ends, scored as the marker's would.
+    concludes = Script(
+        steps=[ZOOM.format(n=1), "Step 2 (Text): The zoomed image shows it clearly. Therefore, "
+                                 "the answer is {first_option}."],
+        cot="Step 1 (Text): I read it from the image. So the answer is {first_option}.",
+    )
+    scripts = {"looks": BUILTIN_SCRIPT, "concludes": concludes}
+    config = RunConfig(models=tuple(ModelConfig(f"scripted:{name}") for name in scripts),
+                       dataset="synthetic:1", limit=4, max_steps=MAX_STEPS,
+                       settings=("cot", "no_render", "vaot", "wrong_render"))
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    store = MemoryStore()
+    adapters = {f"scripted:{name}": ScriptedAdapter(name, s) for name, s in scripts.items()}
+    asyncio.run(run_jobs(config, store, samples, adapters=adapters))
+    records = list(project(store.iter_events()).values())
+
+    def by_sample(model: str) -> dict:
+        return {(r.sample_id, r.setting): r for r in records if r.model == f"scripted:{model}"}
+
+    looks, concluded = by_sample("looks"), by_sample("concludes")
+    assert looks.keys() == concluded.keys() and len(concluded) == 16
+    assert {r.correct for r in concluded.values()} == {True, False}  # the first option is
+    # right for two of the four samples
+    for key, r in concluded.items():
+        assert (r.status, r.steps, r.hit_max_steps) == ("answered", looks[key].steps, False)
+        assert (r.answer, r.correct) == (looks[key].answer, looks[key].correct), key

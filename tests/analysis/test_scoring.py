@@ -15,6 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from analysis.scoring import score_answer
+from engine.parsing import parse_step
 
 AS_LIST = ("red", "blue", "green")
 AS_OBJECT = ("A. red", "B. blue", "C. green")  # how the loaders keep {"A": "red", ...}
@@ -613,3 +614,21 @@ def test_a_reason_after_the_answer_does_not_change_it(answer, truth, choices, ri
     # Regressions a review found in the first version of the bound, result and rejection
     # rules: each was scored right before them.
     assert score_answer(answer, truth, choices) is right
+
+
+# What the parser reads from a reply concluding "…, the answer is X." (no "Final Answer:"
+# marker) scores as the answer it names: the option's label and text together, a bare number,
+# "yes" against "Yes".
+@pytest.mark.parametrize(("reply", "truth", "choices", "right"), [
+    ("Thus the answer is (B) red.", "B", ("blue", "red", "green"), True),
+    ("Thus the answer is (B) red.", "red", ("A. blue", "B. red", "C. green"), True),
+    ("Thus the answer is (B) red.", "A", ("blue", "red", "green"), False),
+    ("So the answer is B. red", "red", ("A. blue", "B. red"), True),
+    ("Step 2 (Text): Counting gives three. Therefore, the answer is 3.", "3", (), True),
+    ("Step 2 (Text): Counting gives three. Therefore, the answer is 3.", "4", (), False),
+    ("Hence, the answer is: yes", "Yes", (), True),
+    ("So the correct answer is 3.5 cm.", "3.5 cm", (), True),
+])
+def test_a_concluding_the_answer_is_scores_as_the_answer_it_names(reply, truth, choices,
+                                                                   right) -> None:
+    assert score_answer(parse_step(reply).final_answer, truth, choices) is right

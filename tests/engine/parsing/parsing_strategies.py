@@ -111,7 +111,8 @@ fragments = st.sampled_from([
     "“", "”", "\\boxed{", '"action": [', '{"type": "zoom", "target": [1, 2, 300, 400]}',
     '"bbox_2d": [0.1, 0.2, 0.5, 0.9]', '"source": "observation_2"', "//", "/*", "步骤 1（文本）：",
     '{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [1, 2, 3, 4], "img_idx": -1}}',
-    "(B) 42", "True", "None", "1e999", "-0", ".5", "\x00", "\r\n",
+    "(B) 42", "True", "None", "1e999", "-0", ".5", "\x00", "\r\n", "Therefore, the answer is ",
+    "If the answer is ", ". ",
 ])  # fmt: skip
 reply_like = st.lists(fragments | st.text(max_size=10), max_size=30).map("".join)
 """Text made of the pieces the parser reacts to, in any order and any number."""

@@ -80,6 +80,8 @@ def test_action_fields_come_out_canonical():
         "final: " * 20000,  # one long line: each marker's line start is looked for nearby only
         "answer: y " * 20000,
         "the final step: " * 5000,
+        "So the answer is " * 20000,  # only the last "the answer is" is looked at closely
+        "So the answer is 3.\n" + "Step 1:\n" * 20000,  # empty step markers after it
         '```json\n{"action": [\n' * 3000,
         "<think>" * 5000 + "</think>" * 5000,
         "\\boxed{" * 10000,
