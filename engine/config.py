@@ -202,6 +202,13 @@ def _validate_model(model: ModelConfig) -> None:
     if model.dialect not in DIALECTS:
         raise ConfigError(f"{where}: unknown dialect {model.dialect!r} "
                           f"(known: {', '.join(DIALECTS)})", model=model.spec, field="dialect")
+    if model.convention == "yxyx" and not getattr(DIALECTS[model.dialect], "READS_CONVENTION",
+                                                  True):
+        # Its parser reads boxes x first whatever the convention: the option would change the
+        # run's record and nothing of what is drawn.
+        raise ConfigError(f"{where}: convention 'yxyx' has no effect with the {model.dialect} "
+                          "dialect, whose boxes are always x first; leave it out",
+                          model=model.spec, field="convention")
     if model.api_key_env is not None and not _ENV_NAME.fullmatch(model.api_key_env):
         # Never echo it: what was given may be the key itself.
         raise ConfigError(f"{where}: --api-key-env takes the NAME of an environment variable "

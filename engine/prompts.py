@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+from engine.parsing.dialects import DIALECTS
+
 __all__ = ["ACTION_EXAMPLES", "ALL_PROMPTS", "FRAMING", "PROMPTS", "PROMPTS_VERSION",
            "PROMPTS_YXYX", "SETTINGS", "prompt_for", "prompt_hashes"]
 
@@ -160,7 +162,8 @@ _XYXY_TO_YXYX = (
      "boxes are [y1, x1, y2, x2] (top, left, bottom, right) and points [y, x]"),
 )
 # The dialects whose parser reads the convention; the zoom tools' bbox_2d is x first always.
-_READ_IN_CONVENTION = frozenset({"vaot", "openai"})
+_READ_IN_CONVENTION = frozenset(name for name, module in DIALECTS.items()
+                                if getattr(module, "READS_CONVENTION", True))
 
 
 def _row_first(text: str) -> str:

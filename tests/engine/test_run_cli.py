@@ -51,6 +51,9 @@ BAD_INPUTS = {
     "retry delay inf": (["--retry-base-delay", "inf"], "--retry-base-delay"),
     "unknown dialect": (["--model", "openai:x", "--dialect", "bogus"],
                         "unknown dialect 'bogus'"),
+    # Its parser reads boxes x first: the option would only change the run's record.
+    "yxyx for a zoom tool": (["--model", "openai:x", "--dialect", "qwen3vl", "--convention",
+                              "yxyx"], "convention 'yxyx' has no effect with the qwen3vl dialect"),
     # An empty value is an unset shell variable: dropped, --base-url "" sent the run to
     # api.openai.com and --config "" read no file.
     "empty base url": (["--model", "openai:x", "--base-url", ""], "--base-url: empty"),
@@ -326,13 +329,13 @@ def test_dialect_and_convention_flags_leave_the_reference_agents_alone() -> None
     parser = subs["run"]
     run_command.add_arguments(parser)
     args = parser.parse_args(["--model", "reference:calibrated", "--model", "openai:x",
-                              "--base-url", "http://127.0.0.1:8000/v1", "--dialect", "qwen3vl",
+                              "--base-url", "http://127.0.0.1:8000/v1", "--dialect", "openai",
                               "--convention", "yxyx"])
     made = {m.spec: m for m in _config_from(args).models}
     # The control keeps the format it writes; only the API model reads another.
     assert (made["reference:calibrated"].dialect, made["reference:calibrated"].convention,
             made["reference:calibrated"].base_url) == ("vaot", "xyxy", None)
-    assert (made["openai:x"].dialect, made["openai:x"].convention) == ("qwen3vl", "yxyx")
+    assert (made["openai:x"].dialect, made["openai:x"].convention) == ("openai", "yxyx")
 
 
 def test_a_named_run_refuses_other_options_and_the_summary_counts_this_command(tmp_path) -> None:

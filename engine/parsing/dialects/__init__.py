@@ -2,7 +2,8 @@
 
 Every dialect module has ``NAME``, ``EXPRESSES`` (the action types its ``format`` can write),
 ``parse(text, *, convention, canvas_size, tool_calls) -> Extraction`` and
-``format(action, **options) -> str``.
+``format(action, **options) -> str``. A dialect whose boxes have a fixed order says
+``READS_CONVENTION = False``.
 """
 
 from __future__ import annotations

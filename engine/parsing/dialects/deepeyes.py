@@ -20,6 +20,9 @@ __all__ = ["EXPRESSES", "NAME", "format", "parse"]
 
 NAME = "deepeyes"
 EXPRESSES = frozenset({"zoom"})
+READS_CONVENTION = False
+"""Its boxes are x first whatever ``--convention`` says (a dialect without this attribute
+reads boxes in the model's convention)."""
 BOXES_ON = "original"
 """Which image's pixels the boxes are in, and so whose size ``parse`` needs as
 ``canvas_size`` (dialects without this attribute: the current canvas)."""

@@ -19,6 +19,9 @@ __all__ = ["EXPRESSES", "NAME", "format", "parse"]
 
 NAME = "minio3"
 EXPRESSES = frozenset({"zoom"})
+READS_CONVENTION = False
+"""Its boxes are x first whatever ``--convention`` says (a dialect without this attribute
+reads boxes in the model's convention)."""
 _OBSERVATION = re.compile(r"observation[ _-]?(\d+)", re.IGNORECASE)
 
 

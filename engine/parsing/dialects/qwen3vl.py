@@ -17,6 +17,9 @@ __all__ = ["EXPRESSES", "NAME", "format", "parse"]
 
 NAME = "qwen3vl"
 EXPRESSES = frozenset({"zoom"})
+READS_CONVENTION = False
+"""Its boxes are x first whatever ``--convention`` says (a dialect without this attribute
+reads boxes in the model's convention)."""
 
 
 def parse(
