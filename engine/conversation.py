@@ -73,10 +73,12 @@ def build_request(
     image: Callable[[str], ImagePart],
     convention: str = "xyxy",
     dialect: str = "vaot",
+    original_size: tuple[int, int] | None = None,
 ) -> ModelRequest:
     """The request for model call number ``step`` (1-based); the instructions ask for actions
     in ``dialect``'s format, with boxes and points in ``convention``'s order: the way its
-    replies are read."""
+    replies are read. ``original_size`` (width, height), when given, is said after the
+    question: a dialect with boxes in the original's pixels needs it."""
     keep = parse_image_history(spec.image_history)
     # By step, not by image: steps that returned the same pixels (two zooms into one blank
     # region) are still separate images in the history, and only the last k are shown.
@@ -84,6 +86,9 @@ def build_request(
     shown = set(returned if keep is None else returned[len(returned) - keep:] if keep else [])
     instructions = prompt_for(setting, convention, dialect)
     question_text = _question_text(question, choices)
+    if original_size is not None:
+        question_text += FRAMING["image_size"].format(width=original_size[0],
+                                                      height=original_size[1])
 
     def said(h: HistoryStep) -> str:
         # A reply with no text (a thinking model that spent its budget thinking) is shown as

@@ -140,6 +140,9 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
     dialect, convention = rt.dialects.get(job.model, ("vaot", "xyxy"))
     policy = SETTING_POLICY[job.setting]
     max_steps = 1 if job.setting == "cot" else rt.max_steps
+    original_size = None
+    if getattr(get_dialect(dialect), "PIXEL_BOXES", False):
+        original_size = (await rt.states.canvas(original, Frame(), False, original)).size
     calls = tokens = 0
     # Counted from the log, so a resumed or retried trajectory's earlier steps count too.
     spent = sum(s.usage.input_tokens + s.usage.output_tokens for s in state.steps)
@@ -180,7 +183,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             setting=job.setting, question=sample.question, choices=sample.choices,
             original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
             spec=rt.request_spec, image=rt.states.image_part, convention=convention,
-            dialect=dialect,
+            dialect=dialect, original_size=original_size,
         )
         request_hash = cache_key(job.model, request)
         # Keyed by trajectory too: two epochs (or two samples sharing an image and question) ask

@@ -227,6 +227,9 @@ def prompt_hashes(variants: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
 FRAMING: dict[str, str] = {
     "question": "Question: {question}",
     "options": "\nOptions: ",
+    # For a dialect whose boxes are in pixels of the original (deepeyes): a model that is
+    # shown the image resized cannot otherwise know the numbers its boxes are read in.
+    "image_size": "\nThe original image is {width} pixels wide and {height} pixels high.",
     "no_text": "(Step {step}: the reply had no text.)",
     "image_returned": "Image returned after Step {step}:",
     "image_omitted": "(The image returned after Step {step} is omitted.)",

@@ -200,3 +200,37 @@ async def test_a_model_that_follows_its_dialects_prompt_acts() -> None:
     for dialect in models.values():
         assert prompts[f"vaot@{dialect}"] == _sha(prompt_for("vaot", dialect=dialect))[:12]
     assert prompts["vaot"] == _DEFAULT_PROMPTS["vaot"][:12]
+
+
+class SeesTheQuestion(FollowsThePrompt):
+    """Keeps the text of every request it is sent."""
+
+    def __init__(self, spec: str, dialect: str) -> None:
+        super().__init__(spec, dialect)
+        self.seen: list[str] = []
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.seen.append(_texts(request))
+        return await super().generate(request)
+
+
+async def test_a_model_asked_for_pixels_is_told_the_images_size() -> None:
+    # deepeyes boxes are in pixels of the original: a model shown the image resized (every
+    # API model) could not know the numbers they are read in. The others are not told.
+    import io
+
+    from PIL import Image
+
+    models = {f"scripted:{d}": d for d in ("deepeyes", "qwen3vl", "vaot")}
+    config = RunConfig(models=tuple(ModelConfig(s, dialect=d) for s, d in models.items()),
+                       dataset="synthetic:1", limit=1, settings=("vaot", "cot"),
+                       store=":memory:", max_steps=3).validate()
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    width, height = Image.open(io.BytesIO(samples[0].image)).size  # synthetic: inline bytes
+    adapters = {s: SeesTheQuestion(s, d) for s, d in models.items()}
+    await run_jobs(config, MemoryStore(), samples, adapters=adapters)
+    said = f"The original image is {width} pixels wide and {height} pixels high."
+    deepeyes = adapters["scripted:deepeyes"].seen
+    assert len(deepeyes) == 3 and all(said in text for text in deepeyes)
+    for spec in ("scripted:qwen3vl", "scripted:vaot"):
+        assert adapters[spec].seen and not any("pixels wide" in t for t in adapters[spec].seen)
