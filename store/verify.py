@@ -1,9 +1,11 @@
-"""Prove a store intact: every hash chain, every index entry, every blob.
+"""Prove a store intact: every hash chain, every index entry, every blob, every cached reply.
 
 A flipped byte anywhere in an event changes its record hash, which no longer matches the hash the
 index holds for it (nor the ``prev`` of the next event); a flipped byte in a blob changes the
 sha256 of its bytes. With a ``pixel_hasher`` (the CLI passes one built on Pillow; this package may
-not import it) each blob is also decoded and its pixels re-hashed against its key.
+not import it) each blob is also decoded and its pixels re-hashed against its key. A changed
+reply-cache entry no longer matches its checksum (entries written before checksums existed have
+none, and are counted as unchecked).
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from collections.abc import Callable
 
 import msgspec
 
+from store.errors import CacheEntryDamagedError
 from store.events import decode_record, genesis_hash, record_hash
-from store.recorder import Recorder, parse_blob_record
+from store.recorder import Recorder, cache_record_checksummed, cache_value, parse_blob_record
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
 
 class Problem(msgspec.Struct, frozen=True):
     where: str
-    """``trajectory T step N (seq S)``, ``seq S``, or ``blob H``."""
+    """``trajectory T step N (seq S)``, ``seq S``, ``blob H``, or ``cache entry K``."""
     what: str
 
 
@@ -33,6 +36,9 @@ class VerifyReport(msgspec.Struct):
     """The first ``max_problems`` found."""
     problems_found: int = 0
     """Every problem found, shown or not."""
+    cache_entries: int = 0
+    cache_unchecked: int = 0
+    """Cache entries written before checksums existed: nothing to check them against."""
 
     @property
     def ok(self) -> bool:
@@ -82,6 +88,15 @@ def _verify(
                 continue
             if actual_key != key:
                 problem(f"blob {key.hex()}", "pixels do not hash to the blob's key")
+    for key, record in store.iter_cache_records():
+        report.cache_entries += 1
+        try:
+            cache_value(key, record, unchecked_ok=store.cache_unchecked_ok)
+        except CacheEntryDamagedError as exc:
+            problem(f"cache entry {key.hex()}", f"damaged: {exc.reason} (a run asks the model "
+                    "again for it)")
+            continue
+        report.cache_unchecked += not cache_record_checksummed(record)
     # Blobs first, so each event's images are checked as it is read: a set of 32-byte keys is
     # all that is kept, not a record of every image every event names.
     heads: dict[str, tuple[int, bytes]] = {}

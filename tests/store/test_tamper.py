@@ -1,0 +1,121 @@
+"""Damage made to a real LMDB file, behind the store's back, is found by ``verify`` (and by reads
+that check): the reply cache, the blobs' format byte, the runs table."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import lmdb
+import msgspec
+import pytest
+
+from store import LmdbStore, StoreError
+from store.verify import verify
+
+REPLY = msgspec.msgpack.encode({"text": "Final Answer: A", "finish_reason": "stop"})
+KEY = hashlib.sha256(b"a request").digest()
+
+
+def _tamper(path: Path, db: bytes, change: Callable[[lmdb.Transaction, object], None]) -> None:
+    """Change one sub-database of the (closed) store's file directly, as damage would."""
+    env = lmdb.open(str(path), max_dbs=8)
+    try:
+        with env.begin(write=True) as txn:
+            change(txn, env.open_db(db, txn=txn))
+    finally:
+        env.close()
+
+
+def _flip(path: Path, db: bytes, key: bytes, offset: int, mask: int = 0x01) -> None:
+    def change(txn, handle) -> None:
+        value = bytearray(txn.get(key, db=handle))
+        value[offset] ^= mask
+        txn.put(key, bytes(value), db=handle)
+
+    _tamper(path, db, change)
+
+
+def _raw(path: Path, db: bytes, key: bytes) -> bytes:
+    env = lmdb.open(str(path), max_dbs=8, readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            return bytes(txn.get(key, db=env.open_db(db, txn=txn, create=False)))
+    finally:
+        env.close()
+
+
+def _problems(path: Path, **options) -> list[tuple[str, str]]:
+    with LmdbStore(path, create=False) as store:
+        report = verify(store, **options)
+    return [(p.where, p.what) for p in report.problems]
+
+
+# ---------------------------------------------------------------------- reply cache
+async def _store_with_reply(path: Path) -> None:
+    async with LmdbStore(path) as store:
+        await store.cache_put(KEY, REPLY)
+
+
+async def test_a_cached_reply_changed_so_that_it_still_decodes_is_found(tmp_path: Path) -> None:
+    # "Final Answer: A" → "Final Answer: C": still a well-formed reply, and it was replayed on
+    # resume as if the model had said it.
+    path = tmp_path / "s"
+    await _store_with_reply(path)
+    offset = _raw(path, b"cache", KEY).rindex(b"A")
+    _flip(path, b"cache", KEY, offset, 0x02)
+    assert b"Final Answer: C" in _raw(path, b"cache", KEY)
+    with LmdbStore(path, create=False) as store, pytest.raises(StoreError, match=KEY.hex()):
+        store.cache_get(KEY)
+    assert [where for where, _ in _problems(path)] == [f"cache entry {KEY.hex()}"]
+
+
+@pytest.mark.parametrize("where", ["first", "second", "middle", "last"])
+async def test_any_flipped_byte_of_a_cache_entry_is_found(tmp_path: Path, where: str) -> None:
+    path = tmp_path / "s"
+    await _store_with_reply(path)
+    size = len(_raw(path, b"cache", KEY))
+    _flip(path, b"cache", KEY, {"first": 0, "second": 1, "middle": size // 2, "last": size - 1}
+          [where])
+    with LmdbStore(path, create=False) as store, pytest.raises(StoreError):
+        store.cache_get(KEY)
+    assert [where for where, _ in _problems(path)] == [f"cache entry {KEY.hex()}"]
+
+
+async def test_a_cache_entry_moved_under_another_key_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    await _store_with_reply(path)
+    other = hashlib.sha256(b"another request").digest()
+    _tamper(path, b"cache", lambda txn, db: txn.put(other, txn.get(KEY, db=db), db=db))
+    with LmdbStore(path, create=False) as store, pytest.raises(StoreError):
+        store.cache_get(other)
+    assert [where for where, _ in _problems(path)] == [f"cache entry {other.hex()}"]
+
+
+async def test_a_damaged_cache_entry_is_replaced_by_the_next_reply(tmp_path: Path) -> None:
+    # Kept-first (a paid reply is never overwritten) must not keep a damaged one for good.
+    path = tmp_path / "s"
+    await _store_with_reply(path)
+    _flip(path, b"cache", KEY, len(_raw(path, b"cache", KEY)) - 1)
+    async with LmdbStore(path, create=False) as store:
+        await store.cache_put(KEY, b"asked again")
+        assert store.cache_get(KEY) == b"asked again"
+    assert _problems(path) == []
+
+
+async def test_cache_entries_written_before_checksums_are_still_read(tmp_path: Path) -> None:
+    # A store from before checksums: raw msgpack values, and no meta record saying that every
+    # entry carries one. Its entries are served as they are, and verify passes.
+    path = tmp_path / "s"
+    async with LmdbStore(path) as store:
+        await store.cache_put(KEY, REPLY)
+    _tamper(path, b"meta", lambda txn, db: txn.delete(b"cache_format", db=db))
+    old = hashlib.sha256(b"an old request").digest()
+    _tamper(path, b"cache", lambda txn, db: txn.put(old, REPLY, db=db))
+    with LmdbStore(path, create=False) as store:
+        assert store.cache_get(old) == REPLY
+        assert store.cache_get(KEY) == REPLY
+        report = verify(store)
+    assert report.ok, report.problems
+    assert (report.cache_entries, report.cache_unchecked) == (2, 1)
