@@ -8,7 +8,8 @@ Sub-databases (DESIGN.md §3.2):
 - ``heads``   u64 ordinal → u32 last position + sha256 of its last record + stream key (the
   chain's tip, so ``verify`` also catches a changed *last* event, which no later ``prev`` covers)
 
-- ``blobs``   32-byte pixel hash → format byte + sha256 of the encoded bytes + encoded image
+- ``blobs``   32-byte pixel hash → format byte + sha256 of (format byte, encoded image) + encoded
+  image (see :func:`store.recorder.blob_record`; older records hash the image alone)
 - ``runs``    run id → u64 seq of its RunStarted event
 - ``cache``   request hash → checksummed reply bytes (a reply paid for is never paid for again;
   see :func:`store.recorder.cache_record`)

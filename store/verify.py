@@ -1,8 +1,8 @@
 """Prove a store intact: every hash chain, every index entry, every blob, every cached reply.
 
 A flipped byte anywhere in an event changes its record hash, which no longer matches the hash the
-index holds for it (nor the ``prev`` of the next event); a flipped byte in a blob changes the
-sha256 of its bytes. With a ``pixel_hasher`` (the CLI passes one built on Pillow; this package may
+index holds for it (nor the ``prev`` of the next event); a flipped byte in a blob (its format
+byte included) changes the sha256 of its record. With a ``pixel_hasher`` (the CLI passes one built on Pillow; this package may
 not import it) each blob is also decoded and its pixels re-hashed against its key. A changed
 reply-cache entry no longer matches its checksum (entries written before checksums existed have
 none, and are counted as unchecked).
@@ -10,14 +10,19 @@ none, and are counted as unchecked).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 
 import msgspec
 
 from store.errors import CacheEntryDamagedError
 from store.events import decode_record, genesis_hash, record_hash
-from store.recorder import Recorder, cache_record_checksummed, cache_value, parse_blob_record
+from store.recorder import (
+    Recorder,
+    blob_record_problem,
+    cache_record_checksummed,
+    cache_value,
+    parse_blob_record,
+)
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
@@ -76,10 +81,11 @@ def _verify(
     for key, record in store.iter_blob_records():
         stored_blobs.add(key)
         report.blobs += 1
-        fmt, recorded, data = parse_blob_record(record)
-        if hashlib.sha256(data).digest() != recorded:
-            problem(f"blob {key.hex()}", f"{fmt} bytes changed: sha256 differs from recorded")
+        damage = blob_record_problem(record)
+        if damage is not None:
+            problem(f"blob {key.hex()}", damage)
             continue
+        data = parse_blob_record(record)[2]
         if pixel_hasher is not None:
             try:
                 actual_key = pixel_hasher(data)

@@ -13,6 +13,7 @@ import pytest
 
 from store import LmdbStore, StoreError
 from store.verify import verify
+from tests.store.helpers import pixel_hasher, png_blob
 
 REPLY = msgspec.msgpack.encode({"text": "Final Answer: A", "finish_reason": "stop"})
 KEY = hashlib.sha256(b"a request").digest()
@@ -119,3 +120,47 @@ async def test_cache_entries_written_before_checksums_are_still_read(tmp_path: P
         report = verify(store)
     assert report.ok, report.problems
     assert (report.cache_entries, report.cache_unchecked) == (2, 1)
+
+
+# ---------------------------------------------------------------------- blob format byte
+@pytest.mark.parametrize("bit", range(8))
+@pytest.mark.parametrize("pixels", [True, False], ids=["pixels", "no-pixels"])
+def test_a_flipped_blob_format_byte_is_found(tmp_path: Path, bit: int, pixels: bool) -> None:
+    # The sha256 covered the image bytes only, and the pixel check decodes whatever the bytes
+    # are: a PNG recorded as JPEG (or as format 129) passed both.
+    path = tmp_path / "s"
+    key, data = png_blob(1)
+    with LmdbStore(path) as store:
+        store.put_blob_sync(key, data)
+    _flip(path, b"blobs", key, 0, 1 << bit)
+    problems = _problems(path, pixel_hasher=pixel_hasher if pixels else None)
+    assert [where for where, _ in problems] == [f"blob {key.hex()}"]
+
+
+def _legacy_blob_record(code: int, data: bytes) -> bytes:
+    """A blob record as written before the digest covered the format byte."""
+    return bytes([code]) + hashlib.sha256(data).digest() + data
+
+
+def test_blobs_written_before_the_format_was_covered_still_read_and_verify(tmp_path) -> None:
+    path = tmp_path / "s"
+    key, data = png_blob(1)
+    with LmdbStore(path):
+        pass
+    _tamper(path, b"blobs", lambda txn, db: txn.put(key, _legacy_blob_record(1, data), db=db))
+    with LmdbStore(path, create=False) as store:
+        assert store.get_blob(key) == data
+        assert verify(store, pixel_hasher=pixel_hasher).ok
+
+
+@pytest.mark.parametrize("code", [0, 2, 3, 4, 5, 9, 129])
+def test_an_older_blob_records_changed_format_byte_is_found_when_it_can_be(tmp_path: Path,
+                                                                          code: int) -> None:
+    # No digest covers it there; but a known format that is not what the bytes are (their
+    # signature says PNG), or no known format at all, is damage all the same.
+    path = tmp_path / "s"
+    key, data = png_blob(1)
+    with LmdbStore(path):
+        pass
+    _tamper(path, b"blobs", lambda txn, db: txn.put(key, _legacy_blob_record(code, data), db=db))
+    assert [where for where, _ in _problems(path)] == [f"blob {key.hex()}"]
