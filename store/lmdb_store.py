@@ -361,7 +361,15 @@ class LmdbStore(LmdbWriter, Recorder):
 
     def run_ids(self) -> list[str]:
         with self._read() as txn:
-            return [bytes(k).decode() for k, _ in txn.cursor(db=self._runs)]
+            # A damaged key is verify's to report, not a traceback in every `vaot run`.
+            return [bytes(k).decode("utf-8", "backslashreplace")
+                    for k, _ in txn.cursor(db=self._runs)]
+
+    def iter_run_index(self) -> Iterator[tuple[bytes, bytes]]:
+        """Raw (run id, u64 seq of its first RunStarted) of every runs entry, for ``verify``."""
+        with self._read() as txn:
+            for key, value in txn.cursor(db=self._runs):
+                yield bytes(key), bytes(value)
 
     def corrupt_for_test(self, db: str, key: bytes, value: bytes) -> None:
         """Overwrite a raw record, bypassing every check (tests of ``verify`` only)."""

@@ -163,6 +163,10 @@ class MemoryStore(Recorder):
         self._check_open()
         return sorted(self._runs)
 
+    def iter_run_index(self) -> Iterator[tuple[bytes, bytes]]:
+        for run_id, seq in sorted(self._runs.items()):
+            yield run_id.encode(), seq.to_bytes(8, "big")
+
     def corrupt_for_test(self, db: str, key: bytes, value: bytes) -> None:
         if db == "events":
             self._records[int.from_bytes(key, "big")] = value

@@ -13,7 +13,7 @@ import pytest
 
 from store import LmdbStore, StoreError
 from store.verify import verify
-from tests.store.helpers import pixel_hasher, png_blob
+from tests.store.helpers import pixel_hasher, png_blob, run_started, step, steps
 
 REPLY = msgspec.msgpack.encode({"text": "Final Answer: A", "finish_reason": "stop"})
 KEY = hashlib.sha256(b"a request").digest()
@@ -164,3 +164,67 @@ def test_an_older_blob_records_changed_format_byte_is_found_when_it_can_be(tmp_p
         pass
     _tamper(path, b"blobs", lambda txn, db: txn.put(key, _legacy_blob_record(code, data), db=db))
     assert [where for where, _ in _problems(path)] == [f"blob {key.hex()}"]
+
+
+# ---------------------------------------------------------------------- runs table
+def _store_with_runs(path: Path) -> None:
+    with LmdbStore(path) as store:
+        store.append_sync([run_started("r1"), *steps("a", 0, 2), run_started("r2")])
+        # A later invocation's second header: the table keeps the first.
+        header = run_started("r1")
+        store.append_sync([type(header)(traj=header.traj, pos=1, run_id="r1", config={})])
+
+
+def test_a_good_runs_table_verifies(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _store_with_runs(path)
+    with LmdbStore(path, create=False) as store:
+        report = verify(store)
+    assert report.ok, report.problems
+    assert report.runs == 2
+
+
+def _seq(n: int) -> bytes:
+    return n.to_bytes(8, "big")
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "what"),
+    [
+        (lambda txn, db: txn.delete(b"r2", db=db), "run r2", "not in the runs table"),
+        (lambda txn, db: txn.put(b"r3", _seq(1), db=db), "run r3", "no RunStarted"),
+        (lambda txn, db: txn.put(b"r1", _seq(3), db=db), "run r1", "seq 0"),
+        (lambda txn, db: txn.put(b"r1", _seq(4), db=db), "run r1", "seq 0"),
+        (lambda txn, db: txn.put(b"r1", _seq(0)[:7], db=db), "run r1", "7 bytes"),
+        (lambda txn, db: txn.put(b"r\xff", _seq(3), db=db), "run r\\xff",
+         "no RunStarted"),
+    ],
+    ids=["missing", "extra", "points-at-another-run", "points-at-a-later-header", "cut-short",
+         "not-utf8"],
+)
+def test_a_damaged_runs_table_is_found(tmp_path: Path, change, where: str, what: str) -> None:
+    path = tmp_path / "s"
+    _store_with_runs(path)
+    _tamper(path, b"runs", change)
+    problems = _problems(path)
+    assert len(problems) == 1, problems
+    assert problems[0][0] == where and what in problems[0][1], problems
+    with LmdbStore(path, create=False) as store:
+        assert len(store.run_ids()) in (1, 2, 3)  # read, not a UnicodeDecodeError
+
+
+def test_a_runs_entry_for_an_event_that_does_not_decode_is_not_called_missing(tmp_path) -> None:
+    # The event's own problem is said; the table that points at it is not blamed as well.
+    path = tmp_path / "s"
+    _store_with_runs(path)
+    _tamper(path, b"events",
+            lambda txn, db: txn.put(_seq(3), b"\x01" + bytes(32) + b"\xc1", db=db))
+    problems = _problems(path)
+    assert problems and all(not where.startswith("run ") for where, _ in problems), problems
+
+
+def test_runs_of_a_step_only_store_verify(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0)])
+    assert _problems(path) == []
