@@ -35,7 +35,7 @@ COMMAND_HELP: dict[str, str] = {
     "parse": "parse one raw model reply and print thought, actions, answer and warnings",
     "render": "apply one visual action to an image and print the state hash",
     "tail": "print the events of a store, optionally following new ones",
-    "verify": "check every hash chain and every image blob of a store",
+    "verify": "check every hash chain, image blob and cached reply of a store",
     "export": "export a store as JSONL",
     "images": "write a store's images (all, or one trajectory's in step order) as files",
 }

@@ -45,6 +45,7 @@ from engine.spend import SpendCapReached
 from engine.trajectory import TrajectoryState
 from interventions.policies import SETTING_POLICY
 from store.actions import Frame, canonicalize
+from store.errors import CacheEntryDamagedError
 from store.events import (
     CallFailed,
     PolicyDetail,
@@ -189,10 +190,14 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         # Keyed by trajectory too: two epochs (or two samples sharing an image and question) ask
         # identical requests but are separate draws; only a retry of *this* step may reuse it.
         key = hashlib.sha256(job.traj.encode() + request_hash).digest()
-        cached = store.cache_get(key) if check_cache else None
-        check_cache = cached is not None
+        damaged = False
+        try:
+            cached = store.cache_get(key) if check_cache else None
+        except CacheEntryDamagedError:  # there, but its bytes changed: asked again, replaced
+            cached, damaged = None, True
+        check_cache = cached is not None or damaged
         reply = _cached_reply(cached) if cached is not None else None
-        unreadable = cached is not None and reply is None
+        unreadable = damaged or (cached is not None and reply is None)
         if reply is None:
             cached = None  # a cached reply this version cannot read is asked for again
         if cached is None and rt.spend is not None and rt.spend.reached():

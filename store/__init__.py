@@ -9,6 +9,7 @@ import os
 
 from store.errors import (
     BlobMissingError,
+    CacheEntryDamagedError,
     InvalidIdError,
     NotAStoreError,
     SchemaVersionError,
@@ -35,6 +36,7 @@ from store.recorder import Recorder
 
 __all__ = [
     "BlobMissingError",
+    "CacheEntryDamagedError",
     "CallFailed",
     "Event",
     "InvalidIdError",

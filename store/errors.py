@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BlobMissingError",
+    "CacheEntryDamagedError",
     "InvalidIdError",
     "NotAStoreError",
     "SchemaVersionError",
@@ -73,6 +74,21 @@ class InvalidIdError(StoreError, ValueError):
 
 class BlobMissingError(StoreError, KeyError):
     """No blob is stored under this hash."""
+
+
+class CacheEntryDamagedError(StoreError, ValueError):
+    """A reply-cache entry whose bytes no longer match their checksum: not a reply to serve.
+
+    Attributes:
+        key: the entry's key (a request hash).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, key: bytes, reason: str) -> None:
+        super().__init__(f"reply cache entry {key.hex()} is damaged ({reason}); ask the model "
+                         "again, or see `vaot verify STORE`")
+        self.key = key
+        self.reason = reason
 
 
 class StoreClosedError(StoreError):

@@ -8,10 +8,13 @@ Sub-databases (DESIGN.md §3.2):
 - ``heads``   u64 ordinal → u32 last position + sha256 of its last record + stream key (the
   chain's tip, so ``verify`` also catches a changed *last* event, which no later ``prev`` covers)
 
-- ``blobs``   32-byte pixel hash → format byte + sha256 of the encoded bytes + encoded image
+- ``blobs``   32-byte pixel hash → format byte + sha256 of (format byte, encoded image) + encoded
+  image (see :func:`store.recorder.blob_record`; older records hash the image alone)
 - ``runs``    run id → u64 seq of its RunStarted event
-- ``cache``   request hash → raw reply bytes (a reply paid for is never paid for again)
-- ``meta``    magic and schema version
+- ``cache``   request hash → checksummed reply bytes (a reply paid for is never paid for again;
+  see :func:`store.recorder.cache_record`)
+- ``meta``    magic, schema version, and ``cache_format`` (in a store created with cache
+  checksums: then an entry without one is damage, not an entry from before them)
 
 The per-trajectory index is keyed by ordinal rather than by the (random, hash-derived) trajectory
 id because the trajectories in flight at any moment were started recently: their index and head
@@ -45,11 +48,13 @@ from store.errors import (
 from store.events import SCHEMA_VERSION, StoredEvent, decode_record
 from store.lmdb_jobs import STOP, Job, ReadGate
 from store.lmdb_writer import LmdbWriter
-from store.recorder import Recorder, split_stream_key
+from store.recorder import Recorder, cache_value, split_stream_key
 
 __all__ = ["LmdbStore"]
 
 MAGIC = b"vaot-store"
+CACHE_FORMAT = b"1"
+"""Recorded in ``meta`` by a store created with checksummed cache entries (every entry has one)."""
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 
@@ -151,9 +156,11 @@ class LmdbStore(LmdbWriter, Recorder):
                         raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
                     txn.put(b"magic", MAGIC, db=self._meta)
                     txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=self._meta)
+                    txn.put(b"cache_format", CACHE_FORMAT, db=self._meta)
                 elif magic != MAGIC:
                     raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
                 version = _schema_version(txn.get(b"schema_version", db=self._meta), path)
+                self.cache_unchecked_ok = txn.get(b"cache_format", db=self._meta) is None
                 if version > SCHEMA_VERSION:
                     raise SchemaVersionError(
                         f"{path}: written with schema version {version}, this vaot reads up "
@@ -180,6 +187,7 @@ class LmdbStore(LmdbWriter, Recorder):
             with env.begin() as txn:
                 magic = txn.get(b"magic", db=self._meta)
                 raw_version = txn.get(b"schema_version", db=self._meta)
+                self.cache_unchecked_ok = txn.get(b"cache_format", db=self._meta) is None
             if magic != MAGIC:
                 raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store")
             version = _schema_version(raw_version, path)
@@ -333,18 +341,41 @@ class LmdbStore(LmdbWriter, Recorder):
                 yield bytes(key), bytes(value)
 
     def cache_get(self, key: bytes) -> bytes | None:
+        """The reply cached under ``key``, or None.
+
+        Raises:
+            CacheEntryDamagedError: the entry is there but its bytes changed; the next
+                ``cache_put`` under the key replaces it.
+        """
         with self._read() as txn:
-            value = txn.get(key, db=self._cache)
-            return None if value is None else bytes(value)
+            record = txn.get(key, db=self._cache)
+            if record is None:
+                return None
+            return cache_value(key, bytes(record), unchecked_ok=self.cache_unchecked_ok)
+
+    def iter_cache_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Raw (key, record) of every reply-cache entry, for ``verify``."""
+        with self._read() as txn:
+            for key, value in txn.cursor(db=self._cache):
+                yield bytes(key), bytes(value)
 
     def run_ids(self) -> list[str]:
         with self._read() as txn:
-            return [bytes(k).decode() for k, _ in txn.cursor(db=self._runs)]
+            # A damaged key is verify's to report, not a traceback in every `vaot run`.
+            return [bytes(k).decode("utf-8", "backslashreplace")
+                    for k, _ in txn.cursor(db=self._runs)]
+
+    def iter_run_index(self) -> Iterator[tuple[bytes, bytes]]:
+        """Raw (run id, u64 seq of its first RunStarted) of every runs entry, for ``verify``."""
+        with self._read() as txn:
+            for key, value in txn.cursor(db=self._runs):
+                yield bytes(key), bytes(value)
 
     def corrupt_for_test(self, db: str, key: bytes, value: bytes) -> None:
         """Overwrite a raw record, bypassing every check (tests of ``verify`` only)."""
         with self._env.begin(write=True) as txn:
-            txn.put(key, value, db={"events": self._events, "blobs": self._blobs}[db])
+            txn.put(key, value, db={"events": self._events, "blobs": self._blobs,
+                                    "cache": self._cache}[db])
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 import lmdb
 
 from store.chain import Head, chain_batch, prepare_events
-from store.errors import StoreClosedError, StoreError
+from store.errors import CacheEntryDamagedError, StoreClosedError, StoreError
 from store.events import Event
 from store.lmdb_jobs import STOP, Job, settle_async
-from store.recorder import blob_record, stream_key
+from store.recorder import blob_record, cache_record, cache_value, stream_key
 
 __all__ = ["LmdbWriter"]
 
@@ -111,9 +111,11 @@ class LmdbWriter:
     def cache_put_many_nowait(self, items: Sequence[tuple[bytes, bytes]],
                               replace: bool = False) -> asyncio.Future:
         """Queue reply-cache entries. An entry already there is kept (the first reply to a
-        request is the one recorded) unless ``replace``: an entry that could not be decoded
-        and was asked again, which would otherwise stay unreadable for good."""
-        return self._submit_async("cache_replace" if replace else "cache", list(items))
+        request is the one recorded) unless it is damaged, or ``replace``: an entry that could
+        not be decoded and was asked again, which would otherwise stay unreadable for good."""
+        # Checksummed here, in the caller's thread, as blob records are: not on the writer.
+        return self._submit_async("cache_replace" if replace else "cache",
+                                  [(key, cache_record(key, value)) for key, value in items])
 
     def append_sync(self, events: Sequence[Event]) -> list[int]:
         if not events:
@@ -349,8 +351,18 @@ class LmdbWriter:
         overwrite = job.kind == "cache_replace"
         added = False
         for key, value in job.items:
-            added = txn.put(key, value, db=db, overwrite=overwrite) or added
+            put = txn.put(key, value, db=db, overwrite=overwrite)
+            if not put and job.kind == "cache" and self._cache_damaged(txn, key):
+                put = txn.put(key, value, db=db)  # kept-first keeps a reply, not damage
+            added = put or added
         return added, next_seq
+
+    def _cache_damaged(self, txn: lmdb.Transaction, key: bytes) -> bool:
+        try:
+            cache_value(key, txn.get(key, db=self._cache), unchecked_ok=self.cache_unchecked_ok)
+        except CacheEntryDamagedError:
+            return True
+        return False
 
     def _grow(self) -> None:
         with self._gate.exclusive():

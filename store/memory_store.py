@@ -11,14 +11,17 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from store.chain import Head, chain_batch, prepare_events
-from store.errors import StoreClosedError
+from store.errors import CacheEntryDamagedError, StoreClosedError
 from store.events import Event, StoredEvent, decode_record
-from store.recorder import Recorder, blob_record
+from store.recorder import Recorder, blob_record, cache_record, cache_value
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore(Recorder):
+    cache_unchecked_ok = False
+    """Every cache entry is written with its checksum (there is no older store in memory)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.path = ":memory:"
@@ -71,7 +74,7 @@ class MemoryStore(Recorder):
             for key, value in items:
                 if replace:
                     self._check_open()
-                    self._cache[key] = value
+                    self._cache[key] = cache_record(key, value)
                 else:
                     self._cache_put(key, value)
 
@@ -79,7 +82,14 @@ class MemoryStore(Recorder):
 
     def _cache_put(self, key: bytes, value: bytes) -> None:
         self._check_open()
-        self._cache.setdefault(key, value)
+        existing = self._cache.get(key)
+        if existing is not None:
+            try:
+                cache_value(key, existing, unchecked_ok=False)
+                return  # the first reply is kept
+            except CacheEntryDamagedError:
+                pass  # damage is not a reply: replaced
+        self._cache[key] = cache_record(key, value)
 
     async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:
         return self.put_blob_sync(key, data, fmt)
@@ -96,7 +106,11 @@ class MemoryStore(Recorder):
 
     def cache_get(self, key: bytes) -> bytes | None:
         self._check_open()
-        return self._cache.get(key)
+        record = self._cache.get(key)
+        return None if record is None else cache_value(key, record, unchecked_ok=False)
+
+    def iter_cache_records(self) -> Iterator[tuple[bytes, bytes]]:
+        yield from sorted(self._cache.items())
 
     def last_seq(self) -> int:
         self._check_open()
@@ -149,11 +163,15 @@ class MemoryStore(Recorder):
         self._check_open()
         return sorted(self._runs)
 
+    def iter_run_index(self) -> Iterator[tuple[bytes, bytes]]:
+        for run_id, seq in sorted(self._runs.items()):
+            yield run_id.encode(), seq.to_bytes(8, "big")
+
     def corrupt_for_test(self, db: str, key: bytes, value: bytes) -> None:
         if db == "events":
             self._records[int.from_bytes(key, "big")] = value
         else:
-            self._blobs[key] = value
+            {"blobs": self._blobs, "cache": self._cache}[db][key] = value
 
     def close(self) -> None:
         self._closed = True

@@ -10,7 +10,9 @@ The contract (tested once, in tests/store/contract.py, against every recorder):
   :class:`~store.errors.SequenceGapError`, and then nothing of that call is written.
 - ``read_trajectory(id)``, ``iter_events(after)``, ``iter_records(after)``, ``last_seq()``,
   ``head(id)``, ``iter_index()`` (stream, pos, seq), ``iter_heads()`` (stream, pos, hash).
-- ``put_blob`` / ``get_blob`` / ``has_blob`` (dedup by key), ``cache_put`` / ``cache_get``.
+- ``put_blob`` / ``get_blob`` / ``has_blob`` (dedup by key), ``cache_put`` / ``cache_get``
+  (the first reply under a key is kept, unless it is damaged; ``cache_get`` of a damaged entry
+  raises :class:`~store.errors.CacheEntryDamagedError`).
 - ``subscribe(after)``: an async iterator of every later event, in order, exactly once.
 - ``sync()``: returns once every write queued before it is durable (or has failed).
 """
@@ -24,7 +26,7 @@ import hashlib
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 
-from store.errors import BlobMissingError, StoreError
+from store.errors import BlobMissingError, CacheEntryDamagedError, StoreError
 from store.events import Event, StoredEvent, decode_record
 from store.recorder_keys import split_stream_key, stream_key
 
@@ -32,6 +34,10 @@ __all__ = [
     "BLOB_FORMAT",
     "Recorder",
     "blob_record",
+    "blob_record_problem",
+    "cache_record",
+    "cache_record_checksummed",
+    "cache_value",
     "parse_blob_record",
     "split_stream_key",
     "stream_key",
@@ -39,20 +45,107 @@ __all__ = [
 
 BLOB_FORMAT = {"png": 1, "webp": 2, "jpeg": 3, "raw": 4}
 _FORMAT_NAME = {v: k for k, v in BLOB_FORMAT.items()}
+_COVERS_FORMAT = 0x80
+"""Set in the format byte of a record whose sha256 covers that byte as well as the image bytes.
+Records written before (format bytes 1–4) have a sha256 of the image bytes alone: they still read
+and verify, their format byte checked against the bytes' own signature where it has one."""
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", 0, "png"), (b"WEBP", 8, "webp"), (b"\xff\xd8\xff", 0, "jpeg"))
 
 
 def blob_record(data: bytes, fmt: str = "png") -> bytes:
-    """format byte + sha256 of the encoded bytes + the bytes (lets verify work without Pillow)."""
+    """format byte + sha256 of (format byte, encoded bytes) + the encoded bytes.
+
+    The digest lets verify work without Pillow, and covers the format byte, which the pixel hash
+    (the key) does not: a PNG recorded as JPEG would otherwise pass every check.
+    """
     try:
-        code = BLOB_FORMAT[fmt]
+        code = bytes([BLOB_FORMAT[fmt] | _COVERS_FORMAT])
     except KeyError:
         raise StoreError(f"unknown blob format {fmt!r} (known: {', '.join(BLOB_FORMAT)})") from None
-    return bytes([code]) + hashlib.sha256(data).digest() + data
+    h = hashlib.sha256(code)
+    h.update(data)  # not code + data: that would copy a megabyte image to prepend one byte
+    return code + h.digest() + data
 
 
 def parse_blob_record(record: bytes) -> tuple[str, bytes, bytes]:
-    """(format, recorded sha256 of the bytes, bytes)."""
-    return _FORMAT_NAME.get(record[0], f"unknown:{record[0]}"), record[1:33], record[33:]
+    """(format, recorded sha256, encoded bytes); the format is ``unknown:N`` for a byte naming
+    none. Whether the record is intact is :func:`blob_record_problem`'s to say."""
+    code = record[0] & ~_COVERS_FORMAT
+    return _FORMAT_NAME.get(code, f"unknown:{record[0]}"), record[1:33], record[33:]
+
+
+def blob_record_problem(record: bytes) -> str | None:
+    """What is wrong with a blob record, as far as its own bytes tell; None if nothing."""
+    if len(record) < 33:
+        return f"record cut short to {len(record)} bytes"
+    fmt, recorded, data = parse_blob_record(record)
+    covered = bool(record[0] & _COVERS_FORMAT)
+    h = hashlib.sha256(record[:1] if covered else b"")
+    h.update(data)
+    if h.digest() != recorded:
+        if covered:
+            return f"{fmt} record changed: sha256 of its format byte and bytes differs from recorded"
+        return f"{fmt} bytes changed: sha256 differs from recorded"
+    if fmt not in BLOB_FORMAT:
+        return f"its format byte ({record[0]}) names no known format"
+    shown = next((name for magic, at, name in _SIGNATURES if data[at:at + len(magic)] == magic),
+                 None)
+    # Raw pixels may begin like a JPEG (ff d8 ff is a pixel), not with the longer signatures.
+    if not covered and shown not in (None, fmt) and (fmt, shown) != ("raw", "jpeg"):
+        return f"its format byte says {fmt}, but its bytes are {shown}"
+    return None
+
+
+# A reply-cache record: marker, version, 16 bytes of sha256(key ‖ value), the value. The marker
+# 0xc1 is the one byte msgpack never uses, so no entry written before checksums (the
+# msgpack-encoded replies of adapters/models/cassette.py) begins with it: those are told apart by
+# their first byte and served as they are. Binding the key catches an entry moved to another key.
+_CACHE_HEADER = b"\xc1\x01"
+_CACHE_DIGEST_SIZE = 16
+_CACHE_VALUE_AT = len(_CACHE_HEADER) + _CACHE_DIGEST_SIZE
+
+
+def _cache_digest(key: bytes, value: bytes) -> bytes:
+    h = hashlib.sha256(key)
+    h.update(value)
+    return h.digest()[:_CACHE_DIGEST_SIZE]
+
+
+def cache_record(key: bytes, value: bytes) -> bytes:
+    """The stored form of a reply-cache entry: a checksummed header, then ``value``."""
+    return _CACHE_HEADER + _cache_digest(key, value) + value
+
+
+def cache_record_checksummed(record: bytes) -> bool:
+    """Whether ``record`` claims a checksum (else it was written before checksums existed)."""
+    return record[:1] == _CACHE_HEADER[:1]
+
+
+def cache_value(key: bytes, record: bytes, *, unchecked_ok: bool) -> bytes:
+    """The value of the cache record stored under ``key``.
+
+    Args:
+        unchecked_ok: whether a record with no checksum is one written before checksums (served
+            as it is) rather than damage to its header (a store created with checksums says
+            every entry has one).
+
+    Raises:
+        CacheEntryDamagedError: its bytes do not match its checksum, or it has none that it
+            should have.
+    """
+    if not cache_record_checksummed(record):
+        if unchecked_ok:
+            return record
+        raise CacheEntryDamagedError(key, "its checksum header is gone, and every entry of this "
+                                     "store was written with one")
+    if len(record) < _CACHE_VALUE_AT:
+        raise CacheEntryDamagedError(key, f"cut short to {len(record)} bytes")
+    if record[1] != _CACHE_HEADER[1]:
+        raise CacheEntryDamagedError(key, f"unknown record version {record[1]}")
+    value = record[_CACHE_VALUE_AT:]
+    if _cache_digest(key, value) != record[len(_CACHE_HEADER):_CACHE_VALUE_AT]:
+        raise CacheEntryDamagedError(key, "its bytes do not match their checksum")
+    return value
 
 
 class _Waker:

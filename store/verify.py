@@ -1,27 +1,36 @@
-"""Prove a store intact: every hash chain, every index entry, every blob.
+"""Prove a store intact: every hash chain, every index entry, every blob, every cached reply.
 
 A flipped byte anywhere in an event changes its record hash, which no longer matches the hash the
-index holds for it (nor the ``prev`` of the next event); a flipped byte in a blob changes the
-sha256 of its bytes. With a ``pixel_hasher`` (the CLI passes one built on Pillow; this package may
-not import it) each blob is also decoded and its pixels re-hashed against its key.
+index holds for it (nor the ``prev`` of the next event); a flipped byte in a blob (its format
+byte included) changes the sha256 of its record. With a ``pixel_hasher`` (the CLI passes one built on Pillow; this package may
+not import it) each blob is also decoded and its pixels re-hashed against its key. A changed
+reply-cache entry no longer matches its checksum (entries written before checksums existed have
+none, and are counted as unchecked). The runs table must name exactly the runs whose RunStarted
+events the log holds, each with the seq of its first one.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 
 import msgspec
 
-from store.events import decode_record, genesis_hash, record_hash
-from store.recorder import Recorder, parse_blob_record
+from store.errors import CacheEntryDamagedError
+from store.events import RunStarted, decode_record, genesis_hash, record_hash
+from store.recorder import (
+    Recorder,
+    blob_record_problem,
+    cache_record_checksummed,
+    cache_value,
+    parse_blob_record,
+)
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
 
 class Problem(msgspec.Struct, frozen=True):
     where: str
-    """``trajectory T step N (seq S)``, ``seq S``, or ``blob H``."""
+    """``trajectory T step N (seq S)``, ``seq S``, ``blob H``, ``cache entry K``, or ``run R``."""
     what: str
 
 
@@ -33,6 +42,10 @@ class VerifyReport(msgspec.Struct):
     """The first ``max_problems`` found."""
     problems_found: int = 0
     """Every problem found, shown or not."""
+    cache_entries: int = 0
+    cache_unchecked: int = 0
+    """Cache entries written before checksums existed: nothing to check them against."""
+    runs: int = 0
 
     @property
     def ok(self) -> bool:
@@ -70,10 +83,11 @@ def _verify(
     for key, record in store.iter_blob_records():
         stored_blobs.add(key)
         report.blobs += 1
-        fmt, recorded, data = parse_blob_record(record)
-        if hashlib.sha256(data).digest() != recorded:
-            problem(f"blob {key.hex()}", f"{fmt} bytes changed: sha256 differs from recorded")
+        damage = blob_record_problem(record)
+        if damage is not None:
+            problem(f"blob {key.hex()}", damage)
             continue
+        data = parse_blob_record(record)[2]
         if pixel_hasher is not None:
             try:
                 actual_key = pixel_hasher(data)
@@ -82,12 +96,22 @@ def _verify(
                 continue
             if actual_key != key:
                 problem(f"blob {key.hex()}", "pixels do not hash to the blob's key")
+    for key, record in store.iter_cache_records():
+        report.cache_entries += 1
+        try:
+            cache_value(key, record, unchecked_ok=store.cache_unchecked_ok)
+        except CacheEntryDamagedError as exc:
+            problem(f"cache entry {key.hex()}", f"damaged: {exc.reason} (a run asks the model "
+                    "again for it)")
+            continue
+        report.cache_unchecked += not cache_record_checksummed(record)
     # Blobs first, so each event's images are checked as it is read: a set of 32-byte keys is
     # all that is kept, not a record of every image every event names.
     heads: dict[str, tuple[int, bytes]] = {}
     last_where: dict[str, str] = {}
     by_seq: dict[int, tuple[str, int, bytes]] = {}
     undecodable: set[int] = set()
+    first_run_started: dict[str, int] = {}
     for seq, record in store.iter_records():
         report.events += 1
         if progress is not None and report.events % 65536 == 0:
@@ -99,6 +123,8 @@ def _verify(
             undecodable.add(seq)  # present, not missing: the index may point at it
             continue
         event = stored.event
+        if isinstance(event, RunStarted):
+            first_run_started.setdefault(event.run_id, seq)
         step = getattr(event, "step", None)
         where = f"trajectory {event.traj} pos {event.pos}"
         where += f" step {step} (seq {seq})" if step is not None else f" (seq {seq})"
@@ -155,6 +181,7 @@ def _verify(
         if named != len(heads):
             problem("streams index", f"{len(heads)} streams in the log but {named} index "
                     "entries that name their own head")
+    _check_runs(store, first_run_started, undecodable, problem, report)
     recorded_heads = {traj: (pos, digest) for traj, pos, digest in store.iter_heads()}
     for traj in recorded_heads.keys() - heads.keys():
         if not undecodable:  # else its events may be the ones that did not decode
@@ -173,6 +200,33 @@ def _verify(
                     "the head did")
 
     return report
+
+
+def _check_runs(store: Recorder, first_run_started: dict[str, int], undecodable: set[int],
+                problem: Callable[[str, str], None], report: VerifyReport) -> None:
+    """The runs table (run id → seq of its first RunStarted) against the log."""
+    listed: set[str] = set()
+    for key, value in store.iter_run_index():
+        report.runs += 1
+        run_id = key.decode("utf-8", "backslashreplace")
+        listed.add(run_id)
+        where = f"run {run_id}"
+        if len(value) != 8:
+            problem(where, f"its runs table value is {len(value)} bytes, not a seq's 8")
+            continue
+        seq = int.from_bytes(value, "big")
+        if seq in undecodable:
+            continue  # said above, as the record's own problem
+        first = first_run_started.get(run_id)
+        if first is None:
+            problem(where, f"in the runs table (at seq {seq}), but the log has no RunStarted "
+                    "of it")
+        elif seq != first:
+            problem(where, f"the runs table names seq {seq}, but its first RunStarted is seq "
+                    f"{first}")
+    for run_id, seq in first_run_started.items():
+        if run_id not in listed:
+            problem(f"run {run_id}", f"its RunStarted (seq {seq}) is not in the runs table")
 
 
 def _states_named(event) -> tuple[str, ...]:

@@ -2,7 +2,9 @@
 
 ``record`` mode wraps a real adapter: a cached reply is served without a call (so a crash never
 costs a second paid call), otherwise the inner adapter is called and its reply stored. ``replay``
-mode never touches the network: a miss is a ``ModelCallError(retry="no", kind="cassette_miss")``.
+mode never touches the network: a miss is a ``ModelCallError(retry="no", kind="cassette_miss")``,
+and a recorded reply whose bytes changed (the store's checksum says so) one of
+``kind="cassette_damaged"`` — never served; ``record`` mode asks again and the store replaces it.
 
 Keys are :func:`cache_key` — the 32-byte ``request_hash`` of the *inner* model spec — so a run
 recorded with ``openai:gpt-4o`` replays as ``cassette:openai:gpt-4o``. Values are msgpack-encoded
@@ -25,6 +27,7 @@ from adapters.models.base import (
     ModelRequest,
     request_hash,
 )
+from store.errors import CacheEntryDamagedError
 
 __all__ = [
     "CassetteAdapter",
@@ -43,7 +46,8 @@ _decoder = msgspec.msgpack.Decoder(ModelReply)
 class ReplyCache(Protocol):
     """The slice of the store the cassette needs (``store.cache_get`` / ``store.cache_put``)."""
 
-    def cache_get(self, key: bytes) -> bytes | None: ...
+    def cache_get(self, key: bytes) -> bytes | None:
+        """The cached bytes, or None; raises CacheEntryDamagedError for a damaged entry."""
 
     async def cache_put(self, key: bytes, value: bytes) -> None: ...
 
@@ -104,7 +108,17 @@ class CassetteAdapter:
         if self._cache is None:
             raise AdapterError(f"{self.name}: no reply cache attached; call attach(store) first")
         key = cache_key(self.model, request)
-        data = self._cache.cache_get(key)
+        try:
+            data = self._cache.cache_get(key)
+        except CacheEntryDamagedError as exc:
+            if self.mode == "replay" or self.inner is None:
+                raise ModelCallError(
+                    f"{self.name}: the recorded reply for request {key.hex()[:16]}… is damaged "
+                    f"({exc.reason}); record it again (cassette record mode)",
+                    retry="no",
+                    kind="cassette_damaged",
+                ) from None
+            data = None
         if data is not None:
             self.hits += 1
             return decode_reply(data)

@@ -16,7 +16,6 @@ half-written image; the bytes are checked against the digest the store keeps wit
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from engine.commands._store_arg import (
 )
 from store import Recorder
 from store.events import Step, TrajectoryStarted, run_stream
-from store.recorder import parse_blob_record
+from store.recorder import blob_record_problem, parse_blob_record
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,12 +143,13 @@ def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path,
             print(f"vaot: image {hex_key} ({name}) is not in the store", file=sys.stderr)
             damaged += 1
             continue
-        fmt, digest, data = parse_blob_record(record)
-        if hashlib.sha256(data).digest() != digest:
-            print(f"vaot: image {hex_key} ({name}) is damaged in the store (its bytes do not "
-                  "match their digest)", file=sys.stderr)
+        damage = blob_record_problem(record)
+        if damage is not None:
+            print(f"vaot: image {hex_key} ({name}) is damaged in the store ({damage})",
+                  file=sys.stderr)
             damaged += 1
             continue
+        fmt, _digest, data = parse_blob_record(record)
         if fmt != "png":
             target = target.with_suffix(f".{fmt}")
         _write_file(target, data)

@@ -1,4 +1,4 @@
-"""``vaot verify STORE``: check every hash chain, index entry and image blob."""
+"""``vaot verify STORE``: check every hash chain, index, image blob and cached reply."""
 
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
     with store:
         report = verify(store, pixel_hasher=None if args.no_pixels else _pixel_hasher)
     if report.ok:
-        print(f"ok: {report.events} events in {report.streams} streams, {report.blobs} blobs")
+        unchecked = (f" ({report.cache_unchecked} from before checksums, unchecked)"
+                     if report.cache_unchecked else "")
+        print(f"ok: {report.events} events in {report.streams} streams, {report.blobs} blobs, "
+              f"{report.cache_entries} cached replies{unchecked}, {report.runs} runs")
         return 0
     for problem in report.problems:
         print(f"BAD {problem.where}: {problem.what}", file=sys.stderr)

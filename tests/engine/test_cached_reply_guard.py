@@ -54,3 +54,49 @@ async def test_an_unreadable_cached_reply_is_asked_again_and_replaced(tmp_path) 
     assert adapter.calls == 2  # step 1 asked again, then step 2
     assert _cached_reply(store.cache_get(key)) is not None
     store.close()
+
+
+async def test_a_cached_reply_changed_so_that_it_still_decodes_is_asked_again(tmp_path) -> None:
+    # Damage that leaves a well-formed reply ("Final Answer: A" became "Final Answer: C") was
+    # replayed on resume as if the model had said it. The store's checksum now finds it.
+    import hashlib
+
+    import lmdb
+
+    from adapters.datasets.synthetic import generate
+    from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import open_run_store, run_jobs
+    from store.events import Step, TrajectoryStarted
+
+    spec = "scripted:a"
+    sample = generate(n_per_family=1, seed=3)[0]
+    config = RunConfig(models=(ModelConfig(spec),), settings=("vaot",), store="x", max_steps=3)
+    first = open_run_store(str(tmp_path / "first.lmdb"))
+    await run_jobs(config, first, [sample], adapters={spec: ScriptedAdapter("a", BUILTIN_SCRIPT)})
+    started = next(e.event for e in first.iter_events() if isinstance(e.event, TrajectoryStarted))
+    step1 = next(e.event for e in first.iter_events() if isinstance(e.event, Step))
+    key = hashlib.sha256(started.traj.encode() + bytes.fromhex(step1.request_hash)).digest()
+    first.close()
+
+    path = tmp_path / "second.lmdb"
+    store = open_run_store(str(path))
+    await store.append([started])  # begun, its first reply cached, nothing more
+    await store.cache_put(key, encode_reply(ModelReply(text="Final Answer: A")))
+    store.close()
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        cache = env.open_db(b"cache", txn=txn)
+        value = bytearray(txn.get(key, db=cache))
+        value[value.rindex(b"A")] ^= 0x02  # A → C
+        txn.put(key, bytes(value), db=cache)
+    env.close()
+
+    store = open_run_store(str(path))
+    adapter = ScriptedAdapter("a", BUILTIN_SCRIPT)
+    await run_jobs(config, store, [sample], adapters={spec: adapter})
+    assert adapter.calls == 2  # step 1 asked again (not answered "C" from the cache), then step 2
+    assert _cached_reply(store.cache_get(key)) is not None
+    answers = [e.event.answer for e in store.iter_events() if hasattr(e.event, "answer")]
+    assert "C" not in answers
+    store.close()

@@ -96,17 +96,22 @@ def test_an_unknown_or_ambiguous_trajectory_is_one_line(store_path: Path, tmp_pa
     assert "Traceback" not in unknown.stderr + ambiguous.stderr
 
 
-def test_a_damaged_image_is_named_and_not_written(store_path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("offset", [-1, 0], ids=["image-byte", "format-byte"])
+def test_a_damaged_image_is_named_and_not_written(store_path: Path, tmp_path: Path,
+                                                  offset: int) -> None:
+    # A changed format byte (PNG recorded as JPEG) wrote the PNG as a .jpeg file.
     copy = tmp_path / "store"
     copy.mkdir()
     for f in store_path.glob("*.mdb"):
         (copy / f.name).write_bytes(f.read_bytes())
     with LmdbStore(copy) as store:
         key, record = next(iter(store.iter_blob_records()))
-        store.corrupt_for_test("blobs", key, record[:-1] + bytes([record[-1] ^ 1]))
+        damaged = bytearray(record)
+        damaged[offset] ^= 0x02
+        store.corrupt_for_test("blobs", key, bytes(damaged))
     out = tmp_path / "out"
     done = vaot("images", copy, "-o", out)
     assert done.returncode == 1
     assert f"image {key.hex()} ({key.hex()}.png) is damaged" in done.stderr
-    assert not (out / f"{key.hex()}.png").exists()
+    assert not list(out.glob(f"{key.hex()}.*"))
     assert not list(out.glob(".*"))  # no leftover partial files

@@ -28,6 +28,7 @@ import msgspec
 from adapters.models.base import ModelReply
 from store import Step, TrajectoryFinished, TrajectoryStarted, open_store
 from store.events import decode_record
+from store.recorder import cache_value
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,8 +111,9 @@ def _reply_tags(txn: lmdb.Transaction, cache) -> set[int]:
     hash), so replies are counted by their tag, not by cache entries.
     """
     tags = set()
-    for _, value in txn.cursor(db=cache):
-        text = msgspec.msgpack.decode(value, type=ModelReply).text
+    for key, record in txn.cursor(db=cache):
+        text = msgspec.msgpack.decode(cache_value(key, record, unchecked_ok=False),
+                                      type=ModelReply).text
         found = TAG.findall(text)
         assert len(found) == 1, text
         tags.add(int(found[0]))

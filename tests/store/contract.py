@@ -18,6 +18,7 @@ import pytest
 
 from store import (
     BlobMissingError,
+    CacheEntryDamagedError,
     InvalidIdError,
     Recorder,
     SequenceConflictError,
@@ -199,6 +200,19 @@ class RecorderContract(abc.ABC):
         await store.cache_put(b"req", b"a later reply")  # a paid reply is kept
         assert store.cache_get(b"req") == b"reply \xe2\x9c\x93"
 
+    async def test_a_damaged_cache_entry_raises_and_the_next_put_replaces_it(
+        self, store: Recorder
+    ) -> None:
+        await store.cache_put(b"req", b"first reply")
+        (key, record), = store.iter_cache_records()
+        store.corrupt_for_test("cache", key, record[:-1] + bytes([record[-1] ^ 1]))
+        with pytest.raises(CacheEntryDamagedError) as info:
+            store.cache_get(b"req")
+        assert isinstance(info.value, StoreError) and info.value.key == b"req"
+        await store.cache_put(b"req", b"asked again")  # damage is not a reply to keep
+        assert store.cache_get(b"req") == b"asked again"
+        assert verify(store).ok
+
     # ------------------------------------------------------------------ subscribing
     async def test_subscribe_yields_every_later_event_once_in_order(self, store: Recorder) -> None:
         store.append_sync(steps("a", 0, 3))
@@ -290,6 +304,22 @@ class RecorderContract(abc.ABC):
             assert any(named.search(p.where) for p in report.problems), (offset, report.problems)
         store.corrupt_for_test("events", key, original)
         assert verify(store).ok
+
+    async def test_verify_names_any_flipped_byte_of_a_cache_entry(self, store: Recorder) -> None:
+        await store.cache_put(b"req", msgspec.msgpack.encode({"text": "Final Answer: A"}))
+        await store.cache_put(b"other", b"another reply")
+        (key, original), = [item for item in store.iter_cache_records() if item[0] == b"req"]
+        for offset in range(len(original)):
+            flipped = bytearray(original)
+            flipped[offset] ^= 0x01
+            store.corrupt_for_test("cache", key, bytes(flipped))
+            report = verify(store)
+            assert [p.where for p in report.problems] == [f"cache entry {key.hex()}"], offset
+            with pytest.raises(CacheEntryDamagedError):
+                store.cache_get(key)
+        store.corrupt_for_test("cache", key, original)
+        report = verify(store)
+        assert report.ok and (report.cache_entries, report.cache_unchecked) == (2, 0)
 
     def test_verify_names_a_changed_blob(self, store: Recorder) -> None:
         key = bytes(range(32))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -132,7 +133,7 @@ def test_tail_on_a_missing_store_is_one_clear_line(tmp_path: Path) -> None:
 def test_verify_a_good_store(store_path: Path) -> None:
     done = vaot("verify", store_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("ok: 7 events in 3 streams, 1 blobs")
+    assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 cached replies, 1 runs\n"
 
 
 def _flip(path: Path, db: str, key: bytes, offset: int) -> None:
@@ -182,6 +183,16 @@ def test_verify_re_hashes_blob_pixels(store_path: Path) -> None:
     assert done.returncode == 1
     assert f"BAD blob {key.hex()}: pixels do not hash" in done.stderr
     assert vaot("verify", store_path, "--no-pixels").returncode == 0
+
+
+def test_verify_names_a_damaged_cached_reply(store_path: Path) -> None:
+    with LmdbStore(store_path, create=False) as store:
+        asyncio.run(store.cache_put(b"request", b"reply"))
+        (key, record), = store.iter_cache_records()
+        store.corrupt_for_test("cache", key, record[:-1] + b"!")
+    done = vaot("verify", store_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"BAD cache entry {key.hex()}: damaged" in done.stderr
 
 
 # ---------------------------------------------------------------------- export

@@ -94,3 +94,27 @@ async def test_registry_record_mode_wraps_the_real_adapter(serve) -> None:
         assert reply.text and "cassette_mode" not in server.requests[0].body
     finally:
         await adapter.aclose()
+
+
+async def test_a_damaged_recorded_reply_is_never_served(serve) -> None:
+    # The store's checksum found its bytes changed (they may still decode as another reply):
+    # replay refuses it by name; record asks the model again, and the store replaces it.
+    from store import MemoryStore
+
+    server, inner = await serve("openai", replies=["first", "second"])
+    store = MemoryStore()
+    request = vaot_request()
+    recorder = CassetteAdapter("openai:test-model", cache=store, mode="record", inner=inner)
+    assert (await recorder.generate(request)).text == "first"
+    (key, record), = store.iter_cache_records()
+    store.corrupt_for_test("cache", key, record[:-1] + bytes([record[-1] ^ 1]))
+
+    replay = CassetteAdapter("openai:test-model", cache=store)
+    with pytest.raises(ModelCallError) as info:
+        await replay.generate(request)
+    assert (info.value.retry, info.value.kind) == ("no", "cassette_damaged")
+    assert "damaged" in str(info.value)
+
+    assert (await recorder.generate(request)).text == "second"
+    assert len(server.requests) == 2
+    assert (await replay.generate(request)).text == "second"
