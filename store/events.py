@@ -59,8 +59,11 @@ __all__ = [
     "run_stream",
 ]
 
-SCHEMA_VERSION = 1
-"""Bumped only for a change the evolution rules do not allow."""
+SCHEMA_VERSION = 2
+"""Bumped only for a change the evolution rules do not allow. 2: blob records whose digest
+covers their format byte, and checksummed reply-cache entries (store/blobs.py,
+store/recorder.py); this version reads version-1 stores as they are, and a store it writes to
+is marked 2, so an older vaot refuses it rather than calling the new records damaged."""
 
 RECORD_VERSION = 1
 GENESIS_PREFIX = b"vaot-genesis\x00"

@@ -166,6 +166,11 @@ class LmdbStore(LmdbWriter, Recorder):
                         f"{path}: written with schema version {version}, this vaot reads up "
                         f"to {SCHEMA_VERSION}; upgrade vaot to open it"
                     )
+                if version < SCHEMA_VERSION:
+                    # What this vaot writes from now on an older one would misread: marked,
+                    # the older one refuses the store instead (the records already there are
+                    # read as they are).
+                    txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=self._meta)
                 self._events = env.open_db(b"events", txn=txn)
                 self._streams = env.open_db(b"streams", txn=txn)
                 self._by_traj = env.open_db(b"by_traj", txn=txn)

@@ -341,3 +341,31 @@ async def test_verify_finds_a_head_of_a_stream_the_log_has_no_event_of(tmp_path)
         report = verify(store)
     assert any(p.where == "trajectory ghost" and "no event of it" in p.what
                for p in report.problems), report.problems
+
+
+def test_an_older_store_opens_and_is_marked_with_the_version_that_writes_to_it(
+        tmp_path: Path) -> None:
+    # Version 1 stored blobs and cached replies in a form this version still reads; what it
+    # writes now, an older vaot would call damaged, so the store is marked and it refuses it.
+    from store.events import SCHEMA_VERSION
+
+    path = tmp_path / "s"
+    with LmdbStore(path) as store:
+        store.append_sync(steps("a", 0, 2))
+    env = lmdb.open(str(path), max_dbs=8)
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", b"1", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    with LmdbStore(path, create=False, readonly=True) as store:  # a reader marks nothing
+        assert len(list(store.iter_events())) == 2
+    env = lmdb.open(str(path), max_dbs=8, readonly=True)
+    with env.begin() as txn:
+        assert txn.get(b"schema_version", db=env.open_db(b"meta", txn=txn)) == b"1"
+    env.close()
+    with LmdbStore(path, create=False) as store:
+        assert len(list(store.iter_events())) == 2
+    env = lmdb.open(str(path), max_dbs=8, readonly=True)
+    with env.begin() as txn:
+        marked = txn.get(b"schema_version", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    assert marked == str(SCHEMA_VERSION).encode() and SCHEMA_VERSION >= 2
