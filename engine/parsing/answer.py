@@ -35,6 +35,8 @@ _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
 # template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
 _ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
+# The same run without its end: where it stops (the text's end when only such are left).
+_SPACE_RUN = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+")
 # Possessive: after a run of blank lines there is no line to give back, and backtracking into
 # them made "Final Answer:" then a page of blanks cost its length squared.
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
@@ -310,7 +312,15 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
 def _nothing_after(text: str, pos: int) -> bool:
     """Only blanks and closers follow ``pos``, or step markers left with nothing under them (a
     "Step 3 (Action Description):" whose block, blanked, held no action)."""
-    while not _ONLY_SPACE_LEFT.match(text, pos):
+    # Where the run of blanks and closers last looked at stops: a line that ends inside it
+    # stops there too, so it is not looked at again. Asked afresh at every line, a page of
+    # rule lines ("-\n" × 25,000, a model stuck repeating them) cost its length squared.
+    stops = -1
+    while True:
+        if pos > stops:
+            stops = _SPACE_RUN.match(text, pos).end()
+            if stops == len(text):
+                return True
         line = _NEXT_LINE.match(text, pos)
         if line is None:
             return False  # more of the answer's own line
@@ -318,7 +328,6 @@ def _nothing_after(text: str, pos: int) -> bool:
         if not (_RULE_LINE.fullmatch(line.group(1)) or (step and step.end() == line.end())):
             return False
         pos = line.end()
-    return True
 
 
 def _sentence_before(text: str, pos: int) -> tuple[int, bool]:

@@ -157,3 +157,14 @@ def test_a_concluding_sentence_beside_an_action_leaves_the_action_to_run(reasoni
 ])
 def test_the_final_answer_is_gives_no_answer_in_a_supposition_or_a_doubt(text, answer):
     assert parse_step(f"Step 2 (Text): {text}").final_answer == answer
+
+
+@pytest.mark.parametrize(("after", "answer"), [
+    ("*\n" * 50_000, "3"),  # only closers after the answer: it is the last sentence
+    ("-\n" * 50_000 + "x", None),  # then more text: it is not
+    ("```\n" * 25_000 + "Step 3:\nx", None),
+])
+def test_a_page_of_rule_lines_after_the_answer_is_looked_at_once(after, answer):
+    # A model stuck repeating a rule line: looked at again from each of its lines, 100 kB of
+    # them took a minute to parse, blocking the run's event loop.
+    assert parse_step(f"Step 2 (Text): So the answer is 3.\n{after}").final_answer == answer
