@@ -217,10 +217,15 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         stop = re.compile(r"[^\n]*").match(text, m.end())
         answer = _clean(stop.group().rstrip(".")) if stop else ""
         # "I cannot yet tell what the final answer is because …", "The final answer is not yet
-        # clear; I need to zoom": thought, whatever the reply proposes.
+        # clear; I need to zoom": thought, whatever the reply proposes. A doubt counts in the
+        # answer's own sentence only: "The final answer is 7. If you need more, let me know!"
+        # gives 7, and "The final answer is B? Let me check." none.
         begin, _ = _sentence_before(text, m.start())
+        label = _LABEL_FIRST.match(text, m.end(), stop.end())
+        mark = _SENTENCE_END.search(text, label.end() if label else m.end(), stop.end())
+        own = text[m.end() : mark.start() if mark else stop.end()]
         if answer and not (_supposes(text[begin:m.start()]) or _NO_ANSWER_YET.match(answer)
-                           or _UNSETTLED.search(answer)):
+                           or _UNSETTLED.search(own) or (mark and "?" in mark.group())):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
     return None

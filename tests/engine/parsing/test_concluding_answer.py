@@ -168,3 +168,20 @@ def test_a_page_of_rule_lines_after_the_answer_is_looked_at_once(after, answer):
     # A model stuck repeating a rule line: looked at again from each of its lines, 100 kB of
     # them took a minute to parse, blocking the run's event loop.
     assert parse_step(f"Step 2 (Text): So the answer is 3.\n{after}").final_answer == answer
+
+
+@pytest.mark.parametrize(("text", "leads"), [
+    # A doubt counts in the answer's own sentence: what follows it is another sentence. These
+    # were answered before 'the final answer is' was checked for doubts, and then were not: a
+    # cot reply (its one call) closing so was scored as giving no answer.
+    ("The zoom shows seven apples. The final answer is 7. If you need more detail, let me "
+     "know!", "7"),
+    ("The final answer is **B**. However, the image resolution is low.", "B"),
+    ("The final answer is 5.\nWe need to remember that the question asks for the total.", "5"),
+    # In its own sentence a doubt still gives none; a question too.
+    ("The final answer would be B, but let me zoom first.", None),
+    ("The final answer is B? Let me check.", None),
+])
+def test_a_doubt_after_the_final_answers_sentence_leaves_it_the_answer(text, leads):
+    answer = parse_step(f"Step 3 (Text): {text}").final_answer
+    assert (answer or "").startswith(leads) if leads else answer is None
