@@ -224,8 +224,9 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         label = _LABEL_FIRST.match(text, m.end(), stop.end())
         mark = _SENTENCE_END.search(text, label.end() if label else m.end(), stop.end())
         own = text[m.end() : mark.start() if mark else stop.end()]
-        if answer and not (_supposes(text[begin:m.start()]) or _NO_ANSWER_YET.match(answer)
-                           or _UNSETTLED.search(own) or (mark and "?" in mark.group())):
+        if answer and not (_supposes_final(text[begin:m.start()])
+                           or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(own)
+                           or (mark and "?" in mark.group())):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
     return None
@@ -350,6 +351,27 @@ def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
     if step := _STEP_LEAD.match(text, begin, pos):
         begin = step.end()
     return begin, True
+
+
+# A condition anywhere before "the final answer is" in its sentence ("If …, the final answer
+# is 3"); a question word only right before it ("I cannot tell what the final answer is"). In
+# a clause of its own, a question word concludes as well as any: "Based on what the zoom
+# shows, the final answer is 12", "When we compare the bars, the final answer is B".
+_CONDITION = re.compile(r"\b(?:if|unless|suppos\w*|assum\w*|whether|in[ \t]+case)\b",
+                        re.IGNORECASE)
+_ASKED_RIGHT_BEFORE = re.compile(
+    r"\b(?:what(?:ever)?|which(?:ever)?|who|how|why|where|when(?:ever)?|once|until"
+    r"|to[ \t]+(?:find|determine|decide|tell|know|check|verify|confirm|see|get|work[ \t]+out"
+    r"|figure[ \t]+out))[ \t*_]*\Z",
+    re.IGNORECASE,
+)
+
+
+def _supposes_final(lead: str) -> bool:
+    """:func:`_supposes` for "the final answer is", which needs no conclusion before it."""
+    opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
+    return bool(opened) or _CONDITION.search(lead) is not None or (
+        _ASKED_RIGHT_BEFORE.search(lead) is not None)
 
 
 def _supposes(lead: str) -> bool:

@@ -185,3 +185,19 @@ def test_a_page_of_rule_lines_after_the_answer_is_looked_at_once(after, answer):
 def test_a_doubt_after_the_final_answers_sentence_leaves_it_the_answer(text, leads):
     answer = parse_step(f"Step 3 (Text): {text}").final_answer
     assert (answer or "").startswith(leads) if leads else answer is None
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    # A question word in a clause of its own concludes as well as any. These were answered
+    # before 'the final answer is' was checked for suppositions, and then were not.
+    ("Based on what the zoom shows, the final answer is 12.", "12"),
+    ("When we compare the two bars, the final answer is B.", "B"),
+    ("Once zoomed in, the digits are clear: the final answer is 7.", "7"),
+    ("After checking which cars are red, the final answer is 3.", "3"),
+    # Right before it, or a condition anywhere before it, it still gives none.
+    ("I cannot yet tell what the final answer is because both are tiny.", None),
+    ("If the lines are parallel, the final answer is 3.", None),
+    ("Assuming both bars start at zero, the final answer is B.", None),
+])
+def test_a_question_word_in_its_own_clause_leaves_the_final_answer(text, answer):
+    assert parse_step(f"Step 3 (Text): {text}").final_answer == answer
