@@ -215,6 +215,10 @@ def _stop_advice(stopped) -> str:
     uncounted = [m.model for m in stopped if m.kinds == NO_USAGE]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
     silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
+    # The cot setting's one call has its own cap: its empties say so (engine/driver.py).
+    raise_flags = " or ".join(sorted({
+        "--cot-max-tokens" if "--cot-max-tokens" in m.message else "--max-tokens"
+        for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS})) or "--max-tokens"
     groups = [
         (uncounted, "rerun the same command without --max-cost (the cap is not part of what a "
                     "run is) to continue with no cap"),
@@ -227,8 +231,8 @@ def _stop_advice(stopped) -> str:
         (fixable, "fix what the stop names (the endpoint, key, model name, credit, a rate "
                   "limit or an option), then rerun the same command to continue"),
         # max_tokens is part of a run's identity: the raised budget is a new run of its own.
-        (thinking, "rerun with a higher --max-tokens: a new run, as the token limit is part of "
-                   "what a run is (with --run-name, give it a new name)"),
+        (thinking, f"rerun with a higher {raise_flags}: a new run, as the token limit is part "
+                   "of what a run is (with --run-name, give it a new name)"),
         (silent, "check what its server returns (vaot tail shows the empty steps), then rerun; "
                  "as a new run (--run-name NAME) if the empty steps should not stay in these "
                  "trajectories"),

@@ -35,6 +35,8 @@ _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
 # template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
 _ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
+# The same run without its end: where it stops (the text's end when only such are left).
+_SPACE_RUN = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+")
 # Possessive: after a run of blank lines there is no line to give back, and backtracking into
 # them made "Final Answer:" then a page of blanks cost its length squared.
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
@@ -215,10 +217,16 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         stop = re.compile(r"[^\n]*").match(text, m.end())
         answer = _clean(stop.group().rstrip(".")) if stop else ""
         # "I cannot yet tell what the final answer is because …", "The final answer is not yet
-        # clear; I need to zoom": thought, whatever the reply proposes.
+        # clear; I need to zoom": thought, whatever the reply proposes. A doubt counts in the
+        # answer's own sentence only: "The final answer is 7. If you need more, let me know!"
+        # gives 7, and "The final answer is B? Let me check." none.
         begin, _ = _sentence_before(text, m.start())
-        if answer and not (_supposes(text[begin:m.start()]) or _NO_ANSWER_YET.match(answer)
-                           or _UNSETTLED.search(answer)):
+        label = _LABEL_FIRST.match(text, m.end(), stop.end())
+        mark = _SENTENCE_END.search(text, label.end() if label else m.end(), stop.end())
+        own = text[m.end() : mark.start() if mark else stop.end()]
+        if answer and not (_supposes_final(text[begin:m.start()])
+                           or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(own)
+                           or (mark and "?" in mark.group())):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
     return None
@@ -310,7 +318,15 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
 def _nothing_after(text: str, pos: int) -> bool:
     """Only blanks and closers follow ``pos``, or step markers left with nothing under them (a
     "Step 3 (Action Description):" whose block, blanked, held no action)."""
-    while not _ONLY_SPACE_LEFT.match(text, pos):
+    # Where the run of blanks and closers last looked at stops: a line that ends inside it
+    # stops there too, so it is not looked at again. Asked afresh at every line, a page of
+    # rule lines ("-\n" × 25,000, a model stuck repeating them) cost its length squared.
+    stops = -1
+    while True:
+        if pos > stops:
+            stops = _SPACE_RUN.match(text, pos).end()
+            if stops == len(text):
+                return True
         line = _NEXT_LINE.match(text, pos)
         if line is None:
             return False  # more of the answer's own line
@@ -318,7 +334,6 @@ def _nothing_after(text: str, pos: int) -> bool:
         if not (_RULE_LINE.fullmatch(line.group(1)) or (step and step.end() == line.end())):
             return False
         pos = line.end()
-    return True
 
 
 def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
@@ -336,6 +351,27 @@ def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
     if step := _STEP_LEAD.match(text, begin, pos):
         begin = step.end()
     return begin, True
+
+
+# A condition anywhere before "the final answer is" in its sentence ("If …, the final answer
+# is 3"); a question word only right before it ("I cannot tell what the final answer is"). In
+# a clause of its own, a question word concludes as well as any: "Based on what the zoom
+# shows, the final answer is 12", "When we compare the bars, the final answer is B".
+_CONDITION = re.compile(r"\b(?:if|unless|suppos\w*|assum\w*|whether|in[ \t]+case)\b",
+                        re.IGNORECASE)
+_ASKED_RIGHT_BEFORE = re.compile(
+    r"\b(?:what(?:ever)?|which(?:ever)?|who|how|why|where|when(?:ever)?|once|until"
+    r"|to[ \t]+(?:find|determine|decide|tell|know|check|verify|confirm|see|get|work[ \t]+out"
+    r"|figure[ \t]+out))[ \t*_]*\Z",
+    re.IGNORECASE,
+)
+
+
+def _supposes_final(lead: str) -> bool:
+    """:func:`_supposes` for "the final answer is", which needs no conclusion before it."""
+    opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
+    return bool(opened) or _CONDITION.search(lead) is not None or (
+        _ASKED_RIGHT_BEFORE.search(lead) is not None)
 
 
 def _supposes(lead: str) -> bool:

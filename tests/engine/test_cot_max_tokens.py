@@ -129,3 +129,22 @@ async def test_a_new_run_for_another_cap_names_it_as_the_difference() -> None:
     other, diff = nearest_other_run(capped, store, run_id_for(run_identity(capped)))
     assert other == run_id_for(run_identity(config))
     assert diff == [("--cot-max-tokens", None, 4096)]
+
+
+@pytest.mark.parametrize(("flags", "advice"), [
+    (["--cot-max-tokens"], "Rerun with a higher --cot-max-tokens: a new run"),
+    (["--max-tokens"], "Rerun with a higher --max-tokens: a new run"),
+    (["--cot-max-tokens", "--max-tokens"],
+     "Rerun with a higher --cot-max-tokens or --max-tokens: a new run"),
+])
+def test_a_stop_for_thinking_past_the_cap_says_which_cap_to_raise(flags, advice):
+    # Each empty reply said "raise --cot-max-tokens" for a cot call, and the closing advice
+    # then said "Rerun with a higher --max-tokens", which does not change the cot call's cap.
+    from engine.breaker import EMPTY_AT_MAX_TOKENS
+    from engine.commands.run_report import _stop_advice
+    from engine.runner import StoppedModel
+
+    stopped = [StoppedModel(f"gemini:m{i}", EMPTY_AT_MAX_TOKENS,
+                            f"gemini:m{i}: replies reach {flag} (64) before any text; raise {flag}",
+                            8) for i, flag in enumerate(flags)]
+    assert advice in _stop_advice(stopped)

@@ -157,3 +157,47 @@ def test_a_concluding_sentence_beside_an_action_leaves_the_action_to_run(reasoni
 ])
 def test_the_final_answer_is_gives_no_answer_in_a_supposition_or_a_doubt(text, answer):
     assert parse_step(f"Step 2 (Text): {text}").final_answer == answer
+
+
+@pytest.mark.parametrize(("after", "answer"), [
+    ("*\n" * 50_000, "3"),  # only closers after the answer: it is the last sentence
+    ("-\n" * 50_000 + "x", None),  # then more text: it is not
+    ("```\n" * 25_000 + "Step 3:\nx", None),
+])
+def test_a_page_of_rule_lines_after_the_answer_is_looked_at_once(after, answer):
+    # A model stuck repeating a rule line: looked at again from each of its lines, 100 kB of
+    # them took a minute to parse, blocking the run's event loop.
+    assert parse_step(f"Step 2 (Text): So the answer is 3.\n{after}").final_answer == answer
+
+
+@pytest.mark.parametrize(("text", "leads"), [
+    # A doubt counts in the answer's own sentence: what follows it is another sentence. These
+    # were answered before 'the final answer is' was checked for doubts, and then were not: a
+    # cot reply (its one call) closing so was scored as giving no answer.
+    ("The zoom shows seven apples. The final answer is 7. If you need more detail, let me "
+     "know!", "7"),
+    ("The final answer is **B**. However, the image resolution is low.", "B"),
+    ("The final answer is 5.\nWe need to remember that the question asks for the total.", "5"),
+    # In its own sentence a doubt still gives none; a question too.
+    ("The final answer would be B, but let me zoom first.", None),
+    ("The final answer is B? Let me check.", None),
+])
+def test_a_doubt_after_the_final_answers_sentence_leaves_it_the_answer(text, leads):
+    answer = parse_step(f"Step 3 (Text): {text}").final_answer
+    assert (answer or "").startswith(leads) if leads else answer is None
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    # A question word in a clause of its own concludes as well as any. These were answered
+    # before 'the final answer is' was checked for suppositions, and then were not.
+    ("Based on what the zoom shows, the final answer is 12.", "12"),
+    ("When we compare the two bars, the final answer is B.", "B"),
+    ("Once zoomed in, the digits are clear: the final answer is 7.", "7"),
+    ("After checking which cars are red, the final answer is 3.", "3"),
+    # Right before it, or a condition anywhere before it, it still gives none.
+    ("I cannot yet tell what the final answer is because both are tiny.", None),
+    ("If the lines are parallel, the final answer is 3.", None),
+    ("Assuming both bars start at zero, the final answer is B.", None),
+])
+def test_a_question_word_in_its_own_clause_leaves_the_final_answer(text, answer):
+    assert parse_step(f"Step 3 (Text): {text}").final_answer == answer
