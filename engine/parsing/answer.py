@@ -225,7 +225,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         mark = _SENTENCE_END.search(text, label.end() if label else m.end(), stop.end())
         own = text[m.end() : mark.start() if mark else stop.end()]
         if answer and not (_supposes_final(text[begin:m.start()])
-                           or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(own)
+                           or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
                            or (mark and "?" in mark.group())):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
@@ -271,6 +271,19 @@ _NO_ANSWER_YET = re.compile(
     r"|marked|label+ed|indicated|contained|clear|obvious|evident|apparent|simple|straightforward"
     r"|easy|hard|difficult|tricky|what|which(?:ever)?|whatever|that|to[ \t]+be|going[ \t]+to"
     r"|determined|based|related|dependent|because|since|until|unless|when|once|after|before"
+    r"|in[ \t]+(?:the[ \t]+|this[ \t]+)?(?:image|picture|photo|figure|diagram|chart|view|zoom"
+    r"|crop|region|area|box|zoomed|cropped|highlighted|marked|corner))\b",
+    re.IGNORECASE,
+)
+# The same for "the final answer is …", which states an answer far more often than it defers
+# one: only what plainly says there is none yet. "still B", "that the left line is longer",
+# "clear: B", "neither", "given by option C" are answers.
+_FINAL_NOT_GIVEN = re.compile(
+    r"(?:not|n['’]t|no[ \t]+longer|unknown|unclear|uncertain|undetermined|undecided|ambiguous"
+    r"|indeterminate|hidden|pending|tbd|yet[ \t]+to|to[ \t]+be[ \t]+(?:determined|decided|confirmed"
+    r"|found|seen)|still[ \t]+(?:unknown|unclear|uncertain|undetermined|undecided|ambiguous|open"
+    r"|not|to[ \t]+be|being|pending)|because|since|until|unless|once|after|before|going[ \t]+to"
+    r"|based[ \t]+on[ \t]+(?:the[ \t]+)?(?:next|coming|following|further|zoom|crop)"
     r"|in[ \t]+(?:the[ \t]+|this[ \t]+)?(?:image|picture|photo|figure|diagram|chart|view|zoom"
     r"|crop|region|area|box|zoomed|cropped|highlighted|marked|corner))\b",
     re.IGNORECASE,

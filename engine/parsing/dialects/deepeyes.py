@@ -24,10 +24,10 @@ READS_CONVENTION = False
 """Its boxes are x first whatever ``--convention`` says (a dialect without this attribute
 reads boxes in the model's convention)."""
 BOXES_ON = "original"
-PIXEL_BOXES = True
-"""Its boxes are in pixels: the request says the original's size (engine/conversation.py)."""
 """Which image's pixels the boxes are in, and so whose size ``parse`` needs as
 ``canvas_size`` (dialects without this attribute: the current canvas)."""
+PIXEL_BOXES = True
+"""Its boxes are in pixels: the request says the original's size (engine/conversation.py)."""
 
 
 def parse(

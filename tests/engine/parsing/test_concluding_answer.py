@@ -201,3 +201,20 @@ def test_a_doubt_after_the_final_answers_sentence_leaves_it_the_answer(text, lea
 ])
 def test_a_question_word_in_its_own_clause_leaves_the_final_answer(text, answer):
     assert parse_step(f"Step 3 (Text): {text}").final_answer == answer
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    # The words that make a bare "the answer is …" a deferral open real answers after "final".
+    ("After re-checking the zoom, the final answer is still B.", "still B"),
+    ("The final answer is that the left line is longer.", "that the left line is longer"),
+    ("The final answer is clear: B.", "clear: B"),
+    ("The final answer is neither.", "neither"),
+    ("The final answer is likely B.", "likely B"),
+    # What plainly says there is none yet stays none.
+    ("The final answer is still unclear.", None),
+    ("The final answer is to be determined after zooming.", None),
+    ("The final answer is in the zoomed region.", None),
+    ("The final answer is not yet clear; I need to zoom.", None),
+])
+def test_the_final_answer_is_defers_only_when_it_says_so(text, answer):
+    assert parse_step(f"Step 3 (Text): {text}", expected_step=3).final_answer == answer
