@@ -260,7 +260,11 @@ _LEAD_IN = re.compile(
 _SUPPOSED = re.compile(
     r"\b(?:if|unless|until|once|suppos\w*|assum\w*|whether|in[ \t]+case|when(?:ever)?|what(?:ever)?"
     r"|which(?:ever)?|who|how|why|where|to[ \t]+(?:find|determine|decide|tell|know|check|verify"
-    r"|confirm|see|get|work[ \t]+out|figure[ \t]+out))\b",
+    r"|confirm|see|get|work[ \t]+out|figure[ \t]+out)"
+    # A first impression, not a conclusion: "At first glance, the answer is B."
+    r"|(?:at[ \t]+)?first[ \t]+(?:glance|sight|look|impression)|tentative\w*|for[ \t]+now"
+    r"|so[ \t]+far|initially|naively|prelimin\w*|guess\w*|hypothes\w*"
+    r"|(?:before|without)[ \t]+(?:zooming|cropping|looking|checking))\b",
     re.IGNORECASE,
 )
 # What, right after "the answer is", says where or how the answer will be found, not what it is.
@@ -295,7 +299,10 @@ _UNSETTLED = re.compile(
     r"|let(?:['’]s|[ \t]+(?:me|us))"
     r"|(?:i|we)[ \t]+(?:need|will|would|must|should|shall|have[ \t]+to|want|am[ \t]+going"
     r"|zoom|crop|look|check|verify|inspect|examine)|(?:i|we)['’](?:ll|d)"
-    r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed))\b",
+    r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed)|verif\w*|tentative\w*|pending"
+    r"|for[ \t]+now"
+    # Two candidates, not one: "B or C", "3 or 4".
+    r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b",
     re.IGNORECASE,
 )
 

@@ -218,3 +218,19 @@ def test_a_question_word_in_its_own_clause_leaves_the_final_answer(text, answer)
 ])
 def test_the_final_answer_is_defers_only_when_it_says_so(text, answer):
     assert parse_step(f"Step 3 (Text): {text}", expected_step=3).final_answer == answer
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    # A first impression, a hypothesis, an answer still to verify or two candidates end no
+    # trajectory: the model goes on to look (found in review).
+    ("At first glance, the answer is B.", None),
+    ("Hypothesis: the answer is C.", None),
+    ("So the answer is B (to be verified in the next step).", None),
+    ("So the answer is B or C.", None),
+    ("So the answer is 3 or 4.", None),
+    ("The final answer is B or C.", None),
+    ("Thus the answer is 12 or more.", "12 or more"),
+    ("Therefore, the answer is Oregon.", "Oregon"),
+])
+def test_a_tentative_answer_is_thought(text, answer):
+    assert parse_step(f"Step 3 (Text): {text}", expected_step=3).final_answer == answer
