@@ -24,10 +24,12 @@ def test_a_cached_reply_with_list_content_is_a_miss() -> None:
     assert isinstance(msgspec.msgpack.decode(bad), dict)  # it was stored, and is readable as data
 
 
-async def test_an_unreadable_cached_reply_is_asked_again_and_replaced(tmp_path) -> None:
-    # A trajectory that started in an earlier invocation, whose first reply was cached but is
-    # unreadable now: asked again, and the entry replaced (it had been kept as it was, so the
-    # step lost its crash protection for good).
+SPEC = "scripted:a"
+
+
+async def _begun_elsewhere(tmp_path):
+    """A trajectory begun in an earlier invocation: (config, sample, its TrajectoryStarted, the
+    cache key of its first reply), from a first run of the scripted model in another store."""
     import hashlib
 
     from adapters.datasets.synthetic import generate
@@ -36,21 +38,30 @@ async def test_an_unreadable_cached_reply_is_asked_again_and_replaced(tmp_path) 
     from engine.runner import open_run_store, run_jobs
     from store.events import Step, TrajectoryStarted
 
-    spec = "scripted:a"
     sample = generate(n_per_family=1, seed=3)[0]
-    config = RunConfig(models=(ModelConfig(spec),), settings=("vaot",), store="x", max_steps=3)
+    config = RunConfig(models=(ModelConfig(SPEC),), settings=("vaot",), store="x", max_steps=3)
     first = open_run_store(str(tmp_path / "first.lmdb"))
-    await run_jobs(config, first, [sample], adapters={spec: ScriptedAdapter("a", BUILTIN_SCRIPT)})
+    await run_jobs(config, first, [sample], adapters={SPEC: ScriptedAdapter("a", BUILTIN_SCRIPT)})
     started = next(e.event for e in first.iter_events() if isinstance(e.event, TrajectoryStarted))
     step1 = next(e.event for e in first.iter_events() if isinstance(e.event, Step))
     key = hashlib.sha256(started.traj.encode() + bytes.fromhex(step1.request_hash)).digest()
     first.close()
+    return config, sample, started, key
 
+
+async def test_an_unreadable_cached_reply_is_asked_again_and_replaced(tmp_path) -> None:
+    # A trajectory that started in an earlier invocation, whose first reply was cached but is
+    # unreadable now: asked again, and the entry replaced (it had been kept as it was, so the
+    # step lost its crash protection for good).
+    from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
+    from engine.runner import open_run_store, run_jobs
+
+    config, sample, started, key = await _begun_elsewhere(tmp_path)
     store = open_run_store(str(tmp_path / "second.lmdb"))
     await store.append([started])  # begun, its first reply cached (unreadably), nothing more
     await store.cache_put(key, b"\xc1 not msgpack")
     adapter = ScriptedAdapter("a", BUILTIN_SCRIPT)
-    await run_jobs(config, store, [sample], adapters={spec: adapter})
+    await run_jobs(config, store, [sample], adapters={SPEC: adapter})
     assert adapter.calls == 2  # step 1 asked again, then step 2
     assert _cached_reply(store.cache_get(key)) is not None
     store.close()
@@ -59,26 +70,12 @@ async def test_an_unreadable_cached_reply_is_asked_again_and_replaced(tmp_path) 
 async def test_a_cached_reply_changed_so_that_it_still_decodes_is_asked_again(tmp_path) -> None:
     # Damage that leaves a well-formed reply ("Final Answer: A" became "Final Answer: C") was
     # replayed on resume as if the model had said it. The store's checksum now finds it.
-    import hashlib
-
     import lmdb
 
-    from adapters.datasets.synthetic import generate
     from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
-    from engine.config import ModelConfig, RunConfig
     from engine.runner import open_run_store, run_jobs
-    from store.events import Step, TrajectoryStarted
 
-    spec = "scripted:a"
-    sample = generate(n_per_family=1, seed=3)[0]
-    config = RunConfig(models=(ModelConfig(spec),), settings=("vaot",), store="x", max_steps=3)
-    first = open_run_store(str(tmp_path / "first.lmdb"))
-    await run_jobs(config, first, [sample], adapters={spec: ScriptedAdapter("a", BUILTIN_SCRIPT)})
-    started = next(e.event for e in first.iter_events() if isinstance(e.event, TrajectoryStarted))
-    step1 = next(e.event for e in first.iter_events() if isinstance(e.event, Step))
-    key = hashlib.sha256(started.traj.encode() + bytes.fromhex(step1.request_hash)).digest()
-    first.close()
-
+    config, sample, started, key = await _begun_elsewhere(tmp_path)
     path = tmp_path / "second.lmdb"
     store = open_run_store(str(path))
     await store.append([started])  # begun, its first reply cached, nothing more
@@ -94,7 +91,7 @@ async def test_a_cached_reply_changed_so_that_it_still_decodes_is_asked_again(tm
 
     store = open_run_store(str(path))
     adapter = ScriptedAdapter("a", BUILTIN_SCRIPT)
-    await run_jobs(config, store, [sample], adapters={spec: adapter})
+    await run_jobs(config, store, [sample], adapters={SPEC: adapter})
     assert adapter.calls == 2  # step 1 asked again (not answered "C" from the cache), then step 2
     assert _cached_reply(store.cache_get(key)) is not None
     answers = [e.event.answer for e in store.iter_events() if hasattr(e.event, "answer")]
