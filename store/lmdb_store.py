@@ -166,11 +166,12 @@ class LmdbStore(LmdbWriter, Recorder):
                         f"{path}: written with schema version {version}, this vaot reads up "
                         f"to {SCHEMA_VERSION}; upgrade vaot to open it"
                     )
-                if version < SCHEMA_VERSION:
-                    # What this vaot writes from now on an older one would misread: marked,
-                    # the older one refuses the store instead (the records already there are
-                    # read as they are).
-                    txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=self._meta)
+                # What this vaot writes an older one would misread: the store is marked with
+                # this version by the first transaction that writes to it (the records already
+                # there are read as they are), so an older vaot then refuses it. Not here: the
+                # commands that only read (verify, tail, export, images) open a store they may
+                # write without writing to it, and must leave it as an older vaot can open.
+                self._mark_schema = version < SCHEMA_VERSION
                 self._events = env.open_db(b"events", txn=txn)
                 self._streams = env.open_db(b"streams", txn=txn)
                 self._by_traj = env.open_db(b"by_traj", txn=txn)

@@ -20,7 +20,7 @@ import lmdb
 
 from store.chain import Head, chain_batch, prepare_events
 from store.errors import CacheEntryDamagedError, StoreClosedError, StoreError
-from store.events import Event
+from store.events import SCHEMA_VERSION, Event
 from store.lmdb_jobs import STOP, Job, settle_async
 from store.recorder import blob_record, cache_record, cache_value, stream_key
 
@@ -34,6 +34,9 @@ _U32 = struct.Struct(">I")
 
 class LmdbWriter:
     """Mixin: the writing half of :class:`~store.lmdb_store.LmdbStore`."""
+
+    _mark_schema = False
+    """Whether the store still says an older schema version: the first write marks it."""
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -218,6 +221,11 @@ class LmdbWriter:
                         except StoreError as exc:
                             result = exc
                         results.append(result)
+                    marked = self._mark_schema and any(
+                        result and not isinstance(result, BaseException) for result in results)
+                    if marked:
+                        txn.put(b"schema_version", str(SCHEMA_VERSION).encode(),
+                                db=self._meta)
                     txnid = txn.id()
             except lmdb.MapFullError:
                 self._grow()
@@ -243,6 +251,8 @@ class LmdbWriter:
         # commit), so the next commit anywhere, perhaps another process's, reuses that id.
         wrote = any(result and not isinstance(result, BaseException) for result in results)
         self._last_txnid = txnid if wrote else txnid - 1
+        if marked:
+            self._mark_schema = False
         self._heads.update(new_heads)
         self._ordinals.update(new_ordinals)
         # Looked at before the writers hear back: a writer that awaits each write and queues

@@ -135,6 +135,15 @@ def cache_value(key: bytes, record: bytes, *, unchecked_ok: bool) -> bytes:
     """
     if not cache_record_checksummed(record):
         if unchecked_ok:
+            # A store from before checksums also holds the checksummed entries written since:
+            # one whose marker byte alone changed still carries its version and a checksum that
+            # matches (which an old entry does by chance once in 2**128), and is damage, not a
+            # raw reply with 18 bytes of header in front of it.
+            if (len(record) >= _CACHE_VALUE_AT and record[1] == _CACHE_HEADER[1]
+                    and _cache_digest(key, record[_CACHE_VALUE_AT:])
+                    == record[len(_CACHE_HEADER):_CACHE_VALUE_AT]):
+                raise CacheEntryDamagedError(key, f"its checksum marker byte changed to "
+                                             f"{record[0]:#04x}")
             return record
         raise CacheEntryDamagedError(key, "its checksum header is gone, and every entry of this "
                                      "store was written with one")

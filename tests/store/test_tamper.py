@@ -122,6 +122,22 @@ async def test_cache_entries_written_before_checksums_are_still_read(tmp_path: P
     assert (report.cache_entries, report.cache_unchecked) == (2, 1)
 
 
+async def test_a_checksummed_entry_whose_marker_changed_is_found_in_an_older_store(
+        tmp_path: Path) -> None:
+    # A store from before checksums (no cache_format) holds, once a newer vaot wrote to it,
+    # checksummed entries too: one whose 0xc1 marker changed is damage, not an old raw reply
+    # (it was served with its 18 header bytes in front, and verify counted it as unchecked).
+    path = tmp_path / "s"
+    await _store_with_reply(path)
+    _tamper(path, b"meta", lambda txn, db: txn.delete(b"cache_format", db=db))
+    _flip(path, b"cache", KEY, 0, mask=0xc1)
+    with LmdbStore(path, create=False) as store:
+        with pytest.raises(StoreError, match="marker"):
+            store.cache_get(KEY)
+        report = verify(store)
+    assert [p.where for p in report.problems] == [f"cache entry {KEY.hex()}"], report.problems
+
+
 # ---------------------------------------------------------------------- blob format byte
 @pytest.mark.parametrize("bit", range(8))
 @pytest.mark.parametrize("pixels", [True, False], ids=["pixels", "no-pixels"])
