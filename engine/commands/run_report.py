@@ -72,11 +72,13 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     failed = len({r.traj for r in records if r.status == "failed"})
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
+    cached = sum(r.cached_input_tokens for r in records)
     calls = end.calls
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
         + (f"{len(errors)} ended by an error, " if errors else "") +
-        f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}; "
+        f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}"
+        + (f" ({cached:,} input tokens from the provider's cache)" if cached else "") + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)
     if seen:
