@@ -11,7 +11,7 @@ from engine.parsing.answer import FoundAnswer, find_final_answer
 from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
-from engine.parsing.headers import find_step_headers
+from engine.parsing.headers import StepHeader, find_step_headers
 from engine.parsing.result import FLAGS, ParsedStep
 from engine.parsing.think import split_think
 
@@ -126,18 +126,20 @@ _JSON_STEP = re.compile(r"""["']step["']\s*:\s*["']?(\d{1,6})""")
 
 
 def _from_expected_step(visible: str, expected: int, warnings: list[str], module: Any,
-                        convention: str, canvas_size: tuple[int, int] | None) -> str:
+                        convention: str, canvas_size: tuple[int, int] | None
+                        ) -> tuple[str, list[StepHeader] | None]:
     """``visible`` from the first marker of step ``expected`` on, when what comes before it
     restates earlier steps: their markers, and action blocks that all say an earlier step
     ("step": 1 at step 2). A model that numbers its own reasoning "Step 1:", or whose new
-    action comes before its header, keeps its action: all of it is read."""
+    action comes before its header, keeps its action: all of it is read. Also the step markers
+    of the text returned, when it is ``visible`` itself (None when it was cut)."""
     headers = find_step_headers(visible)
     first = next((h for h in headers if h.number == expected), None)
     if first is None:
-        return visible
+        return visible, headers
     earlier = sorted({h.number for h in headers if h.start < first.start and h.number < expected})
     if not earlier:
-        return visible
+        return visible, headers
     head = visible[:first.start]
     before = module.parse(head, convention=convention, canvas_size=canvas_size, tool_calls=())
     said = [int(n) for n in _JSON_STEP.findall(head)]
@@ -145,11 +147,11 @@ def _from_expected_step(visible: str, expected: int, warnings: list[str], module
     # step. An action with no step number there may be this step's: all of it is read.
     restated = not before.candidates or (said and max(said) < expected)
     if not restated:
-        return visible
+        return visible, headers
     warnings.append(f"the reply restates step{'s' if len(earlier) > 1 else ''} "
                     f"{', '.join(map(str, earlier))} before Step {expected}; read from Step "
                     f"{expected} on")
-    return visible[first.start:]
+    return visible[first.start:], None
 
 
 _NO_OPS = frozenset({"none", "no_action", "noop", "no-op", "null", "nothing", "", "stop",
@@ -197,9 +199,10 @@ def _parse(
     flags = set(think.flags)
     warnings = list(think.warnings)
     visible = think.visible
+    markers = None  # the step markers of ``visible``, once found
     if expected_step is not None:
-        visible = _from_expected_step(visible, expected_step, warnings, module, convention,
-                                      canvas_size)
+        visible, markers = _from_expected_step(visible, expected_step, warnings, module,
+                                               convention, canvas_size)
 
     ext: Extraction = module.parse(
         visible, convention=convention, canvas_size=canvas_size, tool_calls=tool_calls
@@ -239,7 +242,9 @@ def _parse(
             {"boxed": {"boxed_answer"}, "answer_tag": {"answer_tag"}}.get(answer.source, set())
         )
         warnings.extend(answer.warnings)
-    headers = find_step_headers(blank_spans(rest, [(answer.start, answer.end)] if answer else []))
+    scanned = blank_spans(rest, [(answer.start, answer.end)] if answer else [])
+    # Most replies hold no block and no answer to blank: the markers were found already.
+    headers = markers if scanned is visible and markers is not None else find_step_headers(scanned)
     cuts.extend((h.start, h.end) for h in headers)
     if headers:
         flags.add("step_headers")
