@@ -85,6 +85,10 @@ def blob_record_problem(record: bytes) -> str | None:
     if h.digest() != recorded:
         if covered:
             return f"{fmt} record changed: sha256 of its format byte and bytes differs from recorded"
+        marked = bytes([record[0] | _COVERS_FORMAT])
+        if hashlib.sha256(marked + data).digest() == recorded:
+            # The bytes are intact: only the format byte lost the bit saying the digest covers it.
+            return f"its format byte changed ({record[0]:#04x}, recorded as {marked[0]:#04x})"
         return f"{fmt} bytes changed: sha256 differs from recorded"
     if fmt not in BLOB_FORMAT:
         return f"its format byte ({record[0]}) names no known format"

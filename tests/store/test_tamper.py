@@ -153,6 +153,19 @@ def test_a_flipped_blob_format_byte_is_found(tmp_path: Path, bit: int, pixels: b
     assert [where for where, _ in problems] == [f"blob {key.hex()}"]
 
 
+def test_a_cleared_coverage_bit_is_named_as_the_format_byte_not_the_bytes(tmp_path) -> None:
+    # Bit 7 says the digest covers the format byte. Cleared, the record reads as an older one
+    # whose digest no longer matches: the image bytes are intact, and the report says so.
+    path = tmp_path / "s"
+    key, data = png_blob(1)
+    with LmdbStore(path) as store:
+        store.put_blob_sync(key, data)
+    _flip(path, b"blobs", key, 0, 0x80)
+    [(where, what)] = _problems(path)
+    assert where == f"blob {key.hex()}"
+    assert what.startswith("its format byte changed (0x01, recorded as 0x81)"), what
+
+
 def _legacy_blob_record(code: int, data: bytes) -> bytes:
     """A blob record as written before the digest covered the format byte."""
     return bytes([code]) + hashlib.sha256(data).digest() + data
