@@ -19,10 +19,10 @@ from collections.abc import Sequence
 import lmdb
 
 from store.chain import Head, chain_batch, prepare_events
-from store.errors import CacheEntryDamagedError, StoreClosedError, StoreError
+from store.errors import StoreClosedError, StoreError
 from store.events import SCHEMA_VERSION, Event
 from store.lmdb_jobs import STOP, Job, settle_async
-from store.recorder import blob_record, cache_record, cache_value, stream_key
+from store.recorder import blob_record, cache_record, cache_record_damaged, stream_key
 
 __all__ = ["LmdbWriter"]
 
@@ -362,17 +362,11 @@ class LmdbWriter:
         added = False
         for key, value in job.items:
             put = txn.put(key, value, db=db, overwrite=overwrite)
-            if not put and job.kind == "cache" and self._cache_damaged(txn, key):
+            if not put and job.kind == "cache" and cache_record_damaged(
+                    key, txn.get(key, db=self._cache), unchecked_ok=self.cache_unchecked_ok):
                 put = txn.put(key, value, db=db)  # kept-first keeps a reply, not damage
             added = put or added
         return added, next_seq
-
-    def _cache_damaged(self, txn: lmdb.Transaction, key: bytes) -> bool:
-        try:
-            cache_value(key, txn.get(key, db=self._cache), unchecked_ok=self.cache_unchecked_ok)
-        except CacheEntryDamagedError:
-            return True
-        return False
 
     def _grow(self) -> None:
         with self._gate.exclusive():

@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from store.chain import Head, chain_batch, prepare_events
-from store.errors import CacheEntryDamagedError, StoreClosedError
+from store.errors import StoreClosedError
 from store.events import Event, StoredEvent, decode_record
-from store.recorder import Recorder, blob_record, cache_record, cache_value
+from store.recorder import Recorder, blob_record, cache_record, cache_record_damaged, cache_value
 
 __all__ = ["MemoryStore"]
 
@@ -83,12 +83,8 @@ class MemoryStore(Recorder):
     def _cache_put(self, key: bytes, value: bytes) -> None:
         self._check_open()
         existing = self._cache.get(key)
-        if existing is not None:
-            try:
-                cache_value(key, existing, unchecked_ok=False)
-                return  # the first reply is kept
-            except CacheEntryDamagedError:
-                pass  # damage is not a reply: replaced
+        if existing is not None and not cache_record_damaged(key, existing, unchecked_ok=False):
+            return  # the first reply is kept; damage is not a reply, and is replaced
         self._cache[key] = cache_record(key, value)
 
     async def put_blob(self, key: bytes, data: bytes, fmt: str = "png") -> bool:

@@ -161,6 +161,16 @@ def cache_value(key: bytes, record: bytes, *, unchecked_ok: bool) -> bytes:
     return value
 
 
+def cache_record_damaged(key: bytes, record: bytes, *, unchecked_ok: bool) -> bool:
+    """Whether the cache record under ``key`` is damage rather than a reply: a put that keeps
+    the first reply replaces it (both stores)."""
+    try:
+        cache_value(key, record, unchecked_ok=unchecked_ok)
+    except CacheEntryDamagedError:
+        return True
+    return False
+
+
 class _Waker:
     """An asyncio.Event that the writer thread can set from outside the loop."""
 
