@@ -57,6 +57,8 @@ class TrajectoryRecord(msgspec.Struct):
     input_tokens: int = 0
     cached_input_tokens: int = 0
     """Of ``input_tokens``, those the provider served from its prompt cache."""
+    cache_write_input_tokens: int = 0
+    """Of ``input_tokens``, those written into the provider's prompt cache."""
     output_tokens: int = 0
     hit_max_steps: bool = False
 
@@ -116,6 +118,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
                     and not weak)
             record.input_tokens += event.usage.input_tokens
             record.cached_input_tokens += event.usage.cached_input_tokens
+            record.cache_write_input_tokens += event.usage.cache_write_input_tokens
             record.output_tokens += event.usage.output_tokens
         elif isinstance(event, CallFailed):
             record.call_failures += 1

@@ -11,21 +11,37 @@ entry, means the cost is unknown — reported as such, never guessed.
 
 Prompt tokens the provider served from its cache (a reply's ``cached_input_tokens``) are priced
 at ``cached_input_per_mtok`` when the entry gives one, else at the full input rate: an overstated
-cost stops a ``--max-cost`` run early, never late. Anthropic bills cache *writes* above the input
-rate; they are counted at the input rate (vaot never asks Anthropic to cache).
+cost stops a ``--max-cost`` run early, never late. For the same reason, prompt tokens written
+into the cache (``cache_write_input_tokens``: Anthropic with ``--prompt-cache``) are priced at
+``cache_write_per_mtok`` when given, else at 1.25 times the input rate, what Anthropic bills for
+a write to its default five-minute cache.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import msgspec
 
 from adapters.models.base import Usage
 
-__all__ = ["CostLine", "Price", "PriceTable", "UsageTally", "format_cost_lines"]
+__all__ = ["CACHE_WRITE_FACTOR", "CostLine", "Price", "PriceTable", "UsageTally",
+           "format_cost_lines"]
+
+CACHE_WRITE_FACTOR = 1.25
+"""A cache write's price over the input rate when the table gives none: Anthropic's for its
+default (five-minute) cache, the only one vaot asks for."""
+
+
+class TokenCounts(Protocol):
+    """A reply's usage (adapters' ``Usage``) or a recorded step's (``TokenUsage``)."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cache_write_input_tokens: int
 
 
 class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -37,15 +53,29 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     output_per_mtok: Annotated[float, msgspec.Meta(ge=0, le=1e9)]
     cached_input_per_mtok: Annotated[float, msgspec.Meta(ge=0, le=1e9)] | None = None
     """The rate of prompt tokens served from the provider's cache; none: the input rate."""
+    cache_write_per_mtok: Annotated[float, msgspec.Meta(ge=0, le=1e9)] | None = None
+    """The rate of prompt tokens written into the provider's cache; none:
+    :data:`CACHE_WRITE_FACTOR` times the input rate."""
 
-    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
-        """What that many tokens cost at this price (``cached_input_tokens`` are part of
-        ``input_tokens``)."""
-        cached = 0 if self.cached_input_per_mtok is None else min(
-            max(cached_input_tokens, 0), input_tokens)
-        return ((input_tokens - cached) * self.input_per_mtok
-                + cached * (self.cached_input_per_mtok or 0.0)
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0,
+             cache_write_input_tokens: int = 0) -> float:
+        """What that many tokens cost at this price (``cached_input_tokens`` and
+        ``cache_write_input_tokens`` are part of ``input_tokens``)."""
+        # Clamped: a server's counts that do not add up must not make a cost negative.
+        written = min(max(cache_write_input_tokens, 0), input_tokens)
+        cached = min(max(cached_input_tokens, 0), input_tokens - written)
+        cached_rate = (self.input_per_mtok if self.cached_input_per_mtok is None
+                       else self.cached_input_per_mtok)
+        write_rate = (CACHE_WRITE_FACTOR * self.input_per_mtok
+                      if self.cache_write_per_mtok is None else self.cache_write_per_mtok)
+        return ((input_tokens - cached - written) * self.input_per_mtok
+                + cached * cached_rate + written * write_rate
                 + output_tokens * self.output_per_mtok) / 1e6
+
+    def cost_of(self, usage: TokenCounts) -> float:
+        """:meth:`cost` of a reply's or a recorded step's usage."""
+        return self.cost(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                         usage.cache_write_input_tokens)
 
 
 class PriceTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -80,6 +110,8 @@ class CostLine(msgspec.Struct, frozen=True):
     currency: str = "USD"
     cached_input_tokens: int = 0
     """Of ``input_tokens``, those served from the provider's prompt cache."""
+    cache_write_input_tokens: int = 0
+    """Of ``input_tokens``, those written into the provider's prompt cache."""
 
 
 class UsageTally:
@@ -90,22 +122,23 @@ class UsageTally:
 
     def add(self, model: str, usage: Usage, calls: int = 1) -> None:
         """Count the usage of one call (or of ``calls`` calls together)."""
-        totals = self._totals.setdefault(model, [0, 0, 0, 0])
+        totals = self._totals.setdefault(model, [0, 0, 0, 0, 0])
         totals[0] += calls
         totals[1] += usage.input_tokens
         totals[2] += usage.output_tokens
         totals[3] += usage.cached_input_tokens
+        totals[4] += usage.cache_write_input_tokens
 
     def lines(self, table: PriceTable | None = None) -> list[CostLine]:
         """One line per model, sorted by model."""
         out = []
         for model in sorted(self._totals):
-            calls, tin, tout, cached = self._totals[model]
+            calls, tin, tout, cached, written = self._totals[model]
             price = table.lookup(model) if table is not None else None
             # Replies with no input tokens at all: the server sent no counts (every real
             # request has input), so what they cost is unknown, not zero.
-            cost = (price.cost(tin, tout, cached) if price is not None and (tin or not calls)
-                    else None)
+            cost = (price.cost(tin, tout, cached, written)
+                    if price is not None and (tin or not calls) else None)
             out.append(
                 CostLine(
                     model=model,
@@ -115,6 +148,7 @@ class UsageTally:
                     cost=cost,
                     currency=table.currency if table is not None else "USD",
                     cached_input_tokens=cached,
+                    cache_write_input_tokens=written,
                 )
             )
         return out
@@ -131,10 +165,19 @@ def format_cost_lines(lines: Iterable[CostLine]) -> str:
         rows.append(
             f"{line.model}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
             f"{line.input_tokens:,} in"
-            + (f" ({line.cached_input_tokens:,} cached)" if line.cached_input_tokens else "")
+            + _cache_note(line)
             + f" / {line.output_tokens:,} out tokens, {cost}"
         )
     if lines and all(line.cost is not None for line in lines):
         total = sum(line.cost or 0.0 for line in lines)
         rows.append(f"total: {total:.4f} {lines[0].currency}")
     return "\n".join(rows)
+
+
+def _cache_note(line: CostLine) -> str:
+    """" (N cached, M written to cache)" for the input tokens the provider's cache served or
+    took, or nothing."""
+    parts = ([f"{line.cached_input_tokens:,} cached"] if line.cached_input_tokens else []) + (
+        [f"{line.cache_write_input_tokens:,} written to cache"]
+        if line.cache_write_input_tokens else [])
+    return f" ({', '.join(parts)})" if parts else ""

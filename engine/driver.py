@@ -426,7 +426,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         actions_raw=parsed.raw_actions, actions=canonical, parse_warnings=tuple(warnings),
         final_answer=answer, faithful_state=faithful, returned_state=returned, policy=detail,
         usage=TokenUsage(reply.usage.input_tokens, reply.usage.output_tokens,
-                         reply.usage.cached_input_tokens),
+                         reply.usage.cached_input_tokens, reply.usage.cache_write_input_tokens),
         latency_ms=round(latency_ms, 3), finish_reason=reply.finish_reason, from_cache=from_cache,
         returned_frame=returned_frame, render_ms=round(render_ms, 3),
         returned_decorated=returned_decorated,

@@ -160,7 +160,7 @@ def make_adapters(config: RunConfig) -> dict[str, ModelAdapter]:
         options = AdapterOptions(base_url=model.base_url, api_key_env=model.api_key_env,
                                  timeout_s=config.call_timeout_s, extra=dict(model.extra),
                                  max_tokens_field=model.max_tokens_field,  # type: ignore[arg-type]
-                                 detail=model.detail)
+                                 detail=model.detail, prompt_cache=model.prompt_cache)
         adapters[model.spec] = create_adapter(model.spec, options)
     return adapters
 
@@ -332,9 +332,7 @@ def recorded_cost(store: Recorder, jobs: list[TrajectoryJob], table: PriceTable)
             continue
         for stored in store.read_trajectory(job.traj):
             if isinstance(stored.event, Step):
-                used = stored.event.usage
-                total += price.cost(used.input_tokens, used.output_tokens,
-                                    used.cached_input_tokens)
+                total += price.cost_of(stored.event.usage)
     return total
 
 

@@ -72,8 +72,7 @@ class SpendCap:
         price = self._prices.get(model)
         if model not in self._prices:
             price = self._prices[model] = self._table.lookup(model)
-        return 0.0 if price is None else price.cost(usage.input_tokens, usage.output_tokens,
-                                                   usage.cached_input_tokens)
+        return 0.0 if price is None else price.cost_of(usage)
 
     def paid(self, model: str, usage: Usage) -> None:
         """Count a reply this invocation paid for."""

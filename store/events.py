@@ -85,6 +85,9 @@ class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     cached_input_tokens: int = 0
     """Of ``input_tokens``, those the provider served from its prompt cache (billed lower).
     Omitted when 0, so a step without cached tokens is recorded as before this field."""
+    cache_write_input_tokens: int = 0
+    """Of ``input_tokens``, those written into the provider's prompt cache (billed higher).
+    Omitted when 0, as above."""
 
 
 class PolicyDetail(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -3,6 +3,12 @@
 System messages become the top-level ``system`` field, images base64 ``image`` blocks; the key goes
 in ``x-api-key`` next to the required ``anthropic-version`` header. The API has no seed and no
 log-probabilities: ``seed`` is dropped and ``top_logprobs`` comes back empty.
+
+With ``prompt_cache`` the request marks two cache breakpoints (the API takes four): the first
+image, which every later call of a trajectory repeats, and the block before the closing text of
+the last message, the conversation so far, which the next call repeats (the API looks for an
+earlier entry up to 20 blocks before a breakpoint, and one step adds three or four). Without
+it nothing is cached: Anthropic, unlike OpenAI and Gemini, caches only what it is asked to.
 """
 
 from __future__ import annotations
@@ -118,6 +124,8 @@ class AnthropicAdapter(HttpAdapter):
                 if not (isinstance(p, TextPart) and not p.text)
             ]
             messages.append({"role": message.role, "content": blocks})
+        if self.options.prompt_cache:
+            _mark_cache_breakpoints(messages)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
@@ -202,13 +210,34 @@ class AnthropicAdapter(HttpAdapter):
             finish_reason=_STOP.get(raw_stop, raw_stop),
             usage=Usage(
                 input_tokens=input_tokens, output_tokens=int(usage.get("output_tokens") or 0),
-                # Cache writes are billed above the input rate; counted at it (see engine/cost.py).
                 cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
+                cache_write_input_tokens=int(usage.get("cache_creation_input_tokens") or 0),
             ),
             tool_calls=tool_calls,
             model=str(data.get("model") or self.model),
             usage_reported=isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int),
         )
+
+
+_EPHEMERAL = {"type": "ephemeral"}  # the default five-minute cache
+
+
+def _mark_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
+    """Mark the first image and the block before the last message's closing text as cache
+    breakpoints (in place; see the module's docstring)."""
+    marks = []
+    first_image = next((b for m in messages for b in m["content"] if b["type"] == "image"), None)
+    if first_image is not None:
+        marks.append(first_image)
+    last = messages[-1]["content"] if messages else []
+    if last and last[-1]["type"] != "text":  # no closing text: the whole conversation
+        marks.append(last[-1])
+    elif len(last) >= 2:
+        marks.append(last[-2])
+    elif len(messages) >= 2 and messages[-2]["content"]:  # the last message is the closing alone
+        marks.append(messages[-2]["content"][-1])
+    for block in marks:
+        block["cache_control"] = dict(_EPHEMERAL)
 
 
 def create(model: str, options: AdapterOptions) -> AnthropicAdapter:

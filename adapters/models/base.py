@@ -72,6 +72,9 @@ class Usage(msgspec.Struct, frozen=True):
     cached_input_tokens: int = 0
     """Of ``input_tokens``, those read from the provider's prompt cache, which it bills at a
     lower rate (OpenAI and Gemini cache long repeated prefixes on their own)."""
+    cache_write_input_tokens: int = 0
+    """Of ``input_tokens``, those written into the provider's prompt cache, which it bills
+    above the input rate (Anthropic, when asked to cache: ``prompt_cache``)."""
 
 
 class ToolCall(msgspec.Struct, frozen=True):
@@ -107,6 +110,9 @@ class AdapterOptions(msgspec.Struct, frozen=True):
     api_version: str | None = None
     extra_headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
+    prompt_cache: bool = False
+    """Anthropic: mark each request's repeated prefix for the API's prompt cache (the others
+    cache long prefixes without being asked)."""
 
 
 class AdapterError(Exception):

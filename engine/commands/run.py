@@ -73,7 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "are. Flags override it. Models: models = [\"openai:M\"] or [[models]] tables with spec "
                    "and any of base_url, api_key_env, dialect, convention, max_concurrency, "
                    "requests_per_minute, tokens_per_minute, extra (fields added to each "
-                   "request), and for OpenAI detail and max_tokens_field")
+                   "request), for OpenAI detail and max_tokens_field, and for Anthropic "
+                   "prompt_cache")
     p.add_argument("--model", action="append", metavar="SPEC", dest="models",
                    help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
                    "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL "
@@ -147,6 +148,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "a server's Retry-After always wins")
     p.add_argument("--run-name", metavar="NAME",
                    help="name the run explicitly (default: derived from the options)")
+    p.add_argument("--prompt-cache", action="store_true",
+                   help="ask the anthropic models to cache each request's repeated prefix (the "
+                   "original image, the conversation so far): a cache read is billed at about "
+                   "a tenth of the input rate, a write at 1.25 times it, so it pays from a "
+                   "trajectory's second call on (cot makes one: it only pays the writes). "
+                   "OpenAI and Gemini cache long prompts on their own. The summary counts both; "
+                   "a price entry may give cached_input_per_mtok and cache_write_per_mtok. Not "
+                   "part of the run's identity. Config: prompt_cache = true in a [[models]] "
+                   "table")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the trajectories that ended failed in an earlier invocation "
                    "(say, after fixing a base URL or a key); their failure stays in the log")

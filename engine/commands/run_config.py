@@ -135,6 +135,15 @@ def config_from(args: argparse.Namespace) -> RunConfig:
             table["convention"] = args.convention
         if args.dialect:
             table["dialect"] = args.dialect
+    if args.prompt_cache:
+        anthropic = [t for t in api_tables if str(t.get("spec", "")).startswith("anthropic:")]
+        if not anthropic:
+            # Said, not ignored: the flag would otherwise read as "caching is on".
+            raise ConfigError("--prompt-cache: only anthropic models are asked to cache, and "
+                              "this run has none (OpenAI and Gemini cache long prompts on "
+                              "their own)")
+        for table in anthropic:
+            table["prompt_cache"] = True
     raw["models"] = model_tables
     try:
         config = msgspec.convert(raw, RunConfig)
@@ -184,7 +193,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 
 
 _API_ONLY_KEYS = ("base_url", "api_key_env", "dialect", "convention", "max_tokens_field",
-                  "detail", "extra")
+                  "detail", "extra", "prompt_cache")
 
 
 def _config_key_of(message: str) -> tuple[str | None, str]:

@@ -73,12 +73,13 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     retried = sum(r.call_failures for r in records)
     tokens = sum(r.input_tokens + r.output_tokens for r in records)
     cached = sum(r.cached_input_tokens for r in records)
+    written = sum(r.cache_write_input_tokens for r in records)
     calls = end.calls
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
         + (f"{len(errors)} ended by an error, " if errors else "") +
         f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}"
-        + (f" ({cached:,} input tokens from the provider's cache)" if cached else "") + "; "
+        + _cache_said(cached, written) + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)
     if seen:
@@ -112,7 +113,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
             for r in records:
                 if r.steps:
                     usage.add(r.model, Usage(r.input_tokens, r.output_tokens,
-                                                 r.cached_input_tokens), calls=r.steps)
+                                             r.cached_input_tokens, r.cache_write_input_tokens),
+                              calls=r.steps)
             console.print(f"cost of the {count(len(ours), 'trajectory', 'trajectories')} "
                           "above, every reply recorded for them in this session and earlier "
                           "ones:", markup=False)
@@ -243,3 +245,14 @@ def _stop_advice(stopped) -> str:
     if len(groups) == 1:  # one kind of stop: no need to say whose it is
         return groups[0][1][0].upper() + groups[0][1][1:]
     return ". ".join(f"For {', '.join(models)}: {advice}" for models, advice in groups)
+
+
+def _cache_said(cached: int, written: int) -> str:
+    """The summary line's note on input tokens the provider's prompt cache served or took."""
+    if not cached and not written:
+        return ""
+    if not written:
+        return f" ({cached:,} input tokens from the provider's cache)"
+    if not cached:
+        return f" ({written:,} input tokens written to the provider's cache)"
+    return f" ({cached:,} input tokens from the provider's cache, {written:,} written to it)"

@@ -95,3 +95,26 @@ def test_a_bad_cached_rate_is_refused(rate) -> None:
     with pytest.raises(msgspec.ValidationError):
         PriceTable.from_config({"m": {"input_per_mtok": 1, "output_per_mtok": 1,
                                       "cached_input_per_mtok": rate}})
+
+
+def test_cache_writes_at_their_own_rate_else_at_a_quarter_above_the_input_rate() -> None:
+    table = PriceTable.from_config({
+        "anthropic:opus": {"input_per_mtok": 4.0, "output_per_mtok": 0.0,
+                           "cached_input_per_mtok": 0.4, "cache_write_per_mtok": 5.0},
+        "anthropic:*": {"input_per_mtok": 4.0, "output_per_mtok": 0.0},
+    })
+    tally = UsageTally()
+    for model in ("anthropic:opus", "anthropic:haiku"):
+        tally.add(model, Usage(input_tokens=1_000_000, cached_input_tokens=500_000,
+                               cache_write_input_tokens=300_000))
+    haiku, opus = tally.lines(table)
+    assert opus.cost == pytest.approx(0.2 * 4.0 + 0.5 * 0.4 + 0.3 * 5.0)
+    # No rates given: reads at the input rate, writes at 1.25 times it (never below the bill).
+    assert haiku.cost == pytest.approx(0.7 * 4.0 + 0.3 * 4.0 * 1.25)
+    assert "1,000,000 in (500,000 cached, 300,000 written to cache) / 0 out" in \
+        format_cost_lines([opus])
+    # Counts that do not add up cost no less than the input at its own rate, never negative.
+    price = table.lookup("anthropic:opus")
+    assert price.cost(100, 0, cached_input_tokens=90, cache_write_input_tokens=90) == \
+        pytest.approx((90 * 5.0 + 10 * 0.4) / 1e6)
+    assert price.cost(100, 0, cache_write_input_tokens=-3) == pytest.approx(100 * 4.0 / 1e6)

@@ -25,6 +25,18 @@ def test_a_bad_openai_option_is_named(field: str, value: str) -> None:
         RunConfig(models=(model,)).validate()
 
 
+def test_prompt_cache_reaches_an_anthropic_adapter_and_is_refused_for_others(
+        monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-options-test")
+    config = RunConfig(models=(ModelConfig("anthropic:claude-x", prompt_cache=True,
+                                           base_url="http://127.0.0.1:9/v1"),))
+    assert make_adapters(config.validate())["anthropic:claude-x"].options.prompt_cache
+    # The others cache on their own: asking them would read as a setting that did something.
+    for spec in ("openai:gpt-x", "gemini:gemini-x"):
+        with pytest.raises(ConfigError, match=f"model {spec}: prompt_cache is for anthropic"):
+            RunConfig(models=(ModelConfig(spec, prompt_cache=True),)).validate()
+
+
 @pytest.mark.parametrize(("spec", "base_url", "temperature", "refused"), [
     ("anthropic:claude-x", None, 1.5, True),
     ("anthropic:claude-x", None, 1.0, False),

@@ -4,10 +4,18 @@ Validates what the real API requires — ``x-api-key`` and ``anthropic-version``
 ``max_tokens``, roles ``user``/``assistant`` only (system is a top-level field) starting with a user
 turn, ``text``/``image`` blocks with base64 sources of a supported media type, no empty text — and
 answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 529), ``refusal``.
+
+Prompt caching as the API documents it: blocks marked ``cache_control`` (at most four,
+``ephemeral``) are breakpoints; a prefix through a breakpoint of at least :data:`MIN_CACHED`
+tokens is written to the cache, and a later request reads the longest cached prefix ending at a
+breakpoint or at one of the 20 blocks before it. Nothing expires. Tokens are counted as words,
+1600 per image.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from aiohttp import web
@@ -27,6 +35,12 @@ __all__ = ["FakeAnthropic"]
 
 register_extra_faults(["overloaded", "refusal"])
 
+MIN_CACHED = 1024
+"""The shortest prefix the API caches (Sonnet's; shorter ones are sent on, not cached)."""
+MAX_BREAKPOINTS = 4
+LOOKBACK = 20
+IMAGE_TOKENS = 1600
+
 
 class FakeAnthropic(FakeServer):
     """Speaks the Messages API; see :class:`tests.fakes.server.FakeServer` for the arguments."""
@@ -34,6 +48,11 @@ class FakeAnthropic(FakeServer):
     provider = "anthropic"
     prefix = "/v1"
     auth_headers = ("x-api-key",)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.prompt_cache: dict[bytes, int] = {}
+        """Digest of a cached prefix → its tokens."""
 
     def _routes(self) -> list[web.RouteDef]:
         return [web.post("/v1/messages", self.handle)]
@@ -86,6 +105,17 @@ class FakeAnthropic(FakeServer):
                 continue
             for j, block in enumerate(content):
                 self._check_block(block, role, f"{where}.content.{j}", problems)
+        marks = [b for b in _blocks(body) if isinstance(b, dict) and "cache_control" in b]
+        if len(marks) > MAX_BREAKPOINTS:
+            problems.append(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be "
+                            f"provided. Found {len(marks)}.")
+        for block in marks:
+            control = block["cache_control"]
+            if not (isinstance(control, dict) and control.get("type") == "ephemeral"
+                    and set(control) <= {"type", "ttl"}
+                    and control.get("ttl", "5m") in ("5m", "1h")):
+                problems.append(f"cache_control: expected {{'type': 'ephemeral'}} with an "
+                                f"optional ttl of '5m' or '1h', got {control!r}")
         return problems
 
     def _check_block(self, block: Any, role: str, where: str, problems: list[str]) -> None:
@@ -146,7 +176,7 @@ class FakeAnthropic(FakeServer):
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": _usage(view, spec),
+            "usage": self._usage(view, spec),
         }
 
     async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
@@ -169,13 +199,66 @@ class FakeAnthropic(FakeServer):
         return None
 
 
-def _usage(view: RequestView, spec: ReplySpec) -> dict:
-    """Anthropic's usage: ``input_tokens`` counts only what the cache did not serve; cache reads
-    are a separate count (the client adds them up)."""
-    prompt = sum(len(t.split()) for t in view.texts) + 1600 * view.n_images
-    cached = min(spec.cached_prompt_tokens, prompt)
-    return {"input_tokens": prompt - cached, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": cached, "output_tokens": len(spec.text.split())}
+    def _usage(self, view: RequestView, spec: ReplySpec) -> dict:
+        """Anthropic's usage: ``input_tokens`` counts only what the cache neither served nor
+        took; cache reads and writes are separate counts (the client adds them up). A reply
+        script's ``cached_prompt_tokens`` stands for reads of a request marking nothing."""
+        prompt = sum(len(t.split()) for t in view.texts) + IMAGE_TOKENS * view.n_images
+        read, written = self._cache(view.body)
+        if not read and not written:
+            read = min(spec.cached_prompt_tokens, prompt)
+        return {"input_tokens": prompt - read - written, "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read, "output_tokens": len(spec.text.split())}
+
+    def _cache(self, body: dict) -> tuple[int, int]:
+        """(tokens read from the cache, tokens written to it) for a request, caching the
+        prefixes through its breakpoints."""
+        digests, tokens, marked = [], [], []
+        running, total = hashlib.sha256(), 0
+        for block in _blocks(body):
+            if isinstance(block, dict) and "cache_control" in block:
+                marked.append(len(digests))
+                block = {k: v for k, v in block.items() if k != "cache_control"}
+            running.update(json.dumps(block, sort_keys=True).encode())
+            total += _tokens(block)
+            digests.append(running.copy().digest())
+            tokens.append(total)
+        read = 0
+        for mark in marked:
+            for at in range(mark, max(-1, mark - LOOKBACK - 1), -1):
+                if digests[at] in self.prompt_cache:
+                    read = max(read, tokens[at])
+                    break
+        written = 0
+        for mark in marked:
+            if tokens[mark] >= MIN_CACHED:
+                self.prompt_cache.setdefault(digests[mark], tokens[mark])
+                written = max(written, tokens[mark] - read)
+        return read, written
+
+
+def _blocks(body: dict) -> list:
+    """The request's prompt in the cache's order: the system prompt, then each message's
+    blocks (its role with each: a user's text and an assistant's are not one prefix)."""
+    system = body.get("system")
+    out: list = ([{"type": "text", "text": system}] if isinstance(system, str)
+                 else list(system) if isinstance(system, list) else [])
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        for block in content or []:
+            out.append({**block, "role": message.get("role")} if isinstance(block, dict)
+                       else block)
+    return out
+
+
+def _tokens(block: Any) -> int:
+    if not isinstance(block, dict):
+        return 0
+    if block.get("type") == "image":
+        return IMAGE_TOKENS
+    return len(str(block.get("text", "")).split())
 
 
 if __name__ == "__main__":

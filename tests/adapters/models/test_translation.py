@@ -267,6 +267,32 @@ async def test_prompt_tokens_served_from_the_cache_are_counted_within_the_input(
     assert fresh.usage.cached_input_tokens == 0
 
 
+async def test_anthropic_prompt_cache_marks_the_original_and_the_conversation_so_far(
+        serve) -> None:
+    from adapters.models.base import Message, ModelRequest, TextPart
+
+    _, adapter = await serve("anthropic", adapter_options={"prompt_cache": True})
+    closing = TextPart("Now write Step 2.")
+    step_two = ModelRequest(messages=(
+        Message("user", (TextPart("Which is longer? " * 600), image(1), TextPart("Step 1: zoom."),
+                         TextPart("The image returned after Step 1:"), image(3), closing)),))
+    body = adapter.build_body(step_two)
+    marked = [b for b in body["messages"][0]["content"] if "cache_control" in b]
+    assert [b.get("source", {}).get("data") for b in marked] == [image(1).b64, image(3).b64]
+    assert all(b["cache_control"] == {"type": "ephemeral"} for b in marked)
+    # The server's counts reach the reply: the first call writes what it marked, the second
+    # (the same request) reads it, and neither count is left out of the input.
+    first = await adapter.generate(step_two)
+    again = await adapter.generate(step_two)
+    assert first.usage.cache_write_input_tokens > 3200 and first.usage.cached_input_tokens == 0
+    assert again.usage.cached_input_tokens == first.usage.cache_write_input_tokens
+    assert again.usage.cache_write_input_tokens == 0
+    assert first.usage.input_tokens == again.usage.input_tokens
+    # Not asked: nothing is marked.
+    _, plain = await serve("anthropic")
+    assert "cache_control" not in str(plain.build_body(step_two))
+
+
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 async def test_default_reply_is_vaot_shaped(serve, provider) -> None:
     from adapters.models.base import Message, ModelRequest, TextPart
