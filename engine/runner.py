@@ -258,7 +258,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
     header = {
-        "models": [msgspec.to_builtins(m) for m in config.models],
+        "models": [_model_header(m) for m in config.models],
         "settings": list(config.settings),
         "dataset": recorded_text(dataset_identity(config.dataset)),
         # What each model was sent: the default texts, and the variants its dialect and
@@ -294,6 +294,15 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
                                    config=header, engine_version=ENGINE_VERSION)])
     return True
+
+
+def _model_header(model: ModelConfig) -> dict:
+    """A model's entry in the run header; ``prompt_cache`` only when set, so a header from
+    before that option exists reads the same and resuming its run adds no second header."""
+    entry = msgspec.to_builtins(model)
+    if not model.prompt_cache:
+        entry.pop("prompt_cache", None)
+    return entry
 
 
 def _canonical(config: dict) -> bytes:
