@@ -31,7 +31,7 @@ from adapters.renderers.pillow_renderer import RENDERER_VERSION
 from engine.breaker import ModelUnusableError
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.context import Context
-from engine.conversation import RequestSpec
+from engine.conversation import RequestSpec, parse_image_history
 from engine.cost import PriceTable
 from engine.driver import drive_trajectory, sample_meta
 from engine.ids import recorded_text, run_id_for, trajectory_id
@@ -160,7 +160,8 @@ def make_adapters(config: RunConfig) -> dict[str, ModelAdapter]:
         options = AdapterOptions(base_url=model.base_url, api_key_env=model.api_key_env,
                                  timeout_s=config.call_timeout_s, extra=dict(model.extra),
                                  max_tokens_field=model.max_tokens_field,  # type: ignore[arg-type]
-                                 detail=model.detail, prompt_cache=model.prompt_cache)
+                                 detail=model.detail, prompt_cache=model.prompt_cache,
+                                 cache_tail=parse_image_history(config.image_history) in (None, 0))
         adapters[model.spec] = create_adapter(model.spec, options)
     return adapters
 

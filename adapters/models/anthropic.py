@@ -4,11 +4,19 @@ System messages become the top-level ``system`` field, images base64 ``image`` b
 in ``x-api-key`` next to the required ``anthropic-version`` header. The API has no seed and no
 log-probabilities: ``seed`` is dropped and ``top_logprobs`` comes back empty.
 
-With ``prompt_cache`` the request marks two cache breakpoints (the API takes four): the first
-image, which every later call of a trajectory repeats, and the block before the closing text of
-the last message, the conversation so far, which the next call repeats (the API looks for an
-earlier entry up to 20 blocks before a breakpoint, and one step adds three or four). Without
-it nothing is cached: Anthropic, unlike OpenAI and Gemini, caches only what it is asked to.
+With ``prompt_cache`` a request marks up to three cache breakpoints (the API takes four), each
+the end of a prefix a later call of the trajectory repeats:
+
+- the first image (the original): every later call;
+- the block before the second image's introducing text: the steps before the oldest returned
+  image still shown, which stay as they are when an image history ``original+last:K`` replaces
+  that image by a placeholder at the next call;
+- unless such a history drops images (``cache_tail`` false), the block before the last
+  message's closing text: the whole conversation so far, which the next call repeats.
+
+The API looks for an earlier entry up to 20 blocks before a breakpoint, and one step moves a
+breakpoint by three or four. Without ``prompt_cache`` nothing is cached: Anthropic, unlike
+OpenAI and Gemini, caches only what it is asked to.
 """
 
 from __future__ import annotations
@@ -125,7 +133,7 @@ class AnthropicAdapter(HttpAdapter):
             ]
             messages.append({"role": message.role, "content": blocks})
         if self.options.prompt_cache:
-            _mark_cache_breakpoints(messages)
+            _mark_cache_breakpoints(messages, tail=self.options.cache_tail)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
@@ -222,22 +230,21 @@ class AnthropicAdapter(HttpAdapter):
 _EPHEMERAL = {"type": "ephemeral"}  # the default five-minute cache
 
 
-def _mark_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
-    """Mark the first image and the block before the last message's closing text as cache
-    breakpoints (in place; see the module's docstring)."""
-    marks = []
-    first_image = next((b for m in messages for b in m["content"] if b["type"] == "image"), None)
-    if first_image is not None:
-        marks.append(first_image)
-    last = messages[-1]["content"] if messages else []
-    if last and last[-1]["type"] != "text":  # no closing text: the whole conversation
-        marks.append(last[-1])
-    elif len(last) >= 2:
-        marks.append(last[-2])
-    elif len(messages) >= 2 and messages[-2]["content"]:  # the last message is the closing alone
-        marks.append(messages[-2]["content"][-1])
-    for block in marks:
-        block["cache_control"] = dict(_EPHEMERAL)
+def _mark_cache_breakpoints(messages: list[dict[str, Any]], *, tail: bool) -> None:
+    """Mark the ends of the prefixes later calls repeat as cache breakpoints (in place; see the
+    module's docstring)."""
+    blocks = [b for m in messages for b in m["content"]]
+    images = [i for i, b in enumerate(blocks) if b["type"] == "image"]
+    marks = images[:1]
+    if len(images) >= 2 and images[1] >= 2:
+        marks.append(images[1] - 2)  # before the text that introduces the image
+    if tail and blocks:
+        # Before the closing text (a call's own "now write step n"), or the last block when
+        # the request ends on something else.
+        marks.append(len(blocks) - 2 if blocks[-1]["type"] == "text" and len(blocks) >= 2
+                     else len(blocks) - 1)
+    for index in dict.fromkeys(marks):
+        blocks[index]["cache_control"] = dict(_EPHEMERAL)
 
 
 def create(model: str, options: AdapterOptions) -> AnthropicAdapter:

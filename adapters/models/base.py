@@ -113,6 +113,9 @@ class AdapterOptions(msgspec.Struct, frozen=True):
     prompt_cache: bool = False
     """Anthropic: mark each request's repeated prefix for the API's prompt cache (the others
     cache long prefixes without being asked)."""
+    cache_tail: bool = True
+    """With ``prompt_cache``: whether the next call repeats a request whole (False when the
+    image history drops older images, so marking its end would pay writes never read)."""
 
 
 class AdapterError(Exception):

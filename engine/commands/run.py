@@ -150,13 +150,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="name the run explicitly (default: derived from the options)")
     p.add_argument("--prompt-cache", action="store_true",
                    help="ask the anthropic models to cache each request's repeated prefix (the "
-                   "original image, the conversation so far): a cache read is billed at about "
-                   "a tenth of the input rate, a write at 1.25 times it, so it pays from a "
-                   "trajectory's second call on (cot makes one: it only pays the writes). "
-                   "OpenAI and Gemini cache long prompts on their own. The summary counts both; "
-                   "a price entry may give cached_input_per_mtok and cache_write_per_mtok. Not "
-                   "part of the run's identity. Config: prompt_cache = true in a [[models]] "
-                   "table")
+                   "original image, the conversation so far; with --image-history "
+                   "original+last:K what comes before the images shown): a cache read is "
+                   "billed at about a tenth of the input rate, a write at 1.25 times it, so a "
+                   "trajectory's later calls save what its first pays (cot makes one call: it "
+                   "pays the writes with nothing to read them back). OpenAI and Gemini cache "
+                   "long prompts on their own. The summary counts reads and writes; give the "
+                   "price table's entry cached_input_per_mtok to see the saving (else reads "
+                   "are priced as input) and optionally cache_write_per_mtok. Not part of the "
+                   "run's identity. Config: prompt_cache = true in a [[models]] table")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the trajectories that ended failed in an earlier invocation "
                    "(say, after fixing a base URL or a key); their failure stays in the log")

@@ -26,7 +26,7 @@ _CONFIG_NAMES = {
     "timeout": "call_timeout_s", "retry_base_delay": "retry_base_delay_s",
     "model": "models (a list of specs, or [[models]] tables)",
     **{flag: f"{flag} in a [[models]] table (one per model)"
-       for flag in ("base_url", "api_key_env", "dialect", "convention")},
+       for flag in ("base_url", "api_key_env", "dialect", "convention", "prompt_cache")},
 }
 
 

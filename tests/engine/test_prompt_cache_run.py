@@ -5,6 +5,7 @@ far; the steps record both counts and the summary prices them at their own rates
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -29,9 +30,16 @@ SCRIPT = [
 ]
 
 
-def _run(tmp_path: Path, *flags: str, shape: str = "see2think") -> tuple[subprocess.CompletedProcess, list, list]:
+def _zoom(n: int) -> str:
+    action = ACTION.replace('"step": 1', f'"step": {n}')
+    return (f"Step {n} (Text): I need a closer look.\n\nStep {n} (Action Description):\n"
+            f"```json\n{action}\n```")
+
+
+def _run(tmp_path: Path, *flags: str, shape: str = "see2think", script_replies=SCRIPT,
+         max_steps: int = 3) -> tuple[subprocess.CompletedProcess, list, list]:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
+    script.write_text(json.dumps(script_replies))
     config = tmp_path / "run.toml"
     # 1 USD per input token, 0.1 per cached one, 2 per one written to the cache; output free.
     config.write_text('[prices."anthropic:*"]\ninput_per_mtok = 1000000\noutput_per_mtok = 0\n'
@@ -44,7 +52,7 @@ def _run(tmp_path: Path, *flags: str, shape: str = "see2think") -> tuple[subproc
             [sys.executable, "-m", "engine", "run", "--model", "anthropic:fake-claude",
              "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key-env", KEY_ENV,
              "--config", str(config), "--dataset", "synthetic:1", "--limit", "1",
-             "--settings", "vaot", "--max-steps", "3", "--shape", shape,
+             "--settings", "vaot", "--max-steps", str(max_steps), "--shape", shape,
              "--store", str(store_path), "--no-progress", *flags],
             cwd=ROOT, env={**os.environ, KEY_ENV: KEY}, capture_output=True, text=True,
             timeout=120,
@@ -71,7 +79,7 @@ def test_each_call_reads_what_the_one_before_wrote(tmp_path, shape) -> None:
     for body in bodies:
         marked = [b for m in body["messages"] if isinstance(m["content"], list)
                   for b in m["content"] if "cache_control" in b]
-        assert 1 <= len(marked) <= 2 and marked[0]["type"] == "image"
+        assert 1 <= len(marked) <= 3 and marked[0]["type"] == "image"
     read = sum(u.cached_input_tokens for u in usages)
     written = sum(u.cache_write_input_tokens for u in usages)
     total_in = sum(u.input_tokens for u in usages)
@@ -84,6 +92,23 @@ def test_each_call_reads_what_the_one_before_wrote(tmp_path, shape) -> None:
     assert int(line[1].replace(",", "")) == total_in
     assert float(line[2]) == pytest.approx((total_in - read - written) + 0.1 * read
                                            + 2.0 * written)
+
+
+@pytest.mark.parametrize("shape", ["see2think", "chat"])
+def test_with_older_images_dropped_each_call_reads_the_steps_before_them(tmp_path, shape) -> None:
+    # original+last:1: each call replaces the oldest image still shown by a placeholder, so the
+    # conversation's tail is never repeated. Marking it wrote every image again at the write
+    # rate and read only the original; the steps before the oldest shown image are what stays.
+    replies = [_zoom(n) for n in range(1, 5)] + ["Step 5 (Text): Settled.\nFinal Answer: B"]
+    _, usages, bodies = _run(tmp_path, "--prompt-cache", "--image-history", "original+last:1",
+                             shape=shape, script_replies=replies, max_steps=5)
+    assert len(usages) == 5
+    reads = [u.cached_input_tokens for u in usages]
+    assert reads[0] == 0 and all(b > a for a, b in itertools.pairwise(reads))
+    # After the first call no image is written to the cache again: only the step texts.
+    assert usages[0].cache_write_input_tokens > 1600
+    assert all(0 < u.cache_write_input_tokens < 1600 for u in usages[1:])
+    assert all(json.dumps(body).count("cache_control") <= 2 for body in bodies)
 
 
 def test_without_the_flag_nothing_is_marked_or_cached(tmp_path) -> None:
