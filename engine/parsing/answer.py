@@ -13,7 +13,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final|answer|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -25,11 +25,12 @@ _ANSWER_IS = re.compile(
     r"[ \t]*:?[ \t]*",
     re.IGNORECASE,
 )
-# Both patterns above need "final" or "answer" (any case), 最终 or 答案; these are the characters that
-# re.IGNORECASE matches to each letter of them, so the check is exact. A case-insensitive scan
-# costs ~25 ns per character, the check ~3: most replies carry no answer, and replies run to
-# thousands of characters.
-_FINAL = re.compile("[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ][wW][eE][rR]")
+# Both patterns above need "final", "answer" or "ans" (any case), 最终 or 答案; these are the
+# characters that re.IGNORECASE matches to each letter of them, so the check is exact. A
+# case-insensitive scan costs ~25 ns per character, the check ~3: most replies carry no answer,
+# and replies run to thousands of characters. "ans" is looked for only as a whole word ("Ans:"),
+# so "plans" and "means" leave the scans unrun.
+_FINAL = re.compile(r"[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ](?:[wW][eE][rR]|\b)")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
 _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
@@ -60,7 +61,7 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     text: str
     """The answer as written, emphasis and math wrappers removed."""
     source: str
-    """``final_answer`` | ``answer_line`` (a bare ``Final:`` or ``Answer:`` line) |
+    """``final_answer`` | ``answer_line`` (a bare ``Final:``, ``Answer:`` or ``Ans:`` line) |
     ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply concluding
     "Therefore, the answer is …")."""
     start: int
@@ -179,7 +180,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     """The final answer of a reply, or ``None``.
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
-    a bare ``Final:`` or ``Answer:`` opening the reply's last line),
+    a bare ``Final:``, ``Answer:`` or ``Ans:`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (each with a warning).
     """

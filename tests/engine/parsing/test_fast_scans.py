@@ -24,6 +24,7 @@ _PIECES = st.sampled_from([
     "Step", "STEP", "ſtep", "step", "步骤", "第", "1", "2", " (Text)", "(Action)", ":", "**",
     "final", "FİNAL", "fınal", "Final Answer", " answer", "ANſWER", "Answer:", " is ", "最终答案",
     "最终", "\n", " ", "So the answer is ", ". ", "?",
+    "Ans", "ANſ", "plans",
     "```", "````", "~~~", "json", "{", "}", "x", "`",
 ])
 texts = st.lists(_PIECES, max_size=40).map("".join)
@@ -63,7 +64,7 @@ def test_final_hint_changes_no_answer(text: str) -> None:
 def test_final_hint_covers_every_case_fold() -> None:
     for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
                      "最终答案：3", "The final answer is 3", "answer: 3", "ANſWER: 3",
-                     "So the ANſWER is 3."):
+                     "So the ANſWER is 3.", "ANſ: 3"):
         assert find_final_answer(spelling) is not None, spelling
 
 
