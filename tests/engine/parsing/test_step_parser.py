@@ -84,6 +84,12 @@ def test_action_fields_come_out_canonical():
         "So the answer is 3.\n" + "Step 1:\n" * 20000,  # empty step markers after it
         "Ans: " * 20000,
         "ans " * 20000 + "x",
+        "So the answer: " * 20000,
+        "I think the correct option is " * 20000,
+        "所以答案是" * 20000,
+        "因此，我认为" * 20000 + "答案是B",
+        "答案是B。" * 20000,
+        "所以答案是3。\n" + "步骤 1：\n" * 20000,
         '```json\n{"action": [\n' * 3000,
         "<think>" * 5000 + "</think>" * 5000,
         "\\boxed{" * 10000,
