@@ -65,7 +65,7 @@ __all__ = [
     "write_run_header",
 ]
 
-ENGINE_VERSION = "vaot-engine/5"
+ENGINE_VERSION = "vaot-engine/6"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -78,7 +78,9 @@ marked, an image index naming no image and a label the font cannot draw warned, 
 replies sent back without their <think> blocks, under --image-history original+last:0 the
 actions drawn on the original the model was shown, an invalid action also said not executed.
 5: a reply concluding "Therefore, the answer is …" answered, "the final answer is" in a
-supposition or a doubt ("what the final answer is", "…is not yet clear") no answer."""
+supposition or a doubt ("what the final answer is", "…is not yet clear") no answer. 6: a reply
+concluding "I think the answer is …", "So the answer: …", "The correct option is …" or "所以答案是
+…", or ending on an "Ans:" line, answered; "the answer is between …"/"to zoom …" no answer."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

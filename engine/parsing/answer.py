@@ -13,23 +13,28 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final|answer|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
-# "The final answer is …" anywhere, or "the answer is …" (group "bare"), which is read only as
-# the reply's concluding sentence (_concluding).
+# "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …", "the
+# correct option/choice is …" or 答案是/答案为 …, which are read only as the reply's concluding
+# sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word character.
 _ANSWER_IS = re.compile(
-    r"\b(?:(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
-    r"|(?P<bare>(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?answer[ \t]+is\b))"
-    r"[ \t]*:?[ \t]*",
+    r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
+    r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
+    r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
+    r"|答案[ \t]*(?:[是为為]|(?=[:：]))))"
+    r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )
-# Both patterns above need "final" or "answer" (any case), 最终 or 答案; these are the characters that
-# re.IGNORECASE matches to each letter of them, so the check is exact. A case-insensitive scan
-# costs ~25 ns per character, the check ~3: most replies carry no answer, and replies run to
-# thousands of characters.
-_FINAL = re.compile("[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ][wW][eE][rR]")
+# Both patterns above need "final", "answer" or "ans" (any case), 最终 or 答案, except "the correct
+# option/choice is", which needs _OPTION_WORD; these are the characters that re.IGNORECASE
+# matches to each letter of them, so the checks are exact. A case-insensitive scan costs ~25 ns per character, a check ~3:
+# most replies carry no answer, and replies run to thousands of characters. "ans" is looked for
+# only as a whole word ("Ans:"), so "plans" and "means" leave the scans unrun.
+_FINAL = re.compile(r"[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ](?:[wW][eE][rR]|\b)")
+_OPTION_WORD = re.compile("[oO][pP][tT][iIİı][oO][nN]|[cC][hH][oO][iIİı][cC][eE]")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
 _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
@@ -60,9 +65,10 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     text: str
     """The answer as written, emphasis and math wrappers removed."""
     source: str
-    """``final_answer`` | ``answer_line`` (a bare ``Final:`` or ``Answer:`` line) |
-    ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply concluding
-    "Therefore, the answer is …")."""
+    """``final_answer`` | ``answer_line`` (a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：``
+    line) | ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply
+    concluding "Therefore, the answer is …", "I think the answer is …", "So the answer: …", "The
+    correct option is …", "所以答案是 …")."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -179,13 +185,16 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     """The final answer of a reply, or ``None``.
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
-    a bare ``Final:`` or ``Answer:`` opening the reply's last line),
+    a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
-    or a last sentence concluding "So the answer is …" (each with a warning).
+    or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
+    option/choice is …", "…答案是/为 …", with "I think" or "I believe" allowed), each with a
+    warning.
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
-    found = _marker_answers(text) if says_final or "最终" in text or "答案" in text else []
+    says_answer = says_final or "答案" in text
+    found = _marker_answers(text) if says_answer or "最终" in text else []
     markers = [marker for marker in found if _clean(marker[2])]
     if markers:
         distinct = {_clean(marker[2]) for marker in markers}
@@ -204,7 +213,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         start, end, content = boxes[-1]
         if _clean(content):
             return _found(content, "boxed", start, end, warnings)
-    said = list(_ANSWER_IS.finditer(text)) if says_final else []
+    said = (list(_ANSWER_IS.finditer(text))
+            if says_answer or _OPTION_WORD.search(text) is not None else [])
     # "the answer is …" only in the reply's last sentence: no earlier one can be it.
     if said and said[-1].group("bare") is not None and (
             concluded := _concluding(text, said[-1])) is not None:
@@ -226,7 +236,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         own = text[m.end() : mark.start() if mark else stop.end()]
         if answer and not (_supposes_final(text[begin:m.start()])
                            or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
-                           or (mark and "?" in mark.group())):
+                           or (mark and _asks(mark.group()))):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
             return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
     return None
@@ -234,26 +244,36 @@ def find_final_answer(text: str) -> FoundAnswer | None:
 
 _SAID_INSTEAD = "no 'Final Answer:' marker; took the answer from '{} …'"
 # Where a sentence ends: its mark, closing quotes, brackets or emphasis, then a blank. "3.5" and
-# "e.g.," do not end one.
-_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]*_]*(?:[ \t]+|$)", re.MULTILINE)
+# "e.g.," do not end one. Chinese puts no blank after 。！？, so those end one as they are.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]*_]*(?:[ \t]+|$)|[。！？][\"'”’」』)\]*_]*[ \t]*",
+                           re.MULTILINE)
 # An option's label opening the answer ("B. red", as the prompt lists options): not a sentence.
 _LABEL_FIRST = re.compile(r"[ \t*_]*\(?[A-J]\)?\.[ \t]", re.IGNORECASE)
-# A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.").
-# Possessive runs, so a line of blanks or asterisks is not tried every way.
-_STEP_LEAD = re.compile(r"[ \t>#*_-]*+step[ \t]*+\d++[ \t]*+(?:\([^)\n]{0,40}\))?[ \t*_]*+"
-                        r"[:：.-]?[ \t*_]*+", re.IGNORECASE)
+# A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
+# "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
+# asterisks is not tried every way.
+_STEP_LEAD = re.compile(r"[ \t>#*_-]*+(?:step|步骤|第)[ \t]*+\d++[ \t]*+步?[ \t]*+"
+                        r"(?:[(（][^)）\n]{0,40}[)）])?[ \t*_]*+[:：.-]?[ \t*_]*+", re.IGNORECASE)
 _RULE_LINE = re.compile(r"[`~*_=#\s-]*")
-_CLAUSE = r"[^,;:.!?\n]{1,80}?"
-_CONCLUSION = (r"(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
+_CLAUSE = r"[^,;:.!?，；：。！？\n]{1,80}?"
+# The Chinese words follow and precede word characters ("所以答案是B"), so take no \b.
+_CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
                r"|altogether|in[ \t]+(?:conclusion|summary|short|total)"
-               r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)")
+               r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)\b"
+               r"|所以|因此|因而|于是|从而|故而|综上所述|综上|总之|总而言之|由此可见|可见|那么)")
+# The one hedge a conclusion may carry: "I think the answer is B." as a reply's last sentence is
+# the answer a reader scores; as a first impression or mid-reasoning it is no last sentence, or
+# _SUPPOSED and _UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
+_HEDGE = r"(?:(?:i|we)[ \t]+(?:think|believe)(?:[ \t]+that)?\b|我们?(?:认为|觉得|相信))"
 # What may come before "the answer is" in its sentence: nothing, a conclusion word ("So",
 # "Therefore,"), a clause closed by a comma ("Counting gives three, so …", "Based on the zoom,
-# …"). Not "I think", "If", "whether", "to find": those do not conclude. The first clause is
-# tried last, so "Therefore," is read as the conclusion word it is (and cut from the thought).
+# …"), then "I think" or "I believe". Not "If", "whether", "to find", "I guess": those do not
+# conclude. The first clause is tried last, so "Therefore," is read as the conclusion word it is
+# (and cut from the thought).
 _LEAD_IN = re.compile(
-    rf"[ \t*_]*(?:{_CLAUSE}[,;:–—][ \t*_]*)??"
-    rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})\b[ \t*_]*[,:]?[ \t*_]*)?(?:{_CLAUSE},[ \t*_]*)?",
+    rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*)??"
+    rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：]?[ \t*_]*)?"
+    rf"(?:{_CLAUSE}[,，][ \t*_]*)?(?:(?P<hedge>{_HEDGE})[ \t*_]*)?",
     re.IGNORECASE,
 )
 # A lead-in that makes the sentence a supposition or a question, not a conclusion.
@@ -264,7 +284,9 @@ _SUPPOSED = re.compile(
     # A first impression, not a conclusion: "At first glance, the answer is B."
     r"|(?:at[ \t]+)?first[ \t]+(?:glance|sight|look|impression)|tentative\w*|for[ \t]+now"
     r"|so[ \t]+far|initially|naively|prelimin\w*|guess\w*|hypothes\w*"
-    r"|(?:before|without)[ \t]+(?:zooming|cropping|looking|checking))\b",
+    r"|(?:before|without)[ \t]+(?:zooming|cropping|looking|checking))\b"
+    # The same in Chinese: if, suppose, whether, to find, at first glance, for now, a guess.
+    r"|如果|假如|假设|要是|若|是否|为了|乍看|初看|初步|暂时|猜",
     re.IGNORECASE,
 )
 # What, right after "the answer is", says where or how the answer will be found, not what it is.
@@ -276,7 +298,12 @@ _NO_ANSWER_YET = re.compile(
     r"|easy|hard|difficult|tricky|what|which(?:ever)?|whatever|that|to[ \t]+be|going[ \t]+to"
     r"|determined|based|related|dependent|because|since|until|unless|when|once|after|before"
     r"|in[ \t]+(?:the[ \t]+|this[ \t]+)?(?:image|picture|photo|figure|diagram|chart|view|zoom"
-    r"|crop|region|area|box|zoomed|cropped|highlighted|marked|corner))\b",
+    r"|crop|region|area|box|zoomed|cropped|highlighted|marked|corner)"
+    # A range or a step to take is no answer: "the choice is between B and C", "the best option
+    # is to zoom in".
+    r"|between|to[ \t]+(?:zoom|crop|look|check|verify|inspect|examine|rotate))\b"
+    # Unsure, unknown, cannot, not yet, maybe, what or which: no Chinese answer yet either.
+    r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|可能|也许|大概|或许|什么|哪",
     re.IGNORECASE,
 )
 # The same for "the final answer is …", which states an answer far more often than it defers
@@ -302,9 +329,17 @@ _UNSETTLED = re.compile(
     r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed)|verif\w*|tentative\w*|pending"
     r"|for[ \t]+now"
     # Two candidates, not one: "B or C", "3 or 4".
-    r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b",
+    r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b"
+    # In Chinese: or, but, if, unless, need to, let me, we will, to confirm or verify, pending.
+    r"|还是|或|但|不过|然而|如果|假如|假设|除非|需要|让我|我们?(?:要|会|将|再|先)|确认|验证|核实"
+    r"|暂定|待定|不确定",
     re.IGNORECASE,
 )
+
+
+def _asks(text: str) -> bool:
+    """Whether ``text`` holds a question mark, ASCII or full-width (答案是B还是C？)."""
+    return "?" in text or "？" in text
 
 
 def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
@@ -327,10 +362,10 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     label = _LABEL_FIRST.match(text, begin, line_end)
     stop = _SENTENCE_END.search(text, label.end() if label else begin, line_end)
     end = stop.end() if stop else line_end
-    if (stop and "?" in stop.group()) or not _nothing_after(text, end):
+    if (stop and _asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
     answer = _clean(text[begin : stop.start() if stop else line_end])
-    if not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or "?" in answer:
+    if not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer):
         return None
     return start, end, answer
 
@@ -402,8 +437,8 @@ def _supposes(lead: str) -> bool:
 
 
 def _lead_in(text: str, pos: int) -> int | None:
-    """Where the thought's cut starts (the conclusion word, else ``pos``) when only a lead-in
-    that concludes precedes ``pos`` in its sentence; None otherwise."""
+    """Where the thought's cut starts (the conclusion word, else the hedge, else ``pos``) when
+    only a lead-in that concludes precedes ``pos`` in its sentence; None otherwise."""
     begin, whole = _sentence_before(text, pos)
     if not whole:
         return None  # a sentence longer than any lead-in
@@ -411,9 +446,10 @@ def _lead_in(text: str, pos: int) -> int | None:
     said = _LEAD_IN.fullmatch(lead)
     if said is None or _supposes(lead):
         return None
-    if not said.group("word"):
+    opener = "word" if said.group("word") else "hedge" if said.group("hedge") else None
+    if opener is None:
         return pos
-    start = begin + said.start("word")
+    start = begin + said.start(opener)
     while start > begin and text[start - 1] in "*_":
         start -= 1  # emphasis written before the word belongs to it
     return start

@@ -47,12 +47,110 @@ def test_a_concluding_answer_is_read_with_a_warning(text, answer):
     assert _SAID in parsed.warnings and "final_answer" in parsed.flags
 
 
+_BARS = "Step 1: The bars show 3 and 5.\n"
+
+
+@pytest.mark.parametrize(("text", "answer", "choice"), [
+    # Read as researchers score them; each had the trajectory run on to its step budget with
+    # no answer. A hedge at the reply's end is its answer: "I think the answer is 3." was
+    # taken for a guess before (engine 5), yet nothing followed it to guess towards.
+    ("I think the answer is B.", "B", "B"),
+    ("I believe the answer is B.", "B", "B"),
+    ("I think the answer is 3.", "3", None),
+    ("So I think the answer is B.", "B", "B"),
+    ("Based on the zoom, I believe that the answer is (A) cat.", "(A) cat", "A"),
+    ("We think the answer is 7", "7", None),
+    # The colon form of the concluding sentence.
+    ("Hence the answer: (C)", "(C)", "C"),
+    ("So the answer: C", "C", "C"),
+    ("Therefore, the answer:\n\n**C**", "C", "C"),
+    ("The answer: 3", "3", None),
+    # Option or choice for answer, as multiple-choice replies say it.
+    ("The correct option is C.", "C", "C"),
+    ("So the correct choice is (C).", "(C)", "C"),
+    ("Therefore, my choice is B.", "B", "B"),
+    ("Which option fits? The correct option is C.", "C", "C"),  # the question is answered
+    # Chinese: 答案是 / 答案为 concluding the reply, with or without a conclusion word.
+    ("答案是 B。", "B", "B"),
+    ("所以答案是B", "B", "B"),
+    ("因此，答案为 3。", "3", None),
+    ("柱子一共有两根。所以答案是B。", "B", "B"),  # no blank after 。
+    ("所以答案：C", "C", "C"),
+    ("综上所述，答案是 (B) 红色。", "(B) 红色", "B"),
+    ("所以，我认为答案是B。", "B", "B"),
+    ("答案是 B。\n```", "B", "B"),
+])
+def test_a_hedged_colon_option_or_chinese_conclusion_is_read(text, answer, choice):
+    parsed = parse_step(_BARS + text, dialect="vaot", expected_step=1)
+    assert (parsed.final_answer, parsed.answer_choice) == (answer, choice)
+    assert _SAID in parsed.warnings and "final_answer" in parsed.flags
+
+
+@pytest.mark.parametrize("text", [
+    # The same conditions as for "the answer is": a first impression, a supposition, a
+    # question, two candidates, a doubt or a step to take, or more reasoning after it.
+    "At first glance, the answer is B. Let me zoom in to check.",
+    "At first glance, I think the answer is B.",
+    "I think the answer might be B or C.",
+    "I think the answer is B, but let me zoom in to check.",
+    "I think the answer is B. Let me zoom in to check.",
+    "I think the answer is probably B.",
+    "I think the answer is B for now.",
+    "I guess the answer is B.",
+    "I don't think the answer is B.",
+    "I think the answer is B?",
+    "If I think the answer is B, the dots are red.",
+    "So the answer: C, pending the zoom.",
+    "So the answer: B or C.",
+    "To find the answer: zoom on the legend.",
+    "Here is the answer: 3",  # not opened by a conclusion
+    "Is the correct option C?",
+    "The correct option is C?",
+    "If the correct option is C, the dots are red.",
+    "Hypothesis: the correct option is C.",
+    "So the correct option is B or C.",
+    "The correct option is C, but let me zoom to check.",
+    "So the best choice is to zoom in.",  # an action, not an answer
+    "The choice is between B and C.",
+    "The correct option is not visible yet.",
+    "答案是B还是C？",
+    "答案是B吗？",
+    "所以答案是什么？",
+    "如果答案是B，那么计数为奇数。",
+    "答案是B，但需要放大确认。",
+    "答案是B或C。",
+    "答案是不确定的。",
+    "我猜答案是B。",
+    "初步看，答案是B。",
+    "答案是B。让我放大确认。",
+    "首先看图。答案是B。然后放大。",
+])
+def test_a_hedged_colon_option_or_chinese_near_miss_is_thought(text):
+    assert parse_step(_BARS + text, dialect="vaot", expected_step=1).final_answer is None
+
+
+@pytest.mark.parametrize("thought", [
+    "I think the answer is B.", "Hence the answer: (C)", "The correct option is C.", "所以答案是B。",
+])
+def test_the_new_forms_beside_an_action_are_thought(thought):
+    parsed = parse_step(f"Step 1 (Text): {thought}\n{_ZOOM}")
+    assert parsed.final_answer is None and len(parsed.actions) == 1
+
+
+def test_a_hedge_leaves_the_thought_with_the_answer():
+    # Cut from "I think", as from "Therefore": left behind it read as a sentence broken off.
+    parsed = parse_step(_BARS + "Based on the zoom, I think the answer is B.", dialect="vaot",
+                        expected_step=1)
+    assert parsed.thought == "The bars show 3 and 5.\nBased on the zoom,"
+    parsed = parse_step(_BARS + "I think the answer is B.", dialect="vaot", expected_step=1)
+    assert parsed.thought == "The bars show 3 and 5."
+
+
 @pytest.mark.parametrize("text", [
     "The answer is not yet clear.",
     "the answer is in the top-left corner, so I zoom",
     "To find the answer, I need to zoom on the legend.",
     "I think the answer is probably B, but let me check.",
-    "I think the answer is 3.",  # a guess, not a conclusion
     "Whether the answer is 3 or 4 depends on the hidden corner.",
     "If the answer is 3, then the count is odd.",
     "If the dots are red, the answer is B.",
@@ -108,7 +206,11 @@ _REASONING = st.lists(st.sampled_from([
     "The left rod is longer than the right one.", "The label reads the same after zooming.",
 ]), max_size=3).map(" ".join)
 _LEADS = st.sampled_from(["Therefore, ", "So ", "Thus ", "Hence, ", "", "In conclusion, ",
-                          "Counting again, ", "Overall, ", "and so "])
+                          "Counting again, ", "Overall, ", "and so ", "I think ", "So I believe ",
+                          "Counting again, I think that "])
+# The forms a concluding sentence names its answer with.
+_FORMS = st.sampled_from(["the answer is ", "the answer: ", "the correct option is ",
+                          "my choice is ", "the right answer is "])
 _ANSWERS = st.sampled_from(["3", "B", "(B) red", "yes", "no", "40 psi", "3.5 cm", "the left rod",
                             "EXIT", "1,024", "B: red"]) | st.integers(0, 10**6).map(str)
 _ENDS = st.sampled_from([".", "!", "", ".\n", ".\n```", ".\n\n<|im_end|>"])
@@ -117,31 +219,57 @@ _DEFERRALS = st.sampled_from([" Let me zoom in to check.", " I will verify it ne
                               "? Maybe.", " or not; the zoom will tell", ", if the legend agrees"])
 
 
-def _concluding(reasoning: str, lead: str, answer: str) -> str:
-    sentence = lead + "the answer is " + answer
+def _concluding(reasoning: str, lead: str, answer: str, form: str = "the answer is ") -> str:
+    sentence = lead + form + answer
     return f"Step 2 (Text): {reasoning} {sentence[0].upper()}{sentence[1:]}"
 
 
 @settings(max_examples=200, deadline=None)
-@given(_REASONING, _LEADS, _ANSWERS, _ENDS)
-def test_any_concluding_sentence_gives_its_answer(reasoning, lead, answer, end):
-    parsed = parse_step(_concluding(reasoning, lead, answer) + end)
+@given(_REASONING, _LEADS, _ANSWERS, _ENDS, _FORMS)
+def test_any_concluding_sentence_gives_its_answer(reasoning, lead, answer, end, form):
+    parsed = parse_step(_concluding(reasoning, lead, answer, form) + end)
     assert parsed.final_answer == answer
     assert parsed.answer_choice == ("B" if answer.startswith(("B", "(B)")) else None)
 
 
 @settings(max_examples=200, deadline=None)
-@given(_REASONING, _LEADS, _ANSWERS, _DEFERRALS)
-def test_a_deferred_or_doubted_conclusion_gives_none(reasoning, lead, answer, deferral):
-    assert parse_step(_concluding(reasoning, lead, answer) + deferral).final_answer is None
+@given(_REASONING, _LEADS, _ANSWERS, _DEFERRALS, _FORMS)
+def test_a_deferred_or_doubted_conclusion_gives_none(reasoning, lead, answer, deferral, form):
+    assert parse_step(_concluding(reasoning, lead, answer, form) + deferral).final_answer is None
 
 
 @settings(max_examples=100, deadline=None)
-@given(_REASONING, _LEADS, _ANSWERS, _ENDS)
+@given(_REASONING, _LEADS, _ANSWERS, _ENDS, _FORMS)
 def test_a_concluding_sentence_beside_an_action_leaves_the_action_to_run(reasoning, lead, answer,
-                                                                        end):
-    parsed = parse_step(f"{_concluding(reasoning, lead, answer)}{end}\n{_ZOOM}")
+                                                                        end, form):
+    parsed = parse_step(f"{_concluding(reasoning, lead, answer, form)}{end}\n{_ZOOM}")
     assert parsed.final_answer is None and len(parsed.actions) == 1
+
+
+_ZH_REASONING = st.lists(st.sampled_from(["柱子一共有三根。", "放大后标签清楚了。", "左边的线更长。"]),
+                         max_size=3).map("".join)
+_ZH_LEADS = st.sampled_from(["所以", "因此，", "", "综上所述，", "我认为", "所以我认为", "数了两遍，所以"])
+_ZH_FORMS = st.sampled_from(["答案是", "答案为", "答案是：", "答案是 "])
+_ZH_ANSWERS = st.sampled_from(["3", "B", "(B) 红色", "左边的线", "40 psi"]) | st.integers(0, 10**6).map(
+    str)
+_ZH_ENDS = st.sampled_from(["。", "", "！", "。\n", "。\n```"])
+_ZH_DEFERRALS = st.sampled_from(["，但需要放大确认。", "还是C？", "吗？", "。让我再放大看看。",
+                                 "，如果图例一致的话。", "或者C。"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ZH_REASONING, _ZH_LEADS, _ZH_FORMS, _ZH_ANSWERS, _ZH_ENDS)
+def test_any_chinese_concluding_sentence_gives_its_answer(reasoning, lead, form, answer, end):
+    parsed = parse_step(f"步骤 2：{reasoning}{lead}{form}{answer}{end}")
+    assert parsed.final_answer == answer
+    assert parsed.answer_choice == ("B" if answer.startswith(("B", "(B)")) else None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ZH_REASONING, _ZH_LEADS, _ZH_FORMS, _ZH_ANSWERS, _ZH_DEFERRALS)
+def test_a_deferred_or_doubted_chinese_conclusion_gives_none(reasoning, lead, form, answer,
+                                                              deferral):
+    assert parse_step(f"步骤 2：{reasoning}{lead}{form}{answer}{deferral}").final_answer is None
 
 
 @pytest.mark.parametrize(("text", "answer"), [

@@ -24,6 +24,7 @@ _PIECES = st.sampled_from([
     "Step", "STEP", "ſtep", "step", "步骤", "第", "1", "2", " (Text)", "(Action)", ":", "**",
     "final", "FİNAL", "fınal", "Final Answer", " answer", "ANſWER", "Answer:", " is ", "最终答案",
     "最终", "\n", " ", "So the answer is ", ". ", "?",
+    "Ans", "ANſ", "plans", "option", "OPTİON", "choıce", " correct ", "答案是", "所以", "，", "。",
     "```", "````", "~~~", "json", "{", "}", "x", "`",
 ])
 texts = st.lists(_PIECES, max_size=40).map("".join)
@@ -51,19 +52,21 @@ def test_fences_match_the_lazy_regex(text: str) -> None:
 @given(texts)
 def test_final_hint_changes_no_answer(text: str) -> None:
     guarded = find_final_answer(text)
-    saved = answer._FINAL
-    answer._FINAL = re.compile("")  # matches everywhere: every scan runs, as before the guard
+    saved = answer._FINAL, answer._OPTION_WORD
+    # Matching everywhere, every scan runs, as before the guards.
+    answer._FINAL = answer._OPTION_WORD = re.compile("")
     try:
         unguarded = find_final_answer(text)
     finally:
-        answer._FINAL = saved
+        answer._FINAL, answer._OPTION_WORD = saved
     assert guarded == unguarded
 
 
 def test_final_hint_covers_every_case_fold() -> None:
     for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
                      "最终答案：3", "The final answer is 3", "answer: 3", "ANſWER: 3",
-                     "So the ANſWER is 3."):
+                     "So the ANſWER is 3.", "ANſ: 3", "So the correct OPTİON is 3.",
+                     "So the correct CHOıCE is 3.", "所以答案是3"):
         assert find_final_answer(spelling) is not None, spelling
 
 

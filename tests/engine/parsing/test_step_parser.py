@@ -82,6 +82,14 @@ def test_action_fields_come_out_canonical():
         "the final step: " * 5000,
         "So the answer is " * 20000,  # only the last "the answer is" is looked at closely
         "So the answer is 3.\n" + "Step 1:\n" * 20000,  # empty step markers after it
+        "Ans: " * 20000,
+        "ans " * 20000 + "x",
+        "So the answer: " * 20000,
+        "I think the correct option is " * 20000,
+        "所以答案是" * 20000,
+        "因此，我认为" * 20000 + "答案是B",
+        "答案是B。" * 20000,
+        "所以答案是3。\n" + "步骤 1：\n" * 20000,
         '```json\n{"action": [\n' * 3000,
         "<think>" * 5000 + "</think>" * 5000,
         "\\boxed{" * 10000,
@@ -172,6 +180,13 @@ def test_a_whole_box_of_zeros_and_ones_is_a_box_on_the_grid():
     # was asked for another step, paid.
     ("步骤 3：放大后看清了。\n答案：B", "B"),
     ("答案：B\n还需要再放大看看。", None),
+    # "Ans:", the common abbreviation, the same way: a whole word on the reply's last line.
+    ("Step 1 (Text): The bars show 3 and 5.\nAns: 4", "4"),
+    ("I counted again.\n**ANS:** (B) 3", "(B) 3"),
+    ("Ans: 4\nThen I zoom again.", None),
+    ("- Ans: 4", None),
+    ("Plans: 4", None),
+    ("The total, ans: 4", None),
 ])
 def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
     parsed = parse_step(text, dialect="vaot")
