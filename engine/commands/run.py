@@ -163,6 +163,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run again the trajectories that ended failed in an earlier invocation "
                    "(say, after fixing a base URL or a key); their failure stays in the log")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the options, dataset and keys, then print what the run would "
+                   "do and exit: its id, how far the store already got with it, each model's "
+                   "endpoint and reading, the most calls per setting, and the first request "
+                   "of each setting as the model would read it (images as placeholders). No "
+                   "model is called and nothing is written")
 
 
 class _RunConsole(Console):
@@ -220,6 +226,13 @@ def run(args: argparse.Namespace) -> int:
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2
+    if args.dry_run:
+        from engine.commands.run_plan import print_plan
+
+        try:
+            return print_plan(console, err, config, samples, adapters)
+        finally:
+            asyncio.run(_close(adapters))
     try:
         store, lock, log = _open_for_run(config)
     except _Refused as exc:
@@ -499,6 +512,11 @@ def _count_calls(events, ours: set[str], since: float, seen: list[int]):
                 and event.traj in ours):
             seen[0] += 1
         yield stored
+
+
+async def _close(adapters) -> None:
+    for adapter in adapters.values():
+        await adapter.aclose()
 
 
 async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop,

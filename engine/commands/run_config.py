@@ -39,7 +39,7 @@ def _check_config_keys(raw: dict, path: str) -> None:
         close = difflib.get_close_matches(name, sorted(known), n=1)
         hint = _CONFIG_NAMES.get(name) or (name if name in known else None) or (
             close[0] if close else None)
-        if name in ("no_progress", "config"):
+        if name in ("no_progress", "config", "dry_run"):
             hint = f"the flag --{name.replace('_', '-')} (it has no config key)"
         raise ConfigError(f"--config {path}: unknown option {key!r}"
                           + (f"; use {hint}" if hint else "")

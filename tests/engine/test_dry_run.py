@@ -1,0 +1,76 @@
+"""``vaot run --dry-run``: the plan of a run, printed, with no model called and nothing written
+(a fresh store is not made; a store a run left is read, never changed)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.process import fake_server_process
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _vaot(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", "run", "--no-progress", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, **(env or {})})
+
+
+def _digest(folder: Path) -> str:
+    """Every file's bytes but LMDB's lock file, whose reader table any reader writes."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != "lock.mdb":
+            h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def test_a_dry_run_calls_no_model_and_writes_nothing(tmp_path) -> None:
+    log = tmp_path / "requests.jsonl"
+    store = tmp_path / "runs" / "run.lmdb"
+    with fake_server_process("openai", "--requests-log", str(log)) as port:
+        done = _vaot("--model", "openai:fake-model", "--base-url", f"http://127.0.0.1:{port}/v1",
+                     "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot,cot",
+                     "--max-steps", "4", "--dialect", "deepeyes", "--store", str(store),
+                     "--dry-run", env={"OPENAI_API_KEY": "sk-fake"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not log.exists() or not log.read_text()  # the server saw no request
+    assert not (tmp_path / "runs").exists()  # no store, no log beside it
+    out = done.stdout
+    assert "2 samples × 2 settings × 1 model = 4 trajectories" in out
+    assert "store: new; every trajectory would start" in out
+    assert f"model openai:fake-model: http://127.0.0.1:{port}/v1, dialect deepeyes" in out
+    assert "calls at most: vaot 4 per trajectory, cot 1 per trajectory; 10 in all" in out
+    # Each setting's first request as the model reads it: its dialect's action format, the
+    # original's size (deepeyes boxes are in its pixels), the image as a placeholder.
+    vaot = out[out.index("first request of vaot"):out.index("first request of cot")]
+    assert "image_zoom_in_tool" in vaot and "Now write Step 1." in vaot
+    assert "<image 512×512, pixel hash " in vaot
+    assert "Solve it now." in out[out.index("first request of cot"):]
+
+
+def test_a_dry_run_reads_how_far_a_store_got_without_changing_it(tmp_path) -> None:
+    store = tmp_path / "demo.lmdb"
+    base = ("--dataset", "synthetic:1", "--limit", "2", "--settings", "cot,vaot",
+            "--model", "reference:calibrated", "--store", str(store))
+    first = _vaot(*base[:-4], "--settings", "cot", *base[-4:])
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = _digest(tmp_path)
+    done = _vaot(*base, "--dry-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _digest(tmp_path) == before
+    # The cot trajectories ended; the vaot ones, a setting added since, have not started.
+    line = next(x for x in done.stdout.splitlines() if x.startswith("store: "))
+    assert "2 to start" in line and "ended" in line
+    assert "model reference:calibrated: in-process" in done.stdout
+
+
+def test_a_dry_run_still_refuses_bad_input_in_one_line(tmp_path) -> None:
+    done = _vaot("--dataset", f"jsonl:{tmp_path / 'missing.jsonl'}", "--dry-run",
+                 "--store", str(tmp_path / "s.lmdb"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert not (tmp_path / "s.lmdb").exists()
