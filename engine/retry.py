@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from adapters.models.base import ModelAdapter, ModelCallError, ModelReply, ModelRequest
+from adapters.models.base import ModelAdapter, ModelCallError, ModelReply, ModelRequest, Usage
 from engine.limits import ConnectionLimiter, Sleep, estimate_tokens
 
 __all__ = ["DEFAULT_POLICY", "WAIT_TOO_LONG", "CallAbandoned", "CallFailedInfo", "OnFailure", "RetryPolicy",
-           "call_with_retries"]
+           "call_with_retries", "metered_tokens"]
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -168,6 +168,16 @@ async def _attempt(
         ) from None
 
 
+def metered_tokens(adapter: ModelAdapter, usage: Usage) -> int:
+    """The tokens a reply counts against its endpoint's tokens per minute: all it used, less
+    the prompt tokens read from the provider's cache when the provider leaves those out of its
+    limit (Anthropic does, for its current models: ``cache_reads_metered`` False)."""
+    used = usage.input_tokens + usage.output_tokens
+    if not getattr(adapter, "cache_reads_metered", True):
+        used -= min(usage.cached_input_tokens, usage.input_tokens)
+    return used
+
+
 async def call_with_retries(
     adapter: ModelAdapter,
     request: ModelRequest,
@@ -230,7 +240,7 @@ async def call_with_retries(
                 raise CallAbandoned(error, recorded=error is not None)
             try:
                 reply = await _attempt(adapter, request, policy.call_timeout_s)
-                permit.used = reply.usage.input_tokens + reply.usage.output_tokens or None
+                permit.used = metered_tokens(adapter, reply.usage) or None
             finally:
                 limiter.release(permit, used_tokens=permit.used)
             limiter.on_success()

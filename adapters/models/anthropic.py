@@ -92,6 +92,9 @@ class AnthropicAdapter(HttpAdapter):
     """Messages API over aiohttp. Build with :func:`create`."""
 
     provider = "anthropic"
+    cache_reads_metered = False
+    """Its input-tokens-per-minute limit leaves out prompt tokens read from the cache (so does
+    a run's ``tokens_per_minute``: engine/retry.py)."""
     default_base_url = DEFAULT_BASE_URL
     default_key_env = DEFAULT_KEY_ENV
     path = "/messages"

@@ -194,3 +194,18 @@ async def test_free_now_says_when_acquire_would_not_wait() -> None:
     assert taken >= 1 and not rated.free_now()
     now[0] += 1.0  # a second later the bucket holds a token again
     assert rated.free_now()
+
+
+def test_cache_reads_count_against_tokens_per_minute_unless_the_provider_leaves_them_out(
+        monkeypatch) -> None:
+    from adapters.models.base import AdapterOptions, Usage
+    from adapters.models.registry import create_adapter
+    from engine.retry import metered_tokens
+
+    monkeypatch.setenv("VAOT_LIMITS_TEST_KEY", "k")
+    options = AdapterOptions(base_url="http://127.0.0.1:9/v1", api_key_env="VAOT_LIMITS_TEST_KEY")
+    usage = Usage(input_tokens=5000, output_tokens=100, cached_input_tokens=4000,
+                  cache_write_input_tokens=500)
+    # Anthropic's limit leaves cache reads out (writes count); OpenAI's counts every token.
+    assert metered_tokens(create_adapter("anthropic:m", options), usage) == 1100
+    assert metered_tokens(create_adapter("openai:m", options), usage) == 5100
