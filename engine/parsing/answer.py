@@ -13,7 +13,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*{_EMPH}[ \t]*[:：])|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -24,7 +24,7 @@ _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
     r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
-    r"|答案[ \t]*(?:[是为為]|(?=[:：]))))"
+    r"|(?:正确的?)?(?:答案|选项)[ \t]*就?[ \t]*(?:[是为為]|(?=[:：]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )
@@ -57,8 +57,10 @@ _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGN
 _WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
                         re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_CHOICE = re.compile(r"^(?:\(([A-J])\)|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+([A-J])\b"
-                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])))", re.I)  # "B (dog)", "B - dog": capitals
+_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+\(?([A-J])\b"
+                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:which|since|as|because"
+                     r"|where|so|因为|即|也就是)|项)|选项[ \t]*([A-J])(?![A-Za-z]))", re.I)
+# "B (dog)", "B - dog", "C, which shows 8", "B项": capitals.
 
 
 class FoundAnswer(msgspec.Struct, frozen=True):
@@ -214,7 +216,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         if _clean(content):
             return _found(content, "boxed", start, end, warnings)
     said = (list(_ANSWER_IS.finditer(text))
-            if says_answer or _OPTION_WORD.search(text) is not None else [])
+            if says_answer or "选项" in text or _OPTION_WORD.search(text) is not None else [])
     # "the answer is …" only in the reply's last sentence: no earlier one can be it.
     if said and said[-1].group("bare") is not None and (
             concluded := _concluding(text, said[-1])) is not None:
@@ -249,6 +251,22 @@ _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]*_]*(?:[ \t]+|$)|[。！？][\"'�
                            re.MULTILINE)
 # An option's label opening the answer ("B. red", as the prompt lists options): not a sentence.
 _LABEL_FIRST = re.compile(r"[ \t*_]*\(?[A-J]\)?\.[ \t]", re.IGNORECASE)
+# What may follow such a label as its option's text: short, one sentence at most. "B. The zoom
+# will confirm this." is an answer and a second sentence, so not the reply's last one.
+_OPTION_TEXT = re.compile(r"[^.!?。！？\n]{1,40}[.!?。！？]?[\"'”’)\]*_ \t]*")
+_SENTENCE_CUE = re.compile(
+    r"\b(?:will|would|should|could|can|may|might|must|need\w*|let(?:['’]s)?|zoom\w*|crop\w*"
+    r"|check\w*|confirm\w*|verif\w*|maybe|perhaps|probably|hope|next|then|but|however|though"
+    r"|or|is|are|was|were|seems?|looks?|thanks?|hm+|i|we|this|it)\b", re.IGNORECASE)
+
+
+def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
+    """The label opening ``text[begin:end]`` when what follows it reads as its option's text."""
+    label = _LABEL_FIRST.match(text, begin, end)
+    if label is None:
+        return None
+    rest = _OPTION_TEXT.fullmatch(text, label.end(), end)
+    return label if rest is not None and not _SENTENCE_CUE.search(rest.group()) else None
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
 # asterisks is not tried every way.
@@ -285,8 +303,10 @@ _SUPPOSED = re.compile(
     r"|(?:at[ \t]+)?first[ \t]+(?:glance|sight|look|impression)|tentative\w*|for[ \t]+now"
     r"|so[ \t]+far|initially|naively|prelimin\w*|guess\w*|hypothes\w*"
     r"|(?:before|without)[ \t]+(?:zooming|cropping|looking|checking))\b"
+    r"|for[ \t]+the[ \t]+moment|right[ \t]+now|currently|at[ \t]+this[ \t]+resolution"
+    r"|quick[ \t]+look|low[- ]resolution"
     # The same in Chinese: if, suppose, whether, to find, at first glance, for now, a guess.
-    r"|如果|假如|假设|要是|若|是否|为了|乍看|初看|初步|暂时|猜",
+    r"|如果|假如|假设|要是|若是|倘若|是否|为了|乍一?看|初看|第一眼|粗略|直觉|初步|暂时|目前来看|放大之前|猜",
     re.IGNORECASE,
 )
 # What, right after "the answer is", says where or how the answer will be found, not what it is.
@@ -302,8 +322,11 @@ _NO_ANSWER_YET = re.compile(
     # A range or a step to take is no answer: "the choice is between B and C", "the best option
     # is to zoom in".
     r"|between|to[ \t]+(?:zoom|crop|look|check|verify|inspect|examine|rotate))\b"
-    # Unsure, unknown, cannot, not yet, maybe, what or which: no Chinese answer yet either.
-    r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|可能|也许|大概|或许|什么|哪",
+    # Unsure, unknown, cannot, not yet, maybe, what, which, how many, whether, where, a step
+    # to take: no Chinese answer yet either ("可能性" and "哪吒" are answers).
+    r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|看不清|暂时|目前|待|可能(?!性)|也许|大概|或许"
+    r"|什么|哪(?:个|一|些|里|儿|种)|多少|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否[是为]|是否"
+    r"|在|放大|裁剪|下一步",
     re.IGNORECASE,
 )
 # The same for "the final answer is …", which states an answer far more often than it defers
@@ -330,11 +353,20 @@ _UNSETTLED = re.compile(
     r"|for[ \t]+now"
     # Two candidates, not one: "B or C", "3 or 4".
     r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b"
-    # In Chinese: or, but, if, unless, need to, let me, we will, to confirm or verify, pending.
-    r"|还是|或|但|不过|然而|如果|假如|假设|除非|需要|让我|我们?(?:要|会|将|再|先)|确认|验证|核实"
+    # In Chinese, after a clause mark (a Chinese word in the answer itself, 确认 on a button, is
+    # no doubt): but, if, unless, need to, let me, we will, later, to confirm; two candidates
+    # ("B还是C"); a question's closing particle ("B吗"); pending.
+    r"|[，,；;、][ \t]*(?:但|不过|然而|如果|假如|假设|除非|需要?|让我|我们?(?:要|会|将|再|先)|稍后"
+    r"|待|确认|验证|核实|下一步|还要|再看)"
+    r"|(?<=[^\s，,；;:：])[ \t]*(?:还是|或者?)|[a-j\d][ \t]*和[ \t]*[a-j\d]|[吗呢吧][ \t。.!！]*$"
     r"|暂定|待定|不确定",
     re.IGNORECASE,
 )
+# A concluding sentence's answer that hedges or names several ("B, probably", "most likely C",
+# "B, C"): read for "the answer is" only, where a conclusion must be one answer.
+_HEDGED = re.compile(
+    r"\b(?:probabl\w*|maybe|perhaps|presumably|likely)\b"
+    r"|\b[a-j]\)?[ \t]*[,，、][ \t]*\(?[a-j]\b(?![ \t]*[-–—(])", re.IGNORECASE)
 
 
 def _asks(text: str) -> bool:
@@ -359,13 +391,14 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
         if nxt is None:
             return None
         begin, line_end = nxt.start(1), nxt.end()
-    label = _LABEL_FIRST.match(text, begin, line_end)
+    label = _option_label(text, begin, line_end)
     stop = _SENTENCE_END.search(text, label.end() if label else begin, line_end)
     end = stop.end() if stop else line_end
     if (stop and _asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
     answer = _clean(text[begin : stop.start() if stop else line_end])
-    if not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer):
+    if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
+            or _HEDGED.search(answer)):
         return None
     return start, end, answer
 
