@@ -139,9 +139,10 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         anthropic = [t for t in api_tables if str(t.get("spec", "")).startswith("anthropic:")]
         if not anthropic:
             # Said, not ignored: the flag would otherwise read as "caching is on".
+            why = ("OpenAI and Gemini cache long prompts on their own" if api_tables
+                   else "the reference agents run in-process; name one with --model")
             raise ConfigError("--prompt-cache: only anthropic models are asked to cache, and "
-                              "this run has none (OpenAI and Gemini cache long prompts on "
-                              "their own)")
+                              f"this run has none ({why})")
         for table in anthropic:
             table["prompt_cache"] = True
     raw["models"] = model_tables
