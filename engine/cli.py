@@ -22,6 +22,7 @@ from typing import NoReturn
 # Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
     "run": "engine.commands.run",
+    "report": "engine.commands.report",
     "parse": "engine.commands.parse",
     "render": "engine.commands.render",
     "tail": "engine.commands.tail",
@@ -32,6 +33,7 @@ COMMANDS: dict[str, str] = {
 
 COMMAND_HELP: dict[str, str] = {
     "run": "run models through the VAoT loop (no arguments: the embedded demo)",
+    "report": "print a store's results: accuracy tables, renders shown, tokens and cost",
     "parse": "parse one raw model reply and print thought, actions, answer and warnings",
     "render": "apply one visual action to an image and print the state hash",
     "tail": "print the events of a store, optionally following new ones",

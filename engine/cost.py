@@ -154,21 +154,20 @@ class UsageTally:
         return out
 
 
-def format_cost_lines(lines: Iterable[CostLine]) -> str:
-    """The run summary's cost lines, plus a total when every model was priced."""
+def format_cost_lines(lines: Iterable[CostLine], priced: bool = True) -> str:
+    """The run summary's cost lines, plus a total when every model was priced; with ``priced``
+    false (no price table given), the tokens alone."""
     lines = list(lines)
     rows = []
     for line in lines:
-        cost = (f"{line.cost:.4f} {line.currency}" if line.cost is not None
-                else "cost unknown (no token counts)" if line.calls and not line.input_tokens
-                else "cost unknown")
-        rows.append(
-            f"{line.model}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
-            f"{line.input_tokens:,} in"
-            + _cache_note(line)
-            + f" / {line.output_tokens:,} out tokens, {cost}"
-        )
-    if lines and all(line.cost is not None for line in lines):
+        row = (f"{line.model}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
+               f"{line.input_tokens:,} in{_cache_note(line)} / {line.output_tokens:,} out tokens")
+        if priced:
+            row += ", " + (f"{line.cost:.4f} {line.currency}" if line.cost is not None
+                           else "cost unknown (no token counts)"
+                           if line.calls and not line.input_tokens else "cost unknown")
+        rows.append(row)
+    if priced and lines and all(line.cost is not None for line in lines):
         total = sum(line.cost or 0.0 for line in lines)
         rows.append(f"total: {total:.4f} {lines[0].currency}")
     return "\n".join(rows)

@@ -25,7 +25,7 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["RunEnd", "count", "report", "stop_reason"]
+__all__ = ["RunEnd", "count", "print_exposed_accuracy", "report", "stop_reason"]
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -89,7 +89,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                       + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
                          "changed too little to mislead (policy detail 'weak')" if weak else ""),
                       markup=False)
-        _print_exposed_accuracy(console, records, seen)
+        print_exposed_accuracy(console, records, seen)
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
         err.print(printable(f"{what}: {job.model} {job.setting} sample {job.sample.id}: "
@@ -175,7 +175,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     return 1 if errors or failed else 3 if capped else 0
 
 
-def _print_exposed_accuracy(console, records, seen) -> None:
+def print_exposed_accuracy(console, records, seen) -> None:
     """Per model that ran both rendering settings, their accuracy over the same samples: those
     where vaot was shown a render and wrong_render a corruption that could mislead (the
     contrast the table's columns blur with trajectories that saw nothing to depend on)."""

@@ -1,0 +1,77 @@
+"""``vaot report STORE``: the results a run printed at its end, read back from the store alone,
+as tables or JSON, for one run or all, with the cost when given a price table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _vaot(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "COLUMNS": "120"})
+
+
+def _table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("│", "┃"))]
+
+
+def test_report_reprints_the_run_s_tables_and_gives_them_as_data(tmp_path) -> None:
+    store = str(tmp_path / "demo.lmdb")
+    ran = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "4", "--settings",
+                "cot,vaot,wrong_render", "--model", "reference:calibrated", "--model",
+                "reference:ignore", "--store", store)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    run_id = ran.stdout.split()[1].rstrip(":")
+    done = _vaot("report", store)
+    assert done.returncode == 0, done.stderr
+    # The same tables, cell for cell, as the run printed at its end.
+    assert _table_lines(done.stdout) == _table_lines(ran.stdout)
+    assert f"run {run_id}: dataset synthetic:1" in done.stdout
+    assert "24 trajectories in the log, 24 ended (0 failed), 0 unfinished" in done.stdout
+    assert "shown a render (finished trajectories): vaot " in done.stdout
+    assert "reference:calibrated: " in done.stdout and "out tokens" in done.stdout
+    assert "cost unknown" not in done.stdout  # no price table, no cost column
+    data = json.loads(_vaot("report", store, "--json", "--run", run_id[:6]).stdout)
+    cells = data["runs"][run_id]["accuracy"]
+    everything = [c for c in cells if c["aggregate"]]
+    assert {(c["model"], c["setting"]) for c in everything} == {
+        (m, s) for m in ("reference:calibrated", "reference:ignore")
+        for s in ("cot", "vaot", "wrong_render")}
+    assert all(c["ended"] == 4 and c["accuracy"] == c["correct"] / 4 for c in everything)
+    assert data["runs"][run_id]["options"]["settings"] == ["cot", "vaot", "wrong_render"]
+
+
+def test_report_prices_the_tokens_with_a_config_s_table(tmp_path) -> None:
+    store = str(tmp_path / "demo.lmdb")
+    ran = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2",
+                "--settings", "cot", "--model", "reference:calibrated", "--store", store)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    config = tmp_path / "prices.toml"
+    config.write_text('[prices."reference:*"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n')
+    done = _vaot("report", store, "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "tokens and cost of every reply recorded:" in done.stdout
+    assert "USD" in done.stdout and "total: " in done.stdout
+
+
+def test_report_names_what_it_cannot_find_in_one_line(tmp_path) -> None:
+    missing = _vaot("report", str(tmp_path / "nothing.lmdb"))
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    store = str(tmp_path / "demo.lmdb")
+    assert _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1",
+                 "--settings", "cot", "--model", "reference:blind", "--store", store
+                 ).returncode == 0
+    unknown = _vaot("report", store, "--run", "zz")
+    assert unknown.returncode == 2
+    assert "no run in" in unknown.stderr and "starts with 'zz'" in unknown.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[prices."x"]\ninput_per_mtok = -1\noutput_per_mtok = 1\n')
+    refused = _vaot("report", store, "--config", str(bad))
+    assert refused.returncode == 2 and "bad price table" in refused.stderr
+    assert "Traceback" not in missing.stderr + unknown.stderr + refused.stderr
