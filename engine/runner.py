@@ -55,6 +55,7 @@ __all__ = [
     "StoppedModel",
     "build_jobs",
     "check_joined_models",
+    "check_resume",
     "check_samples_unchanged",
     "first_error",
     "fixed_model_fields",
@@ -138,7 +139,7 @@ def run_identity(config: RunConfig) -> dict:
            else {}),
         # A run of reference agents alone (the demo) costs nothing to redo: after an engine
         # upgrade it starts afresh instead of being refused as a mix of two engines (a run
-        # that pays for its replies is refused, and says how to go on: _check_resume).
+        # that pays for its replies is refused, and says how to go on: check_resume).
         **({"engine": ENGINE_VERSION} if _reference_only(m.spec for m in config.models)
            else {}),
     }
@@ -283,7 +284,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     head = store.head(header_stream)
     if head is not None:
         recorded = store.read_trajectory(header_stream)
-        _check_resume(config, recorded, run_id)
+        check_resume(config, recorded, run_id)
         # An invocation that goes on with other models, settings or endpoints (another
         # --base-url: perhaps another checkpoint under the same name) leaves its own header
         # after the first, so the log says which invocation ran what. The same command again
@@ -464,7 +465,7 @@ def _original_state(sample: Sample) -> str | None:
 _MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra", "detail")
 
 
-def _check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
+def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     """Refuse to resume a run with a model configured differently than when it started.
 
     Finished trajectories would be skipped with the old reading and unfinished ones continued
@@ -519,7 +520,7 @@ def check_joined_models(config: RunConfig, store: Recorder, jobs: list[Trajector
                         run_id: str) -> None:
     """Refuse to resume with a model configured differently than when it joined the run.
 
-    The run header holds the models the run began with (:func:`_check_resume`); a model added
+    The run header holds the models the run began with (:func:`check_resume`); a model added
     by a later invocation is known only by its trajectories' ``TrajectoryStarted``, so one of
     them is read per such model.
     """

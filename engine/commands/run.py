@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.ids import run_id_for
     from engine.runner import build_jobs, make_adapters, nearest_other_run, run_identity
 
-    if config.workers > 1:
+    if config.workers > 1 and not args.dry_run:
         from engine.workers import warm_up
 
         warm_up()  # the workers' process imports the engine while the dataset is read
@@ -221,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
     if len(skipped) > shown:
         log_file = log_path_for(config.store)
-        where = f" (all listed in {log_file})" if samples and log_file else ""
+        where = (f" (all listed in {log_file})" if samples and log_file and not args.dry_run
+                 else "")
         err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
     if not samples:
         err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
@@ -528,6 +529,5 @@ async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop,
         return await run_jobs(config, store, samples, on_outcome=on_outcome, on_fault=on_fault,
                               adapters=adapters, on_stop=on_stop)
     finally:
-        for adapter in adapters.values():
-            await adapter.aclose()
+        await _close(adapters)
 

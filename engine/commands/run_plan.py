@@ -8,23 +8,40 @@ would be sent it (images shown as placeholders naming their size and pixel hash)
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: no run lock to look at
+    fcntl = None  # type: ignore[assignment]
 
 from adapters.datasets.base import Sample
 from adapters.models.base import ImagePart, ModelAdapter, ModelRequest, TextPart
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
 from adapters.renderers.images import ImageLoadError
+from analysis.records import TrajectoryRecord, project
 from engine.commands.run_report import count
-from engine.config import RunConfig
+from engine.config import ConfigError, RunConfig
 from engine.conversation import RequestSpec, build_request
 from engine.ids import run_id_for
 from engine.parsing import get_dialect
 from engine.printable import printable
-from engine.runner import build_jobs, nearest_other_run, run_identity
+from engine.run_lock import LOCK_NAME
+from engine.runner import (
+    build_jobs,
+    check_joined_models,
+    check_resume,
+    check_samples_unchanged,
+    nearest_other_run,
+    run_identity,
+    started_samples,
+)
 from engine.states import load_original
-from store import StoreError, TrajectoryFinished, open_store
+from store import StoreError, open_store
+from store.events import run_stream
 
 __all__ = ["print_plan"]
 
@@ -34,8 +51,9 @@ _TEXT_SHOWN = 4000
 
 def print_plan(console, err, config: RunConfig, samples: list[Sample],
                adapters: dict[str, ModelAdapter]) -> int:
-    """Print the plan of the run ``config`` describes; the exit status (0, or 2 when the first
-    sample's image cannot be read)."""
+    """Print the plan of the run ``config`` describes; the exit status: 0, or 2 with the run's
+    own one-line refusal (a store it cannot use, a model whose reading changed, a sample whose
+    image changed, the first sample's image unreadable)."""
     run_id = run_id_for(run_identity(config))
     jobs = build_jobs(config, run_id, samples)
     console.print(f"dry run: run {run_id}: {count(len(samples), 'sample')} × "
@@ -44,7 +62,11 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
                   + (f" × {count(config.epochs, 'epoch')}" if config.epochs > 1 else "")
                   + f" = {count(len(jobs), 'trajectory', 'trajectories')} → {config.store}",
                   markup=False)
-    _print_progress(console, config, jobs, run_id)
+    try:
+        records = _recorded(console, config, jobs, run_id)
+    except (ConfigError, _Refused) as exc:
+        err.print(printable(f"vaot run: {exc}"), markup=False)
+        return 2
     for model in config.models:
         adapter = adapters[model.spec]
         where = model.base_url or getattr(type(adapter), "default_base_url", None)
@@ -53,10 +75,16 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
                       + f"dialect {model.dialect}, convention {model.convention}"
                       + (", prompt cache" if model.prompt_cache else ""), markup=False)
     per_setting = {s: 1 if s == "cot" else config.max_steps for s in config.settings}
-    most = sum(per_setting[job.setting] for job in jobs)
+    most = 0
+    for job in jobs:
+        record = records.get(job.traj)
+        if record is None:
+            most += per_setting[job.setting]
+        elif record.status is None or (record.status == "failed" and config.retry_failed):
+            most += max(per_setting[job.setting] - record.steps, 0)
     console.print("calls at most: " + ", ".join(
         f"{setting} {n} per trajectory" for setting, n in per_setting.items())
-        + f"; {most:,} in all (a trajectory stops at its answer)", markup=False)
+        + f"; {most:,} for the trajectories left (each stops at its answer)", markup=False)
     sample = samples[0]
     try:
         image, _ = load_original(sample.image_source, name=f"sample {sample.id}")
@@ -81,44 +109,86 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
                 max_steps=per_setting[setting], spec=spec,
                 image=lambda sha: ImagePart(sha=sha), convention=convention, dialect=dialect,
                 original_size=original_size)
-            console.print(f"\n── first request of {setting}, sample {sample.id} "
-                          f"({', '.join(models)}) ──", markup=False)
+            console.print()
+            console.print(printable(f"── first request of {setting}, sample {sample.id} "
+                                    f"({', '.join(models)}) ──"), markup=False)
             console.print(_request_text(request, {original: size}), markup=False)
     console.print("\ndry run: no model was called and nothing was written; run the same "
                   "command without --dry-run to start", markup=False)
     return 0
 
 
-def _print_progress(console, config: RunConfig, jobs, run_id: str) -> None:
-    """How far the store already got with these trajectories (read only: another run may be
-    writing it)."""
-    if config.store == ":memory:" or not Path(config.store).exists():
+class _Refused(Exception):
+    """The store cannot be used by the run (said as the run would say it)."""
+
+
+def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, TrajectoryRecord]:
+    """What the store already holds of ``jobs`` (trajectory id → record), after the checks a
+    run makes of it on resume, and a line saying how far it got. Read only: another run may be
+    writing it."""
+    path = Path(config.store)
+    if config.store == ":memory:" or not path.exists() or (path.is_dir()
+                                                           and not any(path.iterdir())):
+        above = next((p for p in path.parents if p.is_file()), None)
+        if config.store != ":memory:" and above is not None:
+            raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
+                           "folder")
         console.print("store: new; every trajectory would start", markup=False)
-        return
+        return {}
+    busy = _holder(path)
+    if busy:
+        raise _Refused(f"{config.store} is in use by another vaot run ({busy}); wait for it to "
+                       "finish (or stop it), or give this run another --store")
+    writable = os.access(path, os.W_OK) and os.access(path / "lock.mdb", os.W_OK)
     try:
-        store = open_store(config.store, create=False)
+        store = open_store(config.store, create=False, readonly=not writable)
     except StoreError as exc:
-        console.print(printable(f"store: cannot be read ({exc}); the run would refuse it too"),
-                      markup=False)
-        return
+        raise _Refused(f"cannot open the store {config.store}: {exc}") from None
     with store:
-        status: Counter[str] = Counter()
-        for job in jobs:
-            if store.head(job.traj) is None:
-                status["to start"] += 1
-                continue
-            ends = [s.event.status for s in store.read_trajectory(job.traj)
-                    if isinstance(s.event, TrajectoryFinished)]
-            status[f"ended {ends[-1]}" if ends else "to continue"] += 1
+        header = list(store.read_trajectory(run_stream(run_id)))
+        if header:
+            check_resume(config, header, run_id)
+            check_joined_models(config, store, jobs, run_id)
+            earlier = started_samples(store, jobs)
+            if earlier:
+                check_samples_unchanged(store, jobs, earlier)
+        ours = {job.traj for job in jobs}
+        records = {traj: record for traj, record in project(store.iter_events()).items()
+                   if traj in ours}
         other = nearest_other_run(config, store, run_id)
-    parts = [f"{n} {what}" for what, n in sorted(status.items())]
+    status: Counter[str] = Counter(
+        "to continue" if r.status is None else f"ended {r.status}" for r in records.values())
+    status["to start"] = len(jobs) - len(records)
+    parts = [f"{n} {what}" for what, n in sorted(status.items()) if n]
+    failed = status.get("ended failed", 0)
     console.print(f"store: {', '.join(parts)}"
-                  + ("; failed ones run again only with --retry-failed"
-                     if status.get("ended failed") else ""), markup=False)
+                  + ((" (--retry-failed: they run again)" if config.retry_failed
+                      else "; failed ones run again only with --retry-failed") if failed
+                     else ""), markup=False)
     if other is not None:
         other_id, diff = other
         console.print(f"note: a new run beside run {other_id}, which differs in "
                       + ", ".join(name for name, _, _ in diff), markup=False)
+    return records
+
+
+def _holder(store_dir: Path) -> str | None:
+    """Who holds the store's run lock, if a run does (the lock file is not made if missing)."""
+    lock = store_dir / LOCK_NAME
+    if fcntl is None or not lock.exists():
+        return None
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 300, 0).decode("utf-8", "replace").strip() or "a running vaot run"
+        return None
+    finally:
+        os.close(fd)
 
 
 def _request_text(request: ModelRequest, sizes: dict[str, tuple[int, int]]) -> str:

@@ -44,7 +44,8 @@ def test_a_dry_run_calls_no_model_and_writes_nothing(tmp_path) -> None:
     assert "2 samples × 2 settings × 1 model = 4 trajectories" in out
     assert "store: new; every trajectory would start" in out
     assert f"model openai:fake-model: http://127.0.0.1:{port}/v1, dialect deepeyes" in out
-    assert "calls at most: vaot 4 per trajectory, cot 1 per trajectory; 10 in all" in out
+    assert ("calls at most: vaot 4 per trajectory, cot 1 per trajectory; 10 for the "
+            "trajectories left") in out
     # Each setting's first request as the model reads it: its dialect's action format, the
     # original's size (deepeyes boxes are in its pixels), the image as a placeholder.
     vaot = out[out.index("first request of vaot"):out.index("first request of cot")]
@@ -74,3 +75,40 @@ def test_a_dry_run_still_refuses_bad_input_in_one_line(tmp_path) -> None:
                  "--store", str(tmp_path / "s.lmdb"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert not (tmp_path / "s.lmdb").exists()
+
+
+def test_a_dry_run_refuses_what_the_run_would_refuse_of_its_store(tmp_path) -> None:
+    store = tmp_path / "run.lmdb"
+    base = ("--dataset", "synthetic:1", "--limit", "2", "--settings", "cot", "--store",
+            str(store))
+    with fake_server_process("openai") as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        first = _vaot("--model", "openai:m", "--base-url", url, *base,
+                      env={"OPENAI_API_KEY": "sk-fake"})
+        assert first.returncode == 0, first.stdout + first.stderr
+        # How its replies are read changed: the run refuses to resume, so does its dry run.
+        changed = _vaot("--model", "openai:m", "--base-url", url, "--dialect", "deepeyes", *base,
+                        "--dry-run", env={"OPENAI_API_KEY": "sk-fake"})
+        assert changed.returncode == 2 and "deepeyes" in changed.stderr, changed.stdout
+        # The same command: what is left to do is nothing.
+        again = _vaot("--model", "openai:m", "--base-url", url, *base, "--dry-run",
+                      env={"OPENAI_API_KEY": "sk-fake"})
+    assert again.returncode == 0, again.stderr
+    assert "store: 2 ended " in again.stdout and "0 for the trajectories left" in again.stdout
+    # A store path under a file is said as the run says it.
+    (tmp_path / "file").write_text("x")
+    under = _vaot("--store", str(tmp_path / "file" / "s.lmdb"), "--limit", "1", "--dry-run")
+    assert under.returncode == 2 and "is a file, not a folder" in under.stderr
+
+
+def test_a_dry_run_says_when_another_run_holds_the_store(tmp_path) -> None:
+    from engine.run_lock import exclusive_run
+
+    store = tmp_path / "demo.lmdb"
+    args = ("--dataset", "synthetic:1", "--limit", "1", "--settings", "cot", "--model",
+            "reference:blind", "--store", str(store))
+    assert _vaot(*args).returncode == 0
+    with exclusive_run(store):  # as a run in another process holds it
+        busy = _vaot(*args, "--dry-run")
+    assert busy.returncode == 2 and "in use by another vaot run (pid " in busy.stderr
+    assert _vaot(*args, "--dry-run").returncode == 0  # free again
