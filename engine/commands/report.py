@@ -3,8 +3,9 @@
 The tables ``vaot run`` prints at its end, for any run a store holds, without the command that
 made it: accuracy per group × setting per model, how many rendering trajectories were shown a
 render, the paired vaot / wrong_render accuracy, and tokens (with a price table, their cost).
-``--json`` gives the same as data, for a notebook or a script. Read only: a run may still be
-writing the store.
+They cover the trajectories in the log: one a stopped run never started is not there (its
+``vaot run`` table counts it as open). ``--json`` gives the same as data, for a notebook or a
+script. Read only: a run may still be writing the store.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ import sys
 import msgspec
 from rich.console import Console
 
-from adapters.models.base import Usage
 from analysis.records import TrajectoryRecord, project
 from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
 from engine.commands._store_arg import add_store_argument, open_existing_store
-from engine.commands.run_report import count, print_exposed_accuracy
+from engine.commands.run_report import count, print_exposure, usage_of
 from engine.config import ConfigError, load_toml
-from engine.cost import PriceTable, UsageTally, format_cost_lines
+from engine.cost import PriceTable, format_cost_lines
 from engine.printable import printable
 from engine.progress import summary_tables
 from engine.prompts import SETTINGS
@@ -37,24 +37,38 @@ HELP = "print a store's results: accuracy tables, renders shown, tokens and cost
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
-    parser.add_argument("--run", metavar="ID",
+    parser.add_argument("--run", metavar="ID", type=_run_wanted,
                         help="report this run only (its id, or the start of it, as `vaot run` "
                         "printed it; default: every run in the store)")
     parser.add_argument("--config", metavar="FILE",
                         help="a `vaot run` config file whose price table (prices) turns the "
                         "tokens into a cost")
     parser.add_argument("--json", action="store_true",
-                        help="print the results as one JSON object (per run: its options, "
-                        "and per model, group and setting: ended, correct, failed, "
-                        "unfinished, accuracy) instead of tables")
+                        help="print the results as one JSON object instead of tables: per run "
+                        "its options (the last header), trajectories, ended, failed and "
+                        "unfinished counts, accuracy cells per model, group and setting "
+                        "(ended, correct, failed, unfinished, accuracy as a fraction 0-1; the "
+                        "row 'all' with aggregate true), shown_a_render, "
+                        "paired_exposed_accuracy, and usage per model (cost null when not "
+                        "priced; priced says whether a price table was given)")
+
+
+def _run_wanted(value: str) -> str:
+    """An argparse type: an empty id is an unset shell variable, not "every run"."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty (an unset shell variable?); give a run id")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     prices = None
     if args.config:
         try:
-            raw = load_toml(args.config)
-            prices = PriceTable.from_config(raw.get("prices"), raw.get("currency", "USD"))
+            table = load_toml(args.config).get("prices", {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"--config {args.config}: prices must be a table of "
+                                  "[prices.\"MODEL\"] entries")
+            prices = PriceTable.from_config(table)
         except ConfigError as exc:
             print(f"vaot report: {exc}", file=sys.stderr)
             return 2
@@ -73,18 +87,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"vaot report: {exc}", file=sys.stderr)
             return 2
     if args.run:
-        chosen = [r for r in runs if r.startswith(args.run)]
+        wanted = args.run.lower()
+        chosen = [r for r, header in runs.items()
+                  if r.startswith(wanted) or header.get("run_name") == args.run]
         if len(chosen) != 1:
-            known = ", ".join(runs) or "none"
-            what = "no run" if not chosen else f"{len(chosen)} runs"
-            print(f"vaot report: {what} in {args.store} starts with {args.run!r} (its runs: "
-                  f"{known})", file=sys.stderr)
+            if chosen:
+                print(f"vaot report: {len(chosen)} runs in {args.store} start with "
+                      f"{args.run!r} ({', '.join(chosen)}); give more of the id",
+                      file=sys.stderr)
+            else:
+                print(f"vaot report: no run in {args.store} starts with or is named "
+                      f"{args.run!r} (its runs: {', '.join(runs) or 'none'})", file=sys.stderr)
             return 2
         runs = {chosen[0]: runs[chosen[0]]}
     if args.json:
         print(json.dumps(_as_data(runs, records, prices), ensure_ascii=False, indent=1))
         return 0
-    console = Console(highlight=False, emoji=False, soft_wrap=True)
+    console = _Console(highlight=False, emoji=False, soft_wrap=True)
     if not runs:
         console.print(f"{args.store}: no run recorded", markup=False)
     for run_id, header in runs.items():
@@ -92,11 +111,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Console(Console):
+    """A console whose reader going away (``vaot report STORE | head``) ends the command as a
+    closed pipe ends any other (the CLI's exit status 141), not as rich's exit status 1."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _headers(store) -> dict[str, dict]:
     """Run id → the config of its last RunStarted (each invocation that changed something
-    added one), in the store's order of runs."""
+    added one), in the order the runs began."""
     out = {}
-    for run_id in store.run_ids():
+    began = {bytes(k).decode("utf-8", "backslashreplace"): bytes(v)
+             for k, v in store.iter_run_index()}
+    for run_id in sorted(store.run_ids(), key=lambda r: began.get(r, b"")):
         configs = [s.event.config for s in store.read_trajectory(run_stream(run_id))
                    if isinstance(s.event, RunStarted)]
         out[run_id] = configs[-1] if configs else {}
@@ -124,13 +153,8 @@ def _print_run(console, run_id: str, header: dict, records: list[TrajectoryRecor
     by_model = list(dict.fromkeys([*models, *sorted({r.model for r in records})]))
     for table in summary_tables(records, settings, by_model):
         console.print(table)
-    seen = exposure(records)
-    if seen:
-        parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
-        console.print("shown a render (finished trajectories): " + ", ".join(parts),
-                      markup=False)
-        print_exposed_accuracy(console, records, seen)
-    tally = _usage(records)
+    print_exposure(console, records)
+    tally = usage_of(records)
     if tally.lines():
         console.print("tokens of every reply recorded:" if prices is None else
                       "tokens and cost of every reply recorded:", markup=False)
@@ -152,25 +176,20 @@ def _as_data(runs: dict[str, dict], records: list[TrajectoryRecord],
                 cells.items(), key=lambda kv: (kv[0][0], kv[0][1] is ALL, kv[0][1] or "",
                                                kv[0][2]))
         ]
-        tally = _usage(ours)
+        tally = usage_of(ours)
         paired = {model: msgspec.to_builtins(cell)
                   for model, cell in paired_exposed_accuracy(ours).items()}
+        ended = [r for r in ours if r.status is not None]
         out[run_id] = {
             "options": header,
             "trajectories": len(ours),
+            "ended": len(ended),
+            "failed": sum(r.status == "failed" for r in ended),
+            "unfinished": len(ours) - len(ended),
             "accuracy": table,
             "shown_a_render": {s: msgspec.to_builtins(e) for s, e in exposure(ours).items()},
             "paired_exposed_accuracy": paired,
             "usage": [msgspec.to_builtins(line) for line in tally.lines(prices)],
         }
-    return {"runs": out}
+    return {"priced": prices is not None, "runs": out}
 
-
-def _usage(records: list[TrajectoryRecord]) -> UsageTally:
-    """The tokens of every reply the records' steps hold, per model."""
-    tally = UsageTally()
-    for r in records:
-        if r.steps:
-            tally.add(r.model, Usage(r.input_tokens, r.output_tokens, r.cached_input_tokens,
-                                     r.cache_write_input_tokens), calls=r.steps)
-    return tally

@@ -25,7 +25,7 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["RunEnd", "count", "print_exposed_accuracy", "report", "stop_reason"]
+__all__ = ["RunEnd", "count", "print_exposure", "report", "stop_reason", "usage_of"]
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -82,14 +82,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         + _cache_said(cached, written) + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)
-    if seen:
-        parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
-        weak = sum(e.weak for e in seen.values())
-        console.print("shown a render (finished trajectories): " + ", ".join(parts)
-                      + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
-                         "changed too little to mislead (policy detail 'weak')" if weak else ""),
-                      markup=False)
-        print_exposed_accuracy(console, records, seen)
+    print_exposure(console, records)
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
         err.print(printable(f"{what}: {job.model} {job.setting} sample {job.sample.id}: "
@@ -109,12 +102,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
             # The trajectories of the table, every reply in their log: a reply paid for just
             # before a stop is recorded by the rerun (served from the reply cache) and counted
             # once here, where no session's call count has it.
-            usage = UsageTally()
-            for r in records:
-                if r.steps:
-                    usage.add(r.model, Usage(r.input_tokens, r.output_tokens,
-                                             r.cached_input_tokens, r.cache_write_input_tokens),
-                              calls=r.steps)
+            usage = usage_of(records)
             console.print(f"cost of the {count(len(ours), 'trajectory', 'trajectories')} "
                           "above, every reply recorded for them in this session and earlier "
                           "ones:", markup=False)
@@ -173,6 +161,31 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
     return 1 if errors or failed else 3 if capped else 0
+
+
+def print_exposure(console, records) -> None:
+    """How many rendering trajectories were shown a render, and the paired vaot/wrong_render
+    accuracy over the samples where both could depend on one."""
+    seen = exposure(records)
+    if not seen:
+        return
+    parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
+    weak = sum(e.weak for e in seen.values())
+    console.print("shown a render (finished trajectories): " + ", ".join(parts)
+                  + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
+                     "changed too little to mislead (policy detail 'weak')" if weak else ""),
+                  markup=False)
+    print_exposed_accuracy(console, records, seen)
+
+
+def usage_of(records) -> UsageTally:
+    """The tokens of every reply the records' steps hold, per model."""
+    tally = UsageTally()
+    for r in records:
+        if r.steps:
+            tally.add(r.model, Usage(r.input_tokens, r.output_tokens, r.cached_input_tokens,
+                                     r.cache_write_input_tokens), calls=r.steps)
+    return tally
 
 
 def print_exposed_accuracy(console, records, seen) -> None:

@@ -69,9 +69,24 @@ def test_report_names_what_it_cannot_find_in_one_line(tmp_path) -> None:
                  ).returncode == 0
     unknown = _vaot("report", store, "--run", "zz")
     assert unknown.returncode == 2
-    assert "no run in" in unknown.stderr and "starts with 'zz'" in unknown.stderr
+    assert "no run in" in unknown.stderr and "'zz'" in unknown.stderr
     bad = tmp_path / "bad.toml"
     bad.write_text('[prices."x"]\ninput_per_mtok = -1\noutput_per_mtok = 1\n')
     refused = _vaot("report", store, "--config", str(bad))
     assert refused.returncode == 2 and "bad price table" in refused.stderr
     assert "Traceback" not in missing.stderr + unknown.stderr + refused.stderr
+
+
+def test_report_picks_a_run_by_name_in_the_order_runs_began_and_refuses_an_empty_id(tmp_path) -> None:
+    store = str(tmp_path / "demo.lmdb")
+    base = ("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1", "--settings",
+            "cot", "--model", "reference:blind", "--store", store)
+    assert _vaot(*base, "--run-name", "first").returncode == 0
+    assert _vaot(*base, "--run-name", "second").returncode == 0
+    named = _vaot("report", store, "--run", "second")
+    assert named.returncode == 0 and named.stdout.count("\nrun ") + named.stdout.startswith(
+        "run ") == 1 and "(second)" in named.stdout
+    both = json.loads(_vaot("report", store, "--json").stdout)["runs"]
+    assert [r["options"]["run_name"] for r in both.values()] == ["first", "second"]  # as begun
+    empty = _vaot("report", store, "--run", "")
+    assert empty.returncode == 2 and "give a run id" in empty.stderr
