@@ -38,8 +38,8 @@ HELP = "print a store's results: accuracy tables, renders shown, tokens and cost
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("--run", metavar="ID", type=_run_wanted,
-                        help="report this run only (its id, or the start of it, as `vaot run` "
-                        "printed it; default: every run in the store)")
+                        help="report this run only: its id or the start of it, as `vaot run` "
+                        "printed it, or its --run-name (default: every run in the store)")
     parser.add_argument("--config", metavar="FILE",
                         help="a `vaot run` config file whose price table (prices) turns the "
                         "tokens into a cost")

@@ -139,7 +139,8 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
     if busy:
         raise _Refused(f"{config.store} is in use by another vaot run ({busy}); wait for it to "
                        "finish (or stop it), or give this run another --store")
-    writable = os.access(path, os.W_OK) and os.access(path / "lock.mdb", os.W_OK)
+    lock = path / "lock.mdb"  # LMDB's reader table: a reader writes it unless read-only
+    writable = os.access(path, os.W_OK) and (not lock.exists() or os.access(lock, os.W_OK))
     try:
         store = open_store(config.store, create=False, readonly=not writable)
     except StoreError as exc:
