@@ -81,7 +81,8 @@ actions drawn on the original the model was shown, an invalid action also said n
 5: a reply concluding "Therefore, the answer is …" answered, "the final answer is" in a
 supposition or a doubt ("what the final answer is", "…is not yet clear") no answer. 6: a reply
 concluding "I think the answer is …", "So the answer: …", "The correct option is …" or "所以答案是
-…", or ending on an "Ans:" line, answered; "the answer is between …"/"to zoom …" no answer."""
+…", or ending on an "Ans:" line, answered; "the answer is between …"/"to zoom …", and a bare
+"Answer:" line saying what comes next ("Let me zoom in first.", "pending"), no answer."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

@@ -145,6 +145,17 @@ def _markers(text: str) -> list[re.Match[str]]:
     return finditer_from(_MARKER, text, _FINAL, ("最终", "答案"))
 
 
+# After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line, what plainly gives no answer yet: a
+# step still to take, a doubt, a blank to fill. ("Final Answer:" keeps whatever follows it.)
+_BARE_NOT_GIVEN = re.compile(
+    r"(?:let(?:['’]s|[ \t]+(?:me|us))|(?:i|we)(?:['’]ll|[ \t]+(?:need|will|must|should|shall"
+    r"|have[ \t]+to|am[ \t]+going|want))|need[ \t]+to|to[ \t]+be[ \t]+(?:determined|decided"
+    r"|confirmed|found)|tbd\b|pending\b|not[ \t]+(?:sure|yet|clear)\b|unclear\b"
+    r"|[?？]|_{2,}|…|\.{3}|待定|不确定|看不清|无法|让我|需要)",
+    re.IGNORECASE,
+)
+
+
 def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
     whether it opens its line) of each answer marker."""
@@ -179,6 +190,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
                 answer, end = nxt.group(1), nxt.end()
         if bare and not _ONLY_SPACE_LEFT.match(text, end):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
+        if bare and _BARE_NOT_GIVEN.match(_clean(answer)):
+            continue  # "Answer: Let me zoom in first." says what comes next, not an answer
         out.append((start, end, answer, bare, at_line_start))
     return out
 

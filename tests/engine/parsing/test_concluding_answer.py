@@ -425,3 +425,23 @@ def test_the_new_forms_cost_linear_time() -> None:
         parse_step(f"Step 1 (Text): x\n{text}")
         # Linear scans take ~10–40 ms here on a slow shared host; a quadratic one, minutes.
         assert time.perf_counter() - t0 < 5.0
+
+
+@pytest.mark.parametrize(("last", "answer"), [
+    # A bare marker on the last line that says what comes next, or leaves a blank, gives none;
+    # one that gives an answer still does.
+    ("Answer: Let me zoom in first.", None),
+    ("Ans: I need to check the legend.", None),
+    ("Answer: pending", None),
+    ("Answer: ?", None),
+    ("Ans: ____", None),
+    ("Final: not sure yet", None),
+    ("答案：待定", None),
+    ("Answer: B", "B"),
+    ("Ans: 4", "4"),
+    ("Answer: unknown", "unknown"),  # a real answer to some questions
+    ("Final Answer: Let me check.", "Let me check."),  # the explicit marker keeps what follows
+])
+def test_a_bare_answer_line_that_gives_no_answer_is_not_one(last, answer) -> None:
+    parsed = parse_step(f"Step 2 (Text): The bars show 3 and 5.\n{last}", expected_step=2)
+    assert parsed.final_answer == answer

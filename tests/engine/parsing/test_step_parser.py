@@ -195,14 +195,15 @@ def test_a_bare_final_colon_opening_a_line_is_the_answer_marker(text, answer):
 
 def test_an_answer_line_next_to_a_proposed_action_is_thought():
     # Review: the action block is blanked before the answer is looked for, so "Answer:" above
-    # it counted as the reply's last line; the step then ended with the answer "pending".
-    text = ("Step 1 (Text): so I zoom.\nAnswer: pending\n```json\n"
+    # it counted as the reply's last line; the step then ended with the answer "pending" (now
+    # no answer anyway: see the bare-line cases in test_concluding_answer.py), here "7".
+    text = ("Step 1 (Text): so I zoom.\nAnswer: 7\n```json\n"
             '{"step": 1, "action": [{"type": "zoom", "target": [1, 2, 300, 400]}]}\n```')
     parsed = parse_step(text, dialect="vaot")
     assert parsed.final_answer is None and len(parsed.actions) == 1
     assert "read as thought" in parsed.warnings[-1]
     # "Final Answer" keeps its rule: next to an action it is still the answer, with a flag.
-    parsed = parse_step(text.replace("Answer: pending", "Final Answer: 3"), dialect="vaot")
+    parsed = parse_step(text.replace("Answer: 7", "Final Answer: 3"), dialect="vaot")
     assert parsed.final_answer == "3" and "action_and_answer" in parsed.flags
 
 
