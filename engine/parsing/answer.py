@@ -13,7 +13,7 @@ __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*{_EMPH}[ \t]*[:：])|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*+{_EMPH}[ \t]*+[:：])|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
@@ -24,7 +24,7 @@ _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
     r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
-    r"|(?:正确的?)?(?:答案|选项)[ \t]*就?[ \t]*(?:[是为為]|(?=[:：]))))"
+    r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:就[ \t]*+)?(?:[是为為]|(?=[:：]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )
@@ -57,9 +57,11 @@ _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGN
 _WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
                         re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$|option[ \t]+\(?([A-J])\b"
-                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:which|since|as|because"
-                     r"|where|so|因为|即|也就是)|项)|选项[ \t]*([A-J])(?![A-Za-z]))", re.I)
+_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$"
+                     r"|option[ \t]+\(?([A-J])\b(?![ \t]*\)?[ \t]*(?:and|or|,)\b)"
+                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:(?:which|since|as"
+                     r"|because|where|so)\b|因为|即|也就是)|项(?!目))"
+                     r"|选项[ \t]*([A-J])(?![A-Za-z]|[ \t]*[和、,，与及或]))", re.I)
 # "B (dog)", "B - dog", "C, which shows 8", "B项": capitals.
 
 
@@ -147,12 +149,14 @@ def _markers(text: str) -> list[re.Match[str]]:
 
 # After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line, what plainly gives no answer yet: a
 # step still to take, a doubt, a blank to fill. ("Final Answer:" keeps whatever follows it.)
+# Case matters: a title ("I Will Survive", "Let Me Go") or a status read off the image
+# ("Pending") is an answer; "let me zoom in" and "pending" are not.
 _BARE_NOT_GIVEN = re.compile(
-    r"(?:let(?:['’]s|[ \t]+(?:me|us))|(?:i|we)(?:['’]ll|[ \t]+(?:need|will|must|should|shall"
-    r"|have[ \t]+to|am[ \t]+going|want))|need[ \t]+to|to[ \t]+be[ \t]+(?:determined|decided"
-    r"|confirmed|found)|tbd\b|pending\b|not[ \t]+(?:sure|yet|clear)\b|unclear\b"
-    r"|[?？]|_{2,}|…|\.{3}|待定|不确定|看不清|无法|让我|需要)",
-    re.IGNORECASE,
+    r"(?:[Ll]et(?:['’]s|[ \t]+(?:me|us))[ \t]+[a-z]|(?:I|We|we)(?:['’]ll[ \t]+[a-z]|[ \t]+(?:need"
+    r"[ \t]+to|will[ \t]+[a-z]|must[ \t]+[a-z]|should[ \t]+[a-z]|have[ \t]+to|am[ \t]+going))"
+    r"|[Nn]eed[ \t]+to[ \t]+[a-z]|to[ \t]+be[ \t]+(?:determined|decided|confirmed|found)"
+    r"|(?i:tbd)\b|pending\b|not[ \t]+(?:sure|yet|clear)\b|unclear\b"
+    r"|[?？]|_{2,}|…|\.{2,}|待定|不确定|看不清|无法(?:确定|判断|看清|识别|确认)|让我|需要(?:放大|裁剪|确认|再))"
 )
 
 
@@ -266,11 +270,12 @@ _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]*_]*(?:[ \t]+|$)|[。！？][\"'�
 _LABEL_FIRST = re.compile(r"[ \t*_]*\(?[A-J]\)?\.[ \t]", re.IGNORECASE)
 # What may follow such a label as its option's text: short, one sentence at most. "B. The zoom
 # will confirm this." is an answer and a second sentence, so not the reply's last one.
-_OPTION_TEXT = re.compile(r"[^.!?。！？\n]{1,40}[.!?。！？]?[\"'”’)\]*_ \t]*")
+# A step still to take or a doubt in it makes it a sentence of its own, not an option's text
+# ("C. The man is holding an umbrella." is an option; "B. Zooming in should confirm." is not).
 _SENTENCE_CUE = re.compile(
-    r"\b(?:will|would|should|could|can|may|might|must|need\w*|let(?:['’]s)?|zoom\w*|crop\w*"
+    r"\b(?:will|would|should|could|can|may|might|must|need\w*|let['’]s|zoom\w*|crop\w*"
     r"|check\w*|confirm\w*|verif\w*|maybe|perhaps|probably|hope|next|then|but|however|though"
-    r"|or|is|are|was|were|seems?|looks?|thanks?|hm+|i|we|this|it)\b", re.IGNORECASE)
+    r"|thanks?|hm+)\b", re.IGNORECASE)
 
 
 def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
@@ -278,8 +283,11 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
     label = _LABEL_FIRST.match(text, begin, end)
     if label is None:
         return None
-    rest = _OPTION_TEXT.fullmatch(text, label.end(), end)
-    return label if rest is not None and not _SENTENCE_CUE.search(rest.group()) else None
+    stop = _SENTENCE_END.search(text, label.end(), end)
+    if stop is not None and text[stop.end():end].strip():
+        return None  # a second sentence after the option's
+    rest = text[label.end():end]
+    return label if len(rest) <= 160 and not _SENTENCE_CUE.search(rest) else None
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
 # asterisks is not tried every way.
@@ -316,10 +324,8 @@ _SUPPOSED = re.compile(
     r"|(?:at[ \t]+)?first[ \t]+(?:glance|sight|look|impression)|tentative\w*|for[ \t]+now"
     r"|so[ \t]+far|initially|naively|prelimin\w*|guess\w*|hypothes\w*"
     r"|(?:before|without)[ \t]+(?:zooming|cropping|looking|checking))\b"
-    r"|for[ \t]+the[ \t]+moment|right[ \t]+now|currently|at[ \t]+this[ \t]+resolution"
-    r"|quick[ \t]+look|low[- ]resolution"
     # The same in Chinese: if, suppose, whether, to find, at first glance, for now, a guess.
-    r"|如果|假如|假设|要是|若是|倘若|是否|为了|乍一?看|初看|第一眼|粗略|直觉|初步|暂时|目前来看|放大之前|猜",
+    r"|如果|假如|假设|要是|若是|倘若|是否|为了|乍看|初看|初步|暂时|猜",
     re.IGNORECASE,
 )
 # What, right after "the answer is", says where or how the answer will be found, not what it is.
@@ -337,9 +343,11 @@ _NO_ANSWER_YET = re.compile(
     r"|between|to[ \t]+(?:zoom|crop|look|check|verify|inspect|examine|rotate))\b"
     # Unsure, unknown, cannot, not yet, maybe, what, which, how many, whether, where, a step
     # to take: no Chinese answer yet either ("可能性" and "哪吒" are answers).
-    r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|看不清|暂时|目前|待|可能(?!性)|也许|大概|或许"
-    r"|什么|哪(?:个|一|些|里|儿|种)|多少|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否[是为]|是否"
-    r"|在|放大|裁剪|下一步",
+    r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|看不清|(?:暂时|目前)(?:无法|不|还|未|没|看不)"
+    r"|待(?:定|确认|核实|进一步)|可能(?!性)|也许|大概|或许|什么|哪(?:个|一|些|里|儿|种)|多少"
+    r"|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否[是为]|是否"
+    r"|在(?:图|画面|图片|照片|放大|裁剪|左|右|上|下|中)|(?:放大|裁剪)(?:后|一下|看看|查看|区域)"
+    r"|下一步(?=[，,]|放大|裁剪|查看|确认)",
     re.IGNORECASE,
 )
 # The same for "the final answer is …", which states an answer far more often than it defers
@@ -371,15 +379,19 @@ _UNSETTLED = re.compile(
     # ("B还是C"); a question's closing particle ("B吗"); pending.
     r"|[，,；;、][ \t]*(?:但|不过|然而|如果|假如|假设|除非|需要?|让我|我们?(?:要|会|将|再|先)|稍后"
     r"|待|确认|验证|核实|下一步|还要|再看)"
-    r"|(?<=[^\s，,；;:：])[ \t]*(?:还是|或者?)|[a-j\d][ \t]*和[ \t]*[a-j\d]|[吗呢吧][ \t。.!！]*$"
+    r"|(?<=[^\s，,；;:：])[ \t]*(?:还是|或者?)|(?<=[A-Za-z0-9是对的了])[吗呢吧][ \t。.!！]*$"
     r"|暂定|待定|不确定",
     re.IGNORECASE,
 )
 # A concluding sentence's answer that hedges or names several ("B, probably", "most likely C",
 # "B, C"): read for "the answer is" only, where a conclusion must be one answer.
 _HEDGED = re.compile(
-    r"\b(?:probabl\w*|maybe|perhaps|presumably|likely)\b"
-    r"|\b[a-j]\)?[ \t]*[,，、][ \t]*\(?[a-j]\b(?![ \t]*[-–—(])", re.IGNORECASE)
+    r"^(?:(?:most|very|quite|more)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)\b"
+    r"|[,，][ \t]*(?:(?:most|very|quite)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)"
+    r"[ \t.!。！]*$"
+    # "A, B, C, or D": its last pair ("B or C" without the comma is _UNSETTLED's).
+    r"|(?-i:\b[A-J])\)?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*\(?(?-i:[A-J])\b"
+    r"|之间|中的一个|其中之一", re.IGNORECASE)
 
 
 def _asks(text: str) -> bool:
@@ -411,7 +423,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
         return None  # a question, or not the last sentence
     answer = _clean(text[begin : stop.start() if stop else line_end])
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
-            or _HEDGED.search(answer)):
+            or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)):
         return None
     return start, end, answer
 
@@ -479,7 +491,16 @@ def _supposes(lead: str) -> bool:
     """Whether what precedes "the answer is" in its sentence makes it a supposition or a
     question ("If …", "what the final answer is"), or a quotation left open."""
     opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
-    return bool(opened) or _SUPPOSED.search(lead) is not None
+    return (bool(opened) or _SUPPOSED.search(lead) is not None
+            or _IMPRESSION_FIRST.match(lead) is not None)
+
+
+# A first impression opening the sentence ("Currently, I think the answer is B."): only there,
+# as "the store is currently closed, so the answer is closed" describes the image.
+_IMPRESSION_FIRST = re.compile(
+    r"[\W_]*(?:currently|right[ \t]+now|for[ \t]+the[ \t]+moment|at[ \t]+this[ \t]+resolution"
+    r"|from[ \t]+(?:a[ \t]+quick[ \t]+look|this[ \t]+low[- ]resolution)|乍一?看|第一眼|粗略|直觉"
+    r"|目前来看|放大之前)", re.IGNORECASE)
 
 
 def _lead_in(text: str, pos: int) -> int | None:

@@ -398,7 +398,7 @@ def test_a_tentative_answer_is_thought(text, answer):
     ("我认为答案是B，下一步放大图例核对。", None, None), ("答案是B，需再看。", None, None),
     # Several candidates, a hedge, a first impression.
     ("The correct option is A, B, C, or D.", None, None),
-    ("I think the answer is B, C.", None, None),
+    ("I think the answer is B, C.", "B, C", None),  # a multi-select answer, as before
     ("I think the answer is B, probably.", None, None),
     ("The correct option is most likely C.", None, None),
     ("Currently, I think the answer is B.", None, None),
@@ -445,3 +445,41 @@ def test_the_new_forms_cost_linear_time() -> None:
 def test_a_bare_answer_line_that_gives_no_answer_is_not_one(last, answer) -> None:
     parsed = parse_step(f"Step 2 (Text): The bars show 3 and 5.\n{last}", expected_step=2)
     assert parsed.final_answer == answer
+
+
+
+# A second review, of the fixes above: answers the fixes had dropped (option texts, lists,
+# words read off the image, titles), kept; what they meant to drop, dropped.
+_SECOND_REVIEW = {
+ "So the answer is B. 3.5 cm": "B. 3.5 cm", "Therefore, the answer is C. 2.5": "C. 2.5",
+ "Therefore, the answer is C. The man is holding an umbrella.": "C. The man is holding an umbrella",
+ "So the answer is D. I and III only": "D. I and III only", "So the answer is B. Red or blue": "B. Red or blue",
+ "I think the answer is B. The zoom will confirm this.": None, "I think the answer is B. Maybe C.": None,
+ "So the answer is B, a golden retriever.": "B, a golden retriever", "So the answer is f(a, b) = 3.": "f(a, b) = 3",
+ "So the answer is points A, B and D.": "points A, B and D", "所以答案是A、C。": "A、C",
+ "So the answer is pneumonia, the most likely diagnosis.": "pneumonia, the most likely diagnosis",
+ "The correct option is A, B, C, or D.": None, "The correct option is most likely C.": None, "I think the answer is B, probably.": None,
+ "The sign says the store is currently closed, so the answer is closed.": "closed",
+ "Currently, I think the answer is B.": None, "乍一看，我认为答案是B。": None, "他第一眼看到的是红色，所以答案是红色。": "红色",
+ "所以答案是放大镜。": "放大镜", "所以答案是下一步。": "下一步", "所以答案是在线支付。": "在线支付", "所以答案是暂时关闭。": "暂时关闭",
+ "所以答案是待机。": "待机", "他姓何，所以答案是何。": None, "答案是在左上角。": None, "所以答案是：下一步放大": None,
+ "答案是：看不清楚": None, "The final answer is 酒吧.": "酒吧", "So the answer is 酒吧.": "酒吧", "The final answer is B和D.": "B和D",
+ "答案是B吗": None, "答案是B和C之间。": None,
+ "Answer: I Will Survive": "I Will Survive", "Answer: Let Me Go": "Let Me Go", "Answer: Pending": "Pending",
+ "Answer: Not yet": "Not yet", "Answer: 无法通行": "无法通行", "Answer: Let me zoom in first.": None, "Answer: pending": None,
+ "Answer: TBD": None, "Answer: ...": None, "答案：让我放大看看": None, "答案：需要放大确认": None, "Answer: I need a dollar": "I need a dollar",
+}
+
+
+@pytest.mark.parametrize(("last", "answer"), list(_SECOND_REVIEW.items()))
+def test_second_review_cases(last, answer) -> None:
+    parsed = parse_step(f"Step 2 (Text): The bars show 3 and 5.\n{last}", expected_step=2)
+    assert parsed.final_answer == answer
+
+
+@pytest.mark.parametrize(("answer", "letter"), list({"A, Asia": None, "E, South": None, "B, sofa": None, "A项目": None, "选项B和C": None, "option (a) and (c)": None,
+                "C, which shows 8": "C", "B项": "B", "选项B": "B", "Option (C)": "C", "（B）": "B"}.items()))
+def test_the_option_letter_an_answer_leads_with(answer, letter) -> None:
+    from engine.parsing.answer import choice_letter
+
+    assert choice_letter(answer) == letter
