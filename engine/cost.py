@@ -26,6 +26,7 @@ from typing import Annotated, Any, Protocol
 import msgspec
 
 from adapters.models.base import Usage
+from engine.printable import printable
 
 __all__ = ["CACHE_WRITE_FACTOR", "CostLine", "Price", "PriceTable", "UsageTally",
            "format_cost_lines"]
@@ -160,7 +161,7 @@ def format_cost_lines(lines: Iterable[CostLine], priced: bool = True) -> str:
     lines = list(lines)
     rows = []
     for line in lines:
-        row = (f"{line.model}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
+        row = (f"{printable(line.model)}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
                f"{line.input_tokens:,} in{_cache_note(line)} / {line.output_tokens:,} out tokens")
         if priced:
             row += ", " + (f"{line.cost:.4f} {line.currency}" if line.cost is not None

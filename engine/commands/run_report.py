@@ -194,7 +194,8 @@ def print_exposed_accuracy(console, records, seen) -> None:
     contrast the table's columns blur with trajectories that saw nothing to depend on)."""
     if set(RENDERING_SETTINGS) - set(seen):
         return
-    for model, cell in paired_exposed_accuracy(records).items():
+    for name, cell in paired_exposed_accuracy(records).items():
+        model = printable(name)  # from the log: a foreign store's names may hold controls
         if not cell.n:
             console.print(f"{model}: no sample where vaot was shown a render and wrong_render a "
                           "corruption that could mislead, so its vaot and wrong_render columns "

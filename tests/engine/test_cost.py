@@ -118,3 +118,12 @@ def test_cache_writes_at_their_own_rate_else_at_a_quarter_above_the_input_rate()
     assert price.cost(100, 0, cached_input_tokens=90, cache_write_input_tokens=90) == \
         pytest.approx((90 * 5.0 + 10 * 0.4) / 1e6)
     assert price.cost(100, 0, cache_write_input_tokens=-3) == pytest.approx(100 * 4.0 / 1e6)
+
+
+def test_a_model_name_with_control_characters_prints_as_one_visible_line() -> None:
+    # Names come from the log, and a store may come from anywhere: an escape sequence in one
+    # must not recolour or split the summary.
+    tally = UsageTally()
+    tally.add("openai:\x1b[31mx\nfake", Usage(input_tokens=10, output_tokens=1))
+    text = format_cost_lines(tally.lines(), priced=False)
+    assert "\x1b" not in text and "\n" not in text and "\\x1b[31mx\\nfake" in text
