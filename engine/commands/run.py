@@ -23,7 +23,7 @@ from adapters.models.base import AdapterError
 from analysis.records import project
 from engine.breaker import EMPTY_KINDS, NO_USAGE
 from engine.commands.run_config import config_from
-from engine.commands.run_report import RunEnd, count, report, stop_reason
+from engine.commands.run_report import RunEnd, report, run_line, stop_reason
 from engine.config import ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for
 from engine.printable import printable
@@ -246,13 +246,7 @@ def run(args: argparse.Namespace) -> int:
     for job in jobs:
         totals[job.setting] = totals.get(job.setting, 0) + 1
         ours.add(job.traj)
-    models = ", ".join(m.spec for m in config.models)
-    epochs = f" × {count(config.epochs, 'epoch')}" if config.epochs > 1 else ""
-    console.print(f"run {run_id}: {count(len(samples), 'sample')} × "
-                  f"{count(len(config.settings), 'setting')} × "
-                  f"{count(len(config.models), 'model')}{epochs} = "
-                  f"{count(len(ours), 'trajectory', 'trajectories')} [{models}] → {config.store}",
-                  markup=False)
+    console.print(run_line(run_id, config, len(samples), len(ours)), markup=False)
     other = nearest_other_run(config, store, run_id)
     if other is not None:
         other_id, diff = other

@@ -23,7 +23,7 @@ from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
 from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
-from engine.commands.run_report import count
+from engine.commands.run_report import run_line
 from engine.config import ConfigError, RunConfig
 from engine.conversation import RequestSpec, build_request
 from engine.ids import run_id_for
@@ -56,12 +56,7 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
     image changed, the first sample's image unreadable)."""
     run_id = run_id_for(run_identity(config))
     jobs = build_jobs(config, run_id, samples)
-    console.print(f"dry run: run {run_id}: {count(len(samples), 'sample')} × "
-                  f"{count(len(config.settings), 'setting')} × "
-                  f"{count(len(config.models), 'model')}"
-                  + (f" × {count(config.epochs, 'epoch')}" if config.epochs > 1 else "")
-                  + f" = {count(len(jobs), 'trajectory', 'trajectories')} → {config.store}",
-                  markup=False)
+    console.print("dry run: " + run_line(run_id, config, len(samples), len(jobs)), markup=False)
     try:
         records = _recorded(console, config, jobs, run_id)
     except (ConfigError, _Refused) as exc:

@@ -25,7 +25,17 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["RunEnd", "count", "print_exposure", "report", "stop_reason", "usage_of"]
+__all__ = ["RunEnd", "count", "print_exposure", "report", "run_line", "stop_reason", "usage_of"]
+
+
+def run_line(run_id: str, config: RunConfig, samples: int, trajectories: int) -> str:
+    """The run's opening line: its id, its size, its models and its store."""
+    epochs = f" × {count(config.epochs, 'epoch')}" if config.epochs > 1 else ""
+    models = ", ".join(m.spec for m in config.models)
+    return (f"run {run_id}: {count(samples, 'sample')} × "
+            f"{count(len(config.settings), 'setting')} × {count(len(config.models), 'model')}"
+            f"{epochs} = {count(trajectories, 'trajectory', 'trajectories')} [{models}] → "
+            f"{config.store}")
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
