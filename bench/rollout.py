@@ -13,7 +13,8 @@ B. *new states*: the model zooms at every step, so each step renders and encodes
 
 Diagnostics printed beside the ratios: CPU per call of the event loop's thread and of the fake
 server; for B, CPU per rendered step by thread (render pool, loop, store writer) and the
-standalone pixel hash every new state also needs. ``--floor`` adds phase A's requests sent from a
+standalone pixel hash every new state also needs, and the standalone cost again while a second
+process renders on the other core (as the engine's second render thread does). ``--floor`` adds phase A's requests sent from a
 bare aiohttp loop with no engine at all — the most this machine allows; ``--trace`` splits phase
 A's calls into the way to the fake server, the server's part and the way back (time spent waiting
 for the engine's event loop shows in the two ways); ``--workers N`` runs the engine as
@@ -364,6 +365,30 @@ def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> tuple[fl
     return total / count, hashing / count
 
 
+def contended_cost(args, samples: list[Sample]) -> float:
+    """:func:`standalone_cost` while a second process renders and encodes the same chain on the
+    other core, as the engine's other render thread (or the fake server) does during phase B:
+    on a host whose cores share caches and memory bandwidth, every render costs more CPU then."""
+    burner = subprocess.Popen(
+        [sys.executable, __file__, "--burn", "--trajectories", str(args.trajectories),
+         "--distinct-images", str(args.distinct_images), "--steps", str(args.steps)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert burner.stdout is not None
+        burner.stdout.readline()  # "burning": its images are loaded, it renders from now on
+        return standalone_cost(samples, args.steps)[0]
+    finally:
+        burner.kill()
+        burner.wait(timeout=10)
+
+
+def burn(args, samples: list[Sample]) -> None:
+    """Render and encode until killed (the other side of :func:`contended_cost`)."""
+    print("burning", flush=True)
+    while True:
+        standalone_cost(samples, args.steps)
+
+
 def loop_note(phase: dict) -> str:
     if phase["loop_cpu"] is None:
         return ""
@@ -389,7 +414,10 @@ def main() -> None:
                         help="phase A, one process: split each call's time into its way to the "
                         "fake server, the server's part and the way back (the server stamps its "
                         "replies; the engine's post is wrapped, which costs a few µs per call)")
+    parser.add_argument("--burn", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.burn:
+        burn(args, make_samples(args.trajectories, args.distinct_images))
     if args.workers > 1:
         warm_up()  # as vaot run does before it reads its dataset
     samples = make_samples(args.trajectories, args.distinct_images)
@@ -402,6 +430,7 @@ def main() -> None:
             before = standalone_cost(samples, args.steps) if args.phase != "A" else None
             b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
             after = standalone_cost(samples, args.steps) if args.phase != "A" else None
+            contended = contended_cost(args, samples) if args.phase != "A" else None
             floor = floor_phase(args, samples) if args.floor else None
     finally:
         shutil.rmtree(root)
@@ -440,6 +469,11 @@ def main() -> None:
         print(f"  standalone pixel hash {1000 * hashing:.2f} ms per state (the store's address "
               f"of a state, so part of every rendered step: floor ratio "
               f"{(base + hashing) / base:.2f} before any engine or HTTP work)")
+        assert contended is not None
+        print(f"  standalone render + encode with the other core rendering too: "
+              f"{1000 * contended:.2f} ms, {contended / base:.2f}x the idle-host figure; engine "
+              f"CPU per rendered step against it: ratio {per_step / contended:.2f} (a diagnostic; "
+              f"the goal's ratio is the one above)")
         if b["threads"]:
             t = b["threads"]
             print("  per rendered step: " + ", ".join(
