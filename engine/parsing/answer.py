@@ -18,23 +18,30 @@ _MARKER = re.compile(
     re.IGNORECASE,
 )
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …", "the
-# correct option/choice is …" or 答案是/答案为 …, which are read only as the reply's concluding
-# sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word character.
+# correct option/choice is …" or 答案是/答案为/答案应该是 …, which are read only as the reply's
+# concluding sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word
+# character. Groups "say" and "choose" name a choice without the word answer ("I'd say B", "So
+# I'd go with B", "故选C", "所以应该选B"): read only when what follows is one option letter (or,
+# after "say", a number or yes/no): "I'd say we need to zoom in" is no answer (_names_one).
 _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
     r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
-    r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:就[ \t]*+)?(?:[是为為]|(?=[:：]))))"
+    r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
+    r"|(?P<say>\b(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say|go[ \t]+with)\b(?![ \t]+that\b))"
+    r"|(?P<choose>(?<!案[是为為])(?:应该|应当|应)?选(?:择)?(?![项择]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )
 # Both patterns above need "final", "answer" or "ans" (any case), 最终 or 答案, except "the correct
-# option/choice is", which needs _OPTION_WORD; these are the characters that re.IGNORECASE
-# matches to each letter of them, so the checks are exact. A case-insensitive scan costs ~25 ns per character, a check ~3:
-# most replies carry no answer, and replies run to thousands of characters. "ans" is looked for
-# only as a whole word ("Ans:"), so "plans" and "means" leave the scans unrun.
+# option/choice is", which needs _OPTION_WORD, "I'd say/go with", which needs _SAY_WORD, and 选;
+# these are the characters that re.IGNORECASE matches to each letter of them, so the checks
+# are exact. A case-insensitive scan costs ~25 ns per character, a check ~3: most replies carry
+# no answer, and replies run to thousands of characters. "ans" is looked for only as a whole
+# word ("Ans:"), so "plans" and "means" leave the scans unrun.
 _FINAL = re.compile(r"[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ](?:[wW][eE][rR]|\b)")
 _OPTION_WORD = re.compile("[oO][pP][tT][iIİı][oO][nN]|[cC][hH][oO][iIİı][cC][eE]")
+_SAY_WORD = re.compile("[sSſ][aA][yY]|[wW][iIİı][tT][hH]")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
 _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
@@ -72,7 +79,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     """``final_answer`` | ``answer_line`` (a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：``
     line) | ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply
     concluding "Therefore, the answer is …", "I think the answer is …", "So the answer: …", "The
-    correct option is …", "所以答案是 …")."""
+    correct option is …", "Here is the answer: …", "I'd say B", "所以答案是 …", "答案应该是 …",
+    "故选C")."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -207,8 +215,9 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
-    option/choice is …", "…答案是/为 …", with "I think" or "I believe" allowed), each with a
-    warning.
+    option/choice is …", "Here is the answer: …", "…答案是/为/应该是 …", with "I think", "I
+    believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd go with B",
+    "故选C", "所以应该选B"), each with a warning.
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
@@ -233,7 +242,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         if _clean(content):
             return _found(content, "boxed", start, end, warnings)
     said = (list(_ANSWER_IS.finditer(text))
-            if says_answer or "选项" in text or _OPTION_WORD.search(text) is not None else [])
+            if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
+            or _SAY_WORD.search(text) is not None else [])
     # "the answer is …" only in the reply's last sentence: no earlier one can be it.
     if said and said[-1].group("bare") is not None and (
             concluded := _concluding(text, said[-1])) is not None:
@@ -288,6 +298,7 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
         return None  # a second sentence after the option's
     rest = text[label.end():end]
     return label if len(rest) <= 160 and not _SENTENCE_CUE.search(rest) else None
+
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
 # asterisks is not tried every way.
@@ -299,20 +310,23 @@ _CLAUSE = r"[^,;:.!?，；：。！？\n]{1,80}?"
 _CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
                r"|altogether|in[ \t]+(?:conclusion|summary|short|total)"
                r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)\b"
-               r"|所以|因此|因而|于是|从而|故而|综上所述|综上|总之|总而言之|由此可见|可见|那么)")
+               r"|所以|因此|因而|于是|从而|故而|故|综上所述|综上|总之|总而言之|由此可见|可见|那么)")
 # The one hedge a conclusion may carry: "I think the answer is B." as a reply's last sentence is
 # the answer a reader scores; as a first impression or mid-reasoning it is no last sentence, or
 # _SUPPOSED and _UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
-_HEDGE = r"(?:(?:i|we)[ \t]+(?:think|believe)(?:[ \t]+that)?\b|我们?(?:认为|觉得|相信))"
+_HEDGE = (r"(?:(?:i|we)(?:[ \t]+(?:think|believe)|(?:['’]d|[ \t]+would)[ \t]+say)(?:[ \t]+that)?\b"
+          r"|我们?(?:认为|觉得|相信))")
 # What may come before "the answer is" in its sentence: nothing, a conclusion word ("So",
 # "Therefore,"), a clause closed by a comma ("Counting gives three, so …", "Based on the zoom,
 # …"), then "I think" or "I believe". Not "If", "whether", "to find", "I guess": those do not
 # conclude. The first clause is tried last, so "Therefore," is read as the conclusion word it is
-# (and cut from the thought).
+# (and cut from the thought). "Here is" presents the answer that follows its colon.
 _LEAD_IN = re.compile(
     rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*)??"
     rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：]?[ \t*_]*)?"
-    rf"(?:{_CLAUSE}[,，][ \t*_]*)?(?:(?P<hedge>{_HEDGE})[ \t*_]*)?",
+    rf"(?:{_CLAUSE}[,，][ \t*_]*)?(?:(?P<hedge>{_HEDGE})[ \t*_]*"
+    # "Here is the answer: 3", "Here's my answer: B": the colon form only (_lead_in).
+    r"|(?P<here>here(?:['’]s|[ \t]+is))[ \t*_]*)?",
     re.IGNORECASE,
 )
 # A lead-in that makes the sentence a supposition or a question, not a conclusion.
@@ -374,6 +388,8 @@ _UNSETTLED = re.compile(
     r"|for[ \t]+now"
     # Two candidates, not one: "B or C", "3 or 4".
     r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b"
+    # Or after an option's text in brackets: "B (dog) or C".
+    r"|[)）][ \t]+or[ \t]+\(?(?-i:[A-J])\b"
     # In Chinese, after a clause mark (a Chinese word in the answer itself, 确认 on a button, is
     # no doubt): but, if, unless, need to, let me, we will, later, to confirm; two candidates
     # ("B还是C"); a question's closing particle ("B吗"); pending.
@@ -405,7 +421,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     answer. Mid-reasoning ("If the answer is 3, …", "the answer is in the top-left corner, so I
     zoom", "I think the answer is B, but let me check") it is thought, and reading it would end
     the trajectory there."""
-    start = _lead_in(text, m.start())
+    start = _lead_in(text, m)
     if start is None:
         return None
     line_end = text.find("\n", m.end())
@@ -423,9 +439,28 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
         return None  # a question, or not the last sentence
     answer = _clean(text[begin : stop.start() if stop else line_end])
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
-            or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)):
+            or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)
+            or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
         return None
     return start, end, answer
+
+
+# What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
+# "B. red", "B (dog)", as choice_letter reads them), or after "say" a number with at most a unit
+# ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
+# zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
+_CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-J](?![a-z])")
+_COUNT_SAID = re.compile(
+    r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times)\b)"
+    r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
+
+
+def _names_one(answer: str, m: re.Match[str]) -> bool:
+    """Whether the answer of a choice named without the word answer is one option (or, after
+    "say", one number or yes/no)."""
+    if _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
+        return True
+    return bool(m.group("say")) and _COUNT_SAID.fullmatch(answer) is not None
 
 
 def _nothing_after(text: str, pos: int) -> bool:
@@ -503,9 +538,11 @@ _IMPRESSION_FIRST = re.compile(
     r"|目前来看|放大之前)", re.IGNORECASE)
 
 
-def _lead_in(text: str, pos: int) -> int | None:
-    """Where the thought's cut starts (the conclusion word, else the hedge, else ``pos``) when
-    only a lead-in that concludes precedes ``pos`` in its sentence; None otherwise."""
+def _lead_in(text: str, m: re.Match[str]) -> int | None:
+    """Where the thought's cut starts (the conclusion word, else the hedge or "Here is", else
+    the match) when only a lead-in that concludes precedes the match ``m`` of _ANSWER_IS in its
+    sentence; None otherwise."""
+    pos = m.start()
     begin, whole = _sentence_before(text, pos)
     if not whole:
         return None  # a sentence longer than any lead-in
@@ -513,7 +550,11 @@ def _lead_in(text: str, pos: int) -> int | None:
     said = _LEAD_IN.fullmatch(lead)
     if said is None or _supposes(lead):
         return None
-    opener = "word" if said.group("word") else "hedge" if said.group("hedge") else None
+    if said.group("here") and not m.group().rstrip().endswith((":", "：")):
+        return None  # "Here is" presents a colon's answer: "Here is the answer is …" is no prose
+    opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
+    if m.group("choose") and opener is None and not m.group("choose").startswith("应"):
+        return None  # "这是一道选择题": 选 chooses only after 所以/故/我认为 or as 应该选
     if opener is None:
         return pos
     start = begin + said.start(opener)
