@@ -217,7 +217,9 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
     option/choice is …", "Here is the answer: …", "…答案是/为/应该是 …", with "I think", "I
     believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd go with B",
-    "故选C", "所以应该选B"), each with a warning.
+    "故选C", "所以应该选B"), each with a warning. An option label on a marked line keeps its
+    text unless a remark of the reply's own follows it ("Final Answer: B. The zoom will confirm
+    this." gives B).
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
@@ -225,13 +227,15 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     found = _marker_answers(text) if says_answer or "最终" in text else []
     markers = [marker for marker in found if _clean(marker[2])]
     if markers:
-        distinct = {_clean(marker[2]) for marker in markers}
+        distinct = {_label_only(_clean(marker[2])) for marker in markers}
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
         start, end, answer, bare, at_line_start = markers[-1]
         # "Answer:" with the tag on the next line, as DeepEyes-style replies close: the tag's.
         source = ("answer_tag" if _WHOLE_TAG.fullmatch(answer.strip())
                   else "answer_line" if bare else "final_answer")
+        if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
+            answer = _label_only(_clean(answer))
         return _found(answer, source, start, end, warnings, at_line_start)
     tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
     if tags:
@@ -267,7 +271,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
                            or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
                            or (mark and _asks(mark.group()))):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
-            return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
+            return _found(_label_only(_clean(stop.group().rstrip("."))), "answer_is", m.start(),
+                          stop.end(), warnings)
     return None
 
 
@@ -298,6 +303,36 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
         return None  # a second sentence after the option's
     rest = text[label.end():end]
     return label if len(rest) <= 160 and not _SENTENCE_CUE.search(rest) else None
+
+
+# What makes the sentence after a marked option label the reply's remark, not the option's text:
+# the reply speaking of itself, its zooms or its answer ("The zoom will confirm this.", "I am
+# confident.", "Let me know if…"). Narrower than _SENTENCE_CUE, which may turn a concluding
+# sentence away but here would cut an option's text ("C. It will rain tomorrow.", "B. Then the
+# ball falls.").
+_REMARK_CUE = re.compile(
+    r"\b(?:(?-i:I)(?:['’](?:m|ll|d|ve))?|we(?:['’](?:re|ll|d|ve))?|me|us|my|our|let['’]s"
+    r"|zoom\w*|crop\w*|confirm\w*|verif\w*|double[- ]check\w*|answer\w*|hope|thanks?)\b",
+    re.IGNORECASE)
+
+
+def _label_only(answer: str) -> str:
+    """A marked answer's option label alone when a remark of the reply's own follows it as a
+    new sentence ("B. The zoom will confirm this."), else the answer as it is.
+
+    A remark opens with a capital and speaks of the reply (_REMARK_CUE) in its first sentence.
+    "B. 3.5 cm", "A. Lincoln", "J. K. Rowling wrote it." and "C. The man is holding an
+    umbrella." are an option's text (or a name) and stay whole; either way the letter read from
+    the answer is the same.
+    """
+    label = _LABEL_FIRST.match(answer)
+    if label is None or not answer[label.end():label.end() + 1].isupper():
+        return answer
+    stop = _SENTENCE_END.search(answer, label.end())
+    if _REMARK_CUE.search(answer, label.end(), stop.start() if stop else len(answer)) is None:
+        return answer
+    return answer[:label.end()].strip(" \t*_").removesuffix(".")
+
 
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or

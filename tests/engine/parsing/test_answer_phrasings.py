@@ -1,5 +1,6 @@
 """Answers found missed after the two reviews in test_concluding_answer.py (engine 7): a choice
-named without the word answer ("I'd say B", 故选C), 答案应该是 and "Here is the answer: 3".
+named without the word answer ("I'd say B", 故选C), 答案应该是, "Here is the answer: 3", and an
+option letter with a remark after it on a "Final Answer:" line.
 
 Missed, the trajectory ran on to its step budget and scored no answer; read too widely ("I'd say
 we need to zoom in", 答案应该是B吗, "Here is the answer I need to check: …"), a reply still
@@ -109,6 +110,38 @@ def test_the_new_forms_beside_an_action_are_thought(last) -> None:
 ])
 def test_earlier_readings_stay(last, read) -> None:
     assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # An option's label then a remark of the reply's own, opening a sentence: the label.
+    ("Final Answer: B. The zoom will confirm this.", ("B", "B")),
+    ("Final Answer: **B**. The zoom will confirm this.", ("B", "B")),
+    ("Final Answer: (B). Zooming in should confirm.", ("(B)", "B")),
+    ("Answer: B. The zoom will confirm this.", ("B", "B")),
+    ("The final answer is B. The zoom will confirm this.", ("B", "B")),
+    ("Final Answer: B. I am confident in this.", ("B", "B")),
+    ("Final Answer: B. Let me know if you need more detail.", ("B", "B")),
+    # The option's text, or a name, stays whole.
+    ("Final Answer: B. 3.5 cm", ("B. 3.5 cm", "B")),
+    ("Final Answer: C. The man is holding an umbrella.", ("C. The man is holding an umbrella.",
+                                                          "C")),
+    ("Final Answer: A. Lincoln", ("A. Lincoln", "A")),
+    ("Final Answer: J. K. Rowling wrote it.", ("J. K. Rowling wrote it.", "J")),
+    ("Final Answer: B. the zoom will confirm this.", ("B. the zoom will confirm this.", "B")),
+    ("Final Answer: C. It will rain tomorrow.", ("C. It will rain tomorrow.", "C")),
+    ("Final Answer: B. Then the ball falls.", ("B. Then the ball falls.", "B")),
+    ("Final Answer: B. Red. The zoom will confirm this.",
+     ("B. Red. The zoom will confirm this.", "B")),
+])
+def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> None:
+    assert _read(last) == read
+
+
+def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
+    parsed = parse_step(_BARS + "Final Answer: B. The zoom will confirm this.\nFinal Answer: B",
+                        expected_step=2)
+    assert parsed.final_answer == "B"
+    assert not any("different final answers" in w for w in parsed.warnings)
 
 
 _LEADS = st.sampled_from(["", "So ", "Overall, ", "Based on the zoom, ", "Therefore, "])
