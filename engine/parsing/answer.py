@@ -172,14 +172,16 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
     whether it opens its line) of each answer marker."""
     out = []
-    markers = list(_markers(text))
-    for i, m in enumerate(markers):
+    markers = []  # (match, start, at_line_start) of each marker set as one, not a word of prose
+    for m in _markers(text):
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
+        markers.append((m, start, at_line_start))
+    for i, (m, start, at_line_start) in enumerate(markers):
         bare = m.group("bare") is not None
         if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
             # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
@@ -189,9 +191,11 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         line_end = len(text) if line_end < 0 else line_end
         # An answer ends where the next marker on its line begins: "Final Answer: A Final
         # Answer: B" holds two answers, and a reply repeating the marker thousands of times on
-        # one line must cost its length, not its length squared, to read.
+        # one line must cost its length, not its length squared, to read. A word of prose is
+        # no marker: "Final Answer: The answer is B" and "…: C. This answer matches the
+        # legend." were cut short at "answer".
         if i + 1 < len(markers):
-            line_end = min(line_end, markers[i + 1].start())
+            line_end = min(line_end, markers[i + 1][0].start())
         answer, end = text[m.end() : line_end], line_end
         if not _clean(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.

@@ -121,6 +121,7 @@ def test_earlier_readings_stay(last, read) -> None:
     ("The final answer is B. The zoom will confirm this.", ("B", "B")),
     ("Final Answer: B. I am confident in this.", ("B", "B")),
     ("Final Answer: B. Let me know if you need more detail.", ("B", "B")),
+    ("Final Answer: C. This answer matches the legend.", ("C", "C")),
     # The option's text, or a name, stays whole.
     ("Final Answer: B. 3.5 cm", ("B. 3.5 cm", "B")),
     ("Final Answer: C. The man is holding an umbrella.", ("C. The man is holding an umbrella.",
@@ -134,6 +135,20 @@ def test_earlier_readings_stay(last, read) -> None:
      ("B. Red. The zoom will confirm this.", "B")),
 ])
 def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # The word answer or final in a marked answer is prose, not the next marker: these were
+    # cut short at it ("The", "the", "B, the").
+    ("Final Answer: The answer is B", ("The answer is B", None)),
+    ("Final Answer: the final score is 3", ("the final score is 3", None)),
+    ("Final Answer: B, the final option", ("B, the final option", None)),
+    # A marker with its colon still ends the answer before it.
+    ("Final Answer: A Final Answer: B", ("B", "B")),
+    ("Final Answer: B Answer: C", ("B", "B")),
+])
+def test_a_marked_answer_runs_past_the_word_answer_in_prose(last, read) -> None:
     assert _read(last) == read
 
 

@@ -423,7 +423,8 @@ def test_the_new_forms_cost_linear_time() -> None:
               # The engine 7 forms: a lead-in, a choice or a label repeated with no end.
               "I'd say " * 12500, "So I'd go with B, " * 5500, "答案应该" * 25000,
               "所以应该选" * 20000, "选" * 100000, "Here is " * 12500 + "the answer: 3",
-              "I'd say " + "1," * 50000, "Final Answer: B. " + "The zoom will " * 7000]
+              "I'd say " + "1," * 50000, "Final Answer: B. " + "The zoom will " * 7000,
+              "Final Answer: B " + "answer " * 14000]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
