@@ -6,6 +6,12 @@ import re
 
 import msgspec
 
+from engine.parsing.answer_text import (
+    boxed_contents,
+    choice_letter,
+    clean_answer,
+    in_answer_tag,
+)
 from engine.parsing.blocks import starts_line
 from engine.parsing.scan import finditer_from
 
@@ -54,22 +60,7 @@ _SPACE_RUN = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
-# Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an
-# opening ("**Final Answer: B** - dog" leaves "B** - dog").
-# Asterisks only: underscores are as often part of a name ("__init__") as emphasis.
-_LEADING_EMPHASIS = re.compile(r"(\*\*|\*)([^*\s](?:[^*]*?[^*\s])?)\1(?![*\w])")
-_DANGLING_EMPHASIS = re.compile(r"([^*\s][^*]*?)\*\*(?=\s|$|[.,;:)\-])")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-# One answer tag around a whole answer (closed, or left open at the end), nothing else in it.
-_WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
-                        re.IGNORECASE | re.DOTALL)
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$"
-                     r"|option[ \t]+\(?([A-J])\b(?![ \t]*\)?[ \t]*(?:and|or|,)\b)"
-                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:(?:which|since|as"
-                     r"|because|where|so)\b|因为|即|也就是)|项(?!目))"
-                     r"|选项[ \t]*([A-J])(?![A-Za-z]|[ \t]*[和、,，与及或]))", re.I)
-# "B (dog)", "B - dog", "C, which shows 8", "B项": capitals.
 
 
 class FoundAnswer(msgspec.Struct, frozen=True):
@@ -90,64 +81,6 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     at_line_start: bool = True
     """Whether the marker opens its line; False for one inside a sentence ("…decide the final
     answer: the colour …")."""
-
-
-def boxed_contents(text: str) -> list[tuple[int, int, str]]:
-    """Every ``\\boxed{…}`` with nested braces balanced: (start, end, content).
-
-    One pass with a stack, so a reply full of unclosed boxes still costs linear time; the
-    innermost box never closed runs to the end of the text.
-    """
-    opens = {m.end() - 1: m.start() for m in _BOXED.finditer(text)}
-    if not opens:
-        return []
-    found: list[tuple[int, int, str]] = []
-    stack: list[int | None] = []
-    for i in range(min(opens), len(text)):
-        c = text[i]
-        if c == "{":
-            stack.append(i if i in opens else None)
-        elif c == "}" and stack and (brace := stack.pop()) is not None:
-            found.append((opens[brace], i + 1, text[brace + 1 : i]))
-    unclosed = [b for b in stack if b is not None]
-    if unclosed:  # the innermost one only: each outer one holds it (and copying all is quadratic)
-        found.append((opens[unclosed[-1]], len(text), text[unclosed[-1] + 1 :]))
-    return sorted(found)
-
-
-def choice_letter(answer: str) -> str | None:
-    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
-    m = _CHOICE.match(answer.strip())
-    if not m:
-        return None
-    return next(g for g in m.groups() if g).upper()
-
-
-def _clean(answer: str) -> str:
-    answer = answer.strip()
-    if tag := _WHOLE_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
-        answer = tag.group(1).strip()
-    if boxes := boxed_contents(answer):
-        answer = boxes[-1][2]
-    if lead := _LEADING_EMPHASIS.match(answer):
-        answer = lead.group(2) + answer[lead.end():]
-    elif dangling := _DANGLING_EMPHASIS.match(answer):
-        answer = dangling.group(1) + answer[dangling.end():]
-    for _ in range(3):  # peel nested wrappers such as **$42$**
-        stripped = answer.strip()
-        for pair in ("**", "__", "$$", "$", "`", "*", "_"):
-            if (
-                len(stripped) > 2 * len(pair)
-                and stripped.startswith(pair)
-                and stripped.endswith(pair)
-            ):
-                stripped = stripped[len(pair) : -len(pair)]
-                break
-        stripped = stripped.strip()
-        if stripped == answer:
-            break
-        answer = stripped
-    return answer.strip().strip("*").strip()
 
 
 def _markers(text: str) -> list[re.Match[str]]:
@@ -197,7 +130,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         if i + 1 < len(markers):
             line_end = min(line_end, markers[i + 1][0].start())
         answer, end = text[m.end() : line_end], line_end
-        if not _clean(answer):
+        if not clean_answer(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.
             nxt = _NEXT_LINE.match(text, line_end)
             if nxt and _FENCE_LINE.fullmatch(nxt.group(1).strip()):  # the answer in a fence
@@ -206,7 +139,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
                 answer, end = nxt.group(1), nxt.end()
         if bare and not _ONLY_SPACE_LEFT.match(text, end):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
-        if bare and _BARE_NOT_GIVEN.match(_clean(answer)):
+        if bare and _BARE_NOT_GIVEN.match(clean_answer(answer)):
             continue  # "Answer: Let me zoom in first." says what comes next, not an answer
         out.append((start, end, answer, bare, at_line_start))
     return out
@@ -229,25 +162,25 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     says_final = _FINAL.search(text) is not None
     says_answer = says_final or "答案" in text
     found = _marker_answers(text) if says_answer or "最终" in text else []
-    markers = [marker for marker in found if _clean(marker[2])]
+    markers = [marker for marker in found if clean_answer(marker[2])]
     if markers:
-        distinct = {_label_only(_clean(marker[2])) for marker in markers}
+        distinct = {_label_only(clean_answer(marker[2])) for marker in markers}
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
         start, end, answer, bare, at_line_start = markers[-1]
         # "Answer:" with the tag on the next line, as DeepEyes-style replies close: the tag's.
-        source = ("answer_tag" if _WHOLE_TAG.fullmatch(answer.strip())
+        source = ("answer_tag" if in_answer_tag(answer)
                   else "answer_line" if bare else "final_answer")
         if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
-            answer = _label_only(_clean(answer))
+            answer = _label_only(clean_answer(answer))
         return _found(answer, source, start, end, warnings, at_line_start)
-    tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
+    tags = [m for m in _ANSWER_TAG.finditer(text) if clean_answer(m.group(1))]
     if tags:
         m = tags[-1]
         return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
     if boxes := boxed_contents(text):
         start, end, content = boxes[-1]
-        if _clean(content):
+        if clean_answer(content):
             return _found(content, "boxed", start, end, warnings)
     said = (list(_ANSWER_IS.finditer(text))
             if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
@@ -262,7 +195,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     if said:
         m = said[-1]
         stop = re.compile(r"[^\n]*").match(text, m.end())
-        answer = _clean(stop.group().rstrip(".")) if stop else ""
+        answer = clean_answer(stop.group().rstrip(".")) if stop else ""
         # "I cannot yet tell what the final answer is because …", "The final answer is not yet
         # clear; I need to zoom": thought, whatever the reply proposes. A doubt counts in the
         # answer's own sentence only: "The final answer is 7. If you need more, let me know!"
@@ -275,7 +208,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
                            or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
                            or (mark and _asks(mark.group()))):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
-            return _found(_label_only(_clean(stop.group().rstrip("."))), "answer_is", m.start(),
+            return _found(_label_only(clean_answer(stop.group().rstrip("."))), "answer_is", m.start(),
                           stop.end(), warnings)
     return None
 
@@ -466,7 +399,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     line_end = text.find("\n", m.end())
     line_end = len(text) if line_end < 0 else line_end
     begin = m.end()
-    if not _clean(text[begin:line_end]):  # "Hence, the answer is:" and the answer below it
+    if not clean_answer(text[begin:line_end]):  # "Hence, the answer is:" and the answer below it
         nxt = _NEXT_LINE.match(text, line_end)
         if nxt is None:
             return None
@@ -476,7 +409,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     end = stop.end() if stop else line_end
     if (stop and _asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
-    answer = _clean(text[begin : stop.start() if stop else line_end])
+    answer = clean_answer(text[begin : stop.start() if stop else line_end])
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
             or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)
             or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
@@ -604,6 +537,6 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
            at_line_start: bool = True) -> FoundAnswer:
-    text = _clean(raw)
+    text = clean_answer(raw)
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings),
                        at_line_start)
