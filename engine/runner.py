@@ -66,7 +66,7 @@ __all__ = [
     "write_run_header",
 ]
 
-ENGINE_VERSION = "vaot-engine/6"
+ENGINE_VERSION = "vaot-engine/7"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -82,7 +82,10 @@ actions drawn on the original the model was shown, an invalid action also said n
 supposition or a doubt ("what the final answer is", "…is not yet clear") no answer. 6: a reply
 concluding "I think the answer is …", "So the answer: …", "The correct option is …" or "所以答案是
 …", or ending on an "Ans:" line, answered; "the answer is between …"/"to zoom …", and a bare
-"Answer:" line saying what comes next ("Let me zoom in first.", "pending"), no answer."""
+"Answer:" line saying what comes next ("Let me zoom in first.", "pending"), no answer. 7: a
+reply concluding "I'd say B", "I'd go with B", "I would say the answer is …", "答案应该是 …",
+"故选C", "所以应该选B" or "Here is the answer: …" answered; "Final Answer: B. The zoom will
+confirm this." read as B, and a marked answer no longer cut short at the word "answer" in it."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

@@ -6,6 +6,12 @@ import re
 
 import msgspec
 
+from engine.parsing.answer_text import (
+    boxed_contents,
+    choice_letter,
+    clean_answer,
+    in_answer_tag,
+)
 from engine.parsing.blocks import starts_line
 from engine.parsing.scan import finditer_from
 
@@ -18,23 +24,30 @@ _MARKER = re.compile(
     re.IGNORECASE,
 )
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …", "the
-# correct option/choice is …" or 答案是/答案为 …, which are read only as the reply's concluding
-# sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word character.
+# correct option/choice is …" or 答案是/答案为/答案应该是 …, which are read only as the reply's
+# concluding sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word
+# character. Groups "say" and "choose" name a choice without the word answer ("I'd say B", "So
+# I'd go with B", "故选C", "所以应该选B"): read only when what follows is one option letter (or,
+# after "say", a number or yes/no): "I'd say we need to zoom in" is no answer (_names_one).
 _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
     r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
-    r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:就[ \t]*+)?(?:[是为為]|(?=[:：]))))"
+    r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
+    r"|(?P<say>\b(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say|go[ \t]+with)\b(?![ \t]+that\b))"
+    r"|(?P<choose>(?<!案[是为為])(?:应该|应当|应)?选(?:择)?(?![项择]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )
 # Both patterns above need "final", "answer" or "ans" (any case), 最终 or 答案, except "the correct
-# option/choice is", which needs _OPTION_WORD; these are the characters that re.IGNORECASE
-# matches to each letter of them, so the checks are exact. A case-insensitive scan costs ~25 ns per character, a check ~3:
-# most replies carry no answer, and replies run to thousands of characters. "ans" is looked for
-# only as a whole word ("Ans:"), so "plans" and "means" leave the scans unrun.
+# option/choice is", which needs _OPTION_WORD, "I'd say/go with", which needs _SAY_WORD, and 选;
+# these are the characters that re.IGNORECASE matches to each letter of them, so the checks
+# are exact. A case-insensitive scan costs ~25 ns per character, a check ~3: most replies carry
+# no answer, and replies run to thousands of characters. "ans" is looked for only as a whole
+# word ("Ans:"), so "plans" and "means" leave the scans unrun.
 _FINAL = re.compile(r"[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ](?:[wW][eE][rR]|\b)")
 _OPTION_WORD = re.compile("[oO][pP][tT][iIİı][oO][nN]|[cC][hH][oO][iIİı][cC][eE]")
+_SAY_WORD = re.compile("[sSſ][aA][yY]|[wW][iIİı][tT][hH]")
 _LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
 _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
@@ -47,22 +60,7 @@ _SPACE_RUN = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+")
 _NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
-# Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an
-# opening ("**Final Answer: B** - dog" leaves "B** - dog").
-# Asterisks only: underscores are as often part of a name ("__init__") as emphasis.
-_LEADING_EMPHASIS = re.compile(r"(\*\*|\*)([^*\s](?:[^*]*?[^*\s])?)\1(?![*\w])")
-_DANGLING_EMPHASIS = re.compile(r"([^*\s][^*]*?)\*\*(?=\s|$|[.,;:)\-])")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-# One answer tag around a whole answer (closed, or left open at the end), nothing else in it.
-_WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
-                        re.IGNORECASE | re.DOTALL)
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$"
-                     r"|option[ \t]+\(?([A-J])\b(?![ \t]*\)?[ \t]*(?:and|or|,)\b)"
-                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:(?:which|since|as"
-                     r"|because|where|so)\b|因为|即|也就是)|项(?!目))"
-                     r"|选项[ \t]*([A-J])(?![A-Za-z]|[ \t]*[和、,，与及或]))", re.I)
-# "B (dog)", "B - dog", "C, which shows 8", "B项": capitals.
 
 
 class FoundAnswer(msgspec.Struct, frozen=True):
@@ -72,7 +70,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     """``final_answer`` | ``answer_line`` (a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：``
     line) | ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply
     concluding "Therefore, the answer is …", "I think the answer is …", "So the answer: …", "The
-    correct option is …", "所以答案是 …")."""
+    correct option is …", "Here is the answer: …", "I'd say B", "所以答案是 …", "答案应该是 …",
+    "故选C")."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -82,64 +81,6 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     at_line_start: bool = True
     """Whether the marker opens its line; False for one inside a sentence ("…decide the final
     answer: the colour …")."""
-
-
-def boxed_contents(text: str) -> list[tuple[int, int, str]]:
-    """Every ``\\boxed{…}`` with nested braces balanced: (start, end, content).
-
-    One pass with a stack, so a reply full of unclosed boxes still costs linear time; the
-    innermost box never closed runs to the end of the text.
-    """
-    opens = {m.end() - 1: m.start() for m in _BOXED.finditer(text)}
-    if not opens:
-        return []
-    found: list[tuple[int, int, str]] = []
-    stack: list[int | None] = []
-    for i in range(min(opens), len(text)):
-        c = text[i]
-        if c == "{":
-            stack.append(i if i in opens else None)
-        elif c == "}" and stack and (brace := stack.pop()) is not None:
-            found.append((opens[brace], i + 1, text[brace + 1 : i]))
-    unclosed = [b for b in stack if b is not None]
-    if unclosed:  # the innermost one only: each outer one holds it (and copying all is quadratic)
-        found.append((opens[unclosed[-1]], len(text), text[unclosed[-1] + 1 :]))
-    return sorted(found)
-
-
-def choice_letter(answer: str) -> str | None:
-    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
-    m = _CHOICE.match(answer.strip())
-    if not m:
-        return None
-    return next(g for g in m.groups() if g).upper()
-
-
-def _clean(answer: str) -> str:
-    answer = answer.strip()
-    if tag := _WHOLE_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
-        answer = tag.group(1).strip()
-    if boxes := boxed_contents(answer):
-        answer = boxes[-1][2]
-    if lead := _LEADING_EMPHASIS.match(answer):
-        answer = lead.group(2) + answer[lead.end():]
-    elif dangling := _DANGLING_EMPHASIS.match(answer):
-        answer = dangling.group(1) + answer[dangling.end():]
-    for _ in range(3):  # peel nested wrappers such as **$42$**
-        stripped = answer.strip()
-        for pair in ("**", "__", "$$", "$", "`", "*", "_"):
-            if (
-                len(stripped) > 2 * len(pair)
-                and stripped.startswith(pair)
-                and stripped.endswith(pair)
-            ):
-                stripped = stripped[len(pair) : -len(pair)]
-                break
-        stripped = stripped.strip()
-        if stripped == answer:
-            break
-        answer = stripped
-    return answer.strip().strip("*").strip()
 
 
 def _markers(text: str) -> list[re.Match[str]]:
@@ -164,14 +105,16 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
     whether it opens its line) of each answer marker."""
     out = []
-    markers = list(_markers(text))
-    for i, m in enumerate(markers):
+    markers = []  # (match, start, at_line_start) of each marker set as one, not a word of prose
+    for m in _markers(text):
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
             continue  # "…before giving the final answer we…" is prose, not a marker
+        markers.append((m, start, at_line_start))
+    for i, (m, start, at_line_start) in enumerate(markers):
         bare = m.group("bare") is not None
         if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
             # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
@@ -181,11 +124,13 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         line_end = len(text) if line_end < 0 else line_end
         # An answer ends where the next marker on its line begins: "Final Answer: A Final
         # Answer: B" holds two answers, and a reply repeating the marker thousands of times on
-        # one line must cost its length, not its length squared, to read.
+        # one line must cost its length, not its length squared, to read. A word of prose is
+        # no marker: "Final Answer: The answer is B" and "…: C. This answer matches the
+        # legend." were cut short at "answer".
         if i + 1 < len(markers):
-            line_end = min(line_end, markers[i + 1].start())
+            line_end = min(line_end, markers[i + 1][0].start())
         answer, end = text[m.end() : line_end], line_end
-        if not _clean(answer):
+        if not clean_answer(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.
             nxt = _NEXT_LINE.match(text, line_end)
             if nxt and _FENCE_LINE.fullmatch(nxt.group(1).strip()):  # the answer in a fence
@@ -194,7 +139,7 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
                 answer, end = nxt.group(1), nxt.end()
         if bare and not _ONLY_SPACE_LEFT.match(text, end):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
-        if bare and _BARE_NOT_GIVEN.match(_clean(answer)):
+        if bare and _BARE_NOT_GIVEN.match(clean_answer(answer)):
             continue  # "Answer: Let me zoom in first." says what comes next, not an answer
         out.append((start, end, answer, bare, at_line_start))
     return out
@@ -207,33 +152,39 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
-    option/choice is …", "…答案是/为 …", with "I think" or "I believe" allowed), each with a
-    warning.
+    option/choice is …", "Here is the answer: …", "…答案是/为/应该是 …", with "I think", "I
+    believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd go with B",
+    "故选C", "所以应该选B"), each with a warning. An option label on a marked line keeps its
+    text unless a remark of the reply's own follows it ("Final Answer: B. The zoom will confirm
+    this." gives B).
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
     says_answer = says_final or "答案" in text
     found = _marker_answers(text) if says_answer or "最终" in text else []
-    markers = [marker for marker in found if _clean(marker[2])]
+    markers = [marker for marker in found if clean_answer(marker[2])]
     if markers:
-        distinct = {_clean(marker[2]) for marker in markers}
+        distinct = {_label_only(clean_answer(marker[2])) for marker in markers}
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
         start, end, answer, bare, at_line_start = markers[-1]
         # "Answer:" with the tag on the next line, as DeepEyes-style replies close: the tag's.
-        source = ("answer_tag" if _WHOLE_TAG.fullmatch(answer.strip())
+        source = ("answer_tag" if in_answer_tag(answer)
                   else "answer_line" if bare else "final_answer")
+        if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
+            answer = _label_only(clean_answer(answer))
         return _found(answer, source, start, end, warnings, at_line_start)
-    tags = [m for m in _ANSWER_TAG.finditer(text) if _clean(m.group(1))]
+    tags = [m for m in _ANSWER_TAG.finditer(text) if clean_answer(m.group(1))]
     if tags:
         m = tags[-1]
         return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
     if boxes := boxed_contents(text):
         start, end, content = boxes[-1]
-        if _clean(content):
+        if clean_answer(content):
             return _found(content, "boxed", start, end, warnings)
     said = (list(_ANSWER_IS.finditer(text))
-            if says_answer or "选项" in text or _OPTION_WORD.search(text) is not None else [])
+            if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
+            or _SAY_WORD.search(text) is not None else [])
     # "the answer is …" only in the reply's last sentence: no earlier one can be it.
     if said and said[-1].group("bare") is not None and (
             concluded := _concluding(text, said[-1])) is not None:
@@ -244,7 +195,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     if said:
         m = said[-1]
         stop = re.compile(r"[^\n]*").match(text, m.end())
-        answer = _clean(stop.group().rstrip(".")) if stop else ""
+        answer = clean_answer(stop.group().rstrip(".")) if stop else ""
         # "I cannot yet tell what the final answer is because …", "The final answer is not yet
         # clear; I need to zoom": thought, whatever the reply proposes. A doubt counts in the
         # answer's own sentence only: "The final answer is 7. If you need more, let me know!"
@@ -257,7 +208,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
                            or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
                            or (mark and _asks(mark.group()))):
             warnings.append(_SAID_INSTEAD.format("the final answer is"))
-            return _found(stop.group().rstrip("."), "answer_is", m.start(), stop.end(), warnings)
+            return _found(_label_only(clean_answer(stop.group().rstrip("."))), "answer_is", m.start(),
+                          stop.end(), warnings)
     return None
 
 
@@ -288,6 +240,37 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
         return None  # a second sentence after the option's
     rest = text[label.end():end]
     return label if len(rest) <= 160 and not _SENTENCE_CUE.search(rest) else None
+
+
+# What makes the sentence after a marked option label the reply's remark, not the option's text:
+# the reply speaking of itself, its zooms or its answer ("The zoom will confirm this.", "I am
+# confident.", "Let me know if…"). Narrower than _SENTENCE_CUE, which may turn a concluding
+# sentence away but here would cut an option's text ("C. It will rain tomorrow.", "B. Then the
+# ball falls.").
+_REMARK_CUE = re.compile(
+    r"\b(?:(?-i:I)(?:['’](?:m|ll|d|ve))?|we(?:['’](?:re|ll|d|ve))?|me|us|my|our|let['’]s"
+    r"|zoom\w*|crop\w*|confirm\w*|verif\w*|double[- ]check\w*|answer\w*|hope|thanks?)\b",
+    re.IGNORECASE)
+
+
+def _label_only(answer: str) -> str:
+    """A marked answer's option label alone when a remark of the reply's own follows it as a
+    new sentence ("B. The zoom will confirm this."), else the answer as it is.
+
+    A remark opens with a capital and speaks of the reply (_REMARK_CUE) in its first sentence.
+    "B. 3.5 cm", "A. Lincoln", "J. K. Rowling wrote it." and "C. The man is holding an
+    umbrella." are an option's text (or a name) and stay whole; either way the letter read from
+    the answer is the same.
+    """
+    label = _LABEL_FIRST.match(answer)
+    if label is None or not answer[label.end():label.end() + 1].isupper():
+        return answer
+    stop = _SENTENCE_END.search(answer, label.end())
+    if _REMARK_CUE.search(answer, label.end(), stop.start() if stop else len(answer)) is None:
+        return answer
+    return answer[:label.end()].strip(" \t*_").removesuffix(".")
+
+
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
 # asterisks is not tried every way.
@@ -299,20 +282,23 @@ _CLAUSE = r"[^,;:.!?，；：。！？\n]{1,80}?"
 _CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
                r"|altogether|in[ \t]+(?:conclusion|summary|short|total)"
                r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)\b"
-               r"|所以|因此|因而|于是|从而|故而|综上所述|综上|总之|总而言之|由此可见|可见|那么)")
+               r"|所以|因此|因而|于是|从而|故而|故|综上所述|综上|总之|总而言之|由此可见|可见|那么)")
 # The one hedge a conclusion may carry: "I think the answer is B." as a reply's last sentence is
 # the answer a reader scores; as a first impression or mid-reasoning it is no last sentence, or
 # _SUPPOSED and _UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
-_HEDGE = r"(?:(?:i|we)[ \t]+(?:think|believe)(?:[ \t]+that)?\b|我们?(?:认为|觉得|相信))"
+_HEDGE = (r"(?:(?:i|we)(?:[ \t]+(?:think|believe)|(?:['’]d|[ \t]+would)[ \t]+say)(?:[ \t]+that)?\b"
+          r"|我们?(?:认为|觉得|相信))")
 # What may come before "the answer is" in its sentence: nothing, a conclusion word ("So",
 # "Therefore,"), a clause closed by a comma ("Counting gives three, so …", "Based on the zoom,
 # …"), then "I think" or "I believe". Not "If", "whether", "to find", "I guess": those do not
 # conclude. The first clause is tried last, so "Therefore," is read as the conclusion word it is
-# (and cut from the thought).
+# (and cut from the thought). "Here is" presents the answer that follows its colon.
 _LEAD_IN = re.compile(
     rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*)??"
     rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：]?[ \t*_]*)?"
-    rf"(?:{_CLAUSE}[,，][ \t*_]*)?(?:(?P<hedge>{_HEDGE})[ \t*_]*)?",
+    rf"(?:{_CLAUSE}[,，][ \t*_]*)?(?:(?P<hedge>{_HEDGE})[ \t*_]*"
+    # "Here is the answer: 3", "Here's my answer: B": the colon form only (_lead_in).
+    r"|(?P<here>here(?:['’]s|[ \t]+is))[ \t*_]*)?",
     re.IGNORECASE,
 )
 # A lead-in that makes the sentence a supposition or a question, not a conclusion.
@@ -374,6 +360,8 @@ _UNSETTLED = re.compile(
     r"|for[ \t]+now"
     # Two candidates, not one: "B or C", "3 or 4".
     r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b"
+    # Or after an option's text in brackets: "B (dog) or C".
+    r"|[)）][ \t]+or[ \t]+\(?(?-i:[A-J])\b"
     # In Chinese, after a clause mark (a Chinese word in the answer itself, 确认 on a button, is
     # no doubt): but, if, unless, need to, let me, we will, later, to confirm; two candidates
     # ("B还是C"); a question's closing particle ("B吗"); pending.
@@ -405,13 +393,13 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     answer. Mid-reasoning ("If the answer is 3, …", "the answer is in the top-left corner, so I
     zoom", "I think the answer is B, but let me check") it is thought, and reading it would end
     the trajectory there."""
-    start = _lead_in(text, m.start())
+    start = _lead_in(text, m)
     if start is None:
         return None
     line_end = text.find("\n", m.end())
     line_end = len(text) if line_end < 0 else line_end
     begin = m.end()
-    if not _clean(text[begin:line_end]):  # "Hence, the answer is:" and the answer below it
+    if not clean_answer(text[begin:line_end]):  # "Hence, the answer is:" and the answer below it
         nxt = _NEXT_LINE.match(text, line_end)
         if nxt is None:
             return None
@@ -421,11 +409,30 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     end = stop.end() if stop else line_end
     if (stop and _asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
-    answer = _clean(text[begin : stop.start() if stop else line_end])
+    answer = clean_answer(text[begin : stop.start() if stop else line_end])
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
-            or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)):
+            or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)
+            or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
         return None
     return start, end, answer
+
+
+# What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
+# "B. red", "B (dog)", as choice_letter reads them), or after "say" a number with at most a unit
+# ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
+# zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
+_CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-J](?![a-z])")
+_COUNT_SAID = re.compile(
+    r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times)\b)"
+    r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
+
+
+def _names_one(answer: str, m: re.Match[str]) -> bool:
+    """Whether the answer of a choice named without the word answer is one option (or, after
+    "say", one number or yes/no)."""
+    if _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
+        return True
+    return bool(m.group("say")) and _COUNT_SAID.fullmatch(answer) is not None
 
 
 def _nothing_after(text: str, pos: int) -> bool:
@@ -503,9 +510,11 @@ _IMPRESSION_FIRST = re.compile(
     r"|目前来看|放大之前)", re.IGNORECASE)
 
 
-def _lead_in(text: str, pos: int) -> int | None:
-    """Where the thought's cut starts (the conclusion word, else the hedge, else ``pos``) when
-    only a lead-in that concludes precedes ``pos`` in its sentence; None otherwise."""
+def _lead_in(text: str, m: re.Match[str]) -> int | None:
+    """Where the thought's cut starts (the conclusion word, else the hedge or "Here is", else
+    the match) when only a lead-in that concludes precedes the match ``m`` of _ANSWER_IS in its
+    sentence; None otherwise."""
+    pos = m.start()
     begin, whole = _sentence_before(text, pos)
     if not whole:
         return None  # a sentence longer than any lead-in
@@ -513,7 +522,11 @@ def _lead_in(text: str, pos: int) -> int | None:
     said = _LEAD_IN.fullmatch(lead)
     if said is None or _supposes(lead):
         return None
-    opener = "word" if said.group("word") else "hedge" if said.group("hedge") else None
+    if said.group("here") and not m.group().rstrip().endswith((":", "：")):
+        return None  # "Here is" presents a colon's answer: "Here is the answer is …" is no prose
+    opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
+    if m.group("choose") and opener is None and not m.group("choose").startswith("应"):
+        return None  # "这是一道选择题": 选 chooses only after 所以/故/我认为 or as 应该选
     if opener is None:
         return pos
     start = begin + said.start(opener)
@@ -524,6 +537,6 @@ def _lead_in(text: str, pos: int) -> int | None:
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
            at_line_start: bool = True) -> FoundAnswer:
-    text = _clean(raw)
+    text = clean_answer(raw)
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings),
                        at_line_start)

@@ -103,7 +103,7 @@ def test_a_hedged_colon_option_or_chinese_conclusion_is_read(text, answer, choic
     "So the answer: C, pending the zoom.",
     "So the answer: B or C.",
     "To find the answer: zoom on the legend.",
-    "Here is the answer: 3",  # not opened by a conclusion
+    "Here is the answer I need to check: 3",  # "Here is the answer: 3" is read (engine 7)
     "Is the correct option C?",
     "The correct option is C?",
     "If the correct option is C, the dots are red.",
@@ -419,7 +419,12 @@ def test_the_new_forms_cost_linear_time() -> None:
     import time
 
     inputs = ["所以答案是" + "红或者" * 15000 + "。", "So the answer is " + "B, " * 15000 + "C.",
-              "So the answer is B. " + "x" * 50000, "答案是" + "吗" * 50000]
+              "So the answer is B. " + "x" * 50000, "答案是" + "吗" * 50000,
+              # The engine 7 forms: a lead-in, a choice or a label repeated with no end.
+              "I'd say " * 12500, "So I'd go with B, " * 5500, "答案应该" * 25000,
+              "所以应该选" * 20000, "选" * 100000, "Here is " * 12500 + "the answer: 3",
+              "I'd say " + "1," * 50000, "Final Answer: B. " + "The zoom will " * 7000,
+              "Final Answer: B " + "answer " * 14000]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")

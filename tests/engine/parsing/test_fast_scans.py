@@ -26,6 +26,7 @@ _PIECES = st.sampled_from([
     "最终", "\n", " ", "So the answer is ", ". ", "?",
     "Ans", "ANſ", "plans", "option", "OPTİON", "choıce", " correct ", "答案是", "所以", "，", "。",
     "```", "````", "~~~", "json", "{", "}", "x", "`",
+    "I'd say ", "I would ", "ſay", " go wİth ", "wıth", "B", "选", "故选", "应该", "Here is ",
 ])
 texts = st.lists(_PIECES, max_size=40).map("".join)
 
@@ -52,13 +53,13 @@ def test_fences_match_the_lazy_regex(text: str) -> None:
 @given(texts)
 def test_final_hint_changes_no_answer(text: str) -> None:
     guarded = find_final_answer(text)
-    saved = answer._FINAL, answer._OPTION_WORD
+    saved = answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD
     # Matching everywhere, every scan runs, as before the guards.
-    answer._FINAL = answer._OPTION_WORD = re.compile("")
+    answer._FINAL = answer._OPTION_WORD = answer._SAY_WORD = re.compile("")
     try:
         unguarded = find_final_answer(text)
     finally:
-        answer._FINAL, answer._OPTION_WORD = saved
+        answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD = saved
     assert guarded == unguarded
 
 
@@ -66,7 +67,8 @@ def test_final_hint_covers_every_case_fold() -> None:
     for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
                      "最终答案：3", "The final answer is 3", "answer: 3", "ANſWER: 3",
                      "So the ANſWER is 3.", "ANſ: 3", "So the correct OPTİON is 3.",
-                     "So the correct CHOıCE is 3.", "所以答案是3"):
+                     "So the correct CHOıCE is 3.", "所以答案是3", "I'd ſay B",
+                     "I'd go wİth B", "I'd go wıth B", "故选C"):
         assert find_final_answer(spelling) is not None, spelling
 
 

@@ -1,0 +1,89 @@
+"""An answer as written, made plain: its wrappers removed, the option letter it leads with, the
+``\\boxed{}`` in it."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["boxed_contents", "choice_letter", "clean_answer", "in_answer_tag"]
+
+# Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an
+# opening ("**Final Answer: B** - dog" leaves "B** - dog").
+# Asterisks only: underscores are as often part of a name ("__init__") as emphasis.
+_LEADING_EMPHASIS = re.compile(r"(\*\*|\*)([^*\s](?:[^*]*?[^*\s])?)\1(?![*\w])")
+_DANGLING_EMPHASIS = re.compile(r"([^*\s][^*]*?)\*\*(?=\s|$|[.,;:)\-])")
+# One answer tag around a whole answer (closed, or left open at the end), nothing else in it.
+_WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
+                        re.IGNORECASE | re.DOTALL)
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$"
+                     r"|option[ \t]+\(?([A-J])\b(?![ \t]*\)?[ \t]*(?:and|or|,)\b)"
+                     r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:(?:which|since|as"
+                     r"|because|where|so)\b|因为|即|也就是)|项(?!目))"
+                     r"|选项[ \t]*([A-J])(?![A-Za-z]|[ \t]*[和、,，与及或]))", re.I)
+# "B (dog)", "B - dog", "C, which shows 8", "B项": capitals.
+
+
+def boxed_contents(text: str) -> list[tuple[int, int, str]]:
+    """Every ``\\boxed{…}`` with nested braces balanced: (start, end, content).
+
+    One pass with a stack, so a reply full of unclosed boxes still costs linear time; the
+    innermost box never closed runs to the end of the text.
+    """
+    opens = {m.end() - 1: m.start() for m in _BOXED.finditer(text)}
+    if not opens:
+        return []
+    found: list[tuple[int, int, str]] = []
+    stack: list[int | None] = []
+    for i in range(min(opens), len(text)):
+        c = text[i]
+        if c == "{":
+            stack.append(i if i in opens else None)
+        elif c == "}" and stack and (brace := stack.pop()) is not None:
+            found.append((opens[brace], i + 1, text[brace + 1 : i]))
+    unclosed = [b for b in stack if b is not None]
+    if unclosed:  # the innermost one only: each outer one holds it (and copying all is quadratic)
+        found.append((opens[unclosed[-1]], len(text), text[unclosed[-1] + 1 :]))
+    return sorted(found)
+
+
+def choice_letter(answer: str) -> str | None:
+    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
+    m = _CHOICE.match(answer.strip())
+    if not m:
+        return None
+    return next(g for g in m.groups() if g).upper()
+
+
+def clean_answer(answer: str) -> str:
+    """The answer as written without its wrappers: an answer tag or box around it, emphasis,
+    math or code marks."""
+    answer = answer.strip()
+    if tag := _WHOLE_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
+        answer = tag.group(1).strip()
+    if boxes := boxed_contents(answer):
+        answer = boxes[-1][2]
+    if lead := _LEADING_EMPHASIS.match(answer):
+        answer = lead.group(2) + answer[lead.end():]
+    elif dangling := _DANGLING_EMPHASIS.match(answer):
+        answer = dangling.group(1) + answer[dangling.end():]
+    for _ in range(3):  # peel nested wrappers such as **$42$**
+        stripped = answer.strip()
+        for pair in ("**", "__", "$$", "$", "`", "*", "_"):
+            if (
+                len(stripped) > 2 * len(pair)
+                and stripped.startswith(pair)
+                and stripped.endswith(pair)
+            ):
+                stripped = stripped[len(pair) : -len(pair)]
+                break
+        stripped = stripped.strip()
+        if stripped == answer:
+            break
+        answer = stripped
+    return answer.strip().strip("*").strip()
+
+
+def in_answer_tag(answer: str) -> bool:
+    """Whether one answer tag wraps the whole answer ("<answer>7</answer>")."""
+    return _WHOLE_TAG.fullmatch(answer.strip()) is not None

@@ -1,0 +1,182 @@
+"""Answers found missed after the two reviews in test_concluding_answer.py (engine 7): a choice
+named without the word answer ("I'd say B", 故选C), 答案应该是, "Here is the answer: 3", and an
+option letter with a remark after it on a "Final Answer:" line.
+
+Missed, the trajectory ran on to its step budget and scored no answer; read too widely ("I'd say
+we need to zoom in", 答案应该是B吗, "Here is the answer I need to check: …"), a reply still
+reasoning would end its trajectory with prose for its answer. Each line is a reply's last.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.parsing import parse_step
+
+_BARS = "Step 2 (Text): The bars show 3 and 5.\n"
+_SAID = "no 'Final Answer:' marker; took the answer from 'the answer is …'"
+_ZOOM = ('Step 2 (Action Description):\n```json\n{"step": 2, "visual_rationale": "closer", '
+         '"action": [{"type": "zoom", "target": [300, 420, 620, 700]}]}\n```')
+
+
+def _read(last: str) -> tuple[str | None, str | None]:
+    parsed = parse_step(_BARS + last, expected_step=2)
+    return parsed.final_answer, parsed.answer_choice
+
+
+_READ = {
+    # "I'd say", "I would say", "I'd go with": one option, number or yes/no.
+    "I'd say B.": ("B", "B"),
+    "I would say the answer is C.": ("C", "C"),
+    "So I'd go with B.": ("B", "B"),
+    "Overall, I'd say B.": ("B", "B"),
+    "I'd go with option B.": ("option B", "B"),
+    "So I'd go with B (dog).": ("B (dog)", "B"),
+    "I'd say: B": ("B", "B"),
+    "I'd say 12 cm.": ("12 cm", None),
+    "I'd say yes.": ("yes", None),
+    "I would say that the answer is 7.": ("7", None),
+    # 答案应该是/应为, and 选/选择 after a conclusion word, a hedge or 应该.
+    "答案应该是B": ("B", "B"),
+    "答案应为3": ("3", None),
+    "所以答案应该是B。": ("B", "B"),
+    "所以应该选B": ("B", "B"),
+    "故选C": ("C", "C"),
+    "因此选择D": ("D", "D"),
+    "应该选B。": ("B", "B"),
+    "我认为应该选B。": ("B", "B"),
+    "故答案为B。": ("B", "B"),  # 故 concludes, as 所以 does
+    # "Here is the answer:" and "Here's my answer:" presenting the answer after their colon.
+    "Here is the answer: 3": ("3", None),
+    "Here's my answer: B": ("B", "B"),
+    "Here is the answer:\n\n**C**": ("C", "C"),
+}
+
+
+@pytest.mark.parametrize(("last", "read"), list(_READ.items()))
+def test_a_choice_named_in_the_last_sentence_is_read(last, read) -> None:
+    assert _read(last) == read
+    assert _SAID in parse_step(_BARS + last, expected_step=2).warnings
+
+
+_THOUGHT = [
+    # Two candidates, a doubt, a step to take, a question, a guess, a first impression.
+    "I'd say B or C.", "I'd say B, but let me zoom in to check.",
+    "I'd say B. Let me zoom in to confirm.", "I'd say B for now.", "I'd say B?",
+    "If I had to guess, I'd say B.", "At first glance, I'd say B.", "Without zooming, I'd say B.",
+    "I'd say probably B.", "I'd say the answer is B or C.", "I'd say B (dog) or C.",
+    "So the answer is B (dog) or C.",
+    "I would say the answer is C, but I need to verify.",
+    # What follows "I'd say" is a remark, not one option, number or yes/no.
+    "I'd say we need to zoom in first.", "I'd say a closer look would help.",
+    "I'd say the left bar is taller.", "I'd say 3 more zooms are needed.", "I'd say 3 more.",
+    "I'd say B is taller.", "I'd say that B is correct.", "I'd go with zooming in first.",
+    "I wouldn't say B.", "Some would say B.",
+    # Chinese: a question, two candidates, a doubt, a step to take, a place, no conclusion.
+    "答案应该是B吗", "答案应该是什么？", "答案应该是B或C。", "答案应该是B，但需要放大确认。",
+    "答案应该是在左上角。", "答案应该不是B。", "所以应该选B吗", "所以应该选B还是C？",
+    "故选C，但需要放大确认。", "因此选择D之前先放大。", "所以应该选择放大左上角。",
+    "所以我们应该选择放大左上角。", "如果应该选B，那么计数为奇数。", "这是一道选择题。",
+    "我猜应该选B。", "故事的结局是B。", "所以选项B正确。",
+    # "Here is …" that presents no answer, or one still in doubt.
+    "Here is the answer I need to check: 3", "Here's how to find the answer: zoom on the legend.",
+    "Here is the answer: B or C", "Here is the answer: let me zoom in first.",
+    "Here is the answer: I'll zoom in first.", "Here is the answer:", "Here is the answer: ?",
+    "Here is the answer: 3. Let me double-check.", "If this is right, here is the answer: 3",
+    "Here is the answer is 3",
+]
+
+
+@pytest.mark.parametrize("last", _THOUGHT)
+def test_a_near_miss_is_thought(last) -> None:
+    assert _read(last) == (None, None)
+
+
+@pytest.mark.parametrize("last", ["I'd say B.", "故选C", "答案应该是B", "Here is the answer: 3"])
+def test_the_new_forms_beside_an_action_are_thought(last) -> None:
+    parsed = parse_step(f"{_BARS}{last}\n{_ZOOM}", expected_step=2)
+    assert parsed.final_answer is None and len(parsed.actions) == 1
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # Readings the new forms leave as they were.
+    ("所以答案是选B。", ("选B", None)),  # 选 after 是 is the answer's, not a conclusion's
+    ("So the answer is B.", ("B", "B")),
+    ("I think the answer is B.", ("B", "B")),
+    ("The final answer is B.\nI'd say so.", ("B", "B")),  # "I'd say so" names nothing
+    ("Final Answer: B\nI'd say C.", ("B", "B")),
+])
+def test_earlier_readings_stay(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # An option's label then a remark of the reply's own, opening a sentence: the label.
+    ("Final Answer: B. The zoom will confirm this.", ("B", "B")),
+    ("Final Answer: **B**. The zoom will confirm this.", ("B", "B")),
+    ("Final Answer: (B). Zooming in should confirm.", ("(B)", "B")),
+    ("Answer: B. The zoom will confirm this.", ("B", "B")),
+    ("The final answer is B. The zoom will confirm this.", ("B", "B")),
+    ("Final Answer: B. I am confident in this.", ("B", "B")),
+    ("Final Answer: B. Let me know if you need more detail.", ("B", "B")),
+    ("Final Answer: C. This answer matches the legend.", ("C", "C")),
+    # The option's text, or a name, stays whole.
+    ("Final Answer: B. 3.5 cm", ("B. 3.5 cm", "B")),
+    ("Final Answer: C. The man is holding an umbrella.", ("C. The man is holding an umbrella.",
+                                                          "C")),
+    ("Final Answer: A. Lincoln", ("A. Lincoln", "A")),
+    ("Final Answer: J. K. Rowling wrote it.", ("J. K. Rowling wrote it.", "J")),
+    ("Final Answer: B. the zoom will confirm this.", ("B. the zoom will confirm this.", "B")),
+    ("Final Answer: C. It will rain tomorrow.", ("C. It will rain tomorrow.", "C")),
+    ("Final Answer: B. Then the ball falls.", ("B. Then the ball falls.", "B")),
+    ("Final Answer: B. Red. The zoom will confirm this.",
+     ("B. Red. The zoom will confirm this.", "B")),
+])
+def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # The word answer or final in a marked answer is prose, not the next marker: these were
+    # cut short at it ("The", "the", "B, the").
+    ("Final Answer: The answer is B", ("The answer is B", None)),
+    ("Final Answer: the final score is 3", ("the final score is 3", None)),
+    ("Final Answer: B, the final option", ("B, the final option", None)),
+    # A marker with its colon still ends the answer before it.
+    ("Final Answer: A Final Answer: B", ("B", "B")),
+    ("Final Answer: B Answer: C", ("B", "B")),
+])
+def test_a_marked_answer_runs_past_the_word_answer_in_prose(last, read) -> None:
+    assert _read(last) == read
+
+
+def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
+    parsed = parse_step(_BARS + "Final Answer: B. The zoom will confirm this.\nFinal Answer: B",
+                        expected_step=2)
+    assert parsed.final_answer == "B"
+    assert not any("different final answers" in w for w in parsed.warnings)
+
+
+_LEADS = st.sampled_from(["", "So ", "Overall, ", "Based on the zoom, ", "Therefore, "])
+_SAYS = st.sampled_from(["I'd say ", "I would say ", "I'd go with ", "I would go with ",
+                         "We'd say "])
+_PICKS = st.sampled_from(["B", "(B)", "option B", "B (dog)", "7", "12 cm", "yes"])
+_DOUBTS = st.sampled_from([" or C.", ", but let me check.", "? Let me zoom.", " for now.",
+                           ". Let me zoom in to confirm."])
+
+
+@settings(max_examples=150, deadline=None)
+@given(_LEADS, _SAYS, _PICKS, st.sampled_from([".", "", "!", ".\n```"]))
+def test_any_concluding_say_gives_its_pick(lead, say, pick, end) -> None:
+    sentence = lead + say + pick
+    answer, _ = _read(sentence[0].upper() + sentence[1:] + end)
+    assert answer == pick
+
+
+@settings(max_examples=150, deadline=None)
+@given(_LEADS, _SAYS, _PICKS, _DOUBTS)
+def test_a_doubted_say_gives_none(lead, say, pick, doubt) -> None:
+    sentence = lead + say + pick
+    assert _read(sentence[0].upper() + sentence[1:] + doubt) == (None, None)
