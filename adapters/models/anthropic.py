@@ -35,6 +35,7 @@ from adapters.models.base import (
     ModelRequest,
     TextPart,
     ToolCall,
+    ToolResultPart,
     Usage,
 )
 
@@ -123,7 +124,10 @@ class AnthropicAdapter(HttpAdapter):
             if message.role == "system":
                 system.extend(p.text for p in message.content if isinstance(p, TextPart))
                 continue
-            blocks = [
+            # A turn answering tool calls starts with their results (the API requires it).
+            results = [{"type": "tool_result", "tool_use_id": p.call_id, "content": p.text}
+                       for p in message.content if isinstance(p, ToolResultPart)]
+            blocks = results + [
                 {"type": "text", "text": p.text}
                 if isinstance(p, TextPart)
                 else {
@@ -133,7 +137,10 @@ class AnthropicAdapter(HttpAdapter):
                 for p in message.content
                 # The API rejects empty text blocks.
                 if not (isinstance(p, TextPart) and not p.text)
+                and not isinstance(p, ToolResultPart)
             ]
+            blocks.extend({"type": "tool_use", "id": c.id, "name": c.name,
+                           "input": _input_of(c.arguments)} for c in message.tool_calls)
             messages.append({"role": message.role, "content": blocks})
         if self.options.prompt_cache:
             _mark_cache_breakpoints(messages, tail=self.options.cache_tail)
@@ -144,6 +151,9 @@ class AnthropicAdapter(HttpAdapter):
         }
         if system:
             body["system"] = "\n\n".join(system)
+        if request.tools:
+            body["tools"] = [{"name": t.name, "description": t.description,
+                              "input_schema": t.parameters} for t in request.tools]
         body.update(sampling_fields(request, temperature="temperature", stop="stop_sequences"))
         body.update(self.options.extra)
         body.update(request.extra)
@@ -228,6 +238,16 @@ class AnthropicAdapter(HttpAdapter):
             model=str(data.get("model") or self.model),
             usage_reported=isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int),
         )
+
+
+def _input_of(arguments: str) -> dict[str, Any]:
+    """A recorded call's arguments as the object ``tool_use.input`` must be (this API sent
+    them as one; anything else is replayed as no arguments rather than refused)."""
+    try:
+        value = msgspec.json.decode(arguments) if arguments.strip() else {}
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 _EPHEMERAL = {"type": "ephemeral"}  # the default five-minute cache
