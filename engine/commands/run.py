@@ -164,9 +164,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and ask the API models to call it rather than write the action in their "
                    "text; each call is answered by its result and the rendered image. Needs "
                    "--dialect openai (which reads native calls); for openai, anthropic and "
-                   "gemini models (not the reference agents). Part of the run's identity: the "
-                   "requests carry the declaration. Config: native_tools = true in a "
-                   "[[models]] table")
+                   "gemini models (not the reference agents). Fixed for a run: its requests "
+                   "(and their hashes) carry the declaration, and a rerun that turns it on or "
+                   "off is refused (start another with --run-name). Config: native_tools = "
+                   "true in a [[models]] table")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the trajectories that ended failed in an earlier invocation "
                    "(say, after fixing a base URL or a key); their failure stays in the log")
