@@ -23,6 +23,7 @@ from adapters.models.base import (
     ToolResultPart,
 )
 from engine.parsing.dialects.openai_tools import TOOL
+from engine.parsing.step import parse_step
 from engine.prompts import FRAMING, TOOL_FRAMING, prompt_for
 
 __all__ = ["HistoryStep", "RequestSpec", "build_request", "parse_image_history"]
@@ -39,8 +40,6 @@ class HistoryStep(msgspec.Struct, frozen=True):
     """Hex hash of the image that came back, if any."""
     tool_calls: tuple[ToolCall, ...] = ()
     """The reply's native tool calls (replayed only with ``native_tools``)."""
-    warning: str = ""
-    """The step's first parse warning: why a call drew nothing, in its result."""
 
 
 class RequestSpec(msgspec.Struct, frozen=True):
@@ -120,13 +119,18 @@ def build_request(
         return tuple(msgspec.structs.replace(c, id=c.id or f"vaot_call_{h.step}_{n}")
                      for n, c in enumerate(h.tool_calls, 1)) if native_tools else ()
 
-    def result(h: HistoryStep) -> str:
-        if h.returned_state is not None:
+    def result(h: HistoryStep, call: ToolCall) -> str:
+        # Each call's own outcome: a reply may hold a valid call beside an invalid one, and the
+        # step's warnings may be about its text. Read as the step read it (same parser, same
+        # convention), so a resumed run answers alike.
+        read = parse_step("", dialect=dialect, convention=convention, tool_calls=(call,))
+        if read.actions and h.returned_state is not None:
             return TOOL_FRAMING["rendered" if h.step in shown else "rendered_omitted"]
         # No reason for no_render: told why an action was not drawn, it would learn which of
         # its actions were valid, as the see2think text does not tell it either.
-        if h.warning and setting != "no_render":
-            return TOOL_FRAMING["not_drawn"].format(why=h.warning)
+        if not read.actions and setting != "no_render":
+            why = read.warnings[-1] if read.warnings else "no action in the call"
+            return TOOL_FRAMING["not_drawn"].format(why=why)
         return TOOL_FRAMING["not_executed"]
 
     def observation(h: HistoryStep) -> list:
@@ -155,7 +159,7 @@ def build_request(
                 messages.append(Message("assistant", text, tool_calls=replayed))
             else:
                 messages.append(Message("assistant", (TextPart(said(h)),)))
-            answers = [ToolResultPart(c.id, c.name, result(h)) for c in replayed]
+            answers = [ToolResultPart(c.id, c.name, result(h, c)) for c in replayed]
             closing = _closing_for(setting, h.step + 1, max_steps)
             messages.append(Message("user", (*answers, *observation(h), TextPart(closing))))
     elif spec.shape == "see2think":

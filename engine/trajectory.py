@@ -80,8 +80,7 @@ class TrajectoryState(msgspec.Struct):
             HistoryStep(s.step, split_think(s.raw_text).visible,
                         bool(s.actions or s.actions_raw), s.returned_state,
                         tool_calls=tuple(ToolCall(c.name, c.arguments, c.id, c.signature)
-                                         for c in s.tool_calls),
-                        warning=s.parse_warnings[0] if s.parse_warnings else "")
+                                         for c in s.tool_calls))
             for s in self.steps
         ]
 

@@ -167,13 +167,14 @@ def test_chat_replays_each_call_and_answers_it_by_id() -> None:
 
 
 def test_a_call_without_an_id_gets_one_from_its_step() -> None:
-    step = HistoryStep(1, "", True, None, tool_calls=(ToolCall("visual_action", ZOOM),),
-                       warning="zoom: target is not a box")
+    step = HistoryStep(1, "", True, None, tool_calls=(
+        ToolCall("visual_action", '{"type": "zoom", "target": "centre"}'),))
     request = _request([step], "chat", native=True)
     assistant, answer = request.messages[2], request.messages[3]
     assert assistant.content == () and assistant.tool_calls[0].id == "vaot_call_1_1"
     assert answer.content[0].call_id == "vaot_call_1_1"
-    assert answer.content[0].text == "Not drawn: zoom: target is not a box"
+    assert answer.content[0].text == ("Not drawn: invalid action: zoom: target 'centre' holds "
+                                      "no coordinates")
     # no_render is not told why: it would learn which of its actions were valid.
     no_render = build_request(
         setting="no_render", question="Which?", choices=(), original_state="a" * 64,

@@ -173,3 +173,37 @@ async def test_a_call_that_draws_nothing_is_answered_with_why(provider, tmp_path
     assert step.returned_state is None and step.parse_warnings
     said = msgspec.json.encode(seen[1].body).decode()
     assert "Not drawn: " in said
+
+
+def _results(provider: str, body: dict) -> list[tuple[str, str]]:
+    """(call id, result text) of each answer in the chat shape's second request."""
+    if provider == "openai":
+        return [(m["tool_call_id"], m["content"]) for m in body["messages"]
+                if m["role"] == "tool"]
+    if provider == "anthropic":
+        return [(b["tool_use_id"], b["content"]) for m in body["messages"]
+                for b in m["content"] if b["type"] == "tool_result"]
+    return [(p["functionResponse"]["id"], p["functionResponse"]["response"]["result"])
+            for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+async def test_each_call_is_answered_with_what_came_of_it(provider, tmp_path,
+                                                          monkeypatch) -> None:
+    # Two calls in one reply: the valid one is drawn, the other is not; each is told its own
+    # outcome, not the step's (nor the step's first warning, here about the text).
+    monkeypatch.setenv(KEY_ENV, KEY)
+    script = [ReplySpec(text="Step 1 (Text): I look.<think>unclosed",
+                        tool_calls=[{"name": "visual_action", "id": "bad1",
+                                     "arguments": {"type": "zoom", "target": "centre"}},
+                                    {"name": "visual_action", "id": "good2",
+                                     "arguments": ZOOM}]),
+              "Step 2 (Text): Then so.\nFinal Answer: B"]
+    seen, _ = await _run(provider, "chat", tmp_path / "run.lmdb", script)
+    assert [r.problems for r in seen] == [[], []]
+    step = _steps(tmp_path / "run.lmdb")[0]
+    assert step.returned_state is not None and "never closed" in step.parse_warnings[0]
+    (bad, said_bad), (good, said_good) = _results(provider, seen[1].body)
+    assert (bad, good) == ("bad1", "good2")
+    assert said_bad == "Not drawn: invalid action: zoom: target 'centre' holds no coordinates"
+    assert said_good == "Drawn; the image follows."
