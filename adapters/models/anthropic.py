@@ -37,6 +37,7 @@ from adapters.models.base import (
     ToolCall,
     ToolResultPart,
     Usage,
+    call_arguments,
 )
 
 __all__ = [
@@ -140,7 +141,7 @@ class AnthropicAdapter(HttpAdapter):
                 and not isinstance(p, ToolResultPart)
             ]
             blocks.extend({"type": "tool_use", "id": c.id, "name": c.name,
-                           "input": _input_of(c.arguments)} for c in message.tool_calls)
+                           "input": call_arguments(c) or {}} for c in message.tool_calls)
             messages.append({"role": message.role, "content": blocks})
         if self.options.prompt_cache:
             _mark_cache_breakpoints(messages, tail=self.options.cache_tail)
@@ -238,16 +239,6 @@ class AnthropicAdapter(HttpAdapter):
             model=str(data.get("model") or self.model),
             usage_reported=isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int),
         )
-
-
-def _input_of(arguments: str) -> dict[str, Any]:
-    """A recorded call's arguments as the object ``tool_use.input`` must be (this API sent
-    them as one; anything else is replayed as no arguments rather than refused)."""
-    try:
-        value = msgspec.json.decode(arguments) if arguments.strip() else {}
-    except msgspec.DecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 _EPHEMERAL = {"type": "ephemeral"}  # the default five-minute cache

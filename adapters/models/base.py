@@ -29,6 +29,7 @@ __all__ = [
     "ToolResultPart",
     "ToolSpec",
     "Usage",
+    "call_arguments",
     "request_hash",
 ]
 
@@ -62,6 +63,17 @@ class ToolCall(msgspec.Struct, frozen=True):
     signature: str = ""
     """Gemini's ``thoughtSignature`` on the call's part: opaque, and sent back as it came (its
     thinking models refuse a replayed call without it)."""
+
+
+def call_arguments(call: ToolCall) -> dict[str, Any] | None:
+    """A recorded call's arguments as the JSON object they should be, or None when they are
+    not one (cut short, or another JSON value): replayed as no arguments then, as every API
+    (or the chat template of an OpenAI-compatible server) wants an object."""
+    try:
+        value = msgspec.json.decode(call.arguments) if call.arguments.strip() else {}
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class ToolSpec(msgspec.Struct, frozen=True):

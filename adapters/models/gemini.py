@@ -22,6 +22,7 @@ from adapters.models.base import (
     ToolCall,
     ToolResultPart,
     Usage,
+    call_arguments,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "GeminiAdapter", "create"]
@@ -175,11 +176,7 @@ def _part(part: TextPart | ImagePart | ToolResultPart) -> dict[str, Any]:
 
 def _call_part(call: ToolCall) -> dict[str, Any]:
     """A recorded call as the model's ``functionCall`` part, its signature as it came."""
-    try:
-        args = msgspec.json.decode(call.arguments) if call.arguments.strip() else {}
-    except msgspec.DecodeError:
-        args = {}
-    function: dict[str, Any] = {"name": call.name, "args": args if isinstance(args, dict) else {}}
+    function: dict[str, Any] = {"name": call.name, "args": call_arguments(call) or {}}
     if call.id:
         function["id"] = call.id
     part: dict[str, Any] = {"functionCall": function}

@@ -23,6 +23,7 @@ from adapters.models.base import (
     ToolCall,
     ToolResultPart,
     Usage,
+    call_arguments,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "OpenAIAdapter", "create"]
@@ -86,7 +87,11 @@ class OpenAIAdapter(HttpAdapter):
             text = _text_of(message)
             return [{"role": "assistant", "content": text or None, "tool_calls": [
                 {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                 # As sent when they are an object; else none (vLLM, llama.cpp and Ollama
+                 # decode them for their chat templates and refuse the request otherwise).
+                 "function": {"name": c.name, "arguments": c.arguments
+                              if c.arguments.strip() and call_arguments(c) is not None
+                              else "{}"}}
                 for c in message.tool_calls]}]
         results = [p for p in message.content if isinstance(p, ToolResultPart)]
         if not results:

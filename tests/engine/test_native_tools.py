@@ -215,3 +215,18 @@ def test_the_flag_and_the_config_key_turn_it_on(tmp_path) -> None:
     config = config_from(_args("--config", str(toml)))
     assert [(m.spec, m.native_tools) for m in config.models] == [("gemini:g", True)]
     assert "--native-tools" in _parser().format_help()
+
+
+@pytest.mark.parametrize("arguments", ['{"type": "zoom", "target": [250, 2', "[1, 2]", ""])
+def test_a_call_whose_arguments_are_no_object_is_replayed_as_one(arguments) -> None:
+    # vLLM, llama.cpp and Ollama decode each replayed call's arguments into an object to render
+    # their chat templates: one that is not refuses every later request of the trajectory
+    # (HTTP 400). As Anthropic and Gemini are sent it, it goes as no arguments; its result says
+    # what was wrong.
+    step = HistoryStep(1, "Step 1 (Text): zoom.", True, None,
+                       tool_calls=(ToolCall("visual_action", arguments, "call_1"),))
+    request = _request([step], "chat", native=True)
+    calls = _body("openai", request)["messages"][2]["tool_calls"]
+    assert isinstance(msgspec.json.decode(calls[0]["function"]["arguments"]), dict)
+    # The request hash keeps the arguments as the model sent them.
+    assert request.messages[2].tool_calls[0].arguments == arguments
