@@ -207,3 +207,6 @@ async def test_each_call_is_answered_with_what_came_of_it(provider, tmp_path,
     assert (bad, good) == ("bad1", "good2")
     assert said_bad == "Not drawn: invalid action: zoom: target 'centre' holds no coordinates"
     assert said_good == "Drawn; the image follows."
+    if provider == "gemini":  # parallel calls: the first signed alone, and sent back so
+        calls = [p for p in seen[1].body["contents"][1]["parts"] if "functionCall" in p]
+        assert [bool(p.get("thoughtSignature")) for p in calls] == [True, False]

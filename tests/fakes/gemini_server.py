@@ -4,8 +4,8 @@ Validates what the real API requires — ``x-goog-api-key`` (or ``?key=``), ``co
 ``user``/``model``, parts holding ``text`` or ``inline_data`` with valid base64 images, a text-only
 ``systemInstruction``, known ``generationConfig`` fields; the ``tools`` list's shape (a declaration's
 ``parameters`` in the OpenAPI subset: arrays need ``items``; or ``parametersJsonSchema``, not
-both), ``functionCall`` parts only in model turns and only with tools declared, each carrying the
-``thoughtSignature`` this fake gave it (as Gemini 3 demands), and answered by as many
+both), ``functionCall`` parts only in model turns and only with tools declared, a turn's first call
+carrying the ``thoughtSignature`` this fake gave it (Gemini 3 signs only that one), and answered by as many
 ``functionResponse`` parts, by name and id, in the user turn right after — and answers in the real
 reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
 ``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``.
@@ -146,12 +146,14 @@ class FakeGemini(FakeServer):
             responses = parts_of(content, "functionResponse")
             if calls and not declared:
                 problems.append(f"contents[{i}]: a function call turn needs tools declared")
-            for part in content["parts"]:
-                if "functionCall" in part and not part.get("thoughtSignature"):
-                    name = part["functionCall"].get("name")
-                    problems.append(f"Function call is missing a thought_signature in "
-                                    f"functionCall parts. Additional data, function call "
-                                    f"`default_api:{name}`, position {i + 1}.")
+            # Gemini 3 signs a turn's first call alone (parallel calls carry none), and
+            # refuses the turn without that signature.
+            first = next((p for p in content["parts"] if "functionCall" in p), None)
+            if first is not None and not first.get("thoughtSignature"):
+                name = first["functionCall"].get("name")
+                problems.append(f"Function call is missing a thought_signature in "
+                                f"functionCall parts. Additional data, function call "
+                                f"`default_api:{name}`, position {i + 1}.")
             if responses:
                 before = parts_of(contents[i - 1], "functionCall") if i else []
                 if not before:
@@ -241,9 +243,11 @@ class FakeGemini(FakeServer):
             function = {"name": call["name"], "args": tool_arguments(call)}
             if call.get("id"):
                 function["id"] = call["id"]
-            # Opaque to the client, which must send it back with the call (Gemini 3).
+            # Opaque to the client, which must send it back with the call; on the first
+            # call only, as Gemini 3 signs parallel calls.
             parts.append({"functionCall": function,
-                          "thoughtSignature": f"c2lnLXt{len(self.requests)}-{n}"})
+                          **({"thoughtSignature": f"c2lnLXt{len(self.requests)}"}
+                             if n == 0 else {})})
         finish = {"stop": "STOP", "length": "MAX_TOKENS"}.get(
             spec.finish_reason, spec.finish_reason
         )

@@ -93,6 +93,14 @@ CASES = {
         ({"tools": GEMINI_TOOLS, "contents": [_user_g, {"role": "model", "parts": [
             {"functionCall": {"name": "visual_action", "args": {}}}]}, _response()]},
          "Function call is missing a thought_signature"),
+        # Parallel calls: Gemini 3 signs the first alone, and wants that one back.
+        ({"tools": GEMINI_TOOLS, "contents": [_user_g, {"role": "model", "parts": [
+            *GEMINI_CALL["parts"], {"functionCall": {"name": "visual_action", "args": {}}}]},
+            {"role": "user", "parts": _response()["parts"] * 2}]}, None),
+        ({"tools": GEMINI_TOOLS, "contents": [_user_g, {"role": "model", "parts": [
+            {"functionCall": {"name": "visual_action", "args": {}}}, *GEMINI_CALL["parts"]]},
+            {"role": "user", "parts": _response()["parts"] * 2}]},
+         "Function call is missing a thought_signature"),
         ({"contents": [_user_g, GEMINI_CALL, _response()]},
          "a function call turn needs tools declared"),
         ({"tools": GEMINI_TOOLS, "contents": [_user_g, GEMINI_CALL, _response("zoom")]},
