@@ -58,15 +58,20 @@ class GeminiAdapter(HttpAdapter):
                 system.extend({"text": p.text} for p in message.content
                               if isinstance(p, TextPart) and p.text)
                 continue
+            role = "model" if message.role == "assistant" else "user"
+            # The answers to calls are a turn of their own: Gemini refuses text or images
+            # beside function responses, so the rest of the message follows as another turn.
+            responses = [_part(p) for p in message.content if isinstance(p, ToolResultPart)]
+            if responses:
+                contents.append({"role": role, "parts": responses})
             # An empty text part is refused ("required oneof field 'data'"): the API reads ""
             # as unset.
             parts = [_part(p) for p in message.content
-                     if not (isinstance(p, TextPart) and not p.text)]
+                     if not isinstance(p, ToolResultPart)
+                     and not (isinstance(p, TextPart) and not p.text)]
             parts.extend(_call_part(c) for c in message.tool_calls)
-            parts = parts or [{"text": "(no text)"}]
-            contents.append(
-                {"role": "model" if message.role == "assistant" else "user", "parts": parts}
-            )
+            if parts or not responses:
+                contents.append({"role": role, "parts": parts or [{"text": "(no text)"}]})
         config: dict[str, Any] = {
             "maxOutputTokens": request.max_tokens,
             **sampling_fields(

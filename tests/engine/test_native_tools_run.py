@@ -91,9 +91,11 @@ def _replayed(provider: str, body: dict) -> tuple[str, str]:
     call_part = next(p for p in contents[1]["parts"] if "functionCall" in p)
     assert call_part["functionCall"]["args"] == ZOOM
     assert call_part["thoughtSignature"]  # sent back as the fake gave it
-    response, *rest = contents[2]["parts"]
+    # The responses are a turn of their own; the image and the closing text follow as another.
+    [response] = contents[2]["parts"]
     assert response["functionResponse"]["response"] == {"result": "Drawn; the image follows."}
-    assert [next(iter(p)) for p in rest] == ["text", "inline_data", "text"]
+    assert contents[3]["role"] == "user"
+    assert [next(iter(p)) for p in contents[3]["parts"]] == ["text", "inline_data", "text"]
     return call_part["functionCall"]["id"], response["functionResponse"]["id"]
 
 

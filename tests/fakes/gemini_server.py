@@ -6,7 +6,8 @@ Validates what the real API requires — ``x-goog-api-key`` (or ``?key=``), ``co
 ``parameters`` in the OpenAPI subset: arrays need ``items``; or ``parametersJsonSchema``, not
 both), ``functionCall`` parts only in model turns and only with tools declared, a turn's first call
 carrying the ``thoughtSignature`` this fake gave it (Gemini 3 signs only that one), and answered by as many
-``functionResponse`` parts, by name and id, in the user turn right after — and answers in the real
+``functionResponse`` parts, by name and id, in the user turn right after, a turn holding
+nothing else (text and images follow in a user turn of their own) — and answers in the real
 reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
 ``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``.
 """
@@ -154,6 +155,11 @@ class FakeGemini(FakeServer):
                 problems.append(f"Function call is missing a thought_signature in "
                                 f"functionCall parts. Additional data, function call "
                                 f"`default_api:{name}`, position {i + 1}.")
+            if responses and len(responses) != len(content["parts"]):
+                # Gemini ends a function response turn at its responses: text or an image
+                # beside them is refused (with this misleading message); they go in a user
+                # turn of their own after it.
+                problems.append("Requests ending with a model turn are not supported.")
             if responses:
                 before = parts_of(contents[i - 1], "functionCall") if i else []
                 if not before:

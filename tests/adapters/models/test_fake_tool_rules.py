@@ -101,6 +101,13 @@ CASES = {
             {"functionCall": {"name": "visual_action", "args": {}}}, *GEMINI_CALL["parts"]]},
             {"role": "user", "parts": _response()["parts"] * 2}]},
          "Function call is missing a thought_signature"),
+        # The answer to a call is a turn of function responses alone; what follows it (text,
+        # images) is a user turn of its own.
+        ({"tools": GEMINI_TOOLS, "contents": [_user_g, GEMINI_CALL, _response(), _user_g]},
+         None),
+        ({"tools": GEMINI_TOOLS, "contents": [_user_g, GEMINI_CALL, {"role": "user", "parts": [
+            *_response()["parts"], {"text": "go on"}]}]},
+         "Requests ending with a model turn are not supported."),
         ({"contents": [_user_g, GEMINI_CALL, _response()]},
          "a function call turn needs tools declared"),
         ({"tools": GEMINI_TOOLS, "contents": [_user_g, GEMINI_CALL, _response("zoom")]},
