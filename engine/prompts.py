@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+import msgspec
+
 from engine.parsing.dialects import DIALECTS
+from engine.parsing.dialects.openai_tools import TOOL
 
 __all__ = ["ACTION_EXAMPLES", "ALL_PROMPTS", "FRAMING", "NATIVE_TOOLS_PROMPTS",
            "NATIVE_TOOLS_VERSION", "PROMPTS", "PROMPTS_VERSION", "PROMPTS_YXYX", "SETTINGS",
@@ -232,19 +235,24 @@ def _hash12(texts: dict[str, str]) -> str:
     return hashlib.sha256(joined.encode()).hexdigest()[:12]
 
 
+# The declared tool is asked with them: its description and schema are versioned alike.
+_DECLARATION = msgspec.json.encode(TOOL).decode()
+
 NATIVE_TOOLS_VERSION = _hash12({**NATIVE_TOOLS_PROMPTS,
-                                **{f"framing:{k}": v for k, v in TOOL_FRAMING.items()}})
-"""The version of the native-tool texts: part of a run's header (and checked on resume) only
-when one of its models uses ``native_tools``."""
+                                **{f"framing:{k}": v for k, v in TOOL_FRAMING.items()},
+                                "declaration": _DECLARATION})
+"""The version of the native-tool texts and the tool's declaration: part of a run's header
+(and checked on resume) only when one of its models uses ``native_tools``."""
 
 
 def native_tools_hashes(conventions: Iterable[str]) -> dict[str, str]:
-    """sha256 (12 hex digits) of each native-tool prompt of ``conventions``, and of the
-    result framing, for the run header."""
+    """sha256 (12 hex digits) of each native-tool prompt of ``conventions``, of the result
+    framing and of the tool's declaration, for the run header."""
     keys = {f"{s}@openai+tools" + ("@yxyx" if c == "yxyx" else "")
             for c in conventions for s in SETTINGS}
     hashes = {k: _hash12({k: NATIVE_TOOLS_PROMPTS[k]}) for k in sorted(keys)}
     hashes["tool_framing"] = _hash12(TOOL_FRAMING)
+    hashes["tool_declaration"] = hashlib.sha256(_DECLARATION.encode()).hexdigest()[:12]
     return hashes
 
 

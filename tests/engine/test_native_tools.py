@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import subprocess
+import sys
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -230,3 +233,28 @@ def test_a_call_whose_arguments_are_no_object_is_replayed_as_one(arguments) -> N
     assert isinstance(msgspec.json.decode(calls[0]["function"]["arguments"]), dict)
     # The request hash keeps the arguments as the model sent them.
     assert request.messages[2].tool_calls[0].arguments == arguments
+
+
+async def test_the_declaration_is_versioned_with_the_native_tool_prompts(tmp_path) -> None:
+    # The declared tool (its description and schema) is part of what a native-tool model is
+    # asked: the header records its hash and the version covers it, so a rerun after it
+    # changed is refused like one after its prompts changed, not mixed into the run.
+    from engine.prompts import NATIVE_TOOLS_VERSION, native_tools_hashes
+    declared = hashlib.sha256(msgspec.json.encode(TOOL)).hexdigest()[:12]
+    assert native_tools_hashes(["xyxy"])["tool_declaration"] == declared
+    model = ModelConfig("openai:m", dialect="openai", native_tools=True)
+    config = RunConfig(models=(model,), dataset="synthetic:1", store=str(tmp_path / "s.lmdb"))
+    with open_store(tmp_path / "s.lmdb") as store:
+        await write_run_header(config, store, run_id_for(run_identity(config)))
+        header = next(s.event for s in store.iter_events() if isinstance(s.event, RunStarted))
+    assert header.config["native_tools_prompts"]["tool_declaration"] == declared
+    assert header.config["native_tools_version"] == NATIVE_TOOLS_VERSION
+    # And the version moves with it: the declaration changed, the same prompts get another.
+    changed = subprocess.run(
+        [sys.executable, "-c", "import msgspec\n"
+         "import engine.parsing.dialects.openai_tools as t\n"
+         "t.TOOL = msgspec.structs.replace(t.TOOL, description='other words')\n"
+         "from engine.prompts import NATIVE_TOOLS_VERSION\nprint(NATIVE_TOOLS_VERSION)"],
+        capture_output=True, text=True, check=True, timeout=60,
+        cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+    assert len(changed) == 12 and changed != NATIVE_TOOLS_VERSION
