@@ -252,7 +252,8 @@ def _validate_model(model: ModelConfig) -> None:
         if model.dialect != "openai":
             raise ConfigError(f"{where}: native_tools needs the openai dialect, which reads "
                               f"native tool calls (this model's is {model.dialect!r}); add "
-                              "--dialect openai", model=model.spec, field="native_tools")
+                              "--dialect openai (in a config file: dialect = \"openai\" in its "
+                              "[[models]] table)", model=model.spec, field="native_tools")
     if model.detail not in (None, "low", "high", "auto"):
         raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'",
                           model=model.spec, field="detail")

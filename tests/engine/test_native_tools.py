@@ -258,3 +258,10 @@ async def test_the_declaration_is_versioned_with_the_native_tool_prompts(tmp_pat
         capture_output=True, text=True, check=True, timeout=60,
         cwd=Path(__file__).resolve().parents[2]).stdout.strip()
     assert len(changed) == 12 and changed != NATIVE_TOOLS_VERSION
+
+
+def test_a_config_file_is_told_the_key_to_set(tmp_path) -> None:
+    toml = tmp_path / "run.toml"
+    toml.write_text('[[models]]\nspec = "anthropic:a"\nnative_tools = true\n')
+    with pytest.raises(ConfigError, match='dialect = "openai" in its \\[\\[models\\]\\] table'):
+        config_from(_args("--config", str(toml)))
