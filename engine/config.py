@@ -49,6 +49,10 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     extra: dict[str, Any] = {}
+    native_tools: bool = False
+    """Declare the visual_action tool in each request and ask the model to call it (function
+    calling; the ``openai`` dialect, which reads native calls). Part of the run's identity:
+    the requests, and so their hashes, carry the declaration."""
 
 
 class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -187,6 +191,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The providers whose adapters declare tools and replay calls (a cassette replays a run of
+# theirs by request hash, declarations included).
+_NATIVE_TOOL_PROVIDERS = ("openai", "anthropic", "gemini", "cassette")
 
 
 def _validate_model(model: ModelConfig) -> None:
@@ -236,6 +243,17 @@ def _validate_model(model: ModelConfig) -> None:
         raise ConfigError(f"{where}: prompt_cache is for anthropic models, which cache only what "
                           "they are asked to; OpenAI and Gemini cache long prompts on their own",
                           model=model.spec, field="prompt_cache")
+    if model.native_tools:
+        provider = model.spec.partition(":")[0]
+        if provider not in _NATIVE_TOOL_PROVIDERS:
+            raise ConfigError(f"{where}: native_tools is for models called through an API "
+                              f"({', '.join(_NATIVE_TOOL_PROVIDERS)}); {provider} models write "
+                              "their actions in text", model=model.spec, field="native_tools")
+        if model.dialect != "openai":
+            raise ConfigError(f"{where}: native_tools needs the openai dialect, which reads "
+                              f"native tool calls (this model's is {model.dialect!r}); add "
+                              "--dialect openai (in a config file: dialect = \"openai\" in its "
+                              "[[models]] table)", model=model.spec, field="native_tools")
     if model.detail not in (None, "low", "high", "auto"):
         raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'",
                           model=model.spec, field="detail")

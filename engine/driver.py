@@ -51,6 +51,7 @@ from store.events import (
     PolicyDetail,
     Step,
     TokenUsage,
+    ToolCallRecord,
     TrajectoryFinished,
     TrajectoryStarted,
 )
@@ -185,6 +186,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             original_state=original, history=state.history(), step=step_no, max_steps=max_steps,
             spec=rt.request_spec, image=rt.states.image_part, convention=convention,
             dialect=dialect, original_size=original_size,
+            native_tools=job.model in rt.native_tools,
         )
         request_hash = cache_key(job.model, request)
         # Keyed by trajectory too: two epochs (or two samples sharing an image and question) ask
@@ -430,6 +432,8 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
         latency_ms=round(latency_ms, 3), finish_reason=reply.finish_reason, from_cache=from_cache,
         returned_frame=returned_frame, render_ms=round(render_ms, 3),
         returned_decorated=returned_decorated,
+        tool_calls=tuple(ToolCallRecord(c.name, c.arguments, c.id, c.signature)
+                         for c in reply.tool_calls),
     )
     writes.add(rt.store.append_nowait([step]))
     state.steps.append(step)

@@ -15,10 +15,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from engine.parsing.dialects import DIALECTS
+import msgspec
 
-__all__ = ["ACTION_EXAMPLES", "ALL_PROMPTS", "FRAMING", "PROMPTS", "PROMPTS_VERSION",
-           "PROMPTS_YXYX", "SETTINGS", "prompt_for", "prompt_hashes"]
+from engine.parsing.dialects import DIALECTS
+from engine.parsing.dialects.openai_tools import TOOL
+
+__all__ = ["ACTION_EXAMPLES", "ALL_PROMPTS", "FRAMING", "NATIVE_TOOLS_PROMPTS",
+           "NATIVE_TOOLS_VERSION", "PROMPTS", "PROMPTS_VERSION", "PROMPTS_YXYX", "SETTINGS",
+           "TOOL_FRAMING", "native_tools_hashes", "prompt_for", "prompt_hashes"]
 
 SETTINGS = ("cot", "no_render", "vaot", "wrong_render")
 
@@ -197,11 +201,73 @@ ALL_PROMPTS: dict[str, str] = {
 """Every text :func:`prompt_for` can return, by ``setting[@dialect][@yxyx]``."""
 
 
-def prompt_for(setting: str, convention: str = "xyxy", dialect: str = "vaot") -> str:
+# With --native-tools (the openai dialect only) the request declares the visual_action tool,
+# and the model is asked to call it rather than write a <tool_call> into its text. These texts
+# are versioned apart from PROMPTS_VERSION (NATIVE_TOOLS_VERSION, in a run's header only when a
+# model uses them): adding them left every other run's version, and so its resume, as it was.
+_HOW_NATIVE = """\
+A step may ask for one visual action to be drawn on the current image. Write the step's text,
+then call the visual_action tool with one action object as its arguments.
+""" + _GRID_AND_TYPES
+
+NATIVE_TOOLS_PROMPTS: dict[str, str] = {
+    f"{setting}@openai+tools{suffix}": text
+    for suffix, texts in (("", _settings(_HOW_NATIVE)),
+                          ("@yxyx", {k: _row_first(v) for k, v in _settings(_HOW_NATIVE).items()}))
+    for setting, text in texts.items()
+}
+"""Every text :func:`prompt_for` returns with ``native_tools``, by ``setting@openai+tools[@yxyx]``."""
+
+TOOL_FRAMING: dict[str, str] = {
+    # What a native call's result says (the chat shape answers each call by its id). A
+    # wrong_render model is told "drawn" too: it is not told its images are corrupted.
+    "rendered": "Drawn; the image follows.",
+    "rendered_omitted": "Drawn.",
+    "not_executed": "Not executed; no image comes back.",
+    "not_drawn": "Not drawn: {why}",
+    # The see2think shape has no assistant turns to hold a call: it is said in the text.
+    "call": "(Step {step} called {name} with {arguments}.)",
+}
+
+
+def _hash12(texts: dict[str, str]) -> str:
+    joined = "".join(f"{k}\x00{v}" for k, v in sorted(texts.items()))
+    return hashlib.sha256(joined.encode()).hexdigest()[:12]
+
+
+# The declared tool is asked with them: its description and schema are versioned alike.
+_DECLARATION = msgspec.json.encode(TOOL).decode()
+
+NATIVE_TOOLS_VERSION = _hash12({**NATIVE_TOOLS_PROMPTS,
+                                **{f"framing:{k}": v for k, v in TOOL_FRAMING.items()},
+                                "declaration": _DECLARATION})
+"""The version of the native-tool texts and the tool's declaration: part of a run's header
+(and checked on resume) only when one of its models uses ``native_tools``."""
+
+
+def native_tools_hashes(conventions: Iterable[str]) -> dict[str, str]:
+    """sha256 (12 hex digits) of each native-tool prompt of ``conventions``, of the result
+    framing and of the tool's declaration, for the run header."""
+    keys = {f"{s}@openai+tools" + ("@yxyx" if c == "yxyx" else "")
+            for c in conventions for s in SETTINGS}
+    hashes = {k: _hash12({k: NATIVE_TOOLS_PROMPTS[k]}) for k in sorted(keys)}
+    hashes["tool_framing"] = _hash12(TOOL_FRAMING)
+    hashes["tool_declaration"] = hashlib.sha256(_DECLARATION.encode()).hexdigest()[:12]
+    return hashes
+
+
+def prompt_for(setting: str, convention: str = "xyxy", dialect: str = "vaot",
+               native_tools: bool = False) -> str:
     """The instructions for ``setting``, with actions written as ``dialect``'s parser reads them
-    and boxes and points in ``convention``'s order (where the dialect reads it)."""
+    and boxes and points in ``convention``'s order (where the dialect reads it); with
+    ``native_tools`` (the openai dialect's), asked for as calls of the declared tool."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r} (known: {', '.join(SETTINGS)})")
+    if native_tools:
+        if dialect != "openai":
+            raise ValueError(f"native tools are the openai dialect's, not {dialect!r}'s")
+        return NATIVE_TOOLS_PROMPTS[f"{setting}@openai+tools"
+                                    + ("@yxyx" if convention == "yxyx" else "")]
     try:
         return _VARIANTS[dialect, "yxyx" if convention == "yxyx" else "xyxy"][setting]
     except KeyError:

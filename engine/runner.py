@@ -36,7 +36,12 @@ from engine.cost import PriceTable
 from engine.driver import drive_trajectory, sample_meta
 from engine.ids import recorded_text, run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
-from engine.prompts import PROMPTS_VERSION, prompt_hashes
+from engine.prompts import (
+    NATIVE_TOOLS_VERSION,
+    PROMPTS_VERSION,
+    native_tools_hashes,
+    prompt_hashes,
+)
 from engine.retry import RetryPolicy
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.scheduler import FairScheduler, in_flight_caps
@@ -207,6 +212,7 @@ _IDENTITY_IN_HEADER = {
     "token_budget": "--token-budget", "cot_max_tokens": "--cot-max-tokens",
     "shape": "--shape", "image_history": "--image-history",
     "render_base": "--render-base", "prompts_version": "the prompts' version",
+    "native_tools_version": "the native-tool prompts' version",
     "engine_version": "the engine's version",
 }
 
@@ -265,6 +271,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     it did (False: a resume, checked against the header first)."""
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
+    native = [m for m in config.models if m.native_tools]
     header = {
         "models": [_model_header(m) for m in config.models],
         "settings": list(config.settings),
@@ -283,6 +290,9 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         "engine_version": ENGINE_VERSION, "run_name": config.run_name,
         "flags": {"cumulative_canvas": config.render_base == "current",
                   "wrong_render_schedule": "all"},
+        # Only when a model declares the tool: the headers of the runs before stay as they were.
+        **({"native_tools_prompts": native_tools_hashes(m.convention for m in native),
+            "native_tools_version": NATIVE_TOOLS_VERSION} if native else {}),
         **(extra_header or {}),
     }
     head = store.head(header_stream)
@@ -305,11 +315,13 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
 
 
 def _model_header(model: ModelConfig) -> dict:
-    """A model's entry in the run header; ``prompt_cache`` only when set, so a header from
-    before that option exists reads the same and resuming its run adds no second header."""
+    """A model's entry in the run header; ``prompt_cache`` and ``native_tools`` only when set,
+    so a header from before those options existed reads the same and resuming its run adds no
+    second header."""
     entry = msgspec.to_builtins(model)
-    if not model.prompt_cache:
-        entry.pop("prompt_cache", None)
+    for flag in ("prompt_cache", "native_tools"):
+        if not getattr(model, flag):
+            entry.pop(flag, None)
     return entry
 
 
@@ -466,7 +478,7 @@ def _original_state(sample: Sample) -> str | None:
 
 # What a model's replies are read with (or asked with): changing one of these between two
 # invocations of a run would mix two experiments under one run id.
-_MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra", "detail")
+_MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra", "detail", "native_tools")
 
 
 def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
@@ -493,10 +505,16 @@ def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
                "max_tokens": config.max_tokens, "temperature": config.temperature,
                # The prompts changed (another vaot, or an edited engine/prompts.py): half the
                # run's trajectories would be asked in other words.
-               "prompts_version": PROMPTS_VERSION}
+               "prompts_version": PROMPTS_VERSION,
+               # Those its native-tool models are asked with (a model that stopped using them
+               # is refused below, as a changed model).
+               "native_tools_version": NATIVE_TOOLS_VERSION if any(
+                   m.native_tools for m in config.models) else None}
     for field, value in now_run.items():
         # A header from before budgets existed had none: a budget is compared all the same.
         if field not in header.config and field not in ("token_budget", "cot_max_tokens"):
+            continue
+        if field == "native_tools_version" and value is None:
             continue
         was = header.config.get(field)
         if was != value:
@@ -515,9 +533,11 @@ def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
 
 
 def fixed_model_fields(model: ModelConfig) -> dict[str, Any]:
-    """The fields of ``model`` a run fixes, as recorded in each ``TrajectoryStarted``."""
+    """The fields of ``model`` a run fixes, as recorded in each ``TrajectoryStarted``
+    (``native_tools`` only when set: the records before it existed are as they were)."""
     now = msgspec.to_builtins(model)
-    return {field: now.get(field) for field in _MODEL_FIELDS_FIXED_FOR_A_RUN}
+    return {field: now.get(field) for field in _MODEL_FIELDS_FIXED_FOR_A_RUN
+            if field != "native_tools" or model.native_tools}
 
 
 def check_joined_models(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob],
@@ -623,6 +643,7 @@ async def run_jobs(
         store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters, shared_pauses),
         dialects={m.spec: (m.dialect, m.convention) for m in config.models},
         model_configs={m.spec: fixed_model_fields(m) for m in config.models},
+        native_tools=frozenset(m.spec for m in config.models if m.native_tools),
         render_pool=pool,
         request_spec=RequestSpec(shape=config.shape, image_history=config.image_history,
                                  max_tokens=config.max_tokens, temperature=config.temperature,

@@ -79,6 +79,7 @@ class Runtime:
         recorded_originals: dict[str, str] | None = None,
         spend: SpendCap | None = None,
         model_configs: dict[str, dict] | None = None,
+        native_tools: frozenset[str] = frozenset(),
     ) -> None:
         self.store = store
         self.states = states
@@ -105,6 +106,8 @@ class Runtime:
         """Sample id → the original's state hash an earlier invocation of the run recorded."""
         self.spend = spend
         """The run's ``--max-cost`` cap, if any: no new paid call once it is reached."""
+        self.native_tools = native_tools
+        """The model specs whose requests declare the visual_action tool (``--native-tools``)."""
 
 
 STEPS_OF_WRITES_IN_FLIGHT = 4

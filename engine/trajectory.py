@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from adapters.models.base import ToolCall
 from engine.conversation import HistoryStep
 from engine.parsing.think import split_think
 from store.actions import Frame
@@ -77,7 +78,9 @@ class TrajectoryState(msgspec.Struct):
             # Any proposed action counts, valid or not: told "not executed" only for the
             # valid ones, a no_render model learned which of its actions were valid.
             HistoryStep(s.step, split_think(s.raw_text).visible,
-                        bool(s.actions or s.actions_raw), s.returned_state)
+                        bool(s.actions or s.actions_raw), s.returned_state,
+                        tool_calls=tuple(ToolCall(c.name, c.arguments, c.id, c.signature)
+                                         for c in s.tool_calls))
             for s in self.steps
         ]
 

@@ -49,6 +49,7 @@ __all__ = [
     "Step",
     "StoredEvent",
     "TokenUsage",
+    "ToolCallRecord",
     "TrajectoryFinished",
     "TrajectoryStarted",
     "decode_event",
@@ -88,6 +89,18 @@ class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     cache_write_input_tokens: int = 0
     """Of ``input_tokens``, those written into the provider's prompt cache (billed higher).
     Omitted when 0, as above."""
+
+
+class ToolCallRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A native tool call of a reply, as the provider sent it: a later request of the
+    conversation replays it, and answers it by its id."""
+
+    name: str
+    arguments: str
+    """The raw JSON text of the arguments."""
+    id: str = ""
+    signature: str = ""
+    """Gemini's opaque ``thoughtSignature`` of the call, sent back as it came."""
 
 
 class PolicyDetail(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -170,6 +183,9 @@ class Step(_EventBase, frozen=True, tag="step"):
     returned_decorated: bool = False
     """The returned canvas already carries theme decor: a resumed run (which rebuilds the canvas
     from its pixels) must not draw it again when a later step repeats its ``global_style``."""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    """The reply's native tool calls (``--native-tools``), which the conversation replays;
+    omitted when none, so a step without them is recorded as before this field."""
 
 
 class TrajectoryFinished(_EventBase, frozen=True, tag="trajectory_finished"):

@@ -35,7 +35,9 @@ from adapters.models.base import (
     ModelRequest,
     TextPart,
     ToolCall,
+    ToolResultPart,
     Usage,
+    call_arguments,
 )
 
 __all__ = [
@@ -123,7 +125,10 @@ class AnthropicAdapter(HttpAdapter):
             if message.role == "system":
                 system.extend(p.text for p in message.content if isinstance(p, TextPart))
                 continue
-            blocks = [
+            # A turn answering tool calls starts with their results (the API requires it).
+            results = [{"type": "tool_result", "tool_use_id": p.call_id, "content": p.text}
+                       for p in message.content if isinstance(p, ToolResultPart)]
+            blocks = results + [
                 {"type": "text", "text": p.text}
                 if isinstance(p, TextPart)
                 else {
@@ -133,7 +138,10 @@ class AnthropicAdapter(HttpAdapter):
                 for p in message.content
                 # The API rejects empty text blocks.
                 if not (isinstance(p, TextPart) and not p.text)
+                and not isinstance(p, ToolResultPart)
             ]
+            blocks.extend({"type": "tool_use", "id": c.id, "name": c.name,
+                           "input": call_arguments(c) or {}} for c in message.tool_calls)
             messages.append({"role": message.role, "content": blocks})
         if self.options.prompt_cache:
             _mark_cache_breakpoints(messages, tail=self.options.cache_tail)
@@ -144,6 +152,9 @@ class AnthropicAdapter(HttpAdapter):
         }
         if system:
             body["system"] = "\n\n".join(system)
+        if request.tools:
+            body["tools"] = [{"name": t.name, "description": t.description,
+                              "input_schema": t.parameters} for t in request.tools]
         body.update(sampling_fields(request, temperature="temperature", stop="stop_sequences"))
         body.update(self.options.extra)
         body.update(request.extra)

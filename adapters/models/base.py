@@ -26,7 +26,10 @@ __all__ = [
     "ModelRequest",
     "TextPart",
     "ToolCall",
+    "ToolResultPart",
+    "ToolSpec",
     "Usage",
+    "call_arguments",
     "request_hash",
 ]
 
@@ -43,12 +46,54 @@ class ImagePart(msgspec.Struct, frozen=True, tag="image", tag_field="type"):
     """Base64 of the encoded image; excluded from the request hash (``sha`` stands for it)."""
 
 
-Part = TextPart | ImagePart
+class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result", tag_field="type"):
+    """What came of one native tool call of the assistant turn before (chat shape): each
+    provider wants every call answered, by its id, before the conversation goes on."""
+
+    call_id: str
+    name: str
+    text: str
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    name: str
+    arguments: str
+    """The raw JSON text of the arguments, as the provider sent it."""
+    id: str = ""
+    signature: str = ""
+    """Gemini's ``thoughtSignature`` on the call's part: opaque, and sent back as it came (its
+    thinking models refuse a replayed call without it)."""
+
+
+def call_arguments(call: ToolCall) -> dict[str, Any] | None:
+    """A recorded call's arguments as the JSON object they should be, or None when they are
+    not one (cut short, or another JSON value): replayed as no arguments then, as every API
+    (or the chat template of an OpenAI-compatible server) wants an object."""
+    try:
+        value = msgspec.json.decode(call.arguments) if call.arguments.strip() else {}
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ToolSpec(msgspec.Struct, frozen=True):
+    """A function the model may call, provider-neutral: each adapter writes it in its API's
+    declaration format."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """A JSON schema of the arguments (an object)."""
+
+
+Part = TextPart | ImagePart | ToolResultPart
 
 
 class Message(msgspec.Struct, frozen=True):
     role: Literal["system", "user", "assistant"]
     content: tuple[Part, ...]
+    tool_calls: tuple[ToolCall, ...] = ()
+    """An assistant turn's native tool calls, replayed as the provider requires."""
 
 
 class ModelRequest(msgspec.Struct, frozen=True):
@@ -63,6 +108,8 @@ class ModelRequest(msgspec.Struct, frozen=True):
     top_logprobs: int | None = None
     extra: dict[str, Any] = {}
     """Provider-specific body fields, merged last (e.g. vLLM's ``top_k``)."""
+    tools: tuple[ToolSpec, ...] = ()
+    """Functions declared to the model (``--native-tools``); none: the request declares none."""
 
 
 class Usage(msgspec.Struct, frozen=True):
@@ -75,13 +122,6 @@ class Usage(msgspec.Struct, frozen=True):
     cache_write_input_tokens: int = 0
     """Of ``input_tokens``, those written into the provider's prompt cache, which it bills
     above the input rate (Anthropic, when asked to cache: ``prompt_cache``)."""
-
-
-class ToolCall(msgspec.Struct, frozen=True):
-    name: str
-    arguments: str
-    """The raw JSON text of the arguments, as the provider sent it."""
-    id: str = ""
 
 
 class ModelReply(msgspec.Struct, frozen=True):
@@ -174,13 +214,38 @@ class ModelAdapter(Protocol):
 
 _hash_encoder = msgspec.msgpack.Encoder(order="deterministic")
 
+# The request's fields as hashed before ``tools`` existed, in their order: a request declaring
+# no tools hashes to what it always did, so the runs (and reply caches) recorded before keep
+# their hashes.
+_HashedRequest = msgspec.defstruct(
+    "ModelRequest",
+    [(f.name, f.type, f.default if f.default is not msgspec.NODEFAULT
+      else msgspec.field(default_factory=f.default_factory))
+     for f in msgspec.structs.fields(ModelRequest) if f.name != "tools"],
+    frozen=True,
+)
+
+
+def _hashed_part(part: Part) -> Any:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ImagePart):
+        return ("img", part.sha)
+    return ("tool_result", part.call_id, part.name, part.text)
+
 
 def request_hash(model: str, request: ModelRequest) -> str:
-    """A stable hex digest of what was asked: images by pixel hash, never by their base64."""
+    """A stable hex digest of what was asked: images by pixel hash, never by their base64;
+    native tool calls and declarations only when there are some (none: the hash it always was).
+    A call's Gemini signature is left out: opaque bytes that come with the call it signs."""
     messages = [
-        [m.role, [(p.text if isinstance(p, TextPart) else ("img", p.sha)) for p in m.content]]
+        [m.role, [_hashed_part(p) for p in m.content]]
+        + ([[(c.name, c.arguments, c.id) for c in m.tool_calls]] if m.tool_calls else [])
         for m in request.messages
     ]
-    body = msgspec.structs.replace(request, messages=())
-    payload = _hash_encoder.encode([model, messages, body])
-    return hashlib.sha256(payload).hexdigest()
+    fields = {f: getattr(request, f) for f in _HashedRequest.__struct_fields__}
+    body = _HashedRequest(**{**fields, "messages": ()})
+    payload = [model, messages, body]
+    if request.tools:
+        payload.append([msgspec.to_builtins(t) for t in request.tools])
+    return hashlib.sha256(_hash_encoder.encode(payload)).hexdigest()

@@ -15,11 +15,14 @@ import msgspec
 from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models.base import (
     AdapterOptions,
+    ImagePart,
     ModelReply,
     ModelRequest,
     TextPart,
     ToolCall,
+    ToolResultPart,
     Usage,
+    call_arguments,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "GeminiAdapter", "create"]
@@ -55,18 +58,20 @@ class GeminiAdapter(HttpAdapter):
                 system.extend({"text": p.text} for p in message.content
                               if isinstance(p, TextPart) and p.text)
                 continue
+            role = "model" if message.role == "assistant" else "user"
+            # The answers to calls are a turn of their own: Gemini refuses text or images
+            # beside function responses, so the rest of the message follows as another turn.
+            responses = [_part(p) for p in message.content if isinstance(p, ToolResultPart)]
+            if responses:
+                contents.append({"role": role, "parts": responses})
             # An empty text part is refused ("required oneof field 'data'"): the API reads ""
             # as unset.
-            parts = [
-                {"text": p.text}
-                if isinstance(p, TextPart)
-                else {"inline_data": {"mime_type": p.media_type, "data": p.b64}}
-                for p in message.content
-                if not (isinstance(p, TextPart) and not p.text)
-            ] or [{"text": "(no text)"}]
-            contents.append(
-                {"role": "model" if message.role == "assistant" else "user", "parts": parts}
-            )
+            parts = [_part(p) for p in message.content
+                     if not isinstance(p, ToolResultPart)
+                     and not (isinstance(p, TextPart) and not p.text)]
+            parts.extend(_call_part(c) for c in message.tool_calls)
+            if parts or not responses:
+                contents.append({"role": role, "parts": parts or [{"text": "(no text)"}]})
         config: dict[str, Any] = {
             "maxOutputTokens": request.max_tokens,
             **sampling_fields(
@@ -79,6 +84,12 @@ class GeminiAdapter(HttpAdapter):
             ),
         }
         body: dict[str, Any] = {"contents": contents, "generationConfig": config}
+        if request.tools:
+            # As JSON schema: "parameters" takes only an OpenAPI subset (an array needs
+            # "items", an object "properties"), which a declaration need not fit.
+            body["tools"] = [{"functionDeclarations": [
+                {"name": t.name, "description": t.description,
+                 "parametersJsonSchema": t.parameters} for t in request.tools]}]
         if system:
             body["systemInstruction"] = {"parts": system}
         for extra in (self.options.extra, request.extra):
@@ -115,6 +126,7 @@ class GeminiAdapter(HttpAdapter):
                     name=p["functionCall"]["name"],
                     arguments=msgspec.json.encode(p["functionCall"].get("args") or {}).decode(),
                     id=p["functionCall"].get("id") or "",
+                    signature=str(p.get("thoughtSignature") or ""),
                 )
                 for p in parts
                 if "functionCall" in p
@@ -154,6 +166,28 @@ class GeminiAdapter(HttpAdapter):
             usage_reported=isinstance(usage, dict)
             and isinstance(usage.get("promptTokenCount"), int),
         )
+
+
+def _part(part: TextPart | ImagePart | ToolResultPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"text": part.text}
+    if isinstance(part, ImagePart):
+        return {"inline_data": {"mime_type": part.media_type, "data": part.b64}}
+    response: dict[str, Any] = {"name": part.name, "response": {"result": part.text}}
+    if part.call_id:
+        response["id"] = part.call_id
+    return {"functionResponse": response}
+
+
+def _call_part(call: ToolCall) -> dict[str, Any]:
+    """A recorded call as the model's ``functionCall`` part, its signature as it came."""
+    function: dict[str, Any] = {"name": call.name, "args": call_arguments(call) or {}}
+    if call.id:
+        function["id"] = call.id
+    part: dict[str, Any] = {"functionCall": function}
+    if call.signature:
+        part["thoughtSignature"] = call.signature
+    return part
 
 
 def create(model: str, options: AdapterOptions) -> GeminiAdapter:

@@ -21,7 +21,9 @@ from adapters.models.base import (
     ModelRequest,
     TextPart,
     ToolCall,
+    ToolResultPart,
     Usage,
+    call_arguments,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "OpenAIAdapter", "create"]
@@ -78,6 +80,28 @@ class OpenAIAdapter(HttpAdapter):
             image_url["detail"] = self.options.detail
         return {"type": "image_url", "image_url": image_url}
 
+    def _messages(self, message: Message) -> list[dict[str, Any]]:
+        """One message, or, for a turn answering native tool calls, a ``tool`` message per
+        call and then the rest as a user message: a tool message holds text only."""
+        if message.role == "assistant" and message.tool_calls:
+            text = _text_of(message)
+            return [{"role": "assistant", "content": text or None, "tool_calls": [
+                {"id": c.id, "type": "function",
+                 # As sent when they are an object; else none (vLLM, llama.cpp and Ollama
+                 # decode them for their chat templates and refuse the request otherwise).
+                 "function": {"name": c.name, "arguments": c.arguments
+                              if c.arguments.strip() and call_arguments(c) is not None
+                              else "{}"}}
+                for c in message.tool_calls]}]
+        results = [p for p in message.content if isinstance(p, ToolResultPart)]
+        if not results:
+            return [self._message(message)]
+        out = [{"role": "tool", "tool_call_id": p.call_id, "content": p.text} for p in results]
+        rest = tuple(p for p in message.content if not isinstance(p, ToolResultPart))
+        if rest:
+            out.append(self._message(Message(message.role, rest)))
+        return out
+
     def _message(self, message: Message) -> dict[str, Any]:
         has_image = any(isinstance(p, ImagePart) for p in message.content)
         if message.role != "user" or not has_image:
@@ -94,8 +118,12 @@ class OpenAIAdapter(HttpAdapter):
         """The JSON body for ``request``."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [self._message(m) for m in request.messages],
+            "messages": [out for m in request.messages for out in self._messages(m)],
         }
+        if request.tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in request.tools]
         # Only one of the two names: OpenAI refuses a request with both.
         if not _TOKEN_FIELDS & (self.options.extra.keys() | request.extra.keys()):
             body[self._max_tokens_field] = request.max_tokens

@@ -73,8 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "are. Flags override it. Models: models = [\"openai:M\"] or [[models]] tables with spec "
                    "and any of base_url, api_key_env, dialect, convention, max_concurrency, "
                    "requests_per_minute, tokens_per_minute, extra (fields added to each "
-                   "request), for OpenAI detail and max_tokens_field, and for Anthropic "
-                   "prompt_cache")
+                   "request), native_tools, for OpenAI detail and max_tokens_field, and for "
+                   "Anthropic prompt_cache")
     p.add_argument("--model", action="append", metavar="SPEC", dest="models",
                    help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
                    "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL "
@@ -159,6 +159,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "price table's entry cached_input_per_mtok to see the saving (else reads "
                    "are priced as input) and optionally cache_write_per_mtok. Not part of the "
                    "run's identity. Config: prompt_cache = true in a [[models]] table")
+    p.add_argument("--native-tools", action="store_true",
+                   help="declare the visual_action tool in each request (function calling) "
+                   "and ask the API models to call it rather than write the action in their "
+                   "text; each call is answered by its result and the rendered image. Needs "
+                   "--dialect openai (which reads native calls); for openai, anthropic and "
+                   "gemini models (not the reference agents). Fixed for a run: its requests "
+                   "(and their hashes) carry the declaration, and a rerun that turns it on or "
+                   "off is refused (start another with --run-name). Config: native_tools = "
+                   "true in a [[models]] table")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the trajectories that ended failed in an earlier invocation "
                    "(say, after fixing a base URL or a key); their failure stays in the log")

@@ -26,7 +26,8 @@ _CONFIG_NAMES = {
     "timeout": "call_timeout_s", "retry_base_delay": "retry_base_delay_s",
     "model": "models (a list of specs, or [[models]] tables)",
     **{flag: f"{flag} in a [[models]] table (one per model)"
-       for flag in ("base_url", "api_key_env", "dialect", "convention", "prompt_cache")},
+       for flag in ("base_url", "api_key_env", "dialect", "convention", "prompt_cache",
+                    "native_tools")},
 }
 
 
@@ -145,6 +146,13 @@ def config_from(args: argparse.Namespace) -> RunConfig:
                               f"this run has none ({why})")
         for table in anthropic:
             table["prompt_cache"] = True
+    if getattr(args, "native_tools", False):
+        if not api_tables:
+            raise ConfigError("--native-tools: only models called through an API are sent tool "
+                              "declarations, and this run has none (the reference agents run "
+                              "in-process); name one with --model")
+        for table in api_tables:  # a model that cannot use them is refused when validated
+            table["native_tools"] = True
     raw["models"] = model_tables
     try:
         config = msgspec.convert(raw, RunConfig)
@@ -194,7 +202,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 
 
 _API_ONLY_KEYS = ("base_url", "api_key_env", "dialect", "convention", "max_tokens_field",
-                  "detail", "extra", "prompt_cache")
+                  "detail", "extra", "prompt_cache", "native_tools")
 
 
 def _config_key_of(message: str) -> tuple[str | None, str]:

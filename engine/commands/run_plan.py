@@ -68,7 +68,8 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
         console.print(f"model {model.spec}: "
                       + (f"{where}, " if where else "in-process, ")
                       + f"dialect {model.dialect}, convention {model.convention}"
-                      + (", prompt cache" if model.prompt_cache else ""), markup=False)
+                      + (", prompt cache" if model.prompt_cache else "")
+                      + (", native tools" if model.native_tools else ""), markup=False)
     per_setting = {s: 1 if s == "cot" else config.max_steps for s in config.settings}
     most = 0
     for job in jobs:
@@ -92,10 +93,10 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
     spec = RequestSpec(shape=config.shape, image_history=config.image_history,
                        max_tokens=config.max_tokens, temperature=config.temperature,
                        cot_max_tokens=config.cot_max_tokens)
-    readings = dict.fromkeys((m.dialect, m.convention) for m in config.models)
-    for dialect, convention in readings:
+    readings = dict.fromkeys((m.dialect, m.convention, m.native_tools) for m in config.models)
+    for dialect, convention, native in readings:
         models = [m.spec for m in config.models
-                  if (m.dialect, m.convention) == (dialect, convention)]
+                  if (m.dialect, m.convention, m.native_tools) == (dialect, convention, native)]
         original_size = size if getattr(get_dialect(dialect), "PIXEL_BOXES", False) else None
         for setting in config.settings:
             request = build_request(
@@ -103,7 +104,7 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
                 original_state=original, history=(), step=1,
                 max_steps=per_setting[setting], spec=spec,
                 image=lambda sha: ImagePart(sha=sha), convention=convention, dialect=dialect,
-                original_size=original_size)
+                original_size=original_size, native_tools=native)
             console.print()
             console.print(printable(f"── first request of {setting}, sample {sample.id} "
                                     f"({', '.join(models)}) ──"), markup=False)
@@ -192,6 +193,7 @@ def _request_text(request: ModelRequest, sizes: dict[str, tuple[int, int]]) -> s
     lines = [f"(max_tokens {request.max_tokens}"
              + (f", temperature {request.temperature}" if request.temperature is not None
                 else "") + ")"]
+    lines.extend(f"(declares the tool {t.name})" for t in request.tools)
     for message in request.messages:
         lines.append(f"[{message.role}]")
         for part in message.content:

@@ -2,8 +2,10 @@
 
 Validates what the real API requires — ``x-api-key`` and ``anthropic-version`` headers,
 ``max_tokens``, roles ``user``/``assistant`` only (system is a top-level field) starting with a user
-turn, ``text``/``image`` blocks with base64 sources of a supported media type, no empty text — and
-answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 529), ``refusal``.
+turn, ``text``/``image`` blocks with base64 sources of a supported media type, no empty text; the
+``tools`` list's shape, ``tool_use``/``tool_result`` blocks only when tools are declared, each
+``tool_use`` answered by a ``tool_result`` at the start of the next user turn and none without
+one — and answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 529), ``refusal``.
 
 Prompt caching as the API documents it: blocks marked ``cache_control`` (at most four,
 ``ephemeral``) are breakpoints; a prefix through a breakpoint of at least :data:`MIN_CACHED`
@@ -22,6 +24,7 @@ from aiohttp import web
 
 from tests.fakes.faults import register_extra_faults
 from tests.fakes.server import (
+    TOOL_NAME,
     FakeServer,
     ReplySpec,
     RequestView,
@@ -85,6 +88,9 @@ class FakeAnthropic(FakeServer):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return [*problems, "messages: must be a non-empty array"]
+        if "tools" in body:
+            self._check_tools(body["tools"], problems)
+        self._check_tool_pairs(messages, bool(body.get("tools")), problems)
         for i, msg in enumerate(messages):
             where = f"messages.{i}"
             role = msg.get("role") if isinstance(msg, dict) else None
@@ -118,6 +124,78 @@ class FakeAnthropic(FakeServer):
                                 f"optional ttl of '5m' or '1h', got {control!r}")
         return problems
 
+    @staticmethod
+    def _check_tools(tools: Any, problems: list[str]) -> None:
+        if not isinstance(tools, list):
+            problems.append("tools: Input should be a valid list")
+            return
+        for n, tool in enumerate(tools):
+            if not isinstance(tool, dict):
+                problems.append(f"tools.{n}: Input should be a valid dictionary")
+                continue
+            if not isinstance(tool.get("name"), str) or not TOOL_NAME.match(tool["name"]):
+                problems.append(f"tools.{n}.custom.name: String should match pattern "
+                                "'^[a-zA-Z0-9_-]{1,64}$'")
+            schema = tool.get("input_schema")
+            if not isinstance(schema, dict):
+                problems.append(f"tools.{n}.custom.input_schema: Field required")
+            elif schema.get("type") != "object":
+                problems.append(f"tools.{n}.custom.input_schema.type: Input should be 'object'")
+
+    @staticmethod
+    def _check_tool_pairs(messages: list, declared: bool, problems: list[str]) -> None:
+        """Each ``tool_use`` answered by a ``tool_result`` first in the next (user) message, and
+        no ``tool_result`` without its ``tool_use``, as the API requires."""
+        def blocks(msg: Any, kind: str) -> list[dict]:
+            content = msg.get("content") if isinstance(msg, dict) else None
+            return [b for b in content if isinstance(b, dict) and b.get("type") == kind] if (
+                isinstance(content, list)) else []
+
+        used_tools = False
+        for i, msg in enumerate(messages):
+            uses, results = blocks(msg, "tool_use"), blocks(msg, "tool_result")
+            used_tools = used_tools or bool(uses or results)
+            if uses and msg.get("role") != "assistant":
+                problems.append(f"messages.{i}: tool_use blocks are only allowed in assistant "
+                                "turns")
+            for block in uses:
+                if not (isinstance(block.get("id"), str) and TOOL_NAME.match(block["id"])
+                        and isinstance(block.get("name"), str)
+                        and isinstance(block.get("input"), dict)):
+                    problems.append(f"messages.{i}: a tool_use block needs an id, a name and an "
+                                    "input object")
+            before = messages[i - 1] if i else None
+            asked = [b.get("id") for b in blocks(before, "tool_use")] if before else []
+            answered = [b.get("tool_use_id") for b in results]
+            if results and msg.get("role") != "user":
+                problems.append(f"messages.{i}: tool_result blocks are only allowed in user "
+                                "turns")
+            unknown = [a for a in answered if a not in asked]
+            if unknown:
+                problems.append(f"messages.{i}.content: unexpected `tool_use_id` found in "
+                                f"`tool_result` blocks: {', '.join(map(str, unknown))}. Each "
+                                "`tool_result` block must have a corresponding `tool_use` block "
+                                "in the previous message.")
+            content = msg.get("content") if isinstance(msg, dict) else None
+            if results and isinstance(content, list) and any(
+                    b.get("type") == "tool_result" for b in content[len(results):]
+                    if isinstance(b, dict)):
+                problems.append(f"messages.{i}: tool_result blocks must come first in the "
+                                "message")
+            if uses:
+                after = messages[i + 1] if i + 1 < len(messages) else None
+                given = {b.get("tool_use_id") for b in blocks(after, "tool_result")}
+                missing = [b.get("id") for b in uses if b.get("id") not in given]
+                if after is not None and missing:
+                    problems.append(
+                        f"messages.{i + 1}: `tool_use` ids were found without `tool_result` "
+                        f"blocks immediately after: {', '.join(map(str, missing))}. Each "
+                        "`tool_use` block must have a corresponding `tool_result` block in the "
+                        "next message.")
+        if used_tools and not declared:
+            problems.append("Requests which include `tool_use` or `tool_result` blocks must "
+                            "define tools.")
+
     def _check_block(self, block: Any, role: str, where: str, problems: list[str]) -> None:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
@@ -132,7 +210,18 @@ class FakeAnthropic(FakeServer):
                 problems.append(f"{where}.source.type: expected 'base64'")
                 return
             check_image_b64(source.get("data"), source.get("media_type"), where, problems)
-        elif kind not in ("tool_use", "tool_result"):
+        elif kind == "tool_result":
+            inner = block.get("content", "")
+            if isinstance(inner, list):
+                for n, sub in enumerate(inner):
+                    if not isinstance(sub, dict) or sub.get("type") not in ("text", "image"):
+                        problems.append(f"{where}.content.{n}: a tool_result holds text and "
+                                        "image blocks")
+                    else:
+                        self._check_block(sub, role, f"{where}.content.{n}", problems)
+            elif not isinstance(inner, str):
+                problems.append(f"{where}.content: must be a string or an array of blocks")
+        elif kind != "tool_use":
             problems.append(f"{where}.type: unknown block type {kind!r}")
 
     def _view(self, request: web.Request, body: Any) -> RequestView:

@@ -2,8 +2,13 @@
 
 Validates what the real API requires — ``x-goog-api-key`` (or ``?key=``), ``contents`` with roles
 ``user``/``model``, parts holding ``text`` or ``inline_data`` with valid base64 images, a text-only
-``systemInstruction``, known ``generationConfig`` fields — and answers in the real reply shape,
-with ``logprobsResult`` on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
+``systemInstruction``, known ``generationConfig`` fields; the ``tools`` list's shape (a declaration's
+``parameters`` in the OpenAPI subset: arrays need ``items``; or ``parametersJsonSchema``, not
+both), ``functionCall`` parts only in model turns and only with tools declared, a turn's first call
+carrying the ``thoughtSignature`` this fake gave it (Gemini 3 signs only that one), and answered by as many
+``functionResponse`` parts, by name and id, in the user turn right after, a turn holding
+nothing else (text and images follow in a user turn of their own) — and answers in the real
+reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
 ``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``.
 """
 
@@ -15,10 +20,12 @@ from aiohttp import web
 
 from tests.fakes.faults import register_extra_faults
 from tests.fakes.server import (
+    TOOL_NAME,
     FakeServer,
     ReplySpec,
     RequestView,
     check_image_b64,
+    check_schema,
     logprobs_for,
     main,
     tool_arguments,
@@ -71,12 +78,17 @@ class FakeGemini(FakeServer):
         contents = body.get("contents")
         if not isinstance(contents, list) or not contents:
             return ["contents must be a non-empty array"]
+        if "tools" in body:
+            self._check_tools(body["tools"], problems)
         for i, content in enumerate(contents):
             where = f"contents[{i}]"
             if not isinstance(content, dict) or content.get("role") not in ("user", "model"):
                 problems.append(f"{where}.role must be 'user' or 'model'")
                 continue
-            self._check_parts(content.get("parts"), where, problems, allow_images=True)
+            self._check_parts(content.get("parts"), where, problems, allow_images=True,
+                              role=content["role"])
+        if not problems:
+            self._check_function_turns(contents, bool(body.get("tools")), problems)
         system = body.get("systemInstruction", body.get("system_instruction"))
         if system is not None:
             self._check_parts(system.get("parts") if isinstance(system, dict) else None,
@@ -92,8 +104,83 @@ class FakeGemini(FakeServer):
                 problems.append("logprobs requires responseLogprobs=true")
         return problems
 
+    @staticmethod
+    def _check_tools(tools: Any, problems: list[str]) -> None:
+        if not isinstance(tools, list):
+            problems.append("tools must be an array")
+            return
+        for n, tool in enumerate(tools):
+            declarations = tool.get("functionDeclarations", tool.get("function_declarations")) if (
+                isinstance(tool, dict)) else None
+            if not isinstance(declarations, list):
+                problems.append(f"tools[{n}]: expected functionDeclarations (an array)")
+                continue
+            for m, declaration in enumerate(declarations):
+                at = f"GenerateContentRequest.tools[{n}].function_declarations[{m}]"
+                if not isinstance(declaration, dict):
+                    problems.append(f"* {at}: must be an object")
+                    continue
+                name = declaration.get("name")
+                if not isinstance(name, str) or not TOOL_NAME.match(name):
+                    problems.append(f"* {at}.name: Invalid function name. Must start with a "
+                                    "letter or an underscore. Must be alphameric (a-z, A-Z, "
+                                    "0-9), underscores (_), dots (.) or dashes (-), with a "
+                                    "maximum length of 64.")
+                if "parameters" in declaration and "parametersJsonSchema" in declaration:
+                    problems.append(f"* {at}: parameters and parameters_json_schema are "
+                                    "mutually exclusive")
+                elif "parameters" in declaration:
+                    check_schema(declaration["parameters"], f"{at}.parameters", problems,
+                                 missing_items="* {where}.items: missing field.")
+                elif "parametersJsonSchema" in declaration and not isinstance(
+                        declaration["parametersJsonSchema"], dict):
+                    problems.append(f"* {at}.parameters_json_schema: must be an object")
+
+    @staticmethod
+    def _check_function_turns(contents: list, declared: bool, problems: list[str]) -> None:
+        """Each model turn's function calls answered, one response each, in the next turn."""
+        def parts_of(content: dict, key: str) -> list[dict]:
+            return [p[key] for p in content["parts"] if key in p]
+
+        for i, content in enumerate(contents):
+            calls = parts_of(content, "functionCall")
+            responses = parts_of(content, "functionResponse")
+            if calls and not declared:
+                problems.append(f"contents[{i}]: a function call turn needs tools declared")
+            # Gemini 3 signs a turn's first call alone (parallel calls carry none), and
+            # refuses the turn without that signature.
+            first = next((p for p in content["parts"] if "functionCall" in p), None)
+            if first is not None and not first.get("thoughtSignature"):
+                name = first["functionCall"].get("name")
+                problems.append(f"Function call is missing a thought_signature in "
+                                f"functionCall parts. Additional data, function call "
+                                f"`default_api:{name}`, position {i + 1}.")
+            if responses and len(responses) != len(content["parts"]):
+                # Gemini ends a function response turn at its responses: text or an image
+                # beside them is refused (with this misleading message); they go in a user
+                # turn of their own after it.
+                problems.append("Requests ending with a model turn are not supported.")
+            if responses:
+                before = parts_of(contents[i - 1], "functionCall") if i else []
+                if not before:
+                    problems.append("Please ensure that function response turn comes "
+                                    "immediately after a function call turn.")
+                elif len(before) != len(responses):
+                    problems.append("Please ensure that the number of function response parts "
+                                    "is equal to the number of function call parts of the "
+                                    "function call turn.")
+                elif [(c.get("name"), c.get("id")) for c in before] != [
+                        (r.get("name"), r.get("id")) for r in responses]:
+                    problems.append(f"contents[{i}]: function responses must name the calls "
+                                    "they answer, in order (name and id)")
+            if calls and i + 1 < len(contents) and not parts_of(contents[i + 1],
+                                                                 "functionResponse"):
+                problems.append("Please ensure that function call turn comes immediately "
+                                "after a user turn or after a function response turn.")
+
     def _check_parts(
-        self, parts: Any, where: str, problems: list[str], *, allow_images: bool
+        self, parts: Any, where: str, problems: list[str], *, allow_images: bool,
+        role: str = "user",
     ) -> None:
         if not isinstance(parts, list) or not parts:
             problems.append(f"{where}.parts must be a non-empty array")
@@ -118,6 +205,17 @@ class FakeGemini(FakeServer):
                     blob.get("data"), blob.get("mime_type", blob.get("mimeType")), at, problems,
                     accepted=("image/png", "image/jpeg", "image/webp"),
                 )
+            elif "functionCall" in part or "functionResponse" in part:
+                kind = "functionCall" if "functionCall" in part else "functionResponse"
+                if (kind == "functionCall") != (role == "model") or not allow_images:
+                    problems.append(f"{at}: a {kind} part is not allowed in a {role} turn")
+                    continue
+                inner = part[kind]
+                if not isinstance(inner, dict) or not isinstance(inner.get("name"), str):
+                    problems.append(f"{at}.{kind}.name: required")
+                elif not isinstance(inner.get("args" if kind == "functionCall" else "response",
+                                              {}), dict):
+                    problems.append(f"{at}.{kind}: args and response must be objects")
             else:
                 problems.append(f"{at}: unknown part {sorted(part)}")
 
@@ -130,7 +228,9 @@ class FakeGemini(FakeServer):
             for part in content["parts"]:
                 if "text" in part:
                     texts.append(part["text"])
-                else:
+                elif "functionResponse" in part:
+                    texts.append(str(part["functionResponse"].get("response", {}).get("result")))
+                elif "inline_data" in part or "inlineData" in part:
                     images += 1
         config = body.get("generationConfig", {})
         return RequestView(
@@ -145,8 +245,15 @@ class FakeGemini(FakeServer):
 
     def _render(self, view: RequestView, spec: ReplySpec) -> dict:
         parts: list[dict[str, Any]] = [{"text": spec.text}] if spec.text else []
-        for call in spec.tool_calls:
-            parts.append({"functionCall": {"name": call["name"], "args": tool_arguments(call)}})
+        for n, call in enumerate(spec.tool_calls):
+            function = {"name": call["name"], "args": tool_arguments(call)}
+            if call.get("id"):
+                function["id"] = call["id"]
+            # Opaque to the client, which must send it back with the call; on the first
+            # call only, as Gemini 3 signs parallel calls.
+            parts.append({"functionCall": function,
+                          **({"thoughtSignature": f"c2lnLXt{len(self.requests)}"}
+                             if n == 0 else {})})
         finish = {"stop": "STOP", "length": "MAX_TOKENS"}.get(
             spec.finish_reason, spec.finish_reason
         )

@@ -2,7 +2,10 @@
 
 Validates what the real API requires — bearer auth, roles, content part types, ``image_url`` data
 URIs holding valid base64 images, ``detail`` values, not both token-limit fields, ``top_logprobs``
-only with ``logprobs`` — and answers in the real reply shape, with logprobs and tool calls on demand.
+only with ``logprobs``; the ``tools`` list's shape (a function's array schemas need ``items``), each
+assistant ``tool_calls`` id answered by a ``tool`` message (text only) before the next message,
+``tool`` messages only in answer to one — and answers in the real reply shape, with logprobs and
+tool calls on demand.
 Run standalone: ``python -m tests.fakes.openai_server --port 0`` (see tests/fakes/server.py).
 """
 
@@ -16,11 +19,13 @@ from aiohttp import web
 
 from tests.fakes.faults import register_extra_faults
 from tests.fakes.server import (
+    TOOL_NAME,
     FakeServer,
     ReplySpec,
     RequestView,
     chat_texts,
     check_image_b64,
+    check_schema,
     logprobs_for,
     main,
 )
@@ -70,11 +75,27 @@ class FakeOpenAI(FakeServer):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return [*problems, "'messages' must be a non-empty array"]
+        if "tools" in body:
+            self._check_tools(body["tools"], problems)
+        pending: list[str] = []  # tool_call ids of the last assistant turn not yet answered
         for i, msg in enumerate(messages):
             where = f"messages[{i}]"
             if not isinstance(msg, dict) or msg.get("role") not in _ROLES:
                 problems.append(f"{where}: invalid role")
                 continue
+            if msg["role"] == "tool":
+                self._check_tool_message(msg, where, pending, problems)
+                continue
+            if pending:
+                problems.append(
+                    "An assistant message with 'tool_calls' must be followed by tool messages "
+                    "responding to each 'tool_call_id'. The following tool_call_ids did not "
+                    f"have response messages: {', '.join(pending)}")
+                pending = []
+            if msg["role"] == "assistant" and "tool_calls" in msg:
+                pending = self._check_tool_calls(msg["tool_calls"], where, problems)
+                if msg.get("content") is None:
+                    continue
             content = msg.get("content")
             if isinstance(content, str):
                 continue
@@ -83,6 +104,11 @@ class FakeOpenAI(FakeServer):
                 continue
             for j, part in enumerate(content):
                 self._check_part(part, msg["role"], f"{where}.content[{j}]", problems)
+        if pending:
+            problems.append(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}")
         if "max_tokens" in body and "max_completion_tokens" in body:
             problems.append("send max_tokens or max_completion_tokens, not both")
         if "top_logprobs" in body:
@@ -94,6 +120,77 @@ class FakeOpenAI(FakeServer):
         if stop is not None and not isinstance(stop, str | list):
             problems.append("stop must be a string or an array")
         return problems
+
+    @staticmethod
+    def _check_tools(tools: Any, problems: list[str]) -> None:
+        if not isinstance(tools, list) or not tools:
+            problems.append("'tools' must be a non-empty array")
+            return
+        for n, tool in enumerate(tools):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(
+                    function, dict):
+                problems.append(f"tools[{n}]: expected {{'type': 'function', 'function': ...}}")
+                continue
+            name = function.get("name")
+            if not isinstance(name, str) or not TOOL_NAME.match(name):
+                problems.append(f"Invalid 'tools[{n}].function.name': string does not match "
+                                "pattern. Expected a string that matches the pattern "
+                                "'^[a-zA-Z0-9_-]+$'.")
+                continue
+            parameters = function.get("parameters")
+            if parameters is not None:
+                if not isinstance(parameters, dict) or parameters.get("type") != "object":
+                    problems.append(f"Invalid schema for function '{name}': schema must be a "
+                                    "JSON Schema of 'type: \"object\"'")
+                    continue
+                check_schema(parameters, "", problems, missing_items=(
+                    f"Invalid schema for function '{name}': In context={{where}}, array schema "
+                    "missing items."))
+
+    @staticmethod
+    def _check_tool_calls(calls: Any, where: str, problems: list[str]) -> list[str]:
+        """The ids of an assistant turn's valid tool calls."""
+        if not isinstance(calls, list) or not calls:
+            problems.append(f"{where}.tool_calls: must be a non-empty array")
+            return []
+        ids = []
+        for n, call in enumerate(calls):
+            at = f"{where}.tool_calls[{n}]"
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(call, dict) or call.get("type") != "function" or not isinstance(
+                    function, dict):
+                problems.append(f"{at}: expected {{'id', 'type': 'function', 'function'}}")
+                continue
+            if not isinstance(call.get("id"), str) or not call["id"]:
+                problems.append(f"Missing required parameter: '{at}.id'.")
+                continue
+            if not isinstance(function.get("name"), str) or not isinstance(
+                    function.get("arguments"), str):
+                problems.append(f"{at}.function: 'name' and 'arguments' (a JSON string) are "
+                                "required")
+                continue
+            ids.append(call["id"])
+        return ids
+
+    @staticmethod
+    def _check_tool_message(msg: dict, where: str, pending: list[str],
+                            problems: list[str]) -> None:
+        call_id = msg.get("tool_call_id")
+        if call_id not in pending:
+            problems.append(f"Invalid parameter: messages with role 'tool' must be a response "
+                            f"to a preceeding message with 'tool_calls' ({where}, "
+                            f"tool_call_id {call_id!r}).")
+            return
+        pending.remove(call_id)
+        content = msg.get("content")
+        if isinstance(content, str):
+            return
+        # Text parts only: a tool message cannot hold an image.
+        if not isinstance(content, list) or not content or any(
+                not isinstance(p, dict) or p.get("type") != "text" for p in content):
+            problems.append(f"{where}.content: a tool message's content must be a string or "
+                            "an array of text parts")
 
     def _check_part(self, part: Any, role: str, where: str, problems: list[str]) -> None:
         kind = part.get("type") if isinstance(part, dict) else None

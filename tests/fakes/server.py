@@ -34,12 +34,14 @@ from aiohttp import web
 from tests.fakes.faults import TRANSIENT_FAULTS, FaultPlan, fault_response
 
 __all__ = [
+    "TOOL_NAME",
     "FakeServer",
     "ReplySpec",
     "RequestView",
     "SeenRequest",
     "chat_texts",
     "check_image_b64",
+    "check_schema",
     "main",
     "tool_arguments",
 ]
@@ -114,6 +116,31 @@ def check_image_b64(data: Any, media_type: Any, where: str, problems: list[str],
         problems.append(f"{where}: image bytes are not {media_type}")
 
 
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""A function name every provider takes (each allows about this much)."""
+
+
+def check_schema(schema: Any, where: str, problems: list[str], *, missing_items: str) -> None:
+    """Append a problem for an array schema without ``items`` anywhere in ``schema`` (OpenAI
+    and Gemini's ``parameters`` refuse one), said as ``missing_items`` formats it with the
+    path."""
+    if isinstance(schema, list):
+        for n, entry in enumerate(schema):
+            check_schema(entry, f"{where}[{n}]", problems, missing_items=missing_items)
+        return
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") in ("array", "ARRAY") and "items" not in schema:
+        problems.append(missing_items.format(where=where))
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            for name, sub in value.items():
+                check_schema(sub, f"{where}.properties[{name}]", problems,
+                             missing_items=missing_items)
+        elif key in ("items", "anyOf", "oneOf", "allOf"):
+            check_schema(value, f"{where}.{key}", problems, missing_items=missing_items)
+
+
 def _tokens(text: str) -> list[str]:
     return re.findall(r"\s*\S+", text) or [text]
 
@@ -162,13 +189,19 @@ def chat_texts(messages: list[dict], image_type: str) -> tuple[list[str], int]:
     texts: list[str] = []
     images = 0
     for msg in messages:
-        content = msg["content"]
+        content = msg.get("content")
+        if content is None:  # an assistant turn holding tool calls only
+            continue
         if isinstance(content, str):
             texts.append(content)
             continue
         for part in content:
             if part["type"] == "text":
                 texts.append(part["text"])
+            elif part["type"] == "tool_result":  # Anthropic's: text, or text and images
+                inner = part.get("content")
+                texts.extend([inner] if isinstance(inner, str) else
+                             [b["text"] for b in inner or () if b.get("type") == "text"])
             elif part["type"] == image_type:
                 images += 1
     return texts, images

@@ -19,43 +19,54 @@ from typing import Any
 
 import msgspec
 
-from adapters.models.base import ToolCall
+from adapters.models.base import ToolCall, ToolSpec
 from engine.parsing.dialects import zoomtool
 from engine.parsing.dialects.base import Candidate, Extraction, decode_block, decoded_tags
 from engine.parsing.dialects.vaot import action_object
 from store.actions import ACTION_TYPES, Action
 
-__all__ = ["EXPRESSES", "NAME", "TOOL_NAME", "TOOL_SPEC", "format", "parse", "to_tool_call"]
+__all__ = ["EXPRESSES", "NAME", "TOOL", "TOOL_NAME", "TOOL_SPEC", "format", "parse", "to_tool_call"]
 
 NAME = "openai"
 EXPRESSES = frozenset(ACTION_TYPES)
 TOOL_NAME = "visual_action"
 
+# A target is a box (four numbers) or a list of points (pairs): "items" says both, as OpenAI
+# refuses an array schema without one.
+_NUMBER_OR_POINT = {"anyOf": [{"type": "number"},
+                              {"type": "array", "items": {"type": "number"}}]}
+
+TOOL = ToolSpec(
+    name=TOOL_NAME,
+    description=(
+        "Ask the renderer to draw one visual action on the current image. Coordinates are "
+        "integers on a 0-1000 scale of the current image, in the order the instructions give."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": list(ACTION_TYPES)},
+            "target": {
+                "type": "array",
+                "items": _NUMBER_OR_POINT,
+                "description": "a box (four numbers), or a list of points (pairs)",
+            },
+            "content": {"type": "string", "description": "a short semantic label"},
+            "shape": {"type": "string", "enum": ["box", "ellipse", "callout"]},
+            "style": {"type": "object"},
+        },
+        "required": ["type", "target"],
+    },
+)
+"""The ``visual_action`` function, declared in a request's ``tools`` with ``--native-tools``
+(each adapter writes it in its API's format)."""
+
 TOOL_SPEC: dict[str, Any] = {
     "type": "function",
-    "function": {
-        "name": TOOL_NAME,
-        "description": (
-            "Ask the renderer to draw one visual action on the current image. Coordinates are "
-            "integers on a 0-1000 scale of the current image: boxes [x1, y1, x2, y2], points [x, y]."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "type": {"type": "string", "enum": list(ACTION_TYPES)},
-                "target": {
-                    "type": "array",
-                    "description": "a box [x1, y1, x2, y2], or a list of [x, y] points",
-                },
-                "content": {"type": "string", "description": "a short semantic label"},
-                "shape": {"type": "string", "enum": ["box", "ellipse", "callout"]},
-                "style": {"type": "object"},
-            },
-            "required": ["type", "target"],
-        },
-    },
+    "function": {"name": TOOL.name, "description": TOOL.description,
+                 "parameters": TOOL.parameters},
 }
-"""The function definition to send in a request's ``tools`` list."""
+""":data:`TOOL` as a Chat Completions ``tools`` entry."""
 
 
 def _arguments(call: Any, what: str, out: Extraction) -> tuple[str, Any]:
@@ -77,7 +88,9 @@ def _arguments(call: Any, what: str, out: Extraction) -> tuple[str, Any]:
 
 def _read_call(call: Any, convention: str, out: Extraction, what: str) -> None:
     name, args = _arguments(call, what, out)
-    raw = msgspec.to_builtins(call) if isinstance(call, ToolCall) else call
+    # Three fields, as recorded before calls carried a signature (opaque, and no action).
+    raw = ({"name": call.name, "arguments": call.arguments, "id": call.id}
+           if isinstance(call, ToolCall) else call)
     if name in (TOOL_NAME, "vaot_action", "visual_actions"):
         if isinstance(args, dict) and isinstance(
             args.get("action", args.get("actions")), list | dict
