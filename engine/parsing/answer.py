@@ -243,13 +243,32 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
 
 
 # What makes the sentence after a marked option label the reply's remark, not the option's text:
-# the reply speaking of itself, its zooms or its answer ("The zoom will confirm this.", "I am
-# confident.", "Let me know if…"). Narrower than _SENTENCE_CUE, which may turn a concluding
-# sentence away but here would cut an option's text ("C. It will rain tomorrow.", "B. Then the
-# ball falls.").
+# the reply speaking of itself, its zooms or its answer, as a clause with its verb ("The zoom will
+# confirm this.", "I am confident.", "Let me know if…", "This answer matches the legend.", "The
+# answer is B because…").
+# Narrower than _SENTENCE_CUE, which may turn a concluding sentence away but here would cut an
+# option's text ("C. It will rain tomorrow.", "B. Then the ball falls."). A cue word alone is no
+# remark: options open with them too ("B. I and II only", "C. Zoom lens", "A. We the People",
+# "D. None of the above answers", "C. Cannot be confirmed"), so the verb after a first person is
+# matched in lower case ("We Are the Champions", "I Am Legend" are titles) and "I'm"/"I am"
+# counts only before a word of confidence ("E. I'm a Believer" is a title).
 _REMARK_CUE = re.compile(
-    r"\b(?:(?-i:I)(?:['’](?:m|ll|d|ve))?|we(?:['’](?:re|ll|d|ve))?|me|us|my|our|let['’]s"
-    r"|zoom\w*|crop\w*|confirm\w*|verif\w*|double[- ]check\w*|answer\w*|hope|thanks?)\b",
+    r"\b(?:(?-i:I)|we)(?:['’](?:m|re)|[ \t]+(?-i:am|are))[ \t]+(?:(?-i:[a-z]+)[ \t]+)?"
+    r"(?:confident|sure|certain|positive|done|going|happy|glad)\b"
+    r"|\b(?:(?-i:I)|we)(?:['’](?:ll|d|ve)|[ \t]+(?-i:will|would|have|had|can|could|should|must"
+    r"|may|might|think|believe|hope|chose|choose|picked|pick|selected|select|went|counted|see"
+    r"|saw|zoomed|cropped|checked|verified|confirmed|double-checked|need|needed|want|found"
+    r"|noticed|looked|compared|read))[ \t]+(?-i:[a-z])"
+    r"|\blet(?:['’]s|[ \t]+(?:me|us))[ \t]+(?-i:[a-z])"
+    r"|\b(?:zoom\w*|crop\w*)(?:[ \t]+(?:in|out|view|image|region|area))?[ \t]+(?:will|would"
+    r"|should|can|could|may|might|confirms?|confirmed|shows?|showed|reveals?|revealed|makes?"
+    r"|made)\b"
+    r"|\b(?:confirmed|verified|double[- ]checked)[ \t]+(?:by|with|via|after|through|using)\b"
+    r"|\b(?:this|that|my|our)[ \t]+(?:final[ \t]+)?(?:answer|choice|option|selection"
+    r"|conclusion|reasoning)[ \t]+(?-i:[a-z])|\bis[ \t]+(?:my|our)[ \t]+(?:final[ \t]+)?answer\b"
+    r"|\b(?:answer|option|choice)(?:[ \t]+is)?[ \t]+\(?(?-i:[A-J])\)?(?![\w'’])"
+    r"|\bfinal[ \t]+answer\b"
+    r"|\bhope[ \t]+(?:this|that|it)[ \t]+helps\b|\bthanks?(?:[ \t]+you)?\b[ \t]*(?:[!.]|$)",
     re.IGNORECASE)
 
 

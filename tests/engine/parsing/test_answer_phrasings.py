@@ -133,6 +133,31 @@ def test_earlier_readings_stay(last, read) -> None:
     ("Final Answer: B. Then the ball falls.", ("B. Then the ball falls.", "B")),
     ("Final Answer: B. Red. The zoom will confirm this.",
      ("B. Red. The zoom will confirm this.", "B")),
+    # An option's text opening with a word a remark uses, without a remark's verb: whole.
+    ("Final Answer: B. I and II only", ("B. I and II only", "B")),
+    ("Final Answer: C. Zoom lens", ("C. Zoom lens", "C")),
+    ("Final Answer: A. We the People", ("A. We the People", "A")),
+    ("Final Answer: B. My Fair Lady", ("B. My Fair Lady", "B")),
+    ("Final Answer: C. Our Town", ("C. Our Town", "C")),
+    ("Final Answer: D. None of the above answers", ("D. None of the above answers", "D")),
+    ("Final Answer: C. Cannot be confirmed from the image.",
+     ("C. Cannot be confirmed from the image.", "C")),
+    ("Final Answer: A. Crop rotation", ("A. Crop rotation", "A")),
+    ("Final Answer: D. Hope", ("D. Hope", "D")),
+    ("Final Answer: E. I'm a Believer", ("E. I'm a Believer", "E")),
+    ("Final Answer: C. Our choice", ("C. Our choice", "C")),
+    ("Final Answer: B. We Are the Champions", ("B. We Are the Champions", "B")),
+    ("The final answer is B. I and II only.", ("B. I and II only", "B")),
+    # A remark with its verb still leaves the label alone.
+    ("Final Answer: B. I'm confident in this.", ("B", "B")),
+    ("Final Answer: B. I think this is right.", ("B", "B")),
+    ("Final Answer: B. Hope this helps!", ("B", "B")),
+    ("Final Answer: B. Thanks!", ("B", "B")),
+    ("Final Answer: B. Confirmed by the zoom.", ("B", "B")),
+    ("Final Answer: B. Answer choice B is the only even number.", ("B", "B")),
+    ("Final Answer: B. Final answer is B.", ("B", "B")),
+    ("Final Answer: B. This is my answer.", ("B", "B")),
+    ("Final Answer: B. The answer is B because the bar is taller.", ("B", "B")),
 ])
 def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> None:
     assert _read(last) == read
