@@ -185,12 +185,15 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     said = (list(_ANSWER_IS.finditer(text))
             if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
             or _SAY_WORD.search(text) is not None else [])
-    # "the answer is …" only in the reply's last sentence: no earlier one can be it.
-    if said and said[-1].group("bare") is not None and (
-            concluded := _concluding(text, said[-1])) is not None:
-        start, end, answer = concluded
-        warnings.append(_SAID_INSTEAD.format("the answer is"))
-        return _found(answer, "answer_is", start, end, warnings)
+    # "the answer is …" only in the reply's last sentence: no earlier one can be it. A choice
+    # named without the word answer ("I'd say", 选) that concludes nothing leaves the reading
+    # before it as it was: in "所以答案：选B。" the 选 is the answer's, read as "选B".
+    worded = [m for m in said if not (m.group("say") or m.group("choose"))]
+    for last in dict.fromkeys(tried[-1] for tried in (said, worded) if tried):
+        if last.group("bare") is not None and (concluded := _concluding(text, last)) is not None:
+            start, end, answer = concluded
+            warnings.append(_SAID_INSTEAD.format("the answer is"))
+            return _found(answer, "answer_is", start, end, warnings)
     said = [m for m in said if m.group("bare") is None]
     if said:
         m = said[-1]

@@ -103,6 +103,12 @@ def test_the_new_forms_beside_an_action_are_thought(last) -> None:
 @pytest.mark.parametrize(("last", "read"), [
     # Readings the new forms leave as they were.
     ("所以答案是选B。", ("选B", None)),  # 选 after 是 is the answer's, not a conclusion's
+    # 选 after a colon or a blank is the answer's too: it concludes nothing itself, and hid
+    # the reading before it.
+    ("所以答案：选B。", ("选B", None)),
+    ("所以答案是：选B。", ("选B", None)),
+    ("所以答案是 选B。", ("选B", None)),
+    ("所以答案为：选择B", ("选择B", None)),
     ("So the answer is B.", ("B", "B")),
     ("I think the answer is B.", ("B", "B")),
     ("The final answer is B.\nI'd say so.", ("B", "B")),  # "I'd say so" names nothing
