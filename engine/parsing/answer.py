@@ -444,8 +444,11 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
 # ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
 # zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
 _CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-J](?![a-z])")
+# The word after the number is its unit, not a hedge or a count still open: "3 probably",
+# "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(
-    r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times)\b)"
+    r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times|maybe"
+    r"|perhaps|approx\w*|tops|max|either|first|now|is|are|hm+|guess\w*|[A-Za-z]*ly)\b)"
     r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
 
 

@@ -73,6 +73,9 @@ _THOUGHT = [
     "I'd say we need to zoom in first.", "I'd say a closer look would help.",
     "I'd say the left bar is taller.", "I'd say 3 more zooms are needed.", "I'd say 3 more.",
     "I'd say B is taller.", "I'd say that B is correct.", "I'd go with zooming in first.",
+    # A hedge or an open count after the number is no unit.
+    "I'd say 3 probably.", "I'd say 2 maybe.", "I'd say 3 initially.", "I'd say 4 tops.",
+    "I'd say 5 perhaps.", "I'd say 2 first.",
     "I wouldn't say B.", "Some would say B.",
     # Chinese: a question, two candidates, a doubt, a step to take, a place, no conclusion.
     "答案应该是B吗", "答案应该是什么？", "答案应该是B或C。", "答案应该是B，但需要放大确认。",
