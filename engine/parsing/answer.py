@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import msgspec
@@ -101,20 +102,39 @@ _BARE_NOT_GIVEN = re.compile(
 )
 
 
+# What makes "final answer" with no colon, inside a line, a phrase of prose rather than a marker:
+# an article or a possessive before it ("Yes, the final answer is yes", "A final answer of 3"),
+# or a verb or preposition after it.
+_IN_PROSE = re.compile(r"(?:\b(?:a|an|the|my|our|your|this|that|its|their|his|her)|[(（])"
+                       r"[ \t*_]*\Z", re.IGNORECASE)
+_PROSE_AFTER = re.compile(r"[ \t*_]*(?:is|was|were|are|would|will|must|should|could|can|may"
+                          r"|might|seems?|of|for|to|in|on|as|from|here|remains?)\b",
+                          re.IGNORECASE)
+
+
 def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
     whether it opens its line) of each answer marker."""
     out = []
     markers = []  # (match, start, at_line_start) of each marker set as one, not a word of prose
+    bounds = []  # where each answer may end: those markers, and a "Final Answer" with no colon
     for m in _markers(text):
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
-            continue  # "…before giving the final answer we…" is prose, not a marker
+            # "…before giving the final answer we…" is prose, not a marker; but a whole "Final
+            # Answer" written as one ("B **Final Answer** C", "B 最终答案 C") still ends the
+            # answer before it, as it did before prose was told apart.
+            if m.group("bare") is None and not _IN_PROSE.search(text, max(0, m.start() - 8),
+                                                                 m.start()) \
+                    and not _PROSE_AFTER.match(text, m.end()):
+                bounds.append(m.start())
+            continue
         markers.append((m, start, at_line_start))
-    for i, (m, start, at_line_start) in enumerate(markers):
+        bounds.append(m.start())
+    for m, start, at_line_start in markers:
         bare = m.group("bare") is not None
         if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
             # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
@@ -127,8 +147,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         # one line must cost its length, not its length squared, to read. A word of prose is
         # no marker: "Final Answer: The answer is B" and "…: C. This answer matches the
         # legend." were cut short at "answer".
-        if i + 1 < len(markers):
-            line_end = min(line_end, markers[i + 1][0].start())
+        if (after := bisect.bisect_right(bounds, m.start())) < len(bounds):
+            line_end = min(line_end, bounds[after])
         answer, end = text[m.end() : line_end], line_end
         if not clean_answer(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.

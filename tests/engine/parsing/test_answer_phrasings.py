@@ -181,6 +181,13 @@ def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> Non
     # A marker with its colon still ends the answer before it.
     ("Final Answer: A Final Answer: B", ("B", "B")),
     ("Final Answer: B Answer: C", ("B", "B")),
+    # So does a whole "Final Answer" set as one without its colon, as before prose was told
+    # apart; after an article or before a verb it is prose.
+    ("Final Answer: B **Final Answer** C", ("B", "B")),
+    ("Final Answer: B final answer", ("B", "B")),
+    ("最终答案：B 最终答案 C", ("B", "B")),
+    ("Final Answer: Yes, the final answer is yes", ("Yes, the final answer is yes", None)),
+    ("Final Answer: A final answer of 3", ("A final answer of 3", None)),
 ])
 def test_a_marked_answer_runs_past_the_word_answer_in_prose(last, read) -> None:
     assert _read(last) == read
