@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import msgspec
@@ -101,20 +102,39 @@ _BARE_NOT_GIVEN = re.compile(
 )
 
 
+# What makes "final answer" with no colon, inside a line, a phrase of prose rather than a marker:
+# an article or a possessive before it ("Yes, the final answer is yes", "A final answer of 3"),
+# or a verb or preposition after it.
+_IN_PROSE = re.compile(r"(?:\b(?:a|an|the|my|our|your|this|that|its|their|his|her)|[(（])"
+                       r"[ \t*_]*\Z", re.IGNORECASE)
+_PROSE_AFTER = re.compile(r"[ \t*_]*(?:is|was|were|are|would|will|must|should|could|can|may"
+                          r"|might|seems?|of|for|to|in|on|as|from|here|remains?)\b",
+                          re.IGNORECASE)
+
+
 def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
     whether it opens its line) of each answer marker."""
     out = []
     markers = []  # (match, start, at_line_start) of each marker set as one, not a word of prose
+    bounds = []  # where each answer may end: those markers, and a "Final Answer" with no colon
     for m in _markers(text):
         start = m.start()
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, _LINE_LEAD, start)
         if m.group("sep") is None and not at_line_start:
-            continue  # "…before giving the final answer we…" is prose, not a marker
+            # "…before giving the final answer we…" is prose, not a marker; but a whole "Final
+            # Answer" written as one ("B **Final Answer** C", "B 最终答案 C") still ends the
+            # answer before it, as it did before prose was told apart.
+            if m.group("bare") is None and not _IN_PROSE.search(text, max(0, m.start() - 8),
+                                                                 m.start()) \
+                    and not _PROSE_AFTER.match(text, m.end()):
+                bounds.append(m.start())
+            continue
         markers.append((m, start, at_line_start))
-    for i, (m, start, at_line_start) in enumerate(markers):
+        bounds.append(m.start())
+    for m, start, at_line_start in markers:
         bare = m.group("bare") is not None
         if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
             # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
@@ -127,8 +147,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         # one line must cost its length, not its length squared, to read. A word of prose is
         # no marker: "Final Answer: The answer is B" and "…: C. This answer matches the
         # legend." were cut short at "answer".
-        if i + 1 < len(markers):
-            line_end = min(line_end, markers[i + 1][0].start())
+        if (after := bisect.bisect_right(bounds, m.start())) < len(bounds):
+            line_end = min(line_end, bounds[after])
         answer, end = text[m.end() : line_end], line_end
         if not clean_answer(answer):
             # "Final Answer:" alone on its line: the answer is the next non-empty line.
@@ -185,12 +205,15 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     said = (list(_ANSWER_IS.finditer(text))
             if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
             or _SAY_WORD.search(text) is not None else [])
-    # "the answer is …" only in the reply's last sentence: no earlier one can be it.
-    if said and said[-1].group("bare") is not None and (
-            concluded := _concluding(text, said[-1])) is not None:
-        start, end, answer = concluded
-        warnings.append(_SAID_INSTEAD.format("the answer is"))
-        return _found(answer, "answer_is", start, end, warnings)
+    # "the answer is …" only in the reply's last sentence: no earlier one can be it. A choice
+    # named without the word answer ("I'd say", 选) that concludes nothing leaves the reading
+    # before it as it was: in "所以答案：选B。" the 选 is the answer's, read as "选B".
+    worded = [m for m in said if not (m.group("say") or m.group("choose"))]
+    for last in dict.fromkeys(tried[-1] for tried in (said, worded) if tried):
+        if last.group("bare") is not None and (concluded := _concluding(text, last)) is not None:
+            start, end, answer = concluded
+            warnings.append(_SAID_INSTEAD.format("the answer is"))
+            return _found(answer, "answer_is", start, end, warnings)
     said = [m for m in said if m.group("bare") is None]
     if said:
         m = said[-1]
@@ -243,13 +266,32 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
 
 
 # What makes the sentence after a marked option label the reply's remark, not the option's text:
-# the reply speaking of itself, its zooms or its answer ("The zoom will confirm this.", "I am
-# confident.", "Let me know if…"). Narrower than _SENTENCE_CUE, which may turn a concluding
-# sentence away but here would cut an option's text ("C. It will rain tomorrow.", "B. Then the
-# ball falls.").
+# the reply speaking of itself, its zooms or its answer, as a clause with its verb ("The zoom will
+# confirm this.", "I am confident.", "Let me know if…", "This answer matches the legend.", "The
+# answer is B because…").
+# Narrower than _SENTENCE_CUE, which may turn a concluding sentence away but here would cut an
+# option's text ("C. It will rain tomorrow.", "B. Then the ball falls."). A cue word alone is no
+# remark: options open with them too ("B. I and II only", "C. Zoom lens", "A. We the People",
+# "D. None of the above answers", "C. Cannot be confirmed"), so the verb after a first person is
+# matched in lower case ("We Are the Champions", "I Am Legend" are titles) and "I'm"/"I am"
+# counts only before a word of confidence ("E. I'm a Believer" is a title).
 _REMARK_CUE = re.compile(
-    r"\b(?:(?-i:I)(?:['’](?:m|ll|d|ve))?|we(?:['’](?:re|ll|d|ve))?|me|us|my|our|let['’]s"
-    r"|zoom\w*|crop\w*|confirm\w*|verif\w*|double[- ]check\w*|answer\w*|hope|thanks?)\b",
+    r"\b(?:(?-i:I)|we)(?:['’](?:m|re)|[ \t]+(?-i:am|are))[ \t]+(?:(?-i:[a-z]+)[ \t]+)?"
+    r"(?:confident|sure|certain|positive|done|going|happy|glad)\b"
+    r"|\b(?:(?-i:I)|we)(?:['’](?:ll|d|ve)|[ \t]+(?-i:will|would|have|had|can|could|should|must"
+    r"|may|might|think|believe|hope|chose|choose|picked|pick|selected|select|went|counted|see"
+    r"|saw|zoomed|cropped|checked|verified|confirmed|double-checked|need|needed|want|found"
+    r"|noticed|looked|compared|read))[ \t]+(?-i:[a-z])"
+    r"|\blet(?:['’]s|[ \t]+(?:me|us))[ \t]+(?-i:[a-z])"
+    r"|\b(?:zoom\w*|crop\w*)(?:[ \t]+(?:in|out|view|image|region|area))?[ \t]+(?:will|would"
+    r"|should|can|could|may|might|confirms?|confirmed|shows?|showed|reveals?|revealed|makes?"
+    r"|made)\b"
+    r"|\b(?:confirmed|verified|double[- ]checked)[ \t]+(?:by|with|via|after|through|using)\b"
+    r"|\b(?:this|that|my|our)[ \t]+(?:final[ \t]+)?(?:answer|choice|option|selection"
+    r"|conclusion|reasoning)[ \t]+(?-i:[a-z])|\bis[ \t]+(?:my|our)[ \t]+(?:final[ \t]+)?answer\b"
+    r"|\b(?:answer|option|choice)(?:[ \t]+is)?[ \t]+\(?(?-i:[A-J])\)?(?![\w'’])"
+    r"|\bfinal[ \t]+answer\b"
+    r"|\bhope[ \t]+(?:this|that|it)[ \t]+helps\b|\bthanks?(?:[ \t]+you)?\b[ \t]*(?:[!.]|$)",
     re.IGNORECASE)
 
 
@@ -422,8 +464,11 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
 # ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
 # zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
 _CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-J](?![a-z])")
+# The word after the number is its unit, not a hedge or a count still open: "3 probably",
+# "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(
-    r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times)\b)"
+    r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times|maybe"
+    r"|perhaps|approx\w*|tops|max|either|first|now|is|are|hm+|guess\w*|[A-Za-z]*ly)\b)"
     r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
 
 

@@ -73,6 +73,9 @@ _THOUGHT = [
     "I'd say we need to zoom in first.", "I'd say a closer look would help.",
     "I'd say the left bar is taller.", "I'd say 3 more zooms are needed.", "I'd say 3 more.",
     "I'd say B is taller.", "I'd say that B is correct.", "I'd go with zooming in first.",
+    # A hedge or an open count after the number is no unit.
+    "I'd say 3 probably.", "I'd say 2 maybe.", "I'd say 3 initially.", "I'd say 4 tops.",
+    "I'd say 5 perhaps.", "I'd say 2 first.",
     "I wouldn't say B.", "Some would say B.",
     # Chinese: a question, two candidates, a doubt, a step to take, a place, no conclusion.
     "答案应该是B吗", "答案应该是什么？", "答案应该是B或C。", "答案应该是B，但需要放大确认。",
@@ -103,6 +106,12 @@ def test_the_new_forms_beside_an_action_are_thought(last) -> None:
 @pytest.mark.parametrize(("last", "read"), [
     # Readings the new forms leave as they were.
     ("所以答案是选B。", ("选B", None)),  # 选 after 是 is the answer's, not a conclusion's
+    # 选 after a colon or a blank is the answer's too: it concludes nothing itself, and hid
+    # the reading before it.
+    ("所以答案：选B。", ("选B", None)),
+    ("所以答案是：选B。", ("选B", None)),
+    ("所以答案是 选B。", ("选B", None)),
+    ("所以答案为：选择B", ("选择B", None)),
     ("So the answer is B.", ("B", "B")),
     ("I think the answer is B.", ("B", "B")),
     ("The final answer is B.\nI'd say so.", ("B", "B")),  # "I'd say so" names nothing
@@ -133,6 +142,31 @@ def test_earlier_readings_stay(last, read) -> None:
     ("Final Answer: B. Then the ball falls.", ("B. Then the ball falls.", "B")),
     ("Final Answer: B. Red. The zoom will confirm this.",
      ("B. Red. The zoom will confirm this.", "B")),
+    # An option's text opening with a word a remark uses, without a remark's verb: whole.
+    ("Final Answer: B. I and II only", ("B. I and II only", "B")),
+    ("Final Answer: C. Zoom lens", ("C. Zoom lens", "C")),
+    ("Final Answer: A. We the People", ("A. We the People", "A")),
+    ("Final Answer: B. My Fair Lady", ("B. My Fair Lady", "B")),
+    ("Final Answer: C. Our Town", ("C. Our Town", "C")),
+    ("Final Answer: D. None of the above answers", ("D. None of the above answers", "D")),
+    ("Final Answer: C. Cannot be confirmed from the image.",
+     ("C. Cannot be confirmed from the image.", "C")),
+    ("Final Answer: A. Crop rotation", ("A. Crop rotation", "A")),
+    ("Final Answer: D. Hope", ("D. Hope", "D")),
+    ("Final Answer: E. I'm a Believer", ("E. I'm a Believer", "E")),
+    ("Final Answer: C. Our choice", ("C. Our choice", "C")),
+    ("Final Answer: B. We Are the Champions", ("B. We Are the Champions", "B")),
+    ("The final answer is B. I and II only.", ("B. I and II only", "B")),
+    # A remark with its verb still leaves the label alone.
+    ("Final Answer: B. I'm confident in this.", ("B", "B")),
+    ("Final Answer: B. I think this is right.", ("B", "B")),
+    ("Final Answer: B. Hope this helps!", ("B", "B")),
+    ("Final Answer: B. Thanks!", ("B", "B")),
+    ("Final Answer: B. Confirmed by the zoom.", ("B", "B")),
+    ("Final Answer: B. Answer choice B is the only even number.", ("B", "B")),
+    ("Final Answer: B. Final answer is B.", ("B", "B")),
+    ("Final Answer: B. This is my answer.", ("B", "B")),
+    ("Final Answer: B. The answer is B because the bar is taller.", ("B", "B")),
 ])
 def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> None:
     assert _read(last) == read
@@ -147,6 +181,13 @@ def test_a_remark_after_a_marked_option_label_is_not_its_text(last, read) -> Non
     # A marker with its colon still ends the answer before it.
     ("Final Answer: A Final Answer: B", ("B", "B")),
     ("Final Answer: B Answer: C", ("B", "B")),
+    # So does a whole "Final Answer" set as one without its colon, as before prose was told
+    # apart; after an article or before a verb it is prose.
+    ("Final Answer: B **Final Answer** C", ("B", "B")),
+    ("Final Answer: B final answer", ("B", "B")),
+    ("最终答案：B 最终答案 C", ("B", "B")),
+    ("Final Answer: Yes, the final answer is yes", ("Yes, the final answer is yes", None)),
+    ("Final Answer: A final answer of 3", ("A final answer of 3", None)),
 ])
 def test_a_marked_answer_runs_past_the_word_answer_in_prose(last, read) -> None:
     assert _read(last) == read

@@ -424,7 +424,9 @@ def test_the_new_forms_cost_linear_time() -> None:
               "I'd say " * 12500, "So I'd go with B, " * 5500, "答案应该" * 25000,
               "所以应该选" * 20000, "选" * 100000, "Here is " * 12500 + "the answer: 3",
               "I'd say " + "1," * 50000, "Final Answer: B. " + "The zoom will " * 7000,
-              "Final Answer: B " + "answer " * 14000]
+              "Final Answer: B " + "answer " * 14000, "Final Answer: B " + "final answer " * 7500,
+              "Final Answer: B. " + "I think " * 12000, "所以答案：" + "选" * 50000,
+              "I'd say 3" + " probably" * 10000]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
