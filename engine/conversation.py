@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from adapters.models.base import (
+    MADE_UP_CALL_ID,
     ImagePart,
     Message,
     ModelRequest,
@@ -116,7 +117,7 @@ def build_request(
     def calls(h: HistoryStep) -> tuple[ToolCall, ...]:
         # Every call gets an id its result can name (some compatible servers send none);
         # derived from the step, so a resumed run rebuilds the same request.
-        return tuple(msgspec.structs.replace(c, id=c.id or f"vaot_call_{h.step}_{n}")
+        return tuple(msgspec.structs.replace(c, id=c.id or f"{MADE_UP_CALL_ID}{h.step}_{n}")
                      for n, c in enumerate(h.tool_calls, 1)) if native_tools else ()
 
     def result(h: HistoryStep, call: ToolCall) -> str:

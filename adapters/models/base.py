@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 
 __all__ = [
+    "MADE_UP_CALL_ID",
     "AdapterError",
     "AdapterOptions",
     "ImagePart",
@@ -44,6 +45,12 @@ class ImagePart(msgspec.Struct, frozen=True, tag="image", tag_field="type"):
     media_type: str = "image/png"
     b64: str = ""
     """Base64 of the encoded image; excluded from the request hash (``sha`` stands for it)."""
+
+
+MADE_UP_CALL_ID = "vaot_call_"
+"""How the ids the engine gives a call that came with none begin (OpenAI and Anthropic pair each
+result with its call by id, so every call needs one). Gemini pairs them by name and order, and
+is sent no id the model did not give: some of its endpoints refuse ids they did not issue."""
 
 
 class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result", tag_field="type"):

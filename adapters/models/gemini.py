@@ -14,6 +14,7 @@ import msgspec
 
 from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models.base import (
+    MADE_UP_CALL_ID,
     AdapterOptions,
     ImagePart,
     ModelReply,
@@ -174,7 +175,7 @@ def _part(part: TextPart | ImagePart | ToolResultPart) -> dict[str, Any]:
     if isinstance(part, ImagePart):
         return {"inline_data": {"mime_type": part.media_type, "data": part.b64}}
     response: dict[str, Any] = {"name": part.name, "response": {"result": part.text}}
-    if part.call_id:
+    if part.call_id and not part.call_id.startswith(MADE_UP_CALL_ID):
         response["id"] = part.call_id
     return {"functionResponse": response}
 
@@ -182,7 +183,7 @@ def _part(part: TextPart | ImagePart | ToolResultPart) -> dict[str, Any]:
 def _call_part(call: ToolCall) -> dict[str, Any]:
     """A recorded call as the model's ``functionCall`` part, its signature as it came."""
     function: dict[str, Any] = {"name": call.name, "args": call_arguments(call) or {}}
-    if call.id:
+    if call.id and not call.id.startswith(MADE_UP_CALL_ID):  # only the ids the model gave
         function["id"] = call.id
     part: dict[str, Any] = {"functionCall": function}
     if call.signature:

@@ -176,6 +176,18 @@ def test_a_call_without_an_id_gets_one_from_its_step() -> None:
     assistant, answer = request.messages[2], request.messages[3]
     assert assistant.content == () and assistant.tool_calls[0].id == "vaot_call_1_1"
     assert answer.content[0].call_id == "vaot_call_1_1"
+    # OpenAI and Anthropic pair a result with its call by id: both carry the one made up.
+    openai = _body("openai", request)["messages"]
+    assert openai[2]["tool_calls"][0]["id"] == openai[3]["tool_call_id"] == "vaot_call_1_1"
+    anthropic = _body("anthropic", request)["messages"]
+    assert (anthropic[1]["content"][0]["id"] == anthropic[2]["content"][0]["tool_use_id"]
+            == "vaot_call_1_1")
+    # Gemini pairs them by name and order, and is sent back no id the model did not give.
+    gemini = _body("gemini", request)["contents"]
+    assert gemini[1]["parts"] == [{"functionCall": {"name": "visual_action", "args": {
+        "type": "zoom", "target": "centre"}}}]
+    assert gemini[2]["parts"][0] == {"functionResponse": {
+        "name": "visual_action", "response": {"result": answer.content[0].text}}}
     assert answer.content[0].text == ("Not drawn: invalid action: zoom: target 'centre' holds "
                                       "no coordinates")
     # no_render is not told why: it would learn which of its actions were valid.
