@@ -254,6 +254,11 @@ def _validate_model(model: ModelConfig) -> None:
                               f"native tool calls (this model's is {model.dialect!r}); add "
                               "--dialect openai (in a config file: dialect = \"openai\" in its "
                               "[[models]] table)", model=model.spec, field="native_tools")
+        if "tools" in model.extra:  # merged last into the body, it would replace the declaration
+            raise ConfigError(f"{where}: extra sets 'tools', which would replace the "
+                              "visual_action tool native_tools declares; leave it out (extra "
+                              "may still set tool_choice or toolConfig)",
+                              model=model.spec, field="extra")
     if model.detail not in (None, "low", "high", "auto"):
         raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'",
                           model=model.spec, field="detail")

@@ -277,3 +277,18 @@ def test_a_config_file_is_told_the_key_to_set(tmp_path) -> None:
     toml.write_text('[[models]]\nspec = "anthropic:a"\nnative_tools = true\n')
     with pytest.raises(ConfigError, match='dialect = "openai" in its \\[\\[models\\]\\] table'):
         config_from(_args("--config", str(toml)))
+
+
+def test_extra_may_not_replace_the_declared_tool(tmp_path) -> None:
+    # extra is merged last into each body: its 'tools' would silently take the place of the
+    # visual_action declaration, and the model would be asked for a tool it was not given.
+    toml = tmp_path / "run.toml"
+    toml.write_text('[[models]]\nspec = "openai:m"\ndialect = "openai"\nnative_tools = true\n'
+                    'extra = {tools = [], tool_choice = "required"}\n')
+    with pytest.raises(ConfigError, match="extra sets 'tools'") as caught:
+        config_from(_args("--config", str(toml)))
+    assert "\n" not in str(caught.value)
+    toml.write_text('[[models]]\nspec = "openai:m"\ndialect = "openai"\nnative_tools = true\n'
+                    'extra = {tool_choice = "required"}\n')
+    assert config_from(_args("--config", str(toml))).models[0].extra == {
+        "tool_choice": "required"}
