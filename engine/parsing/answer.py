@@ -463,7 +463,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
 # "B. red", "B (dog)", as choice_letter reads them), or after "say" a number with at most a unit
 # ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
 # zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
-_CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-J](?![a-z])")
+_CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",
 # "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(

@@ -47,9 +47,14 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     return sorted(found)
 
 
+# Chinese text often writes its option letters full width (故选Ｃ, 答案是Ｂ): the same options.
+_FULL_WIDTH_LETTERS = {0xFF21 + i: 0x41 + i for i in range(26)} | {
+    0xFF41 + i: 0x61 + i for i in range(26)}
+
+
 def choice_letter(answer: str) -> str | None:
     """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
-    m = _CHOICE.match(answer.strip())
+    m = _CHOICE.match(answer.strip().translate(_FULL_WIDTH_LETTERS))
     if not m:
         return None
     return next(g for g in m.groups() if g).upper()

@@ -52,6 +52,11 @@ _READ = {
     "Here is the answer: 3": ("3", None),
     "Here's my answer: B": ("B", "B"),
     "Here is the answer:\n\n**C**": ("C", "C"),
+    # Full-width option letters, as Chinese text often writes them: the same options.
+    "故选Ｃ": ("Ｃ", "C"),
+    "I'd say Ｂ.": ("Ｂ", "B"),
+    "所以答案是Ｂ。": ("Ｂ", "B"),
+    "所以答案是（Ｂ）。": ("（Ｂ）", "B"),
 }
 
 
@@ -89,6 +94,8 @@ _THOUGHT = [
     "Here is the answer: I'll zoom in first.", "Here is the answer:", "Here is the answer: ?",
     "Here is the answer: 3. Let me double-check.", "If this is right, here is the answer: 3",
     "Here is the answer is 3",
+    # Full width, the same rules: two candidates, or a word rather than an option.
+    "故选Ｃ或Ｄ。", "I'd say Ｂｅｅ.",
 ]
 
 
