@@ -1,7 +1,8 @@
 """``vaot parse``: print how one raw model reply is parsed, as JSON.
 
 For people writing prompts: paste a reply into a file (or pipe it in) and see the thought, the
-canonical actions, the final answer and every warning the engine would record.
+canonical actions, the final answer and every warning the engine would record. A reply's native
+tool calls (``--tool-calls FILE``) may be pasted as any of the three APIs returns them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pixel size of the image the model saw (needed by the deepeyes dialect)",
     )
     parser.add_argument(
+        "--tool-calls", metavar="FILE",
+        help="a JSON file with the reply's native tool calls (openai dialect), a list as the API "
+        "returned it: OpenAI's tool_calls ({function: {name, arguments}}), Anthropic's tool_use "
+        "blocks ({name, input}), Gemini's parts ({functionCall: {name, args}}) or plain "
+        "{name, arguments} objects",
+    )
+    parser.add_argument(
         "--step", type=_positive, metavar="N",
         help="the step the reply was asked for, as a run passes it: earlier steps the reply "
         "restates before Step N are not read (their actions ran already)",
@@ -65,6 +73,42 @@ def _canvas(value: str | None) -> tuple[int, int] | None:
     return int(m.group(1)), int(m.group(2))
 
 
+def _tool_calls(path: str | None, dialect: str) -> tuple:
+    """The native calls in ``path`` as the adapters record them (``ToolCall``)."""
+    from adapters.models.base import ToolCall
+
+    if path is None:
+        return ()
+    if dialect != "openai":
+        raise ValueError(f"--tool-calls: the {dialect} dialect reads no native tool calls; "
+                         "give --dialect openai")
+    try:
+        data = msgspec.json.decode(_read(path))
+    except OSError as exc:
+        raise ValueError(f"--tool-calls {path}: {exc.strerror or exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"--tool-calls {path}: not JSON ({exc})") from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise ValueError(f"--tool-calls {path}: expected a list of tool calls")
+    calls = []
+    for n, item in enumerate(data):
+        call = item.get("function") or item.get("functionCall") or item if isinstance(
+            item, dict) else None
+        name = call.get("name") if isinstance(call, dict) else None
+        if not isinstance(name, str):
+            raise ValueError(f"--tool-calls {path}: call {n} has no name (expected "
+                             "{function: {name, arguments}}, {name, input}, {functionCall: "
+                             "{name, args}} or {name, arguments})")
+        arguments = next((call[k] for k in ("arguments", "input", "args") if k in call), {})
+        if not isinstance(arguments, str):  # the APIs' objects, as the adapters record them
+            arguments = msgspec.json.encode(arguments).decode()
+        calls.append(ToolCall(name=name, arguments=arguments,
+                              id=str(item.get("id") or call.get("id") or "")))
+    return tuple(calls)
+
+
 def _read(path: str) -> str:
     if path == "-":
         data = sys.stdin.buffer.read()
@@ -88,12 +132,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         canvas = _canvas(args.canvas)
         text = _read(args.file)
+        tool_calls = _tool_calls(args.tool_calls, args.dialect)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         where = f"{args.file}: " if isinstance(exc, OSError) else ""
         print(f"vaot parse: {where}{reason}", file=sys.stderr)
         return 2
     parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas,
-                        expected_step=args.step)
+                        tool_calls=tool_calls, expected_step=args.step)
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode() + "\n")
     return 0

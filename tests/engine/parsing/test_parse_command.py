@@ -80,3 +80,42 @@ def test_unknown_dialect_is_rejected_by_argparse(capsys):
         main(["parse", "-", "--dialect", "gpt"])
     assert exc.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+_ZOOM = {"type": "zoom", "target": [0, 0, 500, 500]}
+
+
+@pytest.mark.parametrize("calls", [
+    # As each API returns them: OpenAI's tool_calls, Anthropic's tool_use blocks, Gemini's
+    # parts, and plain objects.
+    [{"id": "call_1", "type": "function",
+      "function": {"name": "visual_action", "arguments": msgspec.json.encode(_ZOOM).decode()}}],
+    [{"type": "tool_use", "id": "toolu_1", "name": "visual_action", "input": _ZOOM}],
+    [{"functionCall": {"name": "visual_action", "args": _ZOOM}, "thoughtSignature": "c2ln"}],
+    {"name": "visual_action", "arguments": _ZOOM},
+])
+def test_native_tool_calls_are_read_in_each_apis_shape(tmp_path, capsys, calls):
+    reply, path = tmp_path / "reply.txt", tmp_path / "calls.json"
+    reply.write_text("Step 1 (Text): I zoom on the legend.\n", encoding="utf-8")
+    path.write_bytes(msgspec.json.encode(calls))
+    assert main(["parse", str(reply), "--dialect", "openai", "--tool-calls", str(path)]) == 0
+    out = msgspec.json.decode(capsys.readouterr().out)
+    assert out["actions"] == [_ZOOM] and out["thought"] == "I zoom on the legend."
+    assert out["raw_actions"][0]["name"] == "visual_action"
+
+
+@pytest.mark.parametrize(("argv", "content", "said"), [
+    (["--dialect", "vaot"], "[]", "the vaot dialect reads no native tool calls"),
+    (["--dialect", "openai"], "[{", "not JSON"),
+    (["--dialect", "openai"], '[{"arguments": {}}]', "call 0 has no name"),
+    (["--dialect", "openai"], '"zoom"', "expected a list of tool calls"),
+    (["--dialect", "openai"], None, "calls.json: No such file or directory"),
+])
+def test_bad_tool_calls_get_one_line(tmp_path, capsys, argv, content, said):
+    reply, path = tmp_path / "reply.txt", tmp_path / "calls.json"
+    reply.write_text("Step 1 (Text): zoom.\n", encoding="utf-8")
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert main(["parse", str(reply), *argv, "--tool-calls", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1
