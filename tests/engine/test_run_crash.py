@@ -13,28 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import lmdb
-import msgspec
-
-from adapters.models.base import ModelReply
 from store import Step, TrajectoryFinished, TrajectoryStarted, open_store
-from store.events import decode_record
-from store.recorder import cache_value
+from tests.fakes.crash import TAG, StoreWatch, cached_tags, log_lines, seen
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "VAOT_TEST_KEY"
 KEY = "sk-crash-test-0f5e2d"
-TAG = re.compile(r"reply-(\d+)\b")
 MAX_STEPS = 2
 SAMPLES = 20
 KILL_AFTER_STEPS = 10
@@ -57,77 +49,6 @@ def _fake_server(tmp_path: Path, log: Path):
     script.write_text(json.dumps([_reply(n) for n in range(1000)]))
     return fake_server_process("openai", "--latency-ms", "300", "--api-key", KEY,
                                "--script", str(script), "--requests-log", str(log))
-
-
-def _seen(port: int) -> list[dict]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_fake/requests", timeout=10) as resp:
-        return json.load(resp)
-
-
-def _log_lines(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-class _StoreWatch:
-    """Reads the store another process is writing, raw, so a poll costs one read transaction."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.env: lmdb.Environment | None = None
-        self.steps = 0
-        self._after = b""
-
-    def poll(self) -> tuple[int, int]:
-        """(Step events committed, distinct replies cached) as of one consistent snapshot."""
-        if self.env is None:
-            if not (self.path / "data.mdb").exists():
-                return 0, 0
-            self.env = lmdb.open(str(self.path), readonly=True, max_dbs=8, subdir=True)
-        try:
-            events = self.env.open_db(b"events", create=False)
-            cache = self.env.open_db(b"cache", create=False)
-        except lmdb.Error:  # the writer has not created them yet
-            return 0, 0
-        with self.env.begin() as txn:
-            cursor = txn.cursor(db=events)
-            found = cursor.set_range(self._after) if self._after else cursor.first()
-            while found:
-                key, record = cursor.item()
-                if key != self._after:
-                    self.steps += isinstance(decode_record(0, record).event, Step)
-                    self._after = key
-                found = cursor.next()
-            return self.steps, len(_reply_tags(txn, cache))
-
-    def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
-
-
-def _reply_tags(txn: lmdb.Transaction, cache) -> set[int]:
-    """Tags of the replies in the reply cache (read raw: the store has no API to list it).
-
-    A reply may sit under more than one key (per trajectory, and the cassette's bare request
-    hash), so replies are counted by their tag, not by cache entries.
-    """
-    tags = set()
-    for key, record in txn.cursor(db=cache):
-        text = msgspec.msgpack.decode(cache_value(key, record, unchecked_ok=False),
-                                      type=ModelReply).text
-        found = TAG.findall(text)
-        assert len(found) == 1, text
-        tags.add(int(found[0]))
-    return tags
-
-
-def _cached_tags(store_path: Path) -> set[int]:
-    env = lmdb.open(str(store_path), readonly=True, max_dbs=8, subdir=True)
-    try:
-        cache = env.open_db(b"cache", create=False)
-        with env.begin() as txn:
-            return _reply_tags(txn, cache)
-    finally:
-        env.close()
 
 
 def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
@@ -164,7 +85,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
             first = subprocess.Popen(
                 command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
             )
-        watch = _StoreWatch(store_path)
+        watch = StoreWatch(store_path)
         try:
             # Kill once some steps are committed and a reply is cached whose step is not yet:
             # the case the reply cache exists for.
@@ -188,10 +109,10 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
 
         # Requests in flight at the kill are cancelled by the server; wait until each is logged.
         deadline = time.monotonic() + 20
-        while len(_log_lines(log)) < len(_seen(port)):
+        while len(log_lines(log)) < len(seen(port)):
             assert time.monotonic() < deadline, "the fake server still has requests in flight"
             time.sleep(0.05)
-        before = _log_lines(log)
+        before = log_lines(log)
         answered_before = sum(1 for r in before if r["ok"])
         with open_store(store_path, create=False) as store:
             steps_at_kill = {
@@ -199,7 +120,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
                 for e in store.iter_events()
                 if isinstance(e.event, Step)
             }
-        cached_at_kill = _cached_tags(store_path)
+        cached_at_kill = cached_tags(store_path)
         assert len(steps_at_kill) >= KILL_AFTER_STEPS
         assert cached_at_kill <= set(range(answered_before)), (
             f"at the kill: {len(steps_at_kill)} steps committed, {len(cached_at_kill)} replies "
@@ -218,7 +139,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
             timeout=60,
         )
         assert verified.returncode == 0, verified.stdout + verified.stderr
-        after = _log_lines(log)[len(before) :]
+        after = log_lines(log)[len(before) :]
 
     assert not [r for r in before + after if r["fault"] or r["problems"]]
     answered_after = sum(1 for r in after if r["ok"])

@@ -20,6 +20,7 @@ import asyncio
 import base64
 import binascii
 import hashlib
+import importlib
 import os
 import re
 import signal
@@ -65,6 +66,9 @@ class RequestView(msgspec.Struct):
     wants_logprobs: bool = False
     top_logprobs: int = 0
     body: Any = None
+    served: int = 0
+    """How many replies the server gave before this one (its place in the order served), so a
+    reply function can tag each answer uniquely."""
 
 
 class ReplySpec(msgspec.Struct):
@@ -387,6 +391,7 @@ class FakeServer(abc.ABC):
             pass
 
     def _next_spec(self, view: RequestView) -> ReplySpec:
+        view.served = self._served
         if callable(self.replies):
             got = self.replies(view)
         elif self.replies is not None and self._served < len(self.replies):
@@ -490,6 +495,11 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
         "--fault-script", default="", help="faults for requests 0,1,…: '503,,reset'"
     )
     parser.add_argument("--script", help="JSON file: list of replies, or {replies, faults}")
+    parser.add_argument(
+        "--replies", metavar="MODULE:FUNCTION",
+        help="answer with this function of the RequestView, for replies that depend on the "
+        "request (instead of --script's replies)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--api-key", help="demand exactly this key (default: see key_required)")
     parser.add_argument("--retry-after", type=int, default=0, help="seconds 429 faults ask for")
@@ -500,7 +510,7 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
     )
     args = parser.parse_args(argv)
 
-    replies: list | None = None
+    replies: Replies | None = None
     fault_script: list[str | None] = (
         [f or None for f in args.fault_script.split(",")] if args.fault_script else []
     )
@@ -512,6 +522,9 @@ def main(server_cls: type[FakeServer], argv: Sequence[str] | None = None) -> Non
             fault_script = loaded.get("faults", fault_script)
         else:
             replies = loaded
+    if args.replies:
+        module, _, function = args.replies.partition(":")
+        replies = getattr(importlib.import_module(module), function)
     plan = FaultPlan(
         fault_script,
         rate=args.fault_rate,

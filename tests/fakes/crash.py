@@ -1,0 +1,112 @@
+"""What the tests that SIGKILL ``vaot run`` mid-run share: tagged replies, and a look at the store
+and the fake server from outside the killed process.
+
+Each reply the fake sends carries a unique tag (``reply-N``, N = the order the server answered
+in), so a tag names the exact server call a step's reply came from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+import lmdb
+import msgspec
+
+from adapters.models.base import ModelReply
+from store import Step
+from store.events import decode_record
+from store.recorder import cache_value
+from tests.fakes.server import ReplySpec, RequestView
+
+__all__ = ["TAG", "StoreWatch", "cached_tags", "log_lines", "native_tool_reply", "seen"]
+
+TAG = re.compile(r"reply-(\d+)\b")
+ZOOM = {"type": "zoom", "target": [200, 200, 800, 800]}
+
+
+def native_tool_reply(view: RequestView) -> ReplySpec:
+    """A tagged reply for ``--native-tools``: a visual_action zoom call when the request declares
+    the tool and no step was taken yet, a final answer otherwise (``--replies`` of a fake)."""
+    tag = f"reply-{view.served}"
+    if view.body.get("tools") and "assistant" not in view.roles:
+        return ReplySpec(text=f"Step 1 (Text): I need a closer look ({tag}).",
+                         tool_calls=[{"name": "visual_action", "arguments": ZOOM,
+                                      "id": f"call_{view.served}"}])
+    return ReplySpec(text=f"Step 2 (Text): The zoomed view settles it ({tag}).\nFinal Answer: B")
+
+
+def seen(port: int) -> list[dict]:
+    """What a fake server process has received so far (``GET /_fake/requests``)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_fake/requests", timeout=10) as resp:
+        return json.load(resp)
+
+
+def log_lines(log: Path) -> list[dict]:
+    """A fake server's ``--requests-log``, one dict per request it finished with."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+class StoreWatch:
+    """Reads the store another process is writing, raw, so a poll costs one read transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.env: lmdb.Environment | None = None
+        self.steps = 0
+        self._after = b""
+
+    def poll(self) -> tuple[int, int]:
+        """(Step events committed, distinct replies cached) as of one consistent snapshot."""
+        if self.env is None:
+            if not (self.path / "data.mdb").exists():
+                return 0, 0
+            self.env = lmdb.open(str(self.path), readonly=True, max_dbs=8, subdir=True)
+        try:
+            events = self.env.open_db(b"events", create=False)
+            cache = self.env.open_db(b"cache", create=False)
+        except lmdb.Error:  # the writer has not created them yet
+            return 0, 0
+        with self.env.begin() as txn:
+            cursor = txn.cursor(db=events)
+            found = cursor.set_range(self._after) if self._after else cursor.first()
+            while found:
+                key, record = cursor.item()
+                if key != self._after:
+                    self.steps += isinstance(decode_record(0, record).event, Step)
+                    self._after = key
+                found = cursor.next()
+            return self.steps, len(_reply_tags(txn, cache))
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+
+
+def _reply_tags(txn: lmdb.Transaction, cache) -> set[int]:
+    """Tags of the replies in the reply cache (read raw: the store has no API to list it).
+
+    A reply may sit under more than one key (per trajectory, and the cassette's bare request
+    hash), so replies are counted by their tag, not by cache entries.
+    """
+    tags = set()
+    for key, record in txn.cursor(db=cache):
+        text = msgspec.msgpack.decode(cache_value(key, record, unchecked_ok=False),
+                                      type=ModelReply).text
+        found = TAG.findall(text)
+        assert len(found) == 1, text
+        tags.add(int(found[0]))
+    return tags
+
+
+def cached_tags(store_path: Path) -> set[int]:
+    """Tags of the replies in a closed store's reply cache."""
+    env = lmdb.open(str(store_path), readonly=True, max_dbs=8, subdir=True)
+    try:
+        cache = env.open_db(b"cache", create=False)
+        with env.begin() as txn:
+            return _reply_tags(txn, cache)
+    finally:
+        env.close()
