@@ -19,14 +19,22 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from store import Step, TrajectoryFinished, TrajectoryStarted, open_store
-from tests.fakes.crash import TAG, ZOOM, StoreWatch, cached_tags, log_lines, seen
+from store import Step, TrajectoryFinished, open_store
+from tests.fakes.crash import (
+    TAG,
+    ZOOM,
+    StoreWatch,
+    cached_tags,
+    log_lines,
+    seen,
+    trajectories_in,
+)
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,11 +124,7 @@ def test_sigkill_mid_native_tools_run_then_rerun_asks_nothing_twice_nor_differen
     answered_before = sum(1 for r in before if r["ok"])
     assert cached_at_kill <= set(range(answered_before))
 
-    events = defaultdict(list)
-    with open_store(store_path, create=False) as store:
-        for stored in store.iter_events():
-            events[stored.event.traj].append(stored.event)
-    trajectories = {t: evs for t, evs in events.items() if isinstance(evs[0], TrajectoryStarted)}
+    trajectories = trajectories_in(store_path)
     assert len(trajectories) == SAMPLES * 4
     uses: Counter[int] = Counter()
     for traj, evs in trajectories.items():

@@ -17,11 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
-from store import Step, TrajectoryFinished, TrajectoryStarted, open_store
-from tests.fakes.crash import TAG, StoreWatch, cached_tags, log_lines, seen
+from store import Step, TrajectoryFinished, open_store
+from tests.fakes.crash import TAG, StoreWatch, cached_tags, log_lines, seen, trajectories_in
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,11 +144,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
     assert not [r for r in before + after if r["fault"] or r["problems"]]
     answered_after = sum(1 for r in after if r["ok"])
 
-    events = defaultdict(list)
-    with open_store(store_path, create=False) as store:
-        for stored in store.iter_events():
-            events[stored.event.traj].append(stored.event)
-    trajectories = {t: evs for t, evs in events.items() if isinstance(evs[0], TrajectoryStarted)}
+    trajectories = trajectories_in(store_path)
     assert len(trajectories) == SAMPLES * 4
     uses: Counter[int] = Counter()
     for traj, evs in trajectories.items():

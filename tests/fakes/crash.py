@@ -16,15 +16,26 @@ import lmdb
 import msgspec
 
 from adapters.models.base import ModelReply
-from store import Step
+from store import Step, TrajectoryStarted, open_store
 from store.events import decode_record
 from store.recorder import cache_value
 from tests.fakes.server import ReplySpec, RequestView
 
-__all__ = ["TAG", "StoreWatch", "cached_tags", "log_lines", "native_tool_reply", "seen"]
+__all__ = ["TAG", "StoreWatch", "cached_tags", "log_lines", "native_tool_reply", "seen",
+           "trajectories_in"]
 
 TAG = re.compile(r"reply-(\d+)\b")
 ZOOM = {"type": "zoom", "target": [200, 200, 800, 800]}
+
+
+def trajectories_in(store_path: Path) -> dict[str, list]:
+    """Every trajectory's events in the store, in log order, by trajectory id (run headers
+    left out)."""
+    events: dict[str, list] = {}
+    with open_store(store_path, create=False) as store:
+        for stored in store.iter_events():
+            events.setdefault(stored.event.traj, []).append(stored.event)
+    return {t: evs for t, evs in events.items() if isinstance(evs[0], TrajectoryStarted)}
 
 
 def native_tool_reply(view: RequestView) -> ReplySpec:
