@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,11 +27,11 @@ from store import Step, TrajectoryFinished, open_store
 from tests.fakes.crash import (
     TAG,
     ZOOM,
-    StoreWatch,
     cached_tags,
+    kill_mid_run,
     log_lines,
-    seen,
     trajectories_in,
+    wait_until_logged,
 )
 from tests.fakes.process import fake_server_process
 
@@ -59,34 +57,6 @@ def _command(provider: str, port: int, store_path: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _kill_mid_run(command: list[str], store_path: Path, out: Path) -> None:
-    """Start the run; SIGKILL it once some steps are committed and a reply is cached whose step
-    is not yet (the case the reply cache exists for)."""
-    env = {**os.environ, KEY_ENV: KEY}
-    with out.open("w") as sink:
-        first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink,
-                                 stderr=subprocess.STDOUT)
-    watch = StoreWatch(store_path)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            steps, cached = watch.poll()
-            if steps >= KILL_AFTER_STEPS and cached > steps:
-                break
-            assert first.poll() is None, (
-                f"vaot run ended (code {first.returncode}) before it could be killed:\n"
-                + out.read_text()
-            )
-            assert time.monotonic() < deadline, f"no kill point within 60 s ({steps} steps)"
-            time.sleep(0.005)
-        first.send_signal(signal.SIGKILL)
-    finally:
-        first.kill()
-        first.wait(timeout=30)
-        watch.close()
-    assert first.returncode == -signal.SIGKILL
-
-
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 def test_sigkill_mid_native_tools_run_then_rerun_asks_nothing_twice_nor_differently(
         provider, tmp_path) -> None:
@@ -96,13 +66,9 @@ def test_sigkill_mid_native_tools_run_then_rerun_asks_nothing_twice_nor_differen
                              "--replies", "tests.fakes.crash:native_tool_reply",
                              "--requests-log", str(log)) as port:
         command = _command(provider, port, store_path)
-        _kill_mid_run(command, store_path, tmp_path / "first.out")
-
-        # Requests in flight at the kill are cancelled by the server; wait until each is logged.
-        deadline = time.monotonic() + 20
-        while len(log_lines(log)) < len(seen(port)):
-            assert time.monotonic() < deadline, "the fake server still has requests in flight"
-            time.sleep(0.05)
+        kill_mid_run(command, ROOT, {**os.environ, KEY_ENV: KEY}, store_path,
+                     tmp_path / "first.out", KILL_AFTER_STEPS)
+        wait_until_logged(log, port)
         before = log_lines(log)
         with open_store(store_path, create=False) as store:
             steps_at_kill = {(e.event.traj, e.event.step): e.event for e in store.iter_events()

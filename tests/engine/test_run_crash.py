@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 from store import Step, TrajectoryFinished, open_store
-from tests.fakes.crash import TAG, StoreWatch, cached_tags, log_lines, seen, trajectories_in
+from tests.fakes.crash import (
+    TAG,
+    cached_tags,
+    kill_mid_run,
+    log_lines,
+    trajectories_in,
+    wait_until_logged,
+)
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,37 +86,8 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
             "--retry-base-delay",
             "0.01",
         ]
-        with (tmp_path / "first.out").open("w") as out:
-            first = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-        watch = StoreWatch(store_path)
-        try:
-            # Kill once some steps are committed and a reply is cached whose step is not yet:
-            # the case the reply cache exists for.
-            deadline = time.monotonic() + 60
-            while True:
-                steps, cached = watch.poll()
-                if steps >= KILL_AFTER_STEPS and cached > steps:
-                    break
-                assert first.poll() is None, (
-                    f"vaot run ended (code {first.returncode}) before it could be killed:\n"
-                    + (tmp_path / "first.out").read_text()
-                )
-                assert time.monotonic() < deadline, f"no kill point within 60 s ({steps} steps)"
-                time.sleep(0.005)
-            first.send_signal(signal.SIGKILL)
-        finally:
-            first.kill()
-            first.wait(timeout=30)
-            watch.close()
-        assert first.returncode == -signal.SIGKILL
-
-        # Requests in flight at the kill are cancelled by the server; wait until each is logged.
-        deadline = time.monotonic() + 20
-        while len(log_lines(log)) < len(seen(port)):
-            assert time.monotonic() < deadline, "the fake server still has requests in flight"
-            time.sleep(0.05)
+        kill_mid_run(command, ROOT, env, store_path, tmp_path / "first.out", KILL_AFTER_STEPS)
+        wait_until_logged(log, port)
         before = log_lines(log)
         answered_before = sum(1 for r in before if r["ok"])
         with open_store(store_path, create=False) as store:

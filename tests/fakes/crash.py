@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import time
 import urllib.request
 from pathlib import Path
 
@@ -21,8 +24,17 @@ from store.events import decode_record
 from store.recorder import cache_value
 from tests.fakes.server import ReplySpec, RequestView
 
-__all__ = ["TAG", "StoreWatch", "cached_tags", "log_lines", "native_tool_reply", "seen",
-           "trajectories_in"]
+__all__ = [
+    "TAG",
+    "StoreWatch",
+    "cached_tags",
+    "kill_mid_run",
+    "log_lines",
+    "native_tool_reply",
+    "seen",
+    "trajectories_in",
+    "wait_until_logged",
+]
 
 TAG = re.compile(r"reply-(\d+)\b")
 ZOOM = {"type": "zoom", "target": [200, 200, 800, 800]}
@@ -121,3 +133,40 @@ def cached_tags(store_path: Path) -> set[int]:
             return _reply_tags(txn, cache)
     finally:
         env.close()
+
+
+def kill_mid_run(command: list[str], cwd: Path, env: dict[str, str], store_path: Path, out: Path,
+                 after_steps: int) -> None:
+    """Start ``vaot run``; SIGKILL it once ``after_steps`` steps are committed and a reply is
+    cached whose step is not yet (the case the reply cache exists for). Polls the store from
+    outside: the killed process can signal nothing."""
+    with out.open("w") as sink:
+        first = subprocess.Popen(command, cwd=cwd, env=env, stdout=sink,
+                                 stderr=subprocess.STDOUT)
+    watch = StoreWatch(store_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            steps, cached = watch.poll()
+            if steps >= after_steps and cached > steps:
+                break
+            assert first.poll() is None, (
+                f"vaot run ended (code {first.returncode}) before it could be killed:\n"
+                + out.read_text()
+            )
+            assert time.monotonic() < deadline, f"no kill point within 60 s ({steps} steps)"
+            time.sleep(0.005)
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+        watch.close()
+    assert first.returncode == -signal.SIGKILL
+
+
+def wait_until_logged(log: Path, port: int) -> None:
+    """Requests in flight at a kill are cancelled by the server: wait until each is logged."""
+    deadline = time.monotonic() + 20
+    while len(log_lines(log)) < len(seen(port)):
+        assert time.monotonic() < deadline, "the fake server still has requests in flight"
+        time.sleep(0.05)
