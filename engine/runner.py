@@ -266,9 +266,14 @@ def _reference_only(specs) -> bool:
 
 
 async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
-                           extra_header: dict | None = None) -> bool:
+                           samples: int) -> bool:
     """Append the run's ``RunStarted`` event unless the store already holds it; returns whether
-    it did (False: a resume, checked against the header first)."""
+    it did (False: a resume, checked against the header first).
+
+    ``samples`` is how many samples this invocation runs (after ``--limit`` and the rows its
+    dataset skipped): with the models, settings and epochs, the trajectories it asked for, so
+    ``vaot report`` can count those a stopped run never started.
+    """
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
     native = [m for m in config.models if m.native_tools]
@@ -293,7 +298,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         # Only when a model declares the tool: the headers of the runs before stay as they were.
         **({"native_tools_prompts": native_tools_hashes(m.convention for m in native),
             "native_tools_version": NATIVE_TOOLS_VERSION} if native else {}),
-        **(extra_header or {}),
+        "samples": samples, "epochs": config.epochs,
     }
     head = store.head(header_stream)
     if head is not None:
@@ -592,7 +597,6 @@ async def run_jobs(
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
     on_fault: Callable[[str, str, str, bool], None] | None = None,
     adapters: dict[str, ModelAdapter] | None = None,
-    extra_header: dict | None = None,
     on_stop: Callable[[StoppedModel], None] | None = None,
     recorded_originals: dict[str, str] | None = None,
     shared_pauses: Sequence[SharedCell] | None = None,
@@ -626,7 +630,7 @@ async def run_jobs(
         if attach is not None:
             attach(store)
     fresh = (False if header_written
-             else await write_run_header(config, store, run_id, extra_header))
+             else await write_run_header(config, store, run_id, len(samples)))
     jobs = build_jobs(config, run_id, samples)
     if recorded_originals is None:
         if not fresh:

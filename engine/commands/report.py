@@ -3,9 +3,10 @@
 The tables ``vaot run`` prints at its end, for any run a store holds, without the command that
 made it: accuracy per group × setting per model, how many rendering trajectories were shown a
 render, the paired vaot / wrong_render accuracy, and tokens (with a price table, their cost).
-They cover the trajectories in the log: one a stopped run never started is not there (its
-``vaot run`` table counts it as open). ``--json`` gives the same as data, for a notebook or a
-script. Read only: a run may still be writing the store.
+They cover the trajectories in the log; the run's line also counts the ones a stopped run never
+started, from what its invocations asked for (runs recorded before headers said so cannot).
+``--json`` gives the same as data, for a notebook or a script. Read only: a run may still be
+writing the store.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import msgspec
 from rich.console import Console
 
+from analysis.coverage import coverage
 from analysis.records import TrajectoryRecord, project
 from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
 from engine.commands._store_arg import add_store_argument, open_existing_store
@@ -46,7 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
                         "its options (the last header), trajectories, ended, failed and "
-                        "unfinished counts, accuracy cells per model, group and setting "
+                        "unfinished counts, planned and never_started (null for runs "
+                        "recorded before headers said how many samples they ran) with "
+                        "coverage per model and setting, accuracy cells per model, group and setting "
                         "(ended, correct, failed, unfinished, accuracy as a fraction 0-1; the "
                         "row 'all' with aggregate true), shown_a_render, "
                         "paired_exposed_accuracy, and usage per model (cost null when not "
@@ -88,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.run:
         wanted = args.run.lower()
-        chosen = [r for r, header in runs.items()
-                  if r.startswith(wanted) or header.get("run_name") == args.run]
+        chosen = [r for r, headers in runs.items()
+                  if r.startswith(wanted) or headers[-1].get("run_name") == args.run]
         if len(chosen) != 1:
             if chosen:
                 print(f"vaot report: {len(chosen)} runs in {args.store} start with "
@@ -106,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
     console = _Console(highlight=False, emoji=False, soft_wrap=True)
     if not runs:
         console.print(f"{args.store}: no run recorded", markup=False)
-    for run_id, header in runs.items():
-        _print_run(console, run_id, header, [r for r in records if r.run_id == run_id], prices)
+    for run_id, headers in runs.items():
+        _print_run(console, run_id, headers, [r for r in records if r.run_id == run_id], prices)
     return 0
 
 
@@ -119,21 +123,26 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-def _headers(store) -> dict[str, dict]:
-    """Run id → the config of its last RunStarted (each invocation that changed something
-    added one), in the order the runs began."""
+def _headers(store) -> dict[str, list[dict]]:
+    """Run id → the configs of its RunStarted events (each invocation that changed something
+    added one; an empty one for a run without any), in the order the runs began."""
     out = {}
     began = {bytes(k).decode("utf-8", "backslashreplace"): bytes(v)
              for k, v in store.iter_run_index()}
     for run_id in sorted(store.run_ids(), key=lambda r: began.get(r, b"")):
         configs = [s.event.config for s in store.read_trajectory(run_stream(run_id))
                    if isinstance(s.event, RunStarted)]
-        out[run_id] = configs[-1] if configs else {}
+        out[run_id] = configs or [{}]
     return out
 
 
-def _print_run(console, run_id: str, header: dict, records: list[TrajectoryRecord],
+def _print_run(console, run_id: str, headers: list[dict], records: list[TrajectoryRecord],
                prices: PriceTable | None) -> None:
+    header = headers[-1]
+    planned = coverage(headers, records)
+    missing = "" if planned is None else (
+        f", {sum(c.never_started for c in planned)} never started (of "
+        f"{count(sum(c.planned for c in planned), 'trajectory', 'trajectories')} asked for)")
     models = [m.get("spec", "?") for m in header.get("models", []) if isinstance(m, dict)]
     ended = sum(r.status is not None for r in records)
     failed = sum(r.status == "failed" for r in records)
@@ -143,7 +152,8 @@ def _print_run(console, run_id: str, header: dict, records: list[TrajectoryRecor
         + f": dataset {header.get('dataset', '?')}, {header.get('engine_version', '?')}, "
         f"max steps {header.get('max_steps', '?')}, shape {header.get('shape', '?')}, image "
         f"history {header.get('image_history', '?')}; {count(len(records), 'trajectory', 'trajectories')} "
-        f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"),
+        f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"
+        + missing),
         markup=False)
     if not records:
         return
@@ -162,11 +172,12 @@ def _print_run(console, run_id: str, header: dict, records: list[TrajectoryRecor
                       markup=False)
 
 
-def _as_data(runs: dict[str, dict], records: list[TrajectoryRecord],
+def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
              prices: PriceTable | None) -> dict:
     out = {}
-    for run_id, header in runs.items():
+    for run_id, headers in runs.items():
         ours = [r for r in records if r.run_id == run_id]
+        planned = coverage(headers, ours)
         cells = accuracy_table(ours, by="group")
         table = [
             {"model": model, "group": "all" if group is ALL else group, "setting": setting,
@@ -181,11 +192,17 @@ def _as_data(runs: dict[str, dict], records: list[TrajectoryRecord],
                   for model, cell in paired_exposed_accuracy(ours).items()}
         ended = [r for r in ours if r.status is not None]
         out[run_id] = {
-            "options": header,
+            "options": headers[-1],
             "trajectories": len(ours),
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),
             "unfinished": len(ours) - len(ended),
+            "planned": None if planned is None else sum(c.planned for c in planned),
+            "never_started": (None if planned is None
+                              else sum(c.never_started for c in planned)),
+            "coverage": None if planned is None else [
+                {"model": c.model, "setting": c.setting, "planned": c.planned,
+                 "started": c.started, "never_started": c.never_started} for c in planned],
             "accuracy": table,
             "shown_a_render": {s: msgspec.to_builtins(e) for s, e in exposure(ours).items()},
             "paired_exposed_accuracy": paired,

@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from store import Step, TrajectoryFinished, open_store
+from store import Step, TrajectoryFinished, TrajectoryStarted, open_store
 from tests.fakes.crash import (
     TAG,
     cached_tags,
@@ -54,6 +54,15 @@ def _fake_server(tmp_path: Path, log: Path):
     script.write_text(json.dumps([_reply(n) for n in range(1000)]))
     return fake_server_process("openai", "--latency-ms", "300", "--api-key", KEY,
                                "--script", str(script), "--requests-log", str(log))
+
+
+def _report(store_path: Path) -> dict:
+    """The one run's figures in `vaot report --json`."""
+    done = subprocess.run([sys.executable, "-m", "engine", "report", str(store_path), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"].values()
+    return run
 
 
 def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
@@ -96,7 +105,14 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
                 for e in store.iter_events()
                 if isinstance(e.event, Step)
             }
+            started_at_kill = sum(isinstance(e.event, TrajectoryStarted)
+                                  for e in store.iter_events())
         cached_at_kill = cached_tags(store_path)
+        # What a stopped run's report says is missing: the trajectories it never started.
+        at_kill = _report(store_path)
+        assert (at_kill["planned"], at_kill["never_started"]) == (
+            SAMPLES * 4, SAMPLES * 4 - started_at_kill)
+        assert 0 < started_at_kill < SAMPLES * 4
         assert len(steps_at_kill) >= KILL_AFTER_STEPS
         assert cached_at_kill <= set(range(answered_before)), (
             f"at the kill: {len(steps_at_kill)} steps committed, {len(cached_at_kill)} replies "
@@ -116,6 +132,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_repeats_nothing(tmp_path) -> None:
         )
         assert verified.returncode == 0, verified.stdout + verified.stderr
         after = log_lines(log)[len(before) :]
+        assert _report(store_path)["never_started"] == 0
 
     assert not [r for r in before + after if r["fault"] or r["problems"]]
     answered_after = sum(1 for r in after if r["ok"])
