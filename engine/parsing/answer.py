@@ -28,14 +28,17 @@ _MARKER = re.compile(
 # correct option/choice is …" or 答案是/答案为/答案应该是 …, which are read only as the reply's
 # concluding sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word
 # character. Groups "say" and "choose" name a choice without the word answer ("I'd say B", "So
-# I'd go with B", "故选C", "所以应该选B"): read only when what follows is one option letter (or,
-# after "say", a number or yes/no): "I'd say we need to zoom in" is no answer (_names_one).
+# I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B"):
+# read only when what follows is one option letter (or, after "say", a number or yes/no): "I'd
+# say we need to zoom in" and "I'll go with zooming in" are no answer (_names_one).
 _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
     r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
     r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
-    r"|(?P<say>\b(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say|go[ \t]+with)\b(?![ \t]+that\b))"
+    r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
+    r"|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
+    r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
     r"|(?P<choose>(?<!案[是为為])(?:应该|应当|应)?选(?:择)?(?![项择]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
@@ -173,8 +176,8 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
     option/choice is …", "Here is the answer: …", "…答案是/为/应该是 …", with "I think", "I
-    believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd go with B",
-    "故选C", "所以应该选B"), each with a warning. An option label on a marked line keeps its
+    believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd go with B", "I'll
+    go with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B"), each with a warning. An option label on a marked line keeps its
     text unless a remark of the reply's own follows it ("Final Answer: B. The zoom will confirm
     this." gives B).
     """

@@ -57,6 +57,17 @@ _READ = {
     "I'd say Ｂ.": ("Ｂ", "B"),
     "所以答案是Ｂ。": ("Ｂ", "B"),
     "所以答案是（Ｂ）。": ("（Ｂ）", "B"),
+    # Engine 8: "I'll go with", "I'm going with" and "I'd say it's" name one option as "I'd go
+    # with" does; they were missed, and the trajectory ran on to its step budget.
+    "I'll go with B": ("B", "B"),
+    "I will go with B.": ("B", "B"),
+    "I'm going with B.": ("B", "B"),
+    "So I'll go with option C.": ("option C", "C"),
+    "We're going with (B).": ("(B)", "B"),
+    "I'll go with 7.": ("7", None),
+    "I'd say it's B.": ("B", "B"),
+    "I would say it is B.": ("B", "B"),
+    "I'd say it's 12 cm.": ("12 cm", None),
 }
 
 
@@ -96,6 +107,12 @@ _THOUGHT = [
     "Here is the answer is 3",
     # Full width, the same rules: two candidates, or a word rather than an option.
     "故选Ｃ或Ｄ。", "I'd say Ｂｅｅ.",
+    # Engine 8's forms, the same rules: a step to take, a remark, a doubt, two candidates.
+    "I'll go with zooming in first.", "I'll go with the zoom tool.", "I'm going with a crop.",
+    "I'll go with B for now.", "I'll go with B, but let me zoom in to check.",
+    "I'm going with B or C.", "If I had to guess, I'll go with B.", "I'll go with B?",
+    "I'd say the image is blurry, let me zoom.", "I'd say it's blurry.", "I'd say it's B or C.",
+    "I'd say it's 3 probably.", "I'll go without B.", "I'll go with that.",
 ]
 
 
@@ -209,7 +226,8 @@ def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
 
 _LEADS = st.sampled_from(["", "So ", "Overall, ", "Based on the zoom, ", "Therefore, "])
 _SAYS = st.sampled_from(["I'd say ", "I would say ", "I'd go with ", "I would go with ",
-                         "We'd say "])
+                         "We'd say ", "I'll go with ", "I will go with ", "I'm going with ",
+                         "I'd say it's "])
 _PICKS = st.sampled_from(["B", "(B)", "option B", "B (dog)", "7", "12 cm", "yes"])
 _DOUBTS = st.sampled_from([" or C.", ", but let me check.", "? Let me zoom.", " for now.",
                            ". Let me zoom in to confirm."])
