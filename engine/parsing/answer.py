@@ -27,19 +27,23 @@ _MARKER = re.compile(
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …", "the
 # correct option/choice is …" or 答案是/答案为/答案应该是 …, which are read only as the reply's
 # concluding sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word
-# character. Groups "say" and "choose" name a choice without the word answer ("I'd say B", "So
-# I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B"):
-# read only when what follows is one option letter (or, after "say", a number or yes/no): "I'd
-# say we need to zoom in" and "I'll go with zooming in" are no answer (_names_one).
+# character. 我的答案是 and 最终答案是 ("my answer is", "the final answer is") are bare too (最终答案
+# opening a line is _MARKER's). Groups "say" and "choose" name a choice without the word answer
+# ("I'd say B", "So I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B",
+# "故选C", "所以应该选B", "我选B"): read only when what follows is one option letter (or, after
+# "say", a number or yes/no): "I'd say we need to zoom in", "I'll go with zooming in" and
+# "我选择放大区域" are no answer (_names_one).
 _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
     r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
-    r"|(?:正确的?)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
+    r"|(?:我们?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
+    r"(?:[是为為]|(?=[:：]))"
     r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
     r"|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
-    r"|(?P<choose>(?<!案[是为為])(?:应该|应当|应)?选(?:择)?(?![项择]))))"
+    r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?)?(?:应该|应当|应)?选(?:择)?"
+    r"(?![项择]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )
@@ -175,10 +179,11 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
-    option/choice is …", "Here is the answer: …", "…答案是/为/应该是 …", with "I think", "I
-    believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd go with B", "I'll
-    go with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B"), each with a warning. An option label on a marked line keeps its
-    text unless a remark of the reply's own follows it ("Final Answer: B. The zoom will confirm
+    option/choice is …", "Here is the answer: …", "…(我的)答案是/为/应该是 …", "…最终答案是 …",
+    with "I think", "I believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd
+    go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B",
+    "我选B"), each with a warning. An option label on a marked line keeps its text unless a
+    remark of the reply's own follows it ("Final Answer: B. The zoom will confirm
     this." gives B).
     """
     warnings: list[str] = []
@@ -573,8 +578,8 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
     if said.group("here") and not m.group().rstrip().endswith((":", "：")):
         return None  # "Here is" presents a colon's answer: "Here is the answer is …" is no prose
     opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
-    if m.group("choose") and opener is None and not m.group("choose").startswith("应"):
-        return None  # "这是一道选择题": 选 chooses only after 所以/故/我认为 or as 应该选
+    if m.group("choose") and opener is None and not m.group("choose").startswith(("应", "我")):
+        return None  # "这是一道选择题": 选 chooses only after 所以/故/我认为 or as 应该选 or 我选
     if opener is None:
         return pos
     start = begin + said.start(opener)

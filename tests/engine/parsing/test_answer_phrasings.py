@@ -68,6 +68,18 @@ _READ = {
     "I'd say it's B.": ("B", "B"),
     "I would say it is B.": ("B", "B"),
     "I'd say it's 12 cm.": ("12 cm", None),
+    # 我选/我选择 (I choose) name one option as 所以应该选 does, 我的答案是 (my answer is) states it
+    # as "My answer is" does, and 最终答案是 in a concluding sentence as "the final answer is".
+    "我选B": ("B", "B"),
+    "我选择B。": ("B", "B"),
+    "所以我选B。": ("B", "B"),
+    "我们选C。": ("C", "C"),
+    "我会选择D": ("D", "D"),
+    "这道选择题，我选B。": ("B", "B"),
+    "我的答案是B": ("B", "B"),
+    "我的答案是3。": ("3", None),
+    "我的最终答案是B。": ("B", "B"),
+    "所以最终答案是B": ("B", "B"),
 }
 
 
@@ -113,6 +125,9 @@ _THOUGHT = [
     "I'm going with B or C.", "If I had to guess, I'll go with B.", "I'll go with B?",
     "I'd say the image is blurry, let me zoom.", "I'd say it's blurry.", "I'd say it's B or C.",
     "I'd say it's 3 probably.", "I'll go without B.", "I'll go with that.",
+    "我选择放大区域", "我选择放大左上角。", "我选B吗", "我选B还是C？", "如果我选B，计数为奇数。",
+    "我选B，但需要放大确认。", "我选B之前先放大。", "这道选择题我也不会。", "我的答案是B吗",
+    "我的答案是什么？", "我的答案是B或C。", "我猜我的答案是B。",
 ]
 
 
