@@ -24,10 +24,10 @@ _MARKER = re.compile(
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )
-# "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …", "the
-# correct option/choice is …" or 答案是/答案为/答案应该是 …, which are read only as the reply's
-# concluding sentence (_concluding). 答案 has no \b before it: in "所以答案是B" it follows a word
-# character. 我的答案是 and 最终答案是 ("my answer is", "the final answer is") are bare too (最终答案
+# "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …" (also
+# "the answer to the question is/:"), "the correct option/choice is …" or 答案是/答案为/答案应该是
+# …, which are read only as the reply's concluding sentence (_concluding). 答案 has no \b before
+# it: in "所以答案是B" it follows a word character. 我的答案是 and 最终答案是 ("my answer is", "the final answer is") are bare too (最终答案
 # opening a line is _MARKER's). Groups "say" and "choose" name a choice without the word answer
 # ("I'd say B", "So I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B",
 # "故选C", "所以应该选B", "我选B"): read only when what follows is one option letter (or, after
@@ -36,7 +36,8 @@ _MARKER = re.compile(
 _ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
-    r"(?:answer[ \t]+is\b|answer(?=[ \t]*[:：])|(?:option|choice)[ \t]+is\b)"
+    r"(?:answer(?:[ \t]+to[ \t]+(?:the|this|your)[ \t]+question)?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
+    r"|(?:option|choice)[ \t]+is\b)"
     r"|(?:我们?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
     r"(?:[是为為]|(?=[:：]))"
     r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"

@@ -80,6 +80,12 @@ _READ = {
     "我的答案是3。": ("3", None),
     "我的最终答案是B。": ("B", "B"),
     "所以最终答案是B": ("B", "B"),
+    # "the answer to the question" is the answer: "Here is the answer to the question: 3" was
+    # missed where "Here is the answer: 3" is read.
+    "Here is the answer to the question: 3": ("3", None),
+    "Here's my answer to your question: B": ("B", "B"),
+    "So the answer to the question is 3.": ("3", None),
+    "Therefore, the answer to this question is C.": ("C", "C"),
 }
 
 
@@ -128,6 +134,10 @@ _THOUGHT = [
     "我选择放大区域", "我选择放大左上角。", "我选B吗", "我选B还是C？", "如果我选B，计数为奇数。",
     "我选B，但需要放大确认。", "我选B之前先放大。", "这道选择题我也不会。", "我的答案是B吗",
     "我的答案是什么？", "我的答案是B或C。", "我猜我的答案是B。",
+    "Here is the answer to the question: let me zoom in first.",
+    "Here is the answer to the question I need to check: 3",
+    "If the answer to the question is 3, the bars differ.",
+    "So the answer to the question is not yet clear.", "The answer to the question is B or C.",
 ]
 
 
