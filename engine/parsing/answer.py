@@ -564,6 +564,23 @@ _IMPRESSION_FIRST = re.compile(
     r"|目前来看|放大之前)", re.IGNORECASE)
 
 
+# A step still to take, named before a choice made without the word answer: "下一步，应该选C",
+# "接下来，我选B", "Next step: I'll go with B" choose what to do next (a region to zoom into may
+# be labelled C), not the answer. A conclusion word after it opens the clause that chooses: in
+# "下一步放大后看到的是C，所以应该选C" the step is done and 所以 concludes. ("Next to" is a place.)
+_NEXT_STEP = re.compile(
+    r"下一步|接下来|接着|\bnext[ \t]+(?:step|action|move)\b|^[ \t*_]*next\b(?![ \t]+to\b)",
+    re.IGNORECASE)
+_CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
+
+
+def _plans_next(lead: str) -> bool:
+    """Whether ``lead``, what precedes a choice in its sentence, names the next step as what the
+    choice is for."""
+    steps = list(_NEXT_STEP.finditer(lead))
+    return bool(steps) and _CONCLUDES.search(lead, steps[-1].end()) is None
+
+
 def _lead_in(text: str, m: re.Match[str]) -> int | None:
     """Where the thought's cut starts (the conclusion word, else the hedge or "Here is", else
     the match) when only a lead-in that concludes precedes the match ``m`` of _ANSWER_IS in its
@@ -578,6 +595,8 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
         return None
     if said.group("here") and not m.group().rstrip().endswith((":", "：")):
         return None  # "Here is" presents a colon's answer: "Here is the answer is …" is no prose
+    if (m.group("say") or m.group("choose")) and _plans_next(lead):
+        return None  # "下一步，应该选C": the next step's choice, of a region or a tool
     opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
     if m.group("choose") and opener is None and not m.group("choose").startswith(("应", "我")):
         return None  # "这是一道选择题": 选 chooses only after 所以/故/我认为 or as 应该选 or 我选

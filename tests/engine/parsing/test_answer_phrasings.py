@@ -86,6 +86,10 @@ _READ = {
     "Here's my answer to your question: B": ("B", "B"),
     "So the answer to the question is 3.": ("3", None),
     "Therefore, the answer to this question is C.": ("C", "C"),
+    # A step named in an earlier clause, then a conclusion: the conclusion chooses.
+    "下一步放大后看到的是C，所以应该选C。": ("C", "C"),
+    "The next bar is taller, so I'd go with B.": ("B", "B"),
+    "Next to the legend, I'd say B.": ("B", "B"),
 }
 
 
@@ -138,6 +142,11 @@ _THOUGHT = [
     "Here is the answer to the question I need to check: 3",
     "If the answer to the question is 3, the bars differ.",
     "So the answer to the question is not yet clear.", "The answer to the question is B or C.",
+    # A choice for the next step (下一步, 接下来, 接着, "next step") picks an action, not the
+    # answer: "下一步，应该选C" may choose region C to zoom into.
+    "下一步，应该选C", "下一步应该选C", "下一步：应该选C", "接下来，应该选择C", "接着，应该选C",
+    "接下来，我认为应该选C", "下一步，我选B", "For the next step, I'd go with B.",
+    "Next step: I'll go with B.", "Next, I'd go with B.", "In the next step, I'd say B.",
 ]
 
 
