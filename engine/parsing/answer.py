@@ -283,14 +283,16 @@ def _option_label(text: str, begin: int, end: int) -> re.Match[str] | None:
 # remark: options open with them too ("B. I and II only", "C. Zoom lens", "A. We the People",
 # "D. None of the above answers", "C. Cannot be confirmed"), so the verb after a first person is
 # matched in lower case ("We Are the Champions", "I Am Legend" are titles) and "I'm"/"I am"
-# counts only before a word of confidence ("E. I'm a Believer" is a title).
+# counts only before a word of confidence ("E. I'm a Believer" is a title). A doubt or a whole
+# reply in the first person ("I'm not sure", "I have no idea", "I think so") is no remark on the
+# answer: surveys list them as options, and as a remark cutting it would hide the doubt.
 _REMARK_CUE = re.compile(
-    r"\b(?:(?-i:I)|we)(?:['’](?:m|re)|[ \t]+(?-i:am|are))[ \t]+(?:(?-i:[a-z]+)[ \t]+)?"
+    r"\b(?:(?-i:I)|we)(?:['’](?:m|re)|[ \t]+(?-i:am|are))[ \t]+(?:(?!not\b)(?-i:[a-z]+)[ \t]+)?"
     r"(?:confident|sure|certain|positive|done|going|happy|glad)\b"
     r"|\b(?:(?-i:I)|we)(?:['’](?:ll|d|ve)|[ \t]+(?-i:will|would|have|had|can|could|should|must"
     r"|may|might|think|believe|hope|chose|choose|picked|pick|selected|select|went|counted|see"
     r"|saw|zoomed|cropped|checked|verified|confirmed|double-checked|need|needed|want|found"
-    r"|noticed|looked|compared|read))[ \t]+(?-i:[a-z])"
+    r"|noticed|looked|compared|read))[ \t]+(?!(?:so|not|no)\b)(?-i:[a-z])"
     r"|\blet(?:['’]s|[ \t]+(?:me|us))[ \t]+(?-i:[a-z])"
     r"|\b(?:zoom\w*|crop\w*)(?:[ \t]+(?:in|out|view|image|region|area))?[ \t]+(?:will|would"
     r"|should|can|could|may|might|confirms?|confirmed|shows?|showed|reveals?|revealed|makes?"

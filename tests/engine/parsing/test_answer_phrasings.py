@@ -215,8 +215,26 @@ def test_earlier_readings_stay(last, read) -> None:
     ("Final Answer: C. Our choice", ("C. Our choice", "C")),
     ("Final Answer: B. We Are the Champions", ("B. We Are the Champions", "B")),
     ("The final answer is B. I and II only.", ("B. I and II only", "B")),
+    # An option's text in the first person, as surveys write them, or a doubt after the label:
+    # whole ("not", "no", "so" after the verb are no remark the reply makes of its answer;
+    # cutting "B. I'm not sure" to B would lose the option's text or hide the doubt).
+    ("Final Answer: C. I'm not sure", ("C. I'm not sure", "C")),
+    ("Final Answer: B. I am not sure.", ("B. I am not sure.", "B")),
+    ("Final Answer: D. We are not certain", ("D. We are not certain", "D")),
+    ("Final Answer: B. I think so", ("B. I think so", "B")),
+    ("Final Answer: B. I think not.", ("B. I think not.", "B")),
+    ("Final Answer: A. I have no idea", ("A. I have no idea", "A")),
+    ("Final Answer: B. I agree", ("B. I agree", "B")),
+    ("Final Answer: B. I agree with the statement.", ("B. I agree with the statement.", "B")),
+    ("The final answer is B. I agree.", ("B. I agree", "B")),
+    # In lower case an option's text is never cut.
+    ("Final Answer: B. i am not sure", ("B. i am not sure", "B")),
+    ("Final Answer: A. i think so", ("A. i think so", "A")),
+    ("Final Answer: B. i think this is right.", ("B. i think this is right.", "B")),
     # A remark with its verb still leaves the label alone.
     ("Final Answer: B. I'm confident in this.", ("B", "B")),
+    ("Final Answer: B. I'm quite sure of it.", ("B", "B")),
+    ("Final Answer: B. I think this is right, not C.", ("B", "B")),
     ("Final Answer: B. I think this is right.", ("B", "B")),
     ("Final Answer: B. Hope this helps!", ("B", "B")),
     ("Final Answer: B. Thanks!", ("B", "B")),
