@@ -12,6 +12,7 @@ from engine.parsing.answer_text import (
     choice_letter,
     clean_answer,
     in_answer_tag,
+    split_hedge,
 )
 from engine.parsing.blocks import starts_line
 from engine.parsing.scan import finditer_from
@@ -193,7 +194,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     found = _marker_answers(text) if says_answer or "最终" in text else []
     markers = [marker for marker in found if clean_answer(marker[2])]
     if markers:
-        distinct = {_label_only(clean_answer(marker[2])) for marker in markers}
+        distinct = {split_hedge(_label_only(clean_answer(marker[2])))[0] for marker in markers}
         if len(distinct) > 1:
             warnings.append(f"{len(distinct)} different final answers; kept the last")
         start, end, answer, bare, at_line_start = markers[-1]
@@ -425,7 +426,8 @@ _UNSETTLED = re.compile(
     re.IGNORECASE,
 )
 # A concluding sentence's answer that hedges or names several ("B, probably", "most likely C",
-# "B, C"): read for "the answer is" only, where a conclusion must be one answer.
+# "B, C"): read for "the answer is" only, where a conclusion must be one answer. ("3 probably"
+# without the comma is split_hedge's, which a marked answer drops instead.)
 _HEDGED = re.compile(
     r"^(?:(?:most|very|quite|more)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)\b"
     r"|[,，][ \t]*(?:(?:most|very|quite)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)"
@@ -464,7 +466,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
         return None  # a question, or not the last sentence
     answer = clean_answer(text[begin : stop.start() if stop else line_end])
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
-            or _HEDGED.search(answer) or _BARE_NOT_GIVEN.match(answer)
+            or _HEDGED.search(answer) or split_hedge(answer)[1] or _BARE_NOT_GIVEN.match(answer)
             or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
         return None
     return start, end, answer
@@ -612,6 +614,8 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
            at_line_start: bool = True) -> FoundAnswer:
-    text = clean_answer(raw)
+    text, hedge = split_hedge(clean_answer(raw))
+    if hedge:  # "Final Answer: 3 probably" answers 3; the warning keeps the doubt in sight
+        warnings.append(f"dropped the hedge '{hedge}' after the answer")
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings),
                        at_line_start)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["boxed_contents", "choice_letter", "clean_answer", "in_answer_tag"]
+__all__ = ["boxed_contents", "choice_letter", "clean_answer", "in_answer_tag", "split_hedge"]
 
 # Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an
 # opening ("**Final Answer: B** - dog" leaves "B** - dog").
@@ -87,6 +87,22 @@ def clean_answer(answer: str) -> str:
             break
         answer = stripped
     return answer.strip().strip("*").strip()
+
+
+# A hedge after a lone number or option letter ("3 probably", "B, most likely"): the reply's doubt
+# about its answer, never part of it. Only there: a hedge word may be the whole answer ("Maybe",
+# "highly likely"), and "B. Probably" may be an option's text.
+_TRAILING_HEDGE = re.compile(
+    r"([-+]?\d[\d,]*(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
+    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))[ \t.!。！]*",
+    re.IGNORECASE)
+
+
+def split_hedge(answer: str) -> tuple[str, str]:
+    """A lone number or option letter and the hedge after it (``3 probably`` → ``3``,
+    ``probably``); else the answer and ``""``."""
+    m = _TRAILING_HEDGE.fullmatch(answer.strip())
+    return (m.group(1), m.group(2)) if m else (answer, "")
 
 
 def in_answer_tag(answer: str) -> bool:

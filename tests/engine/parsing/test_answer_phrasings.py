@@ -269,6 +269,45 @@ def test_a_marked_answer_runs_past_the_word_answer_in_prose(last, read) -> None:
     assert _read(last) == read
 
 
+_HEDGE_DROPPED = "dropped the hedge"
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A hedge after a marked number or option letter is no part of the answer: "3 probably"
+    # was recorded as the answer, and "B probably" lost its option letter.
+    ("Final Answer: 3 probably", ("3", None)),
+    ("Answer: 3 probably", ("3", None)),
+    ("The final answer is 3 probably.", ("3", None)),
+    ("Final Answer: B probably", ("B", "B")),
+    ("Final Answer: B, probably.", ("B", "B")),
+    ("Final Answer: (C) most likely", ("(C)", "C")),
+    ("<answer>3 maybe</answer>", ("3", None)),
+])
+def test_a_hedge_after_a_marked_number_or_letter_is_dropped(last, read) -> None:
+    parsed = parse_step(_BARS + last, expected_step=2)
+    assert (parsed.final_answer, parsed.answer_choice) == read
+    assert any(_HEDGE_DROPPED in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A concluding sentence that hedges is thought, with its comma or without it, as "I'd say
+    # 3 probably." and "I think the answer is B, probably." are.
+    ("The answer is 3 probably", (None, None)),
+    ("So the answer is 3 probably.", (None, None)),
+    ("I think the answer is B probably.", (None, None)),
+    ("所以答案是3 probably。", (None, None)),
+    # A likelihood asked for, or a hedge word as the whole answer, is the answer.
+    ("Final Answer: highly likely", ("highly likely", None)),
+    ("So the answer is highly likely.", ("highly likely", None)),
+    ("Final Answer: Maybe", ("Maybe", None)),
+    ("Final Answer: B. Probably", ("B. Probably", "B")),
+])
+def test_a_hedge_elsewhere_is_as_it_was(last, read) -> None:
+    parsed = parse_step(_BARS + last, expected_step=2)
+    assert (parsed.final_answer, parsed.answer_choice) == read
+    assert not any(_HEDGE_DROPPED in w for w in parsed.warnings)
+
+
 def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
     parsed = parse_step(_BARS + "Final Answer: B. The zoom will confirm this.\nFinal Answer: B",
                         expected_step=2)
