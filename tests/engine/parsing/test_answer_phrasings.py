@@ -1,6 +1,8 @@
 """Answers found missed after the two reviews in test_concluding_answer.py (engine 7): a choice
 named without the word answer ("I'd say B", 故选C), 答案应该是, "Here is the answer: 3", and an
-option letter with a remark after it on a "Final Answer:" line.
+option letter with a remark after it on a "Final Answer:" line. Engine 8 adds what the review
+after it found: "I'll go with B", 我选B, "Here is the answer to the question: 3" missed; a choice
+for the next step (下一步，应该选C) read as the answer; "3 probably" recorded as an answer.
 
 Missed, the trajectory ran on to its step budget and scored no answer; read too widely ("I'd say
 we need to zoom in", 答案应该是B吗, "Here is the answer I need to check: …"), a reply still
