@@ -71,7 +71,7 @@ __all__ = [
     "write_run_header",
 ]
 
-ENGINE_VERSION = "vaot-engine/7"
+ENGINE_VERSION = "vaot-engine/8"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -90,7 +90,12 @@ concluding "I think the answer is …", "So the answer: …", "The correct optio
 "Answer:" line saying what comes next ("Let me zoom in first.", "pending"), no answer. 7: a
 reply concluding "I'd say B", "I'd go with B", "I would say the answer is …", "答案应该是 …",
 "故选C", "所以应该选B" or "Here is the answer: …" answered; "Final Answer: B. The zoom will
-confirm this." read as B, and a marked answer no longer cut short at the word "answer" in it."""
+confirm this." read as B, and a marked answer no longer cut short at the word "answer" in it.
+8: a reply concluding "I'll go with B", "I'm going with B", "I'd say it's B", "我选B",
+"我的答案是B", "所以最终答案是B" or "Here is the answer to the question: …" answered; a choice
+for the next step ("下一步，应该选C") and a concluding "the answer is 3 probably" no answer; a
+hedge after a marked number or letter dropped ("Final Answer: 3 probably" gives 3); "Final
+Answer: C. I'm not sure" and "B. I think so" keep their text."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

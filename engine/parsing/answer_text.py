@@ -1,11 +1,27 @@
 """An answer as written, made plain: its wrappers removed, the option letter it leads with, the
-``\\boxed{}`` in it."""
+``\\boxed{}`` in it, a hedge after it; and where on its lines it is written."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["boxed_contents", "choice_letter", "clean_answer", "in_answer_tag"]
+__all__ = [
+    "LINE_LEAD",
+    "NEXT_LINE",
+    "boxed_contents",
+    "choice_letter",
+    "clean_answer",
+    "gives_none_yet",
+    "in_answer_tag",
+    "split_hedge",
+]
+
+# What may open a line before its text: blanks, a quote, heading or list mark, a number.
+LINE_LEAD = re.compile(r"[ \t]*(?:[#>*\-+][ \t]*|\d+[.)][ \t]*)*")
+# The next non-empty line (group 1), where an answer set under its marker is. Possessive: after
+# a run of blank lines there is no line to give back, and backtracking into them made "Final
+# Answer:" then a page of blanks cost its length squared.
+NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
 
 # Emphasis around the answer's first words only ("**B** (dog)"), or closing it without an
 # opening ("**Final Answer: B** - dog" leaves "B** - dog").
@@ -87,6 +103,41 @@ def clean_answer(answer: str) -> str:
             break
         answer = stripped
     return answer.strip().strip("*").strip()
+
+
+# A hedge after a lone number or option letter ("3 probably", "B, most likely"): the reply's doubt
+# about its answer, never part of it. Only there: a hedge word may be the whole answer ("Maybe",
+# "highly likely"), and "B. Probably" may be an option's text.
+_TRAILING_HEDGE = re.compile(
+    r"([-+]?\d[\d,]*(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
+    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))[ \t.!。！]*",
+    re.IGNORECASE)
+
+
+def split_hedge(answer: str) -> tuple[str, str]:
+    """A lone number or option letter and the hedge after it (``3 probably`` → ``3``,
+    ``probably``); else the answer and ``""``."""
+    m = _TRAILING_HEDGE.fullmatch(answer.strip())
+    return (m.group(1), m.group(2)) if m else (answer, "")
+
+
+# After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line or a concluding "the answer is", what
+# plainly gives no answer yet: a step still to take, a doubt, a blank to fill. ("Final Answer:"
+# keeps whatever follows it.)
+# Case matters: a title ("I Will Survive", "Let Me Go") or a status read off the image
+# ("Pending") is an answer; "let me zoom in" and "pending" are not.
+_NOT_GIVEN_YET = re.compile(
+    r"(?:[Ll]et(?:['’]s|[ \t]+(?:me|us))[ \t]+[a-z]|(?:I|We|we)(?:['’]ll[ \t]+[a-z]|[ \t]+(?:need"
+    r"[ \t]+to|will[ \t]+[a-z]|must[ \t]+[a-z]|should[ \t]+[a-z]|have[ \t]+to|am[ \t]+going))"
+    r"|[Nn]eed[ \t]+to[ \t]+[a-z]|to[ \t]+be[ \t]+(?:determined|decided|confirmed|found)"
+    r"|(?i:tbd)\b|pending\b|not[ \t]+(?:sure|yet|clear)\b|unclear\b"
+    r"|[?？]|_{2,}|…|\.{2,}|待定|不确定|看不清|无法(?:确定|判断|看清|识别|确认)|让我|需要(?:放大|裁剪|确认|再))"
+)
+
+
+def gives_none_yet(answer: str) -> bool:
+    """Whether an answer, made plain, plainly gives none yet: a step to take, a doubt, a blank."""
+    return _NOT_GIVEN_YET.match(answer) is not None
 
 
 def in_answer_tag(answer: str) -> bool:

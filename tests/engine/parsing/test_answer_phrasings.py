@@ -1,6 +1,8 @@
 """Answers found missed after the two reviews in test_concluding_answer.py (engine 7): a choice
 named without the word answer ("I'd say B", 故选C), 答案应该是, "Here is the answer: 3", and an
-option letter with a remark after it on a "Final Answer:" line.
+option letter with a remark after it on a "Final Answer:" line. Engine 8 adds what the review
+after it found: "I'll go with B", 我选B, "Here is the answer to the question: 3" missed; a choice
+for the next step (下一步，应该选C) read as the answer; "3 probably" recorded as an answer.
 
 Missed, the trajectory ran on to its step budget and scored no answer; read too widely ("I'd say
 we need to zoom in", 答案应该是B吗, "Here is the answer I need to check: …"), a reply still
@@ -57,6 +59,39 @@ _READ = {
     "I'd say Ｂ.": ("Ｂ", "B"),
     "所以答案是Ｂ。": ("Ｂ", "B"),
     "所以答案是（Ｂ）。": ("（Ｂ）", "B"),
+    # Engine 8: "I'll go with", "I'm going with" and "I'd say it's" name one option as "I'd go
+    # with" does; they were missed, and the trajectory ran on to its step budget.
+    "I'll go with B": ("B", "B"),
+    "I will go with B.": ("B", "B"),
+    "I'm going with B.": ("B", "B"),
+    "So I'll go with option C.": ("option C", "C"),
+    "We're going with (B).": ("(B)", "B"),
+    "I'll go with 7.": ("7", None),
+    "I'd say it's B.": ("B", "B"),
+    "I would say it is B.": ("B", "B"),
+    "I'd say it's 12 cm.": ("12 cm", None),
+    # 我选/我选择 (I choose) name one option as 所以应该选 does, 我的答案是 (my answer is) states it
+    # as "My answer is" does, and 最终答案是 in a concluding sentence as "the final answer is".
+    "我选B": ("B", "B"),
+    "我选择B。": ("B", "B"),
+    "所以我选B。": ("B", "B"),
+    "我们选C。": ("C", "C"),
+    "我会选择D": ("D", "D"),
+    "这道选择题，我选B。": ("B", "B"),
+    "我的答案是B": ("B", "B"),
+    "我的答案是3。": ("3", None),
+    "我的最终答案是B。": ("B", "B"),
+    "所以最终答案是B": ("B", "B"),
+    # "the answer to the question" is the answer: "Here is the answer to the question: 3" was
+    # missed where "Here is the answer: 3" is read.
+    "Here is the answer to the question: 3": ("3", None),
+    "Here's my answer to your question: B": ("B", "B"),
+    "So the answer to the question is 3.": ("3", None),
+    "Therefore, the answer to this question is C.": ("C", "C"),
+    # A step named in an earlier clause, then a conclusion: the conclusion chooses.
+    "下一步放大后看到的是C，所以应该选C。": ("C", "C"),
+    "The next bar is taller, so I'd go with B.": ("B", "B"),
+    "Next to the legend, I'd say B.": ("B", "B"),
 }
 
 
@@ -96,6 +131,24 @@ _THOUGHT = [
     "Here is the answer is 3",
     # Full width, the same rules: two candidates, or a word rather than an option.
     "故选Ｃ或Ｄ。", "I'd say Ｂｅｅ.",
+    # Engine 8's forms, the same rules: a step to take, a remark, a doubt, two candidates.
+    "I'll go with zooming in first.", "I'll go with the zoom tool.", "I'm going with a crop.",
+    "I'll go with B for now.", "I'll go with B, but let me zoom in to check.",
+    "I'm going with B or C.", "If I had to guess, I'll go with B.", "I'll go with B?",
+    "I'd say the image is blurry, let me zoom.", "I'd say it's blurry.", "I'd say it's B or C.",
+    "I'd say it's 3 probably.", "I'll go without B.", "I'll go with that.",
+    "我选择放大区域", "我选择放大左上角。", "我选B吗", "我选B还是C？", "如果我选B，计数为奇数。",
+    "我选B，但需要放大确认。", "我选B之前先放大。", "这道选择题我也不会。", "我的答案是B吗",
+    "我的答案是什么？", "我的答案是B或C。", "我猜我的答案是B。",
+    "Here is the answer to the question: let me zoom in first.",
+    "Here is the answer to the question I need to check: 3",
+    "If the answer to the question is 3, the bars differ.",
+    "So the answer to the question is not yet clear.", "The answer to the question is B or C.",
+    # A choice for the next step (下一步, 接下来, 接着, "next step") picks an action, not the
+    # answer: "下一步，应该选C" may choose region C to zoom into.
+    "下一步，应该选C", "下一步应该选C", "下一步：应该选C", "接下来，应该选择C", "接着，应该选C",
+    "接下来，我认为应该选C", "下一步，我选B", "For the next step, I'd go with B.",
+    "Next step: I'll go with B.", "Next, I'd go with B.", "In the next step, I'd say B.",
 ]
 
 
@@ -164,8 +217,26 @@ def test_earlier_readings_stay(last, read) -> None:
     ("Final Answer: C. Our choice", ("C. Our choice", "C")),
     ("Final Answer: B. We Are the Champions", ("B. We Are the Champions", "B")),
     ("The final answer is B. I and II only.", ("B. I and II only", "B")),
+    # An option's text in the first person, as surveys write them, or a doubt after the label:
+    # whole ("not", "no", "so" after the verb are no remark the reply makes of its answer;
+    # cutting "B. I'm not sure" to B would lose the option's text or hide the doubt).
+    ("Final Answer: C. I'm not sure", ("C. I'm not sure", "C")),
+    ("Final Answer: B. I am not sure.", ("B. I am not sure.", "B")),
+    ("Final Answer: D. We are not certain", ("D. We are not certain", "D")),
+    ("Final Answer: B. I think so", ("B. I think so", "B")),
+    ("Final Answer: B. I think not.", ("B. I think not.", "B")),
+    ("Final Answer: A. I have no idea", ("A. I have no idea", "A")),
+    ("Final Answer: B. I agree", ("B. I agree", "B")),
+    ("Final Answer: B. I agree with the statement.", ("B. I agree with the statement.", "B")),
+    ("The final answer is B. I agree.", ("B. I agree", "B")),
+    # In lower case an option's text is never cut.
+    ("Final Answer: B. i am not sure", ("B. i am not sure", "B")),
+    ("Final Answer: A. i think so", ("A. i think so", "A")),
+    ("Final Answer: B. i think this is right.", ("B. i think this is right.", "B")),
     # A remark with its verb still leaves the label alone.
     ("Final Answer: B. I'm confident in this.", ("B", "B")),
+    ("Final Answer: B. I'm quite sure of it.", ("B", "B")),
+    ("Final Answer: B. I think this is right, not C.", ("B", "B")),
     ("Final Answer: B. I think this is right.", ("B", "B")),
     ("Final Answer: B. Hope this helps!", ("B", "B")),
     ("Final Answer: B. Thanks!", ("B", "B")),
@@ -200,6 +271,45 @@ def test_a_marked_answer_runs_past_the_word_answer_in_prose(last, read) -> None:
     assert _read(last) == read
 
 
+_HEDGE_DROPPED = "dropped the hedge"
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A hedge after a marked number or option letter is no part of the answer: "3 probably"
+    # was recorded as the answer, and "B probably" lost its option letter.
+    ("Final Answer: 3 probably", ("3", None)),
+    ("Answer: 3 probably", ("3", None)),
+    ("The final answer is 3 probably.", ("3", None)),
+    ("Final Answer: B probably", ("B", "B")),
+    ("Final Answer: B, probably.", ("B", "B")),
+    ("Final Answer: (C) most likely", ("(C)", "C")),
+    ("<answer>3 maybe</answer>", ("3", None)),
+])
+def test_a_hedge_after_a_marked_number_or_letter_is_dropped(last, read) -> None:
+    parsed = parse_step(_BARS + last, expected_step=2)
+    assert (parsed.final_answer, parsed.answer_choice) == read
+    assert any(_HEDGE_DROPPED in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A concluding sentence that hedges is thought, with its comma or without it, as "I'd say
+    # 3 probably." and "I think the answer is B, probably." are.
+    ("The answer is 3 probably", (None, None)),
+    ("So the answer is 3 probably.", (None, None)),
+    ("I think the answer is B probably.", (None, None)),
+    ("所以答案是3 probably。", (None, None)),
+    # A likelihood asked for, or a hedge word as the whole answer, is the answer.
+    ("Final Answer: highly likely", ("highly likely", None)),
+    ("So the answer is highly likely.", ("highly likely", None)),
+    ("Final Answer: Maybe", ("Maybe", None)),
+    ("Final Answer: B. Probably", ("B. Probably", "B")),
+])
+def test_a_hedge_elsewhere_is_as_it_was(last, read) -> None:
+    parsed = parse_step(_BARS + last, expected_step=2)
+    assert (parsed.final_answer, parsed.answer_choice) == read
+    assert not any(_HEDGE_DROPPED in w for w in parsed.warnings)
+
+
 def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
     parsed = parse_step(_BARS + "Final Answer: B. The zoom will confirm this.\nFinal Answer: B",
                         expected_step=2)
@@ -209,7 +319,8 @@ def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
 
 _LEADS = st.sampled_from(["", "So ", "Overall, ", "Based on the zoom, ", "Therefore, "])
 _SAYS = st.sampled_from(["I'd say ", "I would say ", "I'd go with ", "I would go with ",
-                         "We'd say "])
+                         "We'd say ", "I'll go with ", "I will go with ", "I'm going with ",
+                         "I'd say it's "])
 _PICKS = st.sampled_from(["B", "(B)", "option B", "B (dog)", "7", "12 cm", "yes"])
 _DOUBTS = st.sampled_from([" or C.", ", but let me check.", "? Let me zoom.", " for now.",
                            ". Let me zoom in to confirm."])

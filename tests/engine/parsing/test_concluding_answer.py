@@ -426,7 +426,11 @@ def test_the_new_forms_cost_linear_time() -> None:
               "I'd say " + "1," * 50000, "Final Answer: B. " + "The zoom will " * 7000,
               "Final Answer: B " + "answer " * 14000, "Final Answer: B " + "final answer " * 7500,
               "Final Answer: B. " + "I think " * 12000, "所以答案：" + "选" * 50000,
-              "I'd say 3" + " probably" * 10000]
+              "I'd say 3" + " probably" * 10000,
+              # The engine 8 forms, repeated with no end.
+              "I'll go with " * 8000, "I'm going " * 10000, "I'd say it " * 9000,
+              "我选" * 50000, "我们" * 50000 + "选B", "我的最终" * 25000,
+              "Final Answer: " + "1," * 50000 + " probably", "Final Answer: 3" + " " * 50000 + "x"]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
