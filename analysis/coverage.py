@@ -15,14 +15,15 @@ import msgspec
 
 from analysis.records import TrajectoryRecord
 
-__all__ = ["Coverage", "coverage"]
+__all__ = ["Coverage", "coverage", "with_never_started"]
 
 
 class Coverage(msgspec.Struct, frozen=True):
     model: str
     setting: str
+    group: str
     planned: int
-    """Trajectories the run's invocations asked for, together."""
+    """Trajectories of the group the run's invocations asked for, together."""
     started: int
     """Of those, the ones the log holds (ended or not)."""
 
@@ -33,28 +34,44 @@ class Coverage(msgspec.Struct, frozen=True):
 
 def coverage(headers: Sequence[dict], records: Iterable[TrajectoryRecord]
              ) -> list[Coverage] | None:
-    """Per (model, setting) of a run, in the order its headers name them; None when no header
-    says how many samples it ran (runs recorded before headers did).
+    """Per (model, setting, group) of a run, in the order its headers name them; None when no
+    header says how many samples of each group it ran (runs recorded before headers did).
 
     ``headers`` are the configs of the run's ``RunStarted`` events, ``records`` its
-    trajectories. Each invocation runs the first ``samples`` of the same dataset (``--limit``
-    takes a prefix; the dataset is part of the run's identity) for epochs ``0 .. epochs-1``,
-    so what the invocations asked for together is, per epoch, the most samples any invocation
-    that ran that epoch took. Forks are not planned by a run: they are left out.
+    trajectories. Each invocation runs the first samples of the same dataset (``--limit``
+    takes a prefix; the dataset is part of the run's identity) for epochs ``0 .. epochs-1``:
+    a longer prefix holds at least as many samples of every group, so what the invocations
+    asked for together is, per epoch and group, the most any invocation that ran that epoch
+    took. Forks are not planned by a run: they are left out.
     """
-    asked: dict[tuple[str, str], dict[int, int]] = {}
+    asked: dict[tuple[str, str, str], dict[int, int]] = {}
     for header in headers:
-        samples, epochs = header.get("samples"), header.get("epochs", 1)
-        if not isinstance(samples, int) or not isinstance(epochs, int):
+        groups, epochs = header.get("groups"), header.get("epochs", 1)
+        if not isinstance(groups, dict) or not isinstance(epochs, int):
             continue
         models = [m.get("spec") for m in header.get("models", []) if isinstance(m, dict)]
         for model in models:
             for setting in header.get("settings", []):
-                per_epoch = asked.setdefault((str(model), str(setting)), {})
-                for epoch in range(epochs):
-                    per_epoch[epoch] = max(per_epoch.get(epoch, 0), samples)
+                for group, samples in groups.items():
+                    per_epoch = asked.setdefault((str(model), str(setting), str(group)), {})
+                    for epoch in range(epochs):
+                        per_epoch[epoch] = max(per_epoch.get(epoch, 0), int(samples))
     if not asked:
         return None
-    started = Counter((r.model, r.setting) for r in records if r.parent is None)
-    return [Coverage(model, setting, sum(per_epoch.values()), started[(model, setting)])
-            for (model, setting), per_epoch in asked.items()]
+    started = Counter((r.model, r.setting, r.group) for r in records if r.parent is None)
+    return [Coverage(model, setting, group, sum(per_epoch.values()),
+                     started[(model, setting, group)])
+            for (model, setting, group), per_epoch in asked.items()]
+
+
+def with_never_started(records: Iterable[TrajectoryRecord], run_id: str,
+                       cells: Iterable[Coverage]) -> list[TrajectoryRecord]:
+    """``records`` plus an unfinished record for each trajectory the run never started, so a
+    table of them counts those as open, as ``vaot run``'s own table does."""
+    out = list(records)
+    for cell in cells:
+        out.extend(TrajectoryRecord(
+            traj=f"never-started/{cell.model}/{cell.setting}/{cell.group}/{n}", run_id=run_id,
+            sample_id="", model=cell.model, setting=cell.setting, group=cell.group)
+            for n in range(cell.never_started))
+    return out

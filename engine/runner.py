@@ -13,6 +13,7 @@ import contextlib
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -271,13 +272,13 @@ def _reference_only(specs) -> bool:
 
 
 async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
-                           samples: int) -> bool:
+                           samples: Sequence[Sample]) -> bool:
     """Append the run's ``RunStarted`` event unless the store already holds it; returns whether
     it did (False: a resume, checked against the header first).
 
-    ``samples`` is how many samples this invocation runs (after ``--limit`` and the rows its
-    dataset skipped): with the models, settings and epochs, the trajectories it asked for, so
-    ``vaot report`` can count those a stopped run never started.
+    ``samples`` are the ones this invocation runs (after ``--limit`` and the rows its dataset
+    skipped): how many of each group, with the models, settings and epochs, are the
+    trajectories it asked for, so ``vaot report`` can count those a stopped run never started.
     """
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
@@ -303,7 +304,8 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         # Only when a model declares the tool: the headers of the runs before stay as they were.
         **({"native_tools_prompts": native_tools_hashes(m.convention for m in native),
             "native_tools_version": NATIVE_TOOLS_VERSION} if native else {}),
-        "samples": samples, "epochs": config.epochs,
+        "samples": len(samples), "groups": dict(Counter(s.group for s in samples)),
+        "epochs": config.epochs,
     }
     head = store.head(header_stream)
     if head is not None:
@@ -635,7 +637,7 @@ async def run_jobs(
         if attach is not None:
             attach(store)
     fresh = (False if header_written
-             else await write_run_header(config, store, run_id, len(samples)))
+             else await write_run_header(config, store, run_id, samples))
     jobs = build_jobs(config, run_id, samples)
     if recorded_originals is None:
         if not fresh:

@@ -3,8 +3,9 @@
 The tables ``vaot run`` prints at its end, for any run a store holds, without the command that
 made it: accuracy per group × setting per model, how many rendering trajectories were shown a
 render, the paired vaot / wrong_render accuracy, and tokens (with a price table, their cost).
-They cover the trajectories in the log; the run's line also counts the ones a stopped run never
-started, from what its invocations asked for (runs recorded before headers said so cannot).
+A stopped run's trajectories that never started have no event in the log; they are counted from
+what its invocations asked for (their headers say), as open in the tables and on the run's line,
+as ``vaot run``'s own table counts them (runs recorded before headers said so cannot be).
 ``--json`` gives the same as data, for a notebook or a script. Read only: a run may still be
 writing the store.
 """
@@ -18,7 +19,7 @@ import sys
 import msgspec
 from rich.console import Console
 
-from analysis.coverage import coverage
+from analysis.coverage import coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
 from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
 from engine.commands._store_arg import add_store_argument, open_existing_store
@@ -47,14 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "tokens into a cost")
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
-                        "its options (the last header), trajectories, ended, failed and "
-                        "unfinished counts, planned and never_started (null for runs "
-                        "recorded before headers said how many samples they ran) with "
-                        "coverage per model and setting, accuracy cells per model, group and setting "
-                        "(ended, correct, failed, unfinished, accuracy as a fraction 0-1; the "
-                        "row 'all' with aggregate true), shown_a_render, "
-                        "paired_exposed_accuracy, and usage per model (cost null when not "
-                        "priced; priced says whether a price table was given)")
+                        "its options (the last header); trajectories, ended, failed and "
+                        "unfinished counts; planned and never_started, with coverage per "
+                        "model, setting and group (null for runs recorded before headers "
+                        "said how many samples they ran); accuracy cells per model, group and "
+                        "setting (ended, correct, failed, unfinished with the never started, "
+                        "accuracy as a fraction 0-1; the row 'all' with aggregate true); "
+                        "shown_a_render, paired_exposed_accuracy, and usage per model (cost "
+                        "null when not priced; priced says whether a price table was given)")
 
 
 def _run_wanted(value: str) -> str:
@@ -155,13 +156,14 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"
         + missing),
         markup=False)
-    if not records:
+    tabled = records if planned is None else with_never_started(records, run_id, planned)
+    if not tabled:
         return
     settings = list(dict.fromkeys(s for s in (*header.get("settings", []), *SETTINGS)
-                                  if any(r.setting == s for r in records)))
-    settings += sorted({r.setting for r in records} - set(settings))
-    by_model = list(dict.fromkeys([*models, *sorted({r.model for r in records})]))
-    for table in summary_tables(records, settings, by_model):
+                                  if any(r.setting == s for r in tabled)))
+    settings += sorted({r.setting for r in tabled} - set(settings))
+    by_model = list(dict.fromkeys([*models, *sorted({r.model for r in tabled})]))
+    for table in summary_tables(tabled, settings, by_model):
         console.print(table)
     print_exposure(console, records)
     tally = usage_of(records)
@@ -178,7 +180,8 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
     for run_id, headers in runs.items():
         ours = [r for r in records if r.run_id == run_id]
         planned = coverage(headers, ours)
-        cells = accuracy_table(ours, by="group")
+        cells = accuracy_table(ours if planned is None
+                               else with_never_started(ours, run_id, planned), by="group")
         table = [
             {"model": model, "group": "all" if group is ALL else group, "setting": setting,
              "aggregate": group is ALL, "ended": cell.n, "correct": cell.correct,
@@ -201,8 +204,9 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
             "never_started": (None if planned is None
                               else sum(c.never_started for c in planned)),
             "coverage": None if planned is None else [
-                {"model": c.model, "setting": c.setting, "planned": c.planned,
-                 "started": c.started, "never_started": c.never_started} for c in planned],
+                {"model": c.model, "setting": c.setting, "group": c.group,
+                 "planned": c.planned, "started": c.started, "never_started": c.never_started}
+                for c in planned],
             "accuracy": table,
             "shown_a_render": {s: msgspec.to_builtins(e) for s, e in exposure(ours).items()},
             "paired_exposed_accuracy": paired,

@@ -2,41 +2,50 @@
 
 from __future__ import annotations
 
-from analysis.coverage import coverage
+from analysis.coverage import coverage, with_never_started
 from analysis.records import TrajectoryRecord
+from analysis.tables import ALL, accuracy_table
 
 
-def _header(samples: int, *, epochs: int = 1, models=("m:a",), settings=("cot", "vaot")) -> dict:
+def _header(groups: dict, *, epochs: int = 1, models=("m:a",), settings=("cot", "vaot")) -> dict:
     return {"models": [{"spec": m} for m in models], "settings": list(settings),
-            "samples": samples, "epochs": epochs}
+            "samples": sum(groups.values()), "groups": groups, "epochs": epochs}
 
 
-def _records(n: int, model: str = "m:a", setting: str = "cot", **extra) -> list:
-    return [TrajectoryRecord(traj=f"{model}{setting}{i}", run_id="r", sample_id=str(i),
-                             model=model, setting=setting, **extra) for i in range(n)]
+def _records(n: int, model: str = "m:a", setting: str = "cot", group: str = "2D",
+             **extra) -> list:
+    return [TrajectoryRecord(traj=f"{model}{setting}{group}{i}{extra}", run_id="r",
+                             sample_id=str(i), model=model, setting=setting, group=group, **extra)
+            for i in range(n)]
 
 
-def test_a_stopped_run_counts_what_it_never_started_per_model_and_setting() -> None:
-    cells = coverage([_header(10)], _records(7) + _records(10, setting="vaot"))
-    assert [(c.model, c.setting, c.planned, c.started, c.never_started) for c in cells] == [
-        ("m:a", "cot", 10, 7, 3), ("m:a", "vaot", 10, 10, 0)]
+def test_a_stopped_run_counts_what_it_never_started_per_model_setting_and_group() -> None:
+    cells = coverage([_header({"2D": 6, "Real": 4})],
+                     _records(5) + _records(1, group="Real") + _records(6, setting="vaot"))
+    assert [(c.model, c.setting, c.group, c.planned, c.started, c.never_started)
+            for c in cells] == [
+        ("m:a", "cot", "2D", 6, 5, 1), ("m:a", "cot", "Real", 4, 1, 3),
+        ("m:a", "vaot", "2D", 6, 6, 0), ("m:a", "vaot", "Real", 4, 0, 4)]
 
 
 def test_invocations_add_up_to_what_they_asked_for_together() -> None:
     # --limit 5, then --limit 20 (a prefix of the same dataset: 20 in all), then a second
     # epoch of the first 8, then a model added for the first 8 only.
-    headers = [_header(5), _header(20), _header(8, epochs=2),
-               _header(8, models=("m:a", "m:b"), settings=("cot",))]
-    cells = {(c.model, c.setting): c for c in coverage(headers, _records(3, model="m:b"))}
-    assert cells[("m:a", "cot")].planned == 20 + 8
-    assert cells[("m:a", "vaot")].planned == 20 + 8
-    assert (cells[("m:b", "cot")].planned, cells[("m:b", "cot")].never_started) == (8, 5)
-    assert ("m:b", "vaot") not in cells
+    headers = [_header({"2D": 5}), _header({"2D": 12, "3D": 8}),
+               _header({"2D": 8}, epochs=2),
+               _header({"2D": 8}, models=("m:a", "m:b"), settings=("cot",))]
+    cells = {(c.model, c.setting, c.group): c
+             for c in coverage(headers, _records(3, model="m:b"))}
+    assert cells[("m:a", "cot", "2D")].planned == 12 + 8
+    assert cells[("m:a", "vaot", "3D")].planned == 8
+    b = cells[("m:b", "cot", "2D")]
+    assert (b.planned, b.never_started) == (8, 5)
+    assert ("m:b", "vaot", "2D") not in cells
 
 
 def test_forks_are_not_what_a_run_planned_and_more_started_is_not_negative() -> None:
-    forks = _records(4, setting="cot", parent="some-trajectory")
-    (cell,) = coverage([_header(3, settings=("cot",))], _records(5) + forks)
+    forks = _records(4, parent="some-trajectory")
+    (cell,) = coverage([_header({"2D": 3}, settings=("cot",))], _records(5) + forks)
     assert (cell.planned, cell.started, cell.never_started) == (3, 5, 0)
 
 
@@ -44,3 +53,12 @@ def test_headers_that_do_not_say_how_many_samples_give_no_figure() -> None:
     old = {"models": [{"spec": "m:a"}], "settings": ["cot"]}
     assert coverage([old, {}], _records(2)) is None
     assert coverage([], []) is None
+
+
+def test_the_never_started_are_open_in_their_group_s_row_of_a_table() -> None:
+    records = _records(2, status="answered", correct=True)
+    cells = coverage([_header({"2D": 3, "Real": 2}, settings=("cot",))], records)
+    table = accuracy_table(with_never_started(records, "r", cells))
+    assert (table[("m:a", "2D", "cot")].n, table[("m:a", "2D", "cot")].unfinished) == (2, 1)
+    assert table[("m:a", "Real", "cot")].unfinished == 2
+    assert table[("m:a", ALL, "cot")].unfinished == 3

@@ -91,12 +91,12 @@ async def test_off_the_run_header_and_identity_are_what_they_were(tmp_path) -> N
     assert run_identity(native) == run_identity(config)
     with open_store(tmp_path / "s.lmdb") as store:
         run_id = run_id_for(run_identity(config))
-        await write_run_header(config, store, run_id, 1)
+        await write_run_header(config, store, run_id, ())
         header = next(s.event for s in store.iter_events() if isinstance(s.event, RunStarted))
         assert not any("native" in key for key in header.config)
         assert "native_tools" not in header.config["models"][0]
         with pytest.raises(ConfigError, match=r"native_tools False, not True"):
-            await write_run_header(native, store, run_id, 1)
+            await write_run_header(native, store, run_id, ())
 
 
 async def test_on_the_header_names_it_and_a_resume_without_it_is_refused(tmp_path) -> None:
@@ -104,7 +104,7 @@ async def test_on_the_header_names_it_and_a_resume_without_it_is_refused(tmp_pat
     config = RunConfig(models=(model,), dataset="synthetic:1", store=str(tmp_path / "s.lmdb"))
     with open_store(tmp_path / "s.lmdb") as store:
         run_id = run_id_for(run_identity(config))
-        await write_run_header(config, store, run_id, 1)
+        await write_run_header(config, store, run_id, ())
         header = next(s.event for s in store.iter_events() if isinstance(s.event, RunStarted))
         assert header.config["models"][0]["native_tools"] is True
         assert set(header.config["native_tools_prompts"]) >= {"vaot@openai+tools",
@@ -113,7 +113,7 @@ async def test_on_the_header_names_it_and_a_resume_without_it_is_refused(tmp_pat
         plain = msgspec.structs.replace(config, models=(msgspec.structs.replace(
             model, native_tools=False),))
         with pytest.raises(ConfigError, match=r"native_tools True, not False"):
-            await write_run_header(plain, store, run_id, 1)
+            await write_run_header(plain, store, run_id, ())
     assert fixed_model_fields(model)["native_tools"] is True
 
 
@@ -257,7 +257,7 @@ async def test_the_declaration_is_versioned_with_the_native_tool_prompts(tmp_pat
     model = ModelConfig("openai:m", dialect="openai", native_tools=True)
     config = RunConfig(models=(model,), dataset="synthetic:1", store=str(tmp_path / "s.lmdb"))
     with open_store(tmp_path / "s.lmdb") as store:
-        await write_run_header(config, store, run_id_for(run_identity(config)), 1)
+        await write_run_header(config, store, run_id_for(run_identity(config)), ())
         header = next(s.event for s in store.iter_events() if isinstance(s.event, RunStarted))
     assert header.config["native_tools_prompts"]["tool_declaration"] == declared
     assert header.config["native_tools_version"] == NATIVE_TOOLS_VERSION

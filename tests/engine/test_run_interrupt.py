@@ -50,7 +50,7 @@ def _finished(store: Path) -> int:
 def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop, status, said,
                                                                   extra):
     store = tmp_path / "s.lmdb"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     background = "sigint-ignored" in extra
     extra = tuple(e for e in extra if e != "sigint-ignored")
     proc = subprocess.Popen(_run(store, *extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -82,6 +82,13 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
     # The summary counts every reply received, also those of trajectories the stop cut short.
     said = re.search(r"model calls this session (\d+)", out)
     assert said is not None and int(said.group(1)) == replies, out
+    # `vaot report` on the stopped run: the same tables, the never started counted as open.
+    tables = [line for line in out.splitlines() if line.startswith(("│", "┃"))]
+    assert tables and "open" in "".join(tables), out
+    reported = subprocess.run([sys.executable, "-m", "engine", "report", str(store)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert [line for line in reported.stdout.splitlines()
+            if line.startswith(("│", "┃"))] == tables, reported.stdout
 
     done = subprocess.run(_run(store), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
