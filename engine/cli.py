@@ -59,6 +59,22 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: read when asked, so every other command starts without importing the
+    engine (its version lives with the runner)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
+        from engine.prompts import PROMPTS_VERSION
+        from engine.runner import ENGINE_VERSION
+
+        print(f"vaot {_version()} ({ENGINE_VERSION}, prompts {PROMPTS_VERSION})")  # as argparse's
+        parser.exit()
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = _Parser(
         prog="vaot",
@@ -67,7 +83,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
             "Run `vaot run` with no arguments for the embedded demo."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"vaot {_version()}")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="show the package's version, and the engine and prompts versions "
+                        "a run records (a run of reference agents alone starts afresh when the "
+                        "engine version changes)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subs: dict[str, argparse.ArgumentParser] = {}
     for name, help_text in COMMAND_HELP.items():

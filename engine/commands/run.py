@@ -206,7 +206,13 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     from engine.ids import run_id_for
-    from engine.runner import build_jobs, make_adapters, nearest_other_run, run_identity
+    from engine.runner import (
+        ENGINE_VERSION,
+        build_jobs,
+        make_adapters,
+        nearest_other_run,
+        run_identity,
+    )
 
     if config.workers > 1 and not args.dry_run:
         from engine.workers import warm_up
@@ -262,7 +268,15 @@ def run(args: argparse.Namespace) -> int:
         reference_apart = diff[0][0] == "--model"
         changes = ", ".join(f"{name} ({_short(theirs)} there, {_short(ours_)} here)"
                             for name, theirs, ours_ in diff)
-        if reference_apart:
+        engine_only = all(ours_ == ENGINE_VERSION for _, _, ours_ in diff)
+        if engine_only:
+            # No option gives an engine version back: say what happened, not how to undo it.
+            err.print(f"note: a new run; {config.store} holds run {other_id}, made by "
+                      f"{_short(diff[0][1])} (this is {_short(diff[0][2])}). A run of reference "
+                      "agents alone starts afresh after an engine upgrade, since the engine "
+                      "itself writes their replies; none of its trajectories count here",
+                      markup=False)
+        elif reference_apart:
             err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
                       f"it in {changes}: a run of reference agents alone is kept apart (it starts "
                       "afresh after an engine upgrade), and none of its trajectories count here. "

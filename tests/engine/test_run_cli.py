@@ -149,7 +149,11 @@ def test_version(capsys) -> None:
 
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
-    assert stop.value.code == 0 and capsys.readouterr().out.startswith("vaot ")
+    out = capsys.readouterr().out
+    # The engine's version too: a run of reference agents alone starts afresh when it changes.
+    from engine.runner import ENGINE_VERSION
+
+    assert stop.value.code == 0 and out.startswith("vaot ") and f"({ENGINE_VERSION}, " in out
 
 
 @pytest.mark.parametrize(("line", "hint"), [
@@ -588,3 +592,24 @@ def test_extra_written_in_another_order_is_the_same_reading() -> None:
     with pytest.raises(ConfigError, match="extra"):
         _refuse_changed_model(config, model, {"extra": {"seed": 2, "top_p": 0.9}}, "r",
                               joined=False)
+
+
+def test_an_engine_upgrade_that_starts_a_reference_run_afresh_is_said_as_such(
+        tmp_path, capsys, monkeypatch) -> None:
+    # Before, the note said "To resume that run, give its options back": no option gives an
+    # engine version back.
+    from engine import runner
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress"]
+    now = runner.ENGINE_VERSION
+    monkeypatch.setattr(runner, "ENGINE_VERSION", "vaot-engine/0")
+    assert main(base) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(runner, "ENGINE_VERSION", now)
+    assert main(base) == 0
+    err = capsys.readouterr().err
+    assert f"made by vaot-engine/0 (this is {now})" in err
+    assert "starts afresh after an engine upgrade" in err and "options back" not in err
