@@ -2,9 +2,10 @@
 
 For people writing prompts: see exactly what the Pillow renderer returns for an action.
 ``ACTION_JSON`` is a file or inline JSON: one action object, a list of them, or a VAoT block
-``{"action": [...], "global_style": {...}}``; ``-`` reads stdin. With ``--dialect`` other than ``vaot`` it is the raw
-reply text in that dialect (a DeepEyes ``<tool_call>``, a Mini-o3 ``<grounding>``, …), read by the
-step parser. The hex pixel hash of the new state goes to stdout, warnings to stderr.
+``{"action": [...], "global_style": {...}}``; ``-`` reads stdin. A file that is not JSON is read as
+a reply's text (a Step's ``raw_text``, as ``vaot export`` gives it). With ``--dialect`` other
+than ``vaot`` it is the raw reply text in that dialect (a DeepEyes ``<tool_call>``, a Mini-o3
+``<grounding>``, …). Reply text is read by the step parser. The hex pixel hash of the new state goes to stdout, warnings to stderr.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "actions",
         metavar="ACTION_JSON",
-        help='a file or inline JSON: an action, a list, or {"action": [...]} (or reply text with --dialect)',
+        help='a file or inline JSON: an action, a list, or {"action": [...]}; or a file of reply '
+        'text (in --dialect\'s format)',
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="OUT.png", help="where to write the PNG"
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         state = CanvasState.load(args.image)
         text = _read_spec(args.actions, inline_text=args.dialect != "vaot")
-        if args.dialect == "vaot":
+        if args.dialect == "vaot" and text.lstrip().startswith(("{", "[")):
             actions, style, warnings = _vaot_actions(text, args.convention)
         else:
             actions, style, warnings = _dialect_actions(

@@ -60,6 +60,24 @@ def test_other_dialects_go_through_the_parser(image, tmp_path, capsys):
     assert "frame in original (0–1000 on each axis, not pixels): [0.0, 0.0, 500.0, 500.0]" in capsys.readouterr().err
 
 
+def test_a_file_of_vaot_reply_text_renders_as_its_action_block(image, tmp_path, capsys):
+    # A Step's raw_text, as `vaot export` gives it: before, the default dialect took it for
+    # JSON ("not valid JSON"), and the other dialects' hint said to use the default.
+    block = {"step": 1, "visual_rationale": "closer", "action": [
+        {"type": "zoom", "target": [0, 0, 500, 500]}]}
+    reply = tmp_path / "reply.txt"
+    reply.write_text("Step 1 (Text): The label is small.\n\nStep 1 (Action Description):\n"
+                     f"```json\n{json.dumps(block)}\n```\n")
+    assert main(["render", str(image), str(reply), "-o", str(tmp_path / "a.png")]) == 0
+    from_reply = capsys.readouterr().out.strip()
+    assert main(["render", str(image), json.dumps(block), "-o", str(tmp_path / "b.png")]) == 0
+    assert from_reply == capsys.readouterr().out.strip()
+    reply.write_text("Step 1 (Text): I cannot tell yet.")
+    assert main(["render", str(image), str(reply), "-o", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert "no usable action" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
