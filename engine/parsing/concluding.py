@@ -241,9 +241,20 @@ _COUNT_SAID = re.compile(
     r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
 
 
+# What, after the option a choice names, makes it the option for a step still to take ("I'll
+# go with option A to crop the image", "B (the zoom tool) first", 选项B作为下一步放大的区域): a
+# region or a tool may be labelled with a letter as an answer is. ("The first one" is an option.)
+_FOR_A_STEP = re.compile(
+    r"\b(?:next|(?<!\bthe[ \t])first|then|later|afterwards|zoom\w*|crop\w*|inspect\w*"
+    r"|examin\w*|check\w*|verif\w*|confirm\w*)\b|下一步|接下来|然后|放大|裁剪|查看|进行|确认|核实",
+    re.IGNORECASE)
+
+
 def _names_one(answer: str, m: re.Match[str]) -> bool:
     """Whether the answer of a choice named without the word answer is one option (or, after
-    "say", one number or yes/no)."""
+    "say", one number or yes/no), not one for the next step."""
+    if _FOR_A_STEP.search(answer):
+        return False
     if _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
         return True
     return bool(m.group("say")) and _COUNT_SAID.fullmatch(answer) is not None

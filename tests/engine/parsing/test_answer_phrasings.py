@@ -92,6 +92,10 @@ _READ = {
     "下一步放大后看到的是C，所以应该选C。": ("C", "C"),
     "The next bar is taller, so I'd go with B.": ("B", "B"),
     "Next to the legend, I'd say B.": ("B", "B"),
+    # An option with its text or a reason after it is still the answer.
+    "I'll go with C, which shows the most cars.": ("C, which shows the most cars", "C"),
+    "I'd go with B (the first one).": ("B (the first one)", "B"),
+    "我选B，因为它最高。": ("B，因为它最高", "B"),
 }
 
 
@@ -149,6 +153,14 @@ _THOUGHT = [
     "下一步，应该选C", "下一步应该选C", "下一步：应该选C", "接下来，应该选择C", "接着，应该选C",
     "接下来，我认为应该选C", "下一步，我选B", "For the next step, I'd go with B.",
     "Next step: I'll go with B.", "Next, I'd go with B.", "In the next step, I'd say B.",
+    # Review of engine 8: an option named for what the reply does next, not as its answer ("I'll
+    # go with option A to crop the image", 我选择选项B作为下一步放大的区域: option B as the region
+    # to zoom into next) were read as the answer.
+    "I'll go with option B for the zoom.", "I'll go with option C next.",
+    "I'll go with option A to crop the image.", "I'll go with Option B first.",
+    "I'll go with B (the zoom tool) first.", "I'm going with B - the top-left region - to zoom next.",
+    "I'll go with option B as the region to inspect.", "I'm going with C, as the next region.",
+    "我选择选项B作为下一步放大的区域。", "我选B项进行放大。",
 ]
 
 
