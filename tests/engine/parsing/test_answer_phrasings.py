@@ -92,6 +92,8 @@ _READ = {
     "下一步放大后看到的是C，所以应该选C。": ("C", "C"),
     "The next bar is taller, so I'd go with B.": ("B", "B"),
     "Next to the legend, I'd say B.": ("B", "B"),
+    "The next bar is taller.\nI'd go with B.": ("B", "B"),
+    "Next, I compare the bars.\n\nI'd go with B.": ("B", "B"),
     # An option with its text or a reason after it is still the answer.
     "I'll go with C, which shows the most cars.": ("C, which shows the most cars", "C"),
     "I'd go with B (the first one).": ("B (the first one)", "B"),
@@ -161,6 +163,10 @@ _THOUGHT = [
     "I'll go with B (the zoom tool) first.", "I'm going with B - the top-left region - to zoom next.",
     "I'll go with option B as the region to inspect.", "I'm going with C, as the next region.",
     "我选择选项B作为下一步放大的区域。", "我选B项进行放大。",
+    # The next step named as a heading on the line before, or after "So": as "Next step: I'll
+    # go with B." is, these were read as the answer.
+    "Next step:\nI'll go with B.", "**Next step:**\n\nI'll go with B.", "### Next\nI'd go with C.",
+    "下一步：\n我选B", "**接下来**\n我选B。", "So next, I'd go with B.", "And next, I'll go with C.",
 ]
 
 
