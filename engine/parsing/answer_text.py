@@ -107,9 +107,10 @@ def clean_answer(answer: str) -> str:
 
 # A hedge after a lone number or option letter ("3 probably", "B, most likely"): the reply's doubt
 # about its answer, never part of it. Only there: a hedge word may be the whole answer ("Maybe",
-# "highly likely"), and "B. Probably" may be an option's text.
+# "highly likely"), and "B. Probably" may be an option's text. A comma is the number's only
+# before three digits: in "3, maybe" it is the hedge's.
 _TRAILING_HEDGE = re.compile(
-    r"([-+]?\d[\d,]*(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
+    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
     r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))[ \t.!。！]*",
     re.IGNORECASE)
 

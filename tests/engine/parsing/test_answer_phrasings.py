@@ -302,6 +302,11 @@ _HEDGE_DROPPED = "dropped the hedge"
     ("Final Answer: B, probably.", ("B", "B")),
     ("Final Answer: (C) most likely", ("(C)", "C")),
     ("<answer>3 maybe</answer>", ("3", None)),
+    # The comma before the hedge is not the number's: these kept it ("3,").
+    ("Final Answer: 3, maybe", ("3", None)),
+    ("The final answer is 3, probably.", ("3", None)),
+    ("Final Answer: 1,000, probably", ("1,000", None)),
+    ("Final Answer: 1,000 probably", ("1,000", None)),
 ])
 def test_a_hedge_after_a_marked_number_or_letter_is_dropped(last, read) -> None:
     parsed = parse_step(_BARS + last, expected_step=2)
