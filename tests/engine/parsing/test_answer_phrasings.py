@@ -98,6 +98,7 @@ _READ = {
     "I'll go with C, which shows the most cars.": ("C, which shows the most cars", "C"),
     "I'd go with B (the first one).": ("B (the first one)", "B"),
     "我选B，因为它最高。": ("B，因为它最高", "B"),
+    "我的答案是：放大镜。": ("放大镜", None),  # a magnifier: an answer, not a step to zoom
 }
 
 
@@ -146,6 +147,10 @@ _THOUGHT = [
     "我选择放大区域", "我选择放大左上角。", "我选B吗", "我选B还是C？", "如果我选B，计数为奇数。",
     "我选B，但需要放大确认。", "我选B之前先放大。", "这道选择题我也不会。", "我的答案是B吗",
     "我的答案是什么？", "我的答案是B或C。", "我猜我的答案是B。",
+    # A step still to take after 我的答案是 (first zoom in and look, I need to zoom first, crop
+    # the top-left first, given later): these were read as the answer.
+    "我的答案是：先放大看看。", "我的答案是：我需要先放大看看。", "我的答案是：先裁剪左上角。",
+    "我的答案是稍后给出。", "所以答案是：先放大看看。",
     "Here is the answer to the question: let me zoom in first.",
     "Here is the answer to the question I need to check: 3",
     "If the answer to the question is 3, the bars differ.",
