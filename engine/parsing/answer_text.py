@@ -107,9 +107,10 @@ def clean_answer(answer: str) -> str:
 
 # A hedge after a lone number or option letter ("3 probably", "B, most likely"): the reply's doubt
 # about its answer, never part of it. Only there: a hedge word may be the whole answer ("Maybe",
-# "highly likely"), and "B. Probably" may be an option's text.
+# "highly likely"), and "B. Probably" may be an option's text. A comma is the number's only
+# before three digits: in "3, maybe" it is the hedge's.
 _TRAILING_HEDGE = re.compile(
-    r"([-+]?\d[\d,]*(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
+    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
     r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))[ \t.!。！]*",
     re.IGNORECASE)
 
@@ -131,7 +132,9 @@ _NOT_GIVEN_YET = re.compile(
     r"[ \t]+to|will[ \t]+[a-z]|must[ \t]+[a-z]|should[ \t]+[a-z]|have[ \t]+to|am[ \t]+going))"
     r"|[Nn]eed[ \t]+to[ \t]+[a-z]|to[ \t]+be[ \t]+(?:determined|decided|confirmed|found)"
     r"|(?i:tbd)\b|pending\b|not[ \t]+(?:sure|yet|clear)\b|unclear\b"
-    r"|[?？]|_{2,}|…|\.{2,}|待定|不确定|看不清|无法(?:确定|判断|看清|识别|确认)|让我|需要(?:放大|裁剪|确认|再))"
+    r"|[?？]|_{2,}|…|\.{2,}|待定|不确定|看不清|无法(?:确定|判断|看清|识别|确认)|让我|需要(?:放大|裁剪|确认|再)"
+    # A step put first or later ("先放大看看", "我需要先放大", "稍后给出"): 放大镜 is an answer.
+    r"|(?:我们?)?(?:需要|要|得|会|将|先|再|稍后|之后|随后)+(?:放大|裁剪|确认|查看|看看|给出))"
 )
 
 

@@ -241,9 +241,20 @@ _COUNT_SAID = re.compile(
     r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
 
 
+# What, after the option a choice names, makes it the option for a step still to take ("I'll
+# go with option A to crop the image", "B (the zoom tool) first", 选项B作为下一步放大的区域): a
+# region or a tool may be labelled with a letter as an answer is. ("The first one" is an option.)
+_FOR_A_STEP = re.compile(
+    r"\b(?:next|(?<!\bthe[ \t])first|then|later|afterwards|zoom\w*|crop\w*|inspect\w*"
+    r"|examin\w*|check\w*|verif\w*|confirm\w*)\b|下一步|接下来|然后|放大|裁剪|查看|进行|确认|核实",
+    re.IGNORECASE)
+
+
 def _names_one(answer: str, m: re.Match[str]) -> bool:
     """Whether the answer of a choice named without the word answer is one option (or, after
-    "say", one number or yes/no)."""
+    "say", one number or yes/no), not one for the next step."""
+    if _FOR_A_STEP.search(answer):
+        return False
     if _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
         return True
     return bool(m.group("say")) and _COUNT_SAID.fullmatch(answer) is not None
@@ -329,9 +340,15 @@ _IMPRESSION_FIRST = re.compile(
 # be labelled C), not the answer. A conclusion word after it opens the clause that chooses: in
 # "下一步放大后看到的是C，所以应该选C" the step is done and 所以 concludes. ("Next to" is a place.)
 _NEXT_STEP = re.compile(
-    r"下一步|接下来|接着|\bnext[ \t]+(?:step|action|move)\b|^[ \t*_]*next\b(?![ \t]+to\b)",
+    r"下一步|接下来|接着|\bnext[ \t]+(?:step|action|move)\b"
+    r"|^[ \t*_]*(?:(?:so|and|now|then)[ \t]*,?[ \t]*)?next\b(?![ \t]+to\b)",
     re.IGNORECASE)
 _CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
+# The next step as a heading of its own, the line before the choice ("**Next step:**", "### Next",
+# "下一步：").
+_NEXT_HEADING = re.compile(
+    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*[:：]?[ \t*_]*",
+    re.IGNORECASE)
 
 
 def _plans_next(lead: str) -> bool:
@@ -339,6 +356,20 @@ def _plans_next(lead: str) -> bool:
     choice is for."""
     steps = list(_NEXT_STEP.finditer(lead))
     return bool(steps) and _CONCLUDES.search(lead, steps[-1].end()) is None
+
+
+def _under_next_heading(text: str, begin: int) -> bool:
+    """Whether the sentence at ``begin`` opens its line under a next-step heading (blank lines
+    between allowed), looking back at most 240 characters."""
+    line_start = text.rfind("\n", 0, begin) + 1
+    if line_start == 0 or LINE_LEAD.fullmatch(text, line_start, begin) is None:
+        return False
+    lo = max(0, line_start - 240)
+    above = text[lo:line_start].rstrip()
+    newline = above.rfind("\n")
+    if newline < 0 and lo > 0:
+        return False  # a line longer than any heading
+    return _NEXT_HEADING.fullmatch(above, newline + 1) is not None
 
 
 def _lead_in(text: str, m: re.Match[str]) -> int | None:
@@ -355,7 +386,8 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
         return None
     if said.group("here") and not m.group().rstrip().endswith((":", "：")):
         return None  # "Here is" presents a colon's answer: "Here is the answer is …" is no prose
-    if (m.group("say") or m.group("choose")) and _plans_next(lead):
+    if (m.group("say") or m.group("choose")) and (_plans_next(lead)
+                                                  or _under_next_heading(text, begin)):
         return None  # "下一步，应该选C": the next step's choice, of a region or a tool
     opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
     if m.group("choose") and opener is None and not m.group("choose").startswith(("应", "我")):

@@ -92,6 +92,13 @@ _READ = {
     "下一步放大后看到的是C，所以应该选C。": ("C", "C"),
     "The next bar is taller, so I'd go with B.": ("B", "B"),
     "Next to the legend, I'd say B.": ("B", "B"),
+    "The next bar is taller.\nI'd go with B.": ("B", "B"),
+    "Next, I compare the bars.\n\nI'd go with B.": ("B", "B"),
+    # An option with its text or a reason after it is still the answer.
+    "I'll go with C, which shows the most cars.": ("C, which shows the most cars", "C"),
+    "I'd go with B (the first one).": ("B (the first one)", "B"),
+    "我选B，因为它最高。": ("B，因为它最高", "B"),
+    "我的答案是：放大镜。": ("放大镜", None),  # a magnifier: an answer, not a step to zoom
 }
 
 
@@ -140,6 +147,10 @@ _THOUGHT = [
     "我选择放大区域", "我选择放大左上角。", "我选B吗", "我选B还是C？", "如果我选B，计数为奇数。",
     "我选B，但需要放大确认。", "我选B之前先放大。", "这道选择题我也不会。", "我的答案是B吗",
     "我的答案是什么？", "我的答案是B或C。", "我猜我的答案是B。",
+    # A step still to take after 我的答案是 (first zoom in and look, I need to zoom first, crop
+    # the top-left first, given later): these were read as the answer.
+    "我的答案是：先放大看看。", "我的答案是：我需要先放大看看。", "我的答案是：先裁剪左上角。",
+    "我的答案是稍后给出。", "所以答案是：先放大看看。",
     "Here is the answer to the question: let me zoom in first.",
     "Here is the answer to the question I need to check: 3",
     "If the answer to the question is 3, the bars differ.",
@@ -149,6 +160,18 @@ _THOUGHT = [
     "下一步，应该选C", "下一步应该选C", "下一步：应该选C", "接下来，应该选择C", "接着，应该选C",
     "接下来，我认为应该选C", "下一步，我选B", "For the next step, I'd go with B.",
     "Next step: I'll go with B.", "Next, I'd go with B.", "In the next step, I'd say B.",
+    # Review of engine 8: an option named for what the reply does next, not as its answer ("I'll
+    # go with option A to crop the image", 我选择选项B作为下一步放大的区域: option B as the region
+    # to zoom into next) were read as the answer.
+    "I'll go with option B for the zoom.", "I'll go with option C next.",
+    "I'll go with option A to crop the image.", "I'll go with Option B first.",
+    "I'll go with B (the zoom tool) first.", "I'm going with B - the top-left region - to zoom next.",
+    "I'll go with option B as the region to inspect.", "I'm going with C, as the next region.",
+    "我选择选项B作为下一步放大的区域。", "我选B项进行放大。",
+    # The next step named as a heading on the line before, or after "So": as "Next step: I'll
+    # go with B." is, these were read as the answer.
+    "Next step:\nI'll go with B.", "**Next step:**\n\nI'll go with B.", "### Next\nI'd go with C.",
+    "下一步：\n我选B", "**接下来**\n我选B。", "So next, I'd go with B.", "And next, I'll go with C.",
 ]
 
 
@@ -284,6 +307,11 @@ _HEDGE_DROPPED = "dropped the hedge"
     ("Final Answer: B, probably.", ("B", "B")),
     ("Final Answer: (C) most likely", ("(C)", "C")),
     ("<answer>3 maybe</answer>", ("3", None)),
+    # The comma before the hedge is not the number's: these kept it ("3,").
+    ("Final Answer: 3, maybe", ("3", None)),
+    ("The final answer is 3, probably.", ("3", None)),
+    ("Final Answer: 1,000, probably", ("1,000", None)),
+    ("Final Answer: 1,000 probably", ("1,000", None)),
 ])
 def test_a_hedge_after_a_marked_number_or_letter_is_dropped(last, read) -> None:
     parsed = parse_step(_BARS + last, expected_step=2)

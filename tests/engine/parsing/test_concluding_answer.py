@@ -430,7 +430,11 @@ def test_the_new_forms_cost_linear_time() -> None:
               # The engine 8 forms, repeated with no end.
               "I'll go with " * 8000, "I'm going " * 10000, "I'd say it " * 9000,
               "我选" * 50000, "我们" * 50000 + "选B", "我的最终" * 25000,
-              "Final Answer: " + "1," * 50000 + " probably", "Final Answer: 3" + " " * 50000 + "x"]
+              "Final Answer: " + "1," * 50000 + " probably", "Final Answer: 3" + " " * 50000 + "x",
+              # The review of engine 8's forms: a step word, a next-step heading, a step first.
+              "I'll go with option B " + "(" * 50000, "Next step:\n" * 10000 + "I'll go with B",
+              "**Next**\n" + "\n" * 50000 + "我选B", "我的答案是" + "先" * 50000,
+              "Final Answer: " + "1,000" * 10000 + ", maybe"]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
