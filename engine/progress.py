@@ -14,6 +14,7 @@ from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
 from analysis.tables import ALL, accuracy_table
 from engine.printable import printable
+from engine.prompts import SETTINGS
 from engine.runtime import Outcome, TrajectoryJob
 
 __all__ = ["RunProgress", "summary_tables", "with_unstarted"]
@@ -88,6 +89,22 @@ def with_unstarted(records: Iterable[TrajectoryRecord], jobs: Iterable[Trajector
     return out
 
 
+def _unequal_settings(model: str, cells, settings: list[str]) -> str | None:
+    """A warning when the run's settings of ``model`` hold different numbers of trajectories
+    (``--limit`` or ``--settings`` changed between invocations): its columns then score other
+    samples, and the accuracies side by side do not compare the settings alone."""
+    counts = {}
+    for setting in settings:
+        cell = cells.get((model, ALL, setting))
+        if setting in SETTINGS and cell is not None:
+            counts[setting] = cell.n + cell.unfinished
+    if len(set(counts.values())) < 2:
+        return None
+    said = ", ".join(f"{setting} {n}" for setting, n in counts.items())
+    return (f"[yellow]the settings hold different numbers of trajectories ({said}): their "
+            "columns score different samples; compare them on the samples they share[/yellow]")
+
+
 def summary_tables(records: list[TrajectoryRecord], settings: list[str],
                    models: list[str] | None = None) -> list[Table]:
     """Accuracy per group × setting, one table per model (in ``models`` order)."""
@@ -120,5 +137,7 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
                     parts.append(f"[yellow]{cell.unfinished} open[/yellow]")
                 row.append(" ".join(parts))
             table.add_row(*row, end_section=group == groups[-2])
+        table.caption = _unequal_settings(model, cells, settings)
+        table.caption_justify = "left"
         tables.append(table)
     return tables

@@ -159,7 +159,9 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     tabled = records if planned is None else with_never_started(records, run_id, planned)
     if not tabled:
         return
-    settings = list(dict.fromkeys(s for s in (*header.get("settings", []), *SETTINGS)
+    # In the order the run's invocations first named them, as its first `vaot run` showed.
+    named = [s for h in headers for s in h.get("settings", [])]
+    settings = list(dict.fromkeys(s for s in (*named, *SETTINGS)
                                   if any(r.setting == s for r in tabled)))
     settings += sorted({r.setting for r in tabled} - set(settings))
     by_model = list(dict.fromkeys([*models, *sorted({r.model for r in tabled})]))

@@ -88,7 +88,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
         + (f"{len(errors)} ended by an error, " if errors else "") +
-        f"{retried} call faults recorded; model calls this session {calls}; tokens in the log {tokens:,}"
+        f"{retried} call faults recorded; model calls this session {calls}; tokens of these trajectories {tokens:,}"
         + _cache_said(cached, written) + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)

@@ -91,3 +91,21 @@ def test_report_picks_a_run_by_name_in_the_order_runs_began_and_refuses_an_empty
     assert [r["options"]["run_name"] for r in both.values()] == ["first", "second"]  # as begun
     empty = _vaot("report", store, "--run", "")
     assert empty.returncode == 2 and "give a run id" in empty.stderr
+
+
+def test_settings_run_over_different_samples_are_said_under_the_table(tmp_path) -> None:
+    # cot over 3 samples, then vaot over 1 (--limit and --settings may change within a run):
+    # before, the two columns stood side by side as if they scored the same samples.
+    store = str(tmp_path / "mix.lmdb")
+    for setting, limit in (("cot", "3"), ("vaot", "1")):
+        ran = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", limit,
+                    "--settings", setting, "--model", "reference:calibrated", "--store", store)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    done = _vaot("report", store)
+    # The columns in the order the run's invocations first named the settings.
+    assert "┃ group ┃ " in done.stdout and done.stdout.index("cot ┃") < done.stdout.index("vaot ┃")
+    assert "the settings hold different numbers of trajectories (cot 3, vaot 1)" in " ".join(
+        done.stdout.split())
+    again = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "3",
+                  "--settings", "vaot", "--model", "reference:calibrated", "--store", store)
+    assert "different numbers" not in _vaot("report", store).stdout, again.stdout

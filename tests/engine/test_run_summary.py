@@ -108,7 +108,7 @@ def test_the_cost_lines_cover_the_trajectories_of_the_table(tmp_path) -> None:
     subset = _vaot("run", "--config", str(config_file), "--model", "scripted:a", "--limit", "1",
                    "--no-progress")
     assert subset.returncode == 0, subset.stdout + subset.stderr
-    tokens = int(re.search(r"tokens in the log ([\d,]+);", subset.stdout)[1].replace(",", ""))
+    tokens = int(re.search(r"tokens of these trajectories ([\d,]+);", subset.stdout)[1].replace(",", ""))
     (usage,) = _cost_lines(subset.stdout).items()  # no line for scripted:b
     assert usage[0] == "scripted:a" and usage[1][0] == 1 and sum(usage[1][1:]) == tokens
     assert f"total: {tokens:.4f} USD" in subset.stdout
