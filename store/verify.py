@@ -104,6 +104,9 @@ def _verify(
             report.blobs += 1
             damage = blob_record_problem(record)
             if damage is not None:
+                # The blobs before it first, so the problems stay in key order.
+                while in_flight:
+                    check_pixels(*in_flight.popleft())
                 problem(f"blob {key.hex()}", damage)
                 continue
             if pixel_hasher is not None:

@@ -257,3 +257,21 @@ def test_runs_of_a_step_only_store_verify(tmp_path: Path) -> None:
     with LmdbStore(path) as store:
         store.append_sync([step("a", 0)])
     assert _problems(path) == []
+
+
+def test_blob_problems_are_reported_in_key_order_whichever_check_finds_them(tmp_path) -> None:
+    # The pixels are checked on threads, a few blobs behind the record checks: a later blob's
+    # damaged record was reported before an earlier blob's wrong pixels, and with
+    # max_problems the earlier one was the one left out.
+    path = tmp_path / "s"
+    blobs = sorted(png_blob(seed) for seed in range(6))
+    keys = [key for key, _ in blobs]
+    with LmdbStore(path) as store:
+        store.put_blob_sync(keys[0], blobs[1][1])  # intact record, pixels of another image
+        for key, data in blobs[1:]:
+            store.put_blob_sync(key, data)
+    _flip(path, b"blobs", keys[2], 40)
+    problems = _problems(path, pixel_hasher=pixel_hasher)
+    assert [where for where, _ in problems] == [f"blob {keys[0].hex()}", f"blob {keys[2].hex()}"]
+    first = _problems(path, pixel_hasher=pixel_hasher, max_problems=1)
+    assert first == problems[:1]
