@@ -206,7 +206,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
             "never_started": (None if planned is None
                               else sum(c.never_started for c in planned)),
             "coverage": None if planned is None else [
-                {"model": c.model, "setting": c.setting, "group": c.group,
+                {"model": c.model, "setting": c.setting, "group": c.group or "-",  # as cells
                  "planned": c.planned, "started": c.started, "never_started": c.never_started}
                 for c in planned],
             "accuracy": table,

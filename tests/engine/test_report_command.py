@@ -109,3 +109,19 @@ def test_settings_run_over_different_samples_are_said_under_the_table(tmp_path) 
     again = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "3",
                   "--settings", "vaot", "--model", "reference:calibrated", "--store", store)
     assert "different numbers" not in _vaot("report", store).stdout, again.stdout
+
+
+def test_json_names_a_sample_without_a_group_alike_in_coverage_and_accuracy() -> None:
+    # Coverage said "" where the accuracy cells say "-": joined by group, a notebook found no
+    # cell for the never started of samples without a group.
+    from analysis.records import TrajectoryRecord
+    from engine.commands.report import _as_data
+
+    header = {"models": [{"spec": "m:a"}], "settings": ["cot"], "samples": 2,
+              "groups": {"": 2}, "epochs": 1}
+    done = TrajectoryRecord(traj="t", run_id="r", sample_id="1", model="m:a", setting="cot",
+                            status="answered", correct=True)
+    data = _as_data({"r": [header]}, [done], None)["runs"]["r"]
+    (covered,) = data["coverage"]
+    cell = next(c for c in data["accuracy"] if not c["aggregate"])
+    assert covered["group"] == cell["group"] and covered["never_started"] == cell["unfinished"]
