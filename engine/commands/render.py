@@ -75,6 +75,14 @@ def _read_spec(spec: str, inline_text: bool) -> str:
         raise _BadInput(f"{spec}: {exc.strerror or exc}") from None
 
 
+def _decodes(text: str) -> bool:
+    try:
+        msgspec.json.decode(text.encode())
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
 def _vaot_actions(text: str, convention: str) -> tuple[list[Any], Any, list[str]]:
     from engine.actions import validate_action, validate_global_style
 
@@ -122,7 +130,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         state = CanvasState.load(args.image)
         text = _read_spec(args.actions, inline_text=args.dialect != "vaot")
-        if args.dialect == "vaot" and text.lstrip().startswith(("{", "[")):
+        as_json = args.dialect == "vaot" and text.lstrip().startswith(("{", "["))
+        if as_json and not args.actions.lstrip().startswith(("{", "[")) and not _decodes(text):
+            as_json = False  # a file's reply text may begin with its action block
+        if as_json:
             actions, style, warnings = _vaot_actions(text, args.convention)
         else:
             actions, style, warnings = _dialect_actions(

@@ -78,6 +78,19 @@ def test_a_file_of_vaot_reply_text_renders_as_its_action_block(image, tmp_path, 
     assert "no usable action" in err and err.count("\n") == 1
 
 
+def test_a_file_of_reply_text_that_begins_with_its_action_block_renders(image, tmp_path,
+                                                                        capsys):
+    # A reply may open with its block and go on in words: being neither JSON nor read as a
+    # reply, it was refused as "not valid JSON".
+    block = {"step": 1, "action": [{"type": "zoom", "target": [0, 0, 500, 500]}]}
+    reply = tmp_path / "reply.txt"
+    reply.write_text(f"{json.dumps(block)}\nStep 1 (Text): the label is small, so closer.\n")
+    assert main(["render", str(image), str(reply), "-o", str(tmp_path / "a.png")]) == 0
+    from_reply = capsys.readouterr().out.strip()
+    assert main(["render", str(image), json.dumps(block), "-o", str(tmp_path / "b.png")]) == 0
+    assert from_reply == capsys.readouterr().out.strip()
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
