@@ -144,7 +144,9 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     missing = "" if planned is None else (
         f", {sum(c.never_started for c in planned)} never started (of "
         f"{count(sum(c.planned for c in planned), 'trajectory', 'trajectories')} asked for)")
-    models = [m.get("spec", "?") for m in header.get("models", []) if isinstance(m, dict)]
+    # In the order the run's invocations first named them, as the settings below.
+    models = [m.get("spec", "?") for h in headers for m in h.get("models", [])
+              if isinstance(m, dict)]
     ended = sum(r.status is not None for r in records)
     failed = sum(r.status == "failed" for r in records)
     name = header.get("run_name")

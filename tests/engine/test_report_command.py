@@ -125,3 +125,14 @@ def test_json_names_a_sample_without_a_group_alike_in_coverage_and_accuracy() ->
     (covered,) = data["coverage"]
     cell = next(c for c in data["accuracy"] if not c["aggregate"])
     assert covered["group"] == cell["group"] and covered["never_started"] == cell["unfinished"]
+
+
+def test_models_are_tabled_in_the_order_the_run_first_named_them(tmp_path) -> None:
+    store = str(tmp_path / "two.lmdb")
+    first = ["--model", "reference:ignore"]
+    for models in (first, ["--model", "reference:calibrated", *first]):
+        ran = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1",
+                    "--settings", "cot", *models, "--store", store)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    out = _vaot("report", store).stdout
+    assert out.index("reference:ignore: accuracy") < out.index("reference:calibrated: accuracy")
