@@ -2,8 +2,10 @@
 
 A run stopped early (Ctrl-C, a crash, a model stopped) leaves trajectories that were never
 started, so the log has no event of them and the accuracy tables cannot count them. Each
-invocation's header says how many samples it ran, with its models, settings and epochs: from
-these the trajectories the run has asked for so far, and so the ones still missing.
+invocation's header says how many samples of each group it ran, with its models, settings and
+epochs: from these the trajectories the run has asked for so far, and so the ones still missing.
+(Every header of a run comes from one engine version, which is never resumed by another, so a
+run's headers all say so or none does.)
 """
 
 from __future__ import annotations

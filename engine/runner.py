@@ -96,7 +96,9 @@ confirm this." read as B, and a marked answer no longer cut short at the word "a
 "我的答案是B", "所以最终答案是B" or "Here is the answer to the question: …" answered; a choice
 for the next step ("下一步，应该选C") and a concluding "the answer is 3 probably" no answer; a
 hedge after a marked number or letter dropped ("Final Answer: 3 probably" gives 3); "Final
-Answer: C. I'm not sure" and "B. I think so" keep their text."""
+Answer: C. I'm not sure" and "B. I think so" keep their text; an option chosen for an action
+("I'll go with option A to crop the image"), a choice under a next-step heading or after "So
+next,", and "我的答案是：先放大看看" (a step still to take) no answer."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

@@ -5,7 +5,8 @@ For people writing prompts: see exactly what the Pillow renderer returns for an 
 ``{"action": [...], "global_style": {...}}``; ``-`` reads stdin. A file that is not JSON is read as
 a reply's text (a Step's ``raw_text``, as ``vaot export`` gives it). With ``--dialect`` other
 than ``vaot`` it is the raw reply text in that dialect (a DeepEyes ``<tool_call>``, a Mini-o3
-``<grounding>``, …). Reply text is read by the step parser. The hex pixel hash of the new state goes to stdout, warnings to stderr.
+``<grounding>``, …). Reply text is read by the step parser. The hex pixel hash of the new state
+goes to stdout, warnings to stderr.
 """
 
 from __future__ import annotations
