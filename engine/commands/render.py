@@ -76,21 +76,10 @@ def _read_spec(spec: str, inline_text: bool) -> str:
         raise _BadInput(f"{spec}: {exc.strerror or exc}") from None
 
 
-def _decodes(text: str) -> bool:
-    try:
-        msgspec.json.decode(text.encode())
-    except msgspec.DecodeError:
-        return False
-    return True
-
-
-def _vaot_actions(text: str, convention: str) -> tuple[list[Any], Any, list[str]]:
+def _vaot_actions(data: Any, convention: str) -> tuple[list[Any], Any, list[str]]:
+    """The actions of decoded ACTION_JSON: an action, a list, or a block."""
     from engine.actions import validate_action, validate_global_style
 
-    try:
-        data = msgspec.json.decode(text.encode())
-    except msgspec.DecodeError as exc:
-        raise _BadInput(f"ACTION_JSON is not valid JSON ({exc})") from None
     style_raw = None
     if isinstance(data, dict) and "action" in data:
         style_raw = data.get("global_style")
@@ -131,11 +120,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         state = CanvasState.load(args.image)
         text = _read_spec(args.actions, inline_text=args.dialect != "vaot")
-        as_json = args.dialect == "vaot" and text.lstrip().startswith(("{", "["))
-        if as_json and not args.actions.lstrip().startswith(("{", "[")) and not _decodes(text):
-            as_json = False  # a file's reply text may begin with its action block
-        if as_json:
-            actions, style, warnings = _vaot_actions(text, args.convention)
+        data: Any = None
+        if args.dialect == "vaot" and text.lstrip().startswith(("{", "[")):
+            try:
+                data = msgspec.json.decode(text.encode())
+            except msgspec.DecodeError as exc:
+                # A file's reply text may begin with its action block; inline JSON is JSON.
+                if args.actions.lstrip().startswith(("{", "[")):
+                    raise _BadInput(f"ACTION_JSON is not valid JSON ({exc})") from None
+        if data is not None:
+            actions, style, warnings = _vaot_actions(data, args.convention)
         else:
             actions, style, warnings = _dialect_actions(
                 text, args.dialect, args.convention, state.size
