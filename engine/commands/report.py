@@ -19,7 +19,7 @@ import sys
 import msgspec
 from rich.console import Console
 
-from analysis.coverage import coverage, with_never_started
+from analysis.coverage import Coverage, coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
 from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
 from engine.commands._store_arg import add_store_argument, open_existing_store
@@ -137,10 +137,18 @@ def _headers(store) -> dict[str, list[dict]]:
     return out
 
 
+def _with_plan(run_id: str, headers: list[dict], records: list[TrajectoryRecord]
+               ) -> tuple[list[Coverage] | None, list[TrajectoryRecord]]:
+    """What the run asked for (None if its headers do not say), and its records with one open
+    record per trajectory it never started: what the tables count."""
+    planned = coverage(headers, records)
+    return planned, records if planned is None else with_never_started(records, run_id, planned)
+
+
 def _print_run(console, run_id: str, headers: list[dict], records: list[TrajectoryRecord],
                prices: PriceTable | None) -> None:
     header = headers[-1]
-    planned = coverage(headers, records)
+    planned, tabled = _with_plan(run_id, headers, records)
     missing = "" if planned is None else (
         f", {sum(c.never_started for c in planned)} never started (of "
         f"{count(sum(c.planned for c in planned), 'trajectory', 'trajectories')} asked for)")
@@ -158,7 +166,6 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"
         + missing),
         markup=False)
-    tabled = records if planned is None else with_never_started(records, run_id, planned)
     if not tabled:
         return
     # In the order the run's invocations first named them, as its first `vaot run` showed.
@@ -183,9 +190,8 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
     out = {}
     for run_id, headers in runs.items():
         ours = [r for r in records if r.run_id == run_id]
-        planned = coverage(headers, ours)
-        cells = accuracy_table(ours if planned is None
-                               else with_never_started(ours, run_id, planned), by="group")
+        planned, tabled = _with_plan(run_id, headers, ours)
+        cells = accuracy_table(tabled, by="group")
         table = [
             {"model": model, "group": "all" if group is ALL else group, "setting": setting,
              "aggregate": group is ALL, "ended": cell.n, "correct": cell.correct,
