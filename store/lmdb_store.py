@@ -29,8 +29,10 @@ which with LMDB's default sync settings means they are on disk.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import queue
+import shutil
 import struct
 import threading
 from collections.abc import Iterator
@@ -114,6 +116,8 @@ class LmdbStore(LmdbWriter, Recorder):
                     f"{path}: directory is not empty and holds no vaot store; "
                     "choose an empty or new path"
                 )
+            if path.parent.is_dir():
+                self._create_elsewhere_then_move(map_size)
         elif not create and data_file.stat().st_size < 2 * 4096:
             # Not even LMDB's two meta pages: opened writable, LMDB would make it an empty
             # environment (and a lock file) in a folder a read-only command was pointed at.
@@ -129,16 +133,51 @@ class LmdbStore(LmdbWriter, Recorder):
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
         try:
-            while True:
-                try:
-                    self._check_meta(env, create)
-                    break
-                except lmdb.MapFullError:
-                    env.set_mapsize(env.info()["map_size"] * 2)
+            self._check_meta_growing(env, create)
         except BaseException:
             env.close()
             raise
         return env
+
+    def _check_meta_growing(self, env: lmdb.Environment, create: bool) -> None:
+        while True:
+            try:
+                self._check_meta(env, create)
+                return
+            except lmdb.MapFullError:
+                env.set_mapsize(env.info()["map_size"] * 2)
+
+    def _create_elsewhere_then_move(self, map_size: int) -> None:
+        """Make the new store beside its path, then rename it there.
+
+        A store made in place is an empty LMDB environment for a moment: a reader opening it
+        then (``vaot report`` or ``vaot tail`` just as ``vaot run`` starts) was told it is "not
+        a vaot store". Renamed once whole, the path holds no store or a whole one. Two runs
+        creating the same store at once: the second rename finds the first's store there and
+        its own is dropped, so both open one store.
+        """
+        path = self.path
+        staging = path.parent / f".{path.name}.creating-{os.getpid()}-{threading.get_ident()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            env = lmdb.open(os.fsencode(staging), map_size=map_size, max_dbs=8, subdir=True,
+                            create=True, readahead=False)
+        except (lmdb.Error, OSError):
+            # A parent this process may not write (the store's own folder made for it by
+            # someone else): made in place, as before.
+            shutil.rmtree(staging, ignore_errors=True)
+            return
+        try:
+            with env:
+                self._check_meta_growing(env, create=True)
+            try:
+                # Replaces an empty directory (a folder made for the store), never a full one.
+                os.rename(staging, path)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def _check_meta(self, env: lmdb.Environment, create: bool) -> None:
         if self.readonly:

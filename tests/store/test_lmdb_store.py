@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import lmdb
 import pytest
@@ -98,6 +99,38 @@ def test_a_non_empty_directory_is_not_a_store(tmp_path: Path) -> None:
     with pytest.raises(NotAStoreError, match=str(path)):
         LmdbStore(path)
     assert sorted(p.name for p in path.iterdir()) == ["readme"]
+
+
+class _ReaderDuringCreation(LmdbStore):
+    """A store whose creation is watched: while its first records are written, a reader opens
+    its path, as `vaot report` may just as `vaot run` starts."""
+
+    seen: ClassVar[list[str]] = []
+
+    def _check_meta(self, env, create):
+        if create and not self.seen:
+            try:
+                open_store(self.path, create=False).close()
+                self.seen.append("a store")
+            except NotAStoreError as exc:
+                self.seen.append(str(exc))
+        super()._check_meta(env, create)
+
+
+@pytest.mark.parametrize("made_for_it", [False, True])
+def test_a_store_being_created_is_not_seen_half_made(tmp_path: Path, made_for_it) -> None:
+    # Made in place, the path held an empty LMDB environment for a moment, and a reader was told
+    # "an LMDB environment, but not a vaot store" (a CI run caught a test's poll doing this).
+    path = tmp_path / "s.lmdb"
+    if made_for_it:
+        path.mkdir()  # an empty folder made for the store is replaced by it
+    _ReaderDuringCreation.seen = []
+    with _ReaderDuringCreation(path) as store:
+        store.append_sync([step("a", 0)])
+    assert _ReaderDuringCreation.seen == [f"{path}: no vaot store here (no data.mdb)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.lmdb"]  # nothing left beside it
+    with open_store(path, create=False) as store:
+        assert verify(store).ok and store.last_seq() == 0
 
 
 def test_a_missing_path_without_create(tmp_path: Path) -> None:
