@@ -20,16 +20,28 @@ SPEC = "counting:m"
 
 
 class CountsCallsInFlight:
+    """Holds each call until ``until`` calls are in flight at once, or ``patience`` seconds.
+
+    Waiting for the count, not a fixed time: on a loaded host the last of 100 trajectories may
+    start after the first call's fixed wait has ended, and the peak came out short of 100.
+    """
+
     name = connection_key = SPEC
 
-    def __init__(self) -> None:
+    def __init__(self, until: int, patience: float) -> None:
         self.now = self.peak = 0
+        self.until, self.patience = until, patience
+        self.reached = asyncio.Event()
 
     async def generate(self, request) -> ModelReply:
         self.now += 1
         self.peak = max(self.peak, self.now)
+        if self.now >= self.until:
+            self.reached.set()
         try:
-            await asyncio.sleep(0.3)
+            await asyncio.wait_for(self.reached.wait(), self.patience)
+        except TimeoutError:
+            pass
         finally:
             self.now -= 1
         return ModelReply(text="Step 1 (Text): done.\nFinal Answer: A", usage=Usage(1, 1))
@@ -45,11 +57,12 @@ def _samples(n: int) -> list[Sample]:
             for i in range(n)]
 
 
-async def run(tmp_path, concurrency: int, max_concurrency: int | None, samples: int) -> int:
+async def run(tmp_path, concurrency: int, max_concurrency: int | None, samples: int, *,
+              until: int, patience: float) -> int:
     config = RunConfig(models=(ModelConfig(SPEC, max_concurrency=max_concurrency),),
                        dataset="n", settings=("cot",), concurrency=concurrency,
                        store=str(tmp_path / f"{concurrency}-{max_concurrency}.lmdb"))
-    adapter = CountsCallsInFlight()
+    adapter = CountsCallsInFlight(until, patience)
     with open_run_store(config.store) as store:
         result = await run_jobs(config, store, _samples(samples), adapters={SPEC: adapter})
     assert [o.status for o in result.outcomes] == ["answered"] * samples
@@ -57,8 +70,9 @@ async def run(tmp_path, concurrency: int, max_concurrency: int | None, samples: 
 
 
 async def test_concurrency_alone_bounds_an_endpoint_without_a_limit(tmp_path) -> None:
-    assert await run(tmp_path, 100, None, samples=100) == 100
+    assert await run(tmp_path, 100, None, samples=100, until=100, patience=60) == 100
 
 
 async def test_an_endpoint_limit_still_holds(tmp_path) -> None:
-    assert await run(tmp_path, 100, 5, samples=15) == 5
+    # A sixth call at once would end the waits: the limit holding, each call waits it out.
+    assert await run(tmp_path, 100, 5, samples=15, until=6, patience=0.3) == 5
