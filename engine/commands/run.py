@@ -22,6 +22,7 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
 from engine.breaker import EMPTY_KINDS, NO_USAGE
+from engine.commands._store_arg import missing_folder
 from engine.commands.run_config import config_from
 from engine.commands.run_report import RunEnd, report, run_line, stop_reason
 from engine.config import ConfigError, RunConfig
@@ -93,7 +94,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four; "
                    "given twice, the last counts, as for every flag but --model)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
-                   "structured logs go beside it, in PATH without .lmdb + .log")
+                   "structured logs go beside it, in PATH without .lmdb + .log. Folders of "
+                   "PATH that do not exist are made, and a note names the first of them")
     p.add_argument("--limit", type=int, metavar="N",
                    help="use only the first N samples (default: all)")
     p.add_argument("--concurrency", type=int, metavar="N",
@@ -250,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             asyncio.run(_close(adapters))
     try:
-        store, lock, log = _open_for_run(config)
+        store, lock, log, made = _open_for_run(config)
     except _Refused as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
@@ -262,6 +264,13 @@ def run(args: argparse.Namespace) -> int:
         totals[job.setting] = totals.get(job.setting, 0) + 1
         ours.add(job.traj)
     console.print(run_line(run_id, config, len(samples), len(ours)), markup=False)
+    if made is not None:
+        # Made rather than refused (runs/ on a fresh clone, a batch job's new folder), but not
+        # in silence: a mistyped folder would otherwise hold a fresh store no one looks for.
+        below = "" if made == Path(config.store).parent else " (with the folders below it)"
+        err.print(f"note: a new store; the folder {made} did not exist and was made{below}",
+                  markup=False)
+        log.info("store_folder_made", folder=str(made), store=config.store)
     other = nearest_other_run(config, store, run_id)
     if other is not None:
         other_id, diff = other
@@ -482,7 +491,8 @@ class _Refused(Exception):
 
 
 def _open_for_run(config: RunConfig):
-    """The store, its run lock (held), and the run's log beside it.
+    """The store, its run lock (held), the run's log beside it, and the topmost of the store's
+    folders that did not exist and were made for it (None when its folder existed).
 
     Raises:
         _Refused: the store cannot be made or opened, another run holds it, or the log cannot
@@ -490,8 +500,10 @@ def _open_for_run(config: RunConfig):
     """
     from engine.runner import open_run_store
 
+    made = None
     try:
         if config.store != ":memory:":
+            made = missing_folder(config.store)
             Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
         store = open_run_store(config.store)
     except (StoreError, OSError) as exc:
@@ -506,7 +518,7 @@ def _open_for_run(config: RunConfig):
         if config.store != ":memory:":
             lock.enter_context(exclusive_run(config.store))
         doing = "write the log beside"
-        return store, lock, configure_logging(log_path_for(config.store))
+        return store, lock, configure_logging(log_path_for(config.store)), made
     except StoreBusyError as exc:
         problem = str(exc)
     except OSError as exc:
