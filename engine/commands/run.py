@@ -361,20 +361,29 @@ def run(args: argparse.Namespace) -> int:
                     err.print(f"stopped {model.model}: {stop_reason(model)}; {rest}",
                               markup=False)
 
-                with tuned_gc():
-                    if config.workers > 1:
-                        result = run_in_workers(config, store, samples, on_outcome=on_outcome,
-                                                on_fault=on_fault, on_stop=on_stop)
-                    else:
-                        result = asyncio.run(_run(config, store, samples, adapters, on_outcome,
-                                                  on_fault, on_stop, terminated))
-                spent = result.spent
-        except KeyboardInterrupt:
-            interrupted = True
-        except asyncio.CancelledError:
-            if not terminated.seen:
-                raise
-            interrupted = True  # a SIGTERM with SIGINT ignored cancelled the run's main task
+                try:
+                    with tuned_gc():
+                        if config.workers > 1:
+                            result = run_in_workers(config, store, samples,
+                                                    on_outcome=on_outcome, on_fault=on_fault,
+                                                    on_stop=on_stop)
+                        else:
+                            result = asyncio.run(_run(config, store, samples, adapters,
+                                                      on_outcome, on_fault, on_stop, terminated))
+                    spent = result.spent
+                except KeyboardInterrupt:
+                    interrupted = True
+                except asyncio.CancelledError:
+                    if not terminated.seen:
+                        raise
+                    interrupted = True  # a SIGTERM with SIGINT ignored cancelled the main task
+                # Read before the bars close: a stop leaves the last trajectories' ends queued,
+                # committed only by the sync here, after their outcomes could be told; the
+                # bars' last drawing counted one or two fewer than the table under them.
+                calls_seen: list[int] = [0]
+                records = _logged_records(store, samples, ours, started_at, calls_seen)
+                if records is not None:
+                    progress.settle(records)
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             log.error("run_refused", run_id=run_id, reason=str(exc))
             err.print(f"vaot run: {exc}", markup=False)
@@ -397,17 +406,7 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
                       "rerun to resume", markup=False)
             return 1
-        try:
-            # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land
-            # first.
-            with contextlib.suppress(StoreError):
-                store.sync()
-            calls_seen: list[int] = [0]
-            options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
-            records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
-                                                       calls_seen), options).values()
-                       if r.traj in ours]
-        except KeyboardInterrupt:
+        if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     end: RunEnd | None = None
     # Held again: a SIGTERM during the report stops it as a Ctrl-C does (the resume hint said,
@@ -526,6 +525,22 @@ def _open_for_run(config: RunConfig):
     lock.close()
     store.close()
     raise _Refused(problem)
+
+
+def _logged_records(store, samples, ours: set[str], since: float, calls_seen: list[int]):
+    """The log's records of the command's trajectories (``ours``), counting in
+    ``calls_seen[0]`` the replies received since ``since`` (:func:`_count_calls`); None when a
+    Ctrl-C (or SIGTERM) stops the reading."""
+    try:
+        # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land first.
+        with contextlib.suppress(StoreError):
+            store.sync()
+        options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
+        return [r for r in project(_count_calls(store.iter_events(), ours, since, calls_seen),
+                                   options).values()
+                if r.traj in ours]
+    except KeyboardInterrupt:
+        return None
 
 
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):
