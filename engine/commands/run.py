@@ -63,7 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "of a batch job) stops a run as Ctrl-C does.\n"
         "Exit status: 0 all trajectories ended, 1 some failed or ended by an error, a model was\n"
         "stopped or the store failed, 2 bad input, 3 stopped at the --max-cost cap with\n"
-        "trajectories left, 130 interrupted, 143 terminated (SIGTERM)."
+        "trajectories left, 4 all ended but dataset rows were skipped at load (an image\n"
+        "missing or unreadable: fix it and rerun, or drop the row), 130 interrupted, 143\n"
+        "terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
