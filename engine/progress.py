@@ -38,6 +38,8 @@ class RunProgress:
         self.scored: dict[str, int] = defaultdict(int)
         self.tokens: dict[str, int] = defaultdict(int)
         self.calls = 0
+        self.told: set[str] = set()
+        """The trajectories an outcome was counted for."""
 
     def __enter__(self) -> RunProgress:
         self.progress.__enter__()
@@ -48,6 +50,7 @@ class RunProgress:
 
     def update(self, job: TrajectoryJob, outcome: Outcome) -> None:
         s = job.setting
+        self.told.add(job.traj)
         self.done[s] += 1
         self.calls += outcome.calls
         self.tokens[s] += outcome.tokens
@@ -62,12 +65,36 @@ class RunProgress:
             verdict = score_answer(outcome.answer, job.sample.answer, job.sample.choices)
             self.scored[s] += 1
             self.correct[s] += int(bool(verdict))
+        self._draw(s)
+
+    def settle(self, records: Iterable[TrajectoryRecord]) -> None:
+        """Count the trajectories the log holds as ended that no outcome was counted for, so
+        that the bars, drawn a last time when they close, count what the summary table does.
+
+        Those are the trajectories whose end a stop (Ctrl-C, SIGTERM) left queued: committed by
+        the run's last sync, after their outcome could be told; and those an earlier invocation
+        ended that this one stopped before it reached. Their tokens are not this invocation's.
+        """
+        changed = set()
+        for r in records:
+            if r.status is None or r.traj in self.told or r.setting not in self.tasks:
+                continue
+            self.told.add(r.traj)
+            self.done[r.setting] += 1
+            self.scored[r.setting] += 1
+            self.failed[r.setting] += r.status == "failed"
+            self.correct[r.setting] += bool(r.correct) and r.status != "failed"
+            changed.add(r.setting)
+        for s in changed:
+            self._draw(s)
+
+    def _draw(self, s: str) -> None:
         acc = f"acc {100 * self.correct[s] / self.scored[s]:5.1f}%" if self.scored[s] else ""
         errors = f"  errors {self.errors[s]}" if self.errors[s] else ""
         # Tokens spent by this invocation: a finished trajectory it skips spent nothing now
         # (the summary gives the log's total).
         stats = f"failed {self.failed[s]}{errors}  {acc}  new tok {self.tokens[s]:,}"
-        self.progress.update(self.tasks[s], advance=1, stats=stats)
+        self.progress.update(self.tasks[s], completed=self.done[s], stats=stats)
 
 
 def with_unstarted(records: Iterable[TrajectoryRecord], jobs: Iterable[TrajectoryJob]

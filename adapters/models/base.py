@@ -31,6 +31,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "call_arguments",
+    "offline_reply",
     "request_hash",
 ]
 
@@ -142,6 +143,29 @@ class ModelReply(msgspec.Struct, frozen=True):
     usage_reported: bool = True
     """False when the server sent no token counts (``usage`` is then zeros, not a count): what
     the reply cost is unknown, and a ``--max-cost`` cap cannot count it."""
+
+
+OFFLINE_CHARS_PER_TOKEN = 4
+"""How the offline models (``reference:``, ``scripted:``) count a text's tokens: one per four
+characters, as they report them in ``Usage``."""
+
+
+def offline_reply(text: str, request: ModelRequest, input_tokens: int, model: str) -> ModelReply:
+    """An offline model's ``text`` as an API would send it back under ``request.max_tokens``.
+
+    A reply longer than the cap is cut at it, with finish reason ``length`` and the cap as its
+    output tokens, as a real API's is; the engine records and reads it as it does theirs (an
+    answer cut off is no answer, a cot reply cut so says it was). Within the cap the reply is
+    as written, its tokens counted as always.
+    """
+    finish = "stop"
+    if len(text) // OFFLINE_CHARS_PER_TOKEN > request.max_tokens:
+        text = text[:request.max_tokens * OFFLINE_CHARS_PER_TOKEN]
+        finish = "length"
+    return ModelReply(text=text, finish_reason=finish,
+                      usage=Usage(input_tokens=input_tokens,
+                                  output_tokens=len(text) // OFFLINE_CHARS_PER_TOKEN),
+                      model=model)
 
 
 class AdapterOptions(msgspec.Struct, frozen=True):

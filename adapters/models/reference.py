@@ -46,7 +46,7 @@ from adapters.models.base import (
     ModelReply,
     ModelRequest,
     TextPart,
-    Usage,
+    offline_reply,
 )
 
 __all__ = ["BEHAVIOURS", "ReferenceAgent", "ReferenceSettings", "UnknownBehaviourError", "create"]
@@ -138,11 +138,9 @@ class ReferenceAgent:
             len(p.text) for m in request.messages for p in m.content if isinstance(p, TextPart)
         )
         images = sum(isinstance(p, ImagePart) for m in request.messages for p in m.content)
-        return ModelReply(
-            text=text,
-            usage=Usage(input_tokens=chars // 4 + 85 * images, output_tokens=len(text) // 4),
-            model=self.name,
-        )
+        # Cut at the request's max_tokens as an API cuts its model's reply (the agent writes
+        # it whole, a hundred-odd tokens: the default cap never cuts one).
+        return offline_reply(text, request, chars // 4 + 85 * images, self.name)
 
     async def score_candidates(
         self, request: ModelRequest, candidates: list[str]

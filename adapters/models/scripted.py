@@ -3,7 +3,8 @@
 For tests and dry runs of a pipeline. ``scripted:NAME`` with ``options.extra["script"]`` a path
 to a JSON object ``{"cot": "...", "steps": ["reply for step 1", "reply for step 2", ...]}`` (the
 last reply repeats), or the built-in script: step 1 zooms on the centre, step 2 answers with the
-first option. Every call is counted, so a test can assert that a rerun made none.
+first option. Every call is counted, so a test can assert that a rerun made none. A reply longer
+than the request's ``max_tokens`` is cut there, as an API cuts it (``offline_reply``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from adapters.models.base import (
     ModelReply,
     ModelRequest,
     TextPart,
-    Usage,
+    offline_reply,
 )
 
 __all__ = ["BUILTIN_SCRIPT", "Script", "ScriptedAdapter", "create"]
@@ -63,8 +64,7 @@ class ScriptedAdapter:
             index = min(int(steps[-1]), len(self.script.steps)) - 1
             template = self.script.steps[index]
         reply = template.replace("{first_option}", first)
-        return ModelReply(text=reply, usage=Usage(len(text) // 4, len(reply) // 4),
-                          model=self.name)
+        return offline_reply(reply, request, len(text) // 4, self.name)  # cut at max_tokens
 
     async def aclose(self) -> None:
         return None

@@ -30,6 +30,17 @@ def inside_store(output: str, store: str) -> bool:
         return False
 
 
+def missing_folder(store: str) -> Path | None:
+    """The topmost folder of ``store``'s path that does not exist (None when its folder does):
+    what opening it would make, and the part of the path to check for a typo."""
+    missing = None
+    for folder in Path(store).parents:
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
+
+
 def open_existing_store(path: str) -> Recorder | None:
     """The store at ``path``, or ``None`` after printing why it cannot be opened.
 

@@ -22,6 +22,7 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
 from engine.breaker import EMPTY_KINDS, NO_USAGE
+from engine.commands._store_arg import missing_folder
 from engine.commands.run_config import config_from
 from engine.commands.run_report import RunEnd, report, run_line, stop_reason
 from engine.config import ConfigError, RunConfig
@@ -62,7 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "of a batch job) stops a run as Ctrl-C does.\n"
         "Exit status: 0 all trajectories ended, 1 some failed or ended by an error, a model was\n"
         "stopped or the store failed, 2 bad input, 3 stopped at the --max-cost cap with\n"
-        "trajectories left, 130 interrupted, 143 terminated (SIGTERM)."
+        "trajectories left, 4 all ended but dataset rows were skipped at load (an image\n"
+        "missing or unreadable: fix it and rerun, or drop the row), 130 interrupted, 143\n"
+        "terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
@@ -93,7 +96,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four; "
                    "given twice, the last counts, as for every flag but --model)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
-                   "structured logs go beside it, in PATH without .lmdb + .log")
+                   "structured logs go beside it, in PATH without .lmdb + .log. Folders of "
+                   "PATH that do not exist are made, and a note names the first of them")
     p.add_argument("--limit", type=int, metavar="N",
                    help="use only the first N samples (default: all)")
     p.add_argument("--concurrency", type=int, metavar="N",
@@ -250,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             asyncio.run(_close(adapters))
     try:
-        store, lock, log = _open_for_run(config)
+        store, lock, log, made = _open_for_run(config)
     except _Refused as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
@@ -262,6 +266,13 @@ def run(args: argparse.Namespace) -> int:
         totals[job.setting] = totals.get(job.setting, 0) + 1
         ours.add(job.traj)
     console.print(run_line(run_id, config, len(samples), len(ours)), markup=False)
+    if made is not None:
+        # Made rather than refused (runs/ on a fresh clone, a batch job's new folder), but not
+        # in silence: a mistyped folder would otherwise hold a fresh store no one looks for.
+        below = "" if made == Path(config.store).parent else " (with the folders below it)"
+        err.print(f"note: a new store; the folder {made} did not exist and was made{below}",
+                  markup=False)
+        log.info("store_folder_made", folder=str(made), store=config.store)
     other = nearest_other_run(config, store, run_id)
     if other is not None:
         other_id, diff = other
@@ -352,20 +363,29 @@ def run(args: argparse.Namespace) -> int:
                     err.print(f"stopped {model.model}: {stop_reason(model)}; {rest}",
                               markup=False)
 
-                with tuned_gc():
-                    if config.workers > 1:
-                        result = run_in_workers(config, store, samples, on_outcome=on_outcome,
-                                                on_fault=on_fault, on_stop=on_stop)
-                    else:
-                        result = asyncio.run(_run(config, store, samples, adapters, on_outcome,
-                                                  on_fault, on_stop, terminated))
-                spent = result.spent
-        except KeyboardInterrupt:
-            interrupted = True
-        except asyncio.CancelledError:
-            if not terminated.seen:
-                raise
-            interrupted = True  # a SIGTERM with SIGINT ignored cancelled the run's main task
+                try:
+                    with tuned_gc():
+                        if config.workers > 1:
+                            result = run_in_workers(config, store, samples,
+                                                    on_outcome=on_outcome, on_fault=on_fault,
+                                                    on_stop=on_stop)
+                        else:
+                            result = asyncio.run(_run(config, store, samples, adapters,
+                                                      on_outcome, on_fault, on_stop, terminated))
+                    spent = result.spent
+                except KeyboardInterrupt:
+                    interrupted = True
+                except asyncio.CancelledError:
+                    if not terminated.seen:
+                        raise
+                    interrupted = True  # a SIGTERM with SIGINT ignored cancelled the main task
+                # Read before the bars close: a stop leaves the last trajectories' ends queued,
+                # committed only by the sync here, after their outcomes could be told; the
+                # bars' last drawing counted one or two fewer than the table under them.
+                calls_seen: list[int] = [0]
+                records = _logged_records(store, samples, ours, started_at, calls_seen)
+                if records is not None:
+                    progress.settle(records)
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             log.error("run_refused", run_id=run_id, reason=str(exc))
             err.print(f"vaot run: {exc}", markup=False)
@@ -388,17 +408,7 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
                       "rerun to resume", markup=False)
             return 1
-        try:
-            # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land
-            # first.
-            with contextlib.suppress(StoreError):
-                store.sync()
-            calls_seen: list[int] = [0]
-            options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
-            records = [r for r in project(_count_calls(store.iter_events(), ours, started_at,
-                                                       calls_seen), options).values()
-                       if r.traj in ours]
-        except KeyboardInterrupt:
+        if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     end: RunEnd | None = None
     # Held again: a SIGTERM during the report stops it as a Ctrl-C does (the resume hint said,
@@ -482,7 +492,8 @@ class _Refused(Exception):
 
 
 def _open_for_run(config: RunConfig):
-    """The store, its run lock (held), and the run's log beside it.
+    """The store, its run lock (held), the run's log beside it, and the topmost of the store's
+    folders that did not exist and were made for it (None when its folder existed).
 
     Raises:
         _Refused: the store cannot be made or opened, another run holds it, or the log cannot
@@ -490,8 +501,10 @@ def _open_for_run(config: RunConfig):
     """
     from engine.runner import open_run_store
 
+    made = None
     try:
         if config.store != ":memory:":
+            made = missing_folder(config.store)
             Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
         store = open_run_store(config.store)
     except (StoreError, OSError) as exc:
@@ -506,7 +519,7 @@ def _open_for_run(config: RunConfig):
         if config.store != ":memory:":
             lock.enter_context(exclusive_run(config.store))
         doing = "write the log beside"
-        return store, lock, configure_logging(log_path_for(config.store))
+        return store, lock, configure_logging(log_path_for(config.store)), made
     except StoreBusyError as exc:
         problem = str(exc)
     except OSError as exc:
@@ -514,6 +527,22 @@ def _open_for_run(config: RunConfig):
     lock.close()
     store.close()
     raise _Refused(problem)
+
+
+def _logged_records(store, samples, ours: set[str], since: float, calls_seen: list[int]):
+    """The log's records of the command's trajectories (``ours``), counting in
+    ``calls_seen[0]`` the replies received since ``since`` (:func:`_count_calls`); None when a
+    Ctrl-C (or SIGTERM) stops the reading."""
+    try:
+        # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land first.
+        with contextlib.suppress(StoreError):
+            store.sync()
+        options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
+        return [r for r in project(_count_calls(store.iter_events(), ours, since, calls_seen),
+                                   options).values()
+                if r.traj in ours]
+    except KeyboardInterrupt:
+        return None
 
 
 def _count_calls(events, ours: set[str], since: float, seen: list[int]):

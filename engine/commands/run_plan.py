@@ -23,6 +23,7 @@ from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
 from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
+from engine.commands._store_arg import missing_folder
 from engine.commands.run_report import run_line
 from engine.config import ConfigError, RunConfig
 from engine.conversation import RequestSpec, build_request
@@ -129,7 +130,10 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
         if config.store != ":memory:" and above is not None:
             raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
                            "folder")
-        console.print("store: new; every trajectory would start", markup=False)
+        made = missing_folder(config.store) if config.store != ":memory:" else None
+        console.print("store: new; every trajectory would start" + (
+            f" (the folder {made} does not exist: the run would make it)" if made else ""),
+                      markup=False)
         return {}
     busy = _holder(path)
     if busy:

@@ -25,7 +25,12 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["RunEnd", "count", "print_exposure", "report", "run_line", "stop_reason", "usage_of"]
+__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "print_exposure", "report", "run_line", "stop_reason", "usage_of"]
+
+
+SKIPPED_ROWS = 4
+"""The exit status of a run that ended every trajectory of its samples but skipped dataset
+rows at load (an image missing, truncated or corrupt): complete, but not for the whole file."""
 
 
 def run_line(run_id: str, config: RunConfig, samples: int, trajectories: int) -> str:
@@ -125,7 +130,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                   shown_a_render={k: {"shown": e.shown, "finished": e.finished}
                                   for k, e in seen.items()},
                   weak_corruptions=sum(e.weak for e in seen.values()),
-                  stopped=[m.model for m in stopped])
+                  stopped=[m.model for m in stopped], skipped_rows=end.skipped)
     # Marked just before the call, its fields built: a Ctrl-C inside it must not lead to a
     # second record, and one before it leaves the record to _report_interrupted.
     end.logged = True
@@ -162,6 +167,17 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         err.print(f"{how}: committed work is kept in {config.store}; rerun the same "
                   "command to resume where it stopped", markup=False)
         return 143 if end.terminated else 130
+    if end.skipped:
+        # Said last, where it is seen: the rows were listed at the start, perhaps hours ago,
+        # and the count in the line above reads much like the "skipped dataset rows 0" of
+        # every other run. The exit status tells a script (4, unless a worse one applies).
+        log_file = log_path_for(config.store)
+        rows = count(end.skipped, "dataset row")
+        err.print(f"{rows} skipped at load (listed at the start"
+                  + (f" and in {log_file}" if log_file else "") + "): the results above leave "
+                  f"{'it' if end.skipped == 1 else 'them'} out. Fix the image and rerun the "
+                  "same command to add the sample, or drop the row from the file; exit "
+                  "status 4 until then", markup=False)
     if errors:
         err.print(f"{len(errors)} trajectories ended by an error before they could finish "
                   "(see each line above); they stay unfinished, not failed: fix the cause (an "
@@ -170,7 +186,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     if failed:
         err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
-    return 1 if errors or failed else 3 if capped else 0
+    return 1 if errors or failed else 3 if capped else SKIPPED_ROWS if end.skipped else 0
 
 
 def print_exposure(console, records) -> None:

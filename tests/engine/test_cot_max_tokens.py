@@ -19,7 +19,7 @@ from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
 from engine.runner import run_identity, run_jobs
-from store import MemoryStore, RunStarted, Step
+from store import MemoryStore, RunStarted, Step, TrajectoryFinished
 from store.events import run_stream
 
 SPEC = "scripted:caps"
@@ -148,3 +148,28 @@ def test_a_stop_for_thinking_past_the_cap_says_which_cap_to_raise(flags, advice)
                             f"gemini:m{i}: replies reach {flag} (64) before any text; raise {flag}",
                             8) for i, flag in enumerate(flags)]
     assert advice in _stop_advice(stopped)
+
+
+async def test_the_reference_agents_are_held_to_the_caps_as_an_api_model_is() -> None:
+    # Before, a reference agent wrote its whole reply (a hundred-odd tokens) under any cap:
+    # a run at --max-tokens 12 recorded no cut reply, answered every sample, and so measured
+    # nothing of what such a cap does.
+    spec = "reference:calibrated"
+    config = _config(models=(ModelConfig(spec),), max_steps=3, max_tokens=12,
+                     cot_max_tokens=None)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    store = MemoryStore()
+    await run_jobs(config, store, samples)
+    steps = [s.event for s in store.iter_events() if isinstance(s.event, Step)]
+    assert steps and {(s.finish_reason, s.usage.output_tokens) for s in steps} == {("length", 12)}
+    assert all(len(s.raw_text) == 48 and s.final_answer is None for s in steps)
+    cot = [s for s in steps if "no final answer in the one CoT reply" in " ".join(s.parse_warnings)]
+    assert len(cot) == 2 and all("cut at its token cap" in s.parse_warnings[-1] for s in cot)
+    ends = [s.event for s in store.iter_events() if isinstance(s.event, TrajectoryFinished)]
+    assert [e.status for e in ends] == ["max_steps"] * 4
+    # With a cap the cot reply fits in, it answers as before, uncut.
+    roomy = msgspec.structs.replace(config, cot_max_tokens=400, settings=("cot",))
+    store = MemoryStore()
+    await run_jobs(roomy, store, samples)
+    steps = [s.event for s in store.iter_events() if isinstance(s.event, Step)]
+    assert [(s.finish_reason, s.final_answer is not None) for s in steps] == [("stop", True)] * 2

@@ -271,11 +271,17 @@ def test_an_image_that_fails_to_decode_is_skipped_at_load_not_a_failure(
                                "answer": "red", "category": "colour", "group": "2D"}) + "\n")
     store = tmp_path / "run.lmdb"
     capsys.readouterr()
-    assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 0
+    # Complete, but not for the whole file: its own status, not 0 (nor 1, a failure).
+    assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 4
     out, err = capsys.readouterr()
     assert "trajectories 1/1 finished, 0 failed" in out and "skipped dataset rows 1" in out
     assert "val.jsonl:2: image 'bad.png': corrupt or truncated" in err
     assert "--retry-failed" not in err and "Traceback" not in err
+    # Said last too, where it is seen after a long run.
+    assert err.rstrip("\n").splitlines()[-1] == (
+        f"1 dataset row skipped at load (listed at the start and in {tmp_path / 'run.log'}): "
+        "the results above leave it out. Fix the image and rerun the same command to add the "
+        "sample, or drop the row from the file; exit status 4 until then")
     # Replaced, a plain rerun runs it.
     (folder / "bad.png").write_bytes(_png((9, 99, 199)))
     assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 0

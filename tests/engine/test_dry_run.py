@@ -42,7 +42,8 @@ def test_a_dry_run_calls_no_model_and_writes_nothing(tmp_path) -> None:
     assert not (tmp_path / "runs").exists()  # no store, no log beside it
     out = done.stdout
     assert "2 samples × 2 settings × 1 model = 4 trajectories" in out
-    assert "store: new; every trajectory would start" in out
+    assert (f"store: new; every trajectory would start (the folder {tmp_path / 'runs'} does "
+            "not exist: the run would make it)") in out
     assert f"model openai:fake-model: http://127.0.0.1:{port}/v1, dialect deepeyes" in out
     assert ("calls at most: vaot 4 per trajectory, cot 1 per trajectory; 10 for the "
             "trajectories left") in out

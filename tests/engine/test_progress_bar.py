@@ -33,3 +33,28 @@ def test_an_error_is_not_a_failure_and_skipped_trajectories_spend_nothing() -> N
     # are scored; the error stays open.
     assert "acc  33.3%" in stats
     assert "new tok 600" in stats  # a skipped trajectory spent nothing in this invocation
+
+
+def test_settling_counts_the_logged_ends_no_outcome_told_of_once() -> None:
+    from analysis.records import TrajectoryRecord
+
+    sample = Sample(id="s", image=b"", question="How many?", answer="3")
+    console = Console(file=io.StringIO(), force_terminal=False)
+    with RunProgress(console, {"vaot": 5}, enabled=False) as progress:
+        progress.update(TrajectoryJob(traj="t1", run_id="r", sample=sample, setting="vaot",
+                                      model="m"),
+                        Outcome("t1", "answered", "3", 2, calls=2, tokens=500))
+
+        def record(traj: str, status: str | None, correct: bool | None) -> TrajectoryRecord:
+            return TrajectoryRecord(traj=traj, run_id="r", sample_id="s", model="m",
+                                    setting="vaot", status=status, correct=correct)
+
+        # t1 told already; t2 and t3 ended in the log only (a stop's last commit); t4 is open.
+        records = [record("t1", "answered", True), record("t2", "answered", False),
+                   record("t3", "failed", False), record("t4", None, None)]
+        progress.settle(records)
+        progress.settle(records)  # once only
+    task = progress.progress.tasks[progress.tasks["vaot"]]
+    assert task.completed == 3
+    assert "failed 1" in _stats(progress, "vaot") and "acc  33.3%" in _stats(progress, "vaot")
+    assert "new tok 500" in _stats(progress, "vaot")

@@ -358,12 +358,28 @@ def test_a_named_run_refuses_other_options_and_the_summary_counts_this_command(t
     assert "trajectories 2/2 finished" in other.stdout, other.stdout
 
 
-def test_the_store_folder_is_made_when_missing(tmp_path) -> None:
+def test_the_store_folder_is_made_when_missing_and_the_run_says_so(tmp_path) -> None:
+    def run(store: Path) -> subprocess.CompletedProcess[str]:
+        done = _vaot("run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+                     "--model", "reference:blind", "--store", str(store), "--no-progress")
+        assert done.returncode == 0 and "trajectories 1/1 finished" in done.stdout, done.stderr
+        return done
+
     store = tmp_path / "runs" / "new" / "run.lmdb"  # as runs/demo.lmdb on a fresh clone
-    done = _vaot("run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
-                 "--model", "reference:blind", "--store", str(store), "--no-progress")
-    assert done.returncode == 0, done.stderr
+    done = run(store)
     assert (store / "data.mdb").is_file() and (store.parent / "run.log").is_file()
+    # Made, not refused, but said: a mistyped folder made a fresh tree in silence before.
+    assert done.stderr == (f"note: a new store; the folder {tmp_path / 'runs'} did not exist "
+                           "and was made (with the folders below it)\n")
+    logged = [json.loads(line) for line in (store.parent / "run.log").read_text().splitlines()]
+    assert [e["folder"] for e in logged if e["event"] == "store_folder_made"] == [
+        str(tmp_path / "runs")]
+    # The resume, and a new store in a folder that is there, say nothing of folders.
+    assert run(store).stderr == ""
+    assert run(tmp_path / "runs" / "other.lmdb").stderr == ""
+    nested = tmp_path / "runs" / "d" / "run.lmdb"
+    assert run(nested).stderr == (f"note: a new store; the folder {nested.parent} did not "
+                                  "exist and was made\n")
 
 
 def test_an_in_memory_run_leaves_no_file_behind(tmp_path) -> None:

@@ -147,3 +147,52 @@ def test_a_sigterm_during_the_end_report_stops_it_as_ctrl_c_does(tmp_path):
     assert done.returncode == 143, done.stderr
     assert "terminated (SIGTERM): committed work is kept" in done.stderr
     assert (tmp_path / "s.log").read_text().count('"run_end"') == 1
+
+
+_SIGINT_AS_AN_END_IS_QUEUED = """
+import os, signal, sys
+import engine.runner as runner
+drive = runner.drive_trajectory
+ended = []
+async def drive_trajectory(job, runtime):
+    outcome, writes = await drive(job, runtime)
+    ended.append(job.traj)
+    if len(ended) == 5:  # its end queued, not yet committed: its outcome waits for the commit
+        os.kill(os.getpid(), signal.SIGINT)
+    return outcome, writes
+runner.drive_trajectory = drive_trajectory
+from engine.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+_BAR = re.compile(r"^(cot|no_render|vaot|wrong_render)\s.*?\s(\d+)/(\d+)\s+(?:failed (\d+)\s+"
+                  r"acc\s+([\d.]+)%)?", re.M)
+
+
+def test_the_bars_last_drawing_counts_what_the_summary_table_does_after_a_stop(tmp_path):
+    # A stop leaves the last trajectories' ends queued; they were committed after the bars'
+    # last drawing, which so counted one or two fewer ended than the table printed under it.
+    store = tmp_path / "s.lmdb"
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGINT_AS_AN_END_IS_QUEUED, "run", "--model",
+         "reference:calibrated", "--dataset", "synthetic:4", "--store", str(store),
+         "--concurrency", "4"],  # the bars on: a pipe gets their last drawing
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COLUMNS": "160"}, preexec_fn=_sigint(signal.SIG_DFL))
+    assert done.returncode == 130, done.stderr
+    out = done.stdout
+    bars = {m[1]: (int(m[3]) - int(m[2]), int(m[4] or 0), m[5]) for m in _BAR.finditer(out)}
+    assert set(bars) == {"cot", "no_render", "vaot", "wrong_render"}, out
+    header = next(line for line in out.splitlines() if line.startswith("┃ group"))
+    row = next(line for line in out.splitlines() if line.startswith("│ all"))
+    settings = [c.strip() for c in header.strip("┃").split("┃")][1:]
+    cells = dict(zip(settings, [c.strip() for c in row.strip("│").split("│")][1:], strict=True))
+    for setting, (left, failed, acc) in bars.items():
+        cell = cells[setting]
+        open_ = re.search(r"(\d+) open", cell)
+        assert left == (int(open_[1]) if open_ else 0), (setting, out)
+        assert failed == 0 and "failed" not in cell
+        assert acc == (cell.split()[0] if acc is not None else None), (setting, out)
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+    assert sum(28 - left for left, _, _ in bars.values()) == _finished(store) >= 5

@@ -129,3 +129,46 @@ def test_trajectories_not_started_are_open_in_the_table(tmp_path) -> None:
     assert cells["all"] == "8 open", done.stdout
     groups = [cell for group, cell in cells.items() if group not in ("all", "group")]
     assert sum(int(cell.removesuffix(" open")) for cell in groups) == 8, done.stdout
+
+
+class _Log:
+    """A structlog stand-in that keeps what was logged."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict]] = []
+
+    def info(self, event: str, **fields) -> None:
+        self.events.append((event, fields))
+
+    warning = info
+
+
+def test_skipped_dataset_rows_have_their_own_exit_status_and_the_last_word() -> None:
+    # A run whose file had rows skipped at load exited 0, as a run of the whole file does; the
+    # skip was said at the start and as a count inside the long summary line.
+    import io
+
+    from rich.console import Console
+
+    from analysis.records import TrajectoryRecord
+    from engine.commands.run_report import SKIPPED_ROWS, RunEnd, report
+    from engine.config import RunConfig
+
+    def end(skipped: int, status: str) -> tuple[int, str]:
+        record = TrajectoryRecord(traj="t", run_id="r", sample_id="s", model="m",
+                                  setting="vaot", status=status, correct=status == "answered")
+        out, err = io.StringIO(), io.StringIO()
+        code = report(Console(file=out, width=200), Console(file=err, width=400), _Log(),
+                      RunConfig(store=":memory:"),
+                      RunEnd(run_id="r", records=[record], ours={"t"}, skipped=skipped,
+                             wall=1.0, calls=1, session_failures=[], stopped=[],
+                             interrupted=False, terminated=False, spent=None))
+        return code, err.getvalue()
+
+    assert end(0, "answered") == (0, "")
+    code, err = end(3, "answered")
+    assert code == SKIPPED_ROWS == 4
+    assert err.splitlines()[-1].startswith(
+        "3 dataset rows skipped at load (listed at the start): the results above leave them out")
+    code, err = end(1, "failed")  # a failure says more than a skip
+    assert code == 1 and "1 dataset row skipped at load" in err

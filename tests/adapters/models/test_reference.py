@@ -6,6 +6,7 @@ import io
 import math
 import re
 
+import msgspec
 import pytest
 from PIL import Image
 
@@ -300,3 +301,33 @@ async def test_an_unknown_question_still_gets_a_well_formed_reply():
         ),
     )
     assert _STEP.match((await agent.generate(bare)).text)
+
+
+async def test_a_reply_longer_than_max_tokens_is_cut_there_as_an_api_cuts_it(samples):
+    # Before, the agents wrote their whole reply under any --max-tokens, so a run capped at a
+    # few tokens recorded replies far over the cap, none of them cut.
+    sample = samples[0]
+    request = _first_request(sample, "cot")
+    whole = await ReferenceAgent("calibrated").generate(request)
+    assert whole.finish_reason == "stop"
+    assert parse_step(whole.text).final_answer is not None
+    assert 10 < whole.usage.output_tokens < request.max_tokens
+    capped = msgspec.structs.replace(request, max_tokens=10)
+    cut = await ReferenceAgent("calibrated").generate(capped)
+    assert cut.finish_reason == "length"
+    assert cut.usage.output_tokens == 10
+    assert cut.text == whole.text[:40]
+    assert parse_step(cut.text).final_answer is None
+    assert cut.usage.input_tokens == whole.usage.input_tokens
+    # At its exact length the reply fits whole.
+    fits = msgspec.structs.replace(request, max_tokens=whole.usage.output_tokens)
+    assert await ReferenceAgent("calibrated").generate(fits) == whole
+
+
+async def test_the_scripted_model_is_cut_at_max_tokens_too():
+    agent = create_adapter("scripted:s")
+    request = ModelRequest(messages=(Message("user", (TextPart("Now write Step 1."),)),))
+    whole = await agent.generate(request)
+    assert whole.finish_reason == "stop" and "zoom" in whole.text
+    cut = await agent.generate(msgspec.structs.replace(request, max_tokens=3))
+    assert (cut.text, cut.finish_reason, cut.usage.output_tokens) == (whole.text[:12], "length", 3)
