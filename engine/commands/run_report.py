@@ -25,7 +25,8 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "print_exposure", "report", "run_line", "stop_reason", "usage_of"]
+__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "print_exposure", "report", "run_line",
+           "stop_reason", "usage_of"]
 
 
 SKIPPED_ROWS = 4
