@@ -229,9 +229,10 @@ def test_workers_make_no_new_call_once_their_run_is_killed(tmp_path):
     late = [at - killed_at for at in (json.loads(line)["received_at"]
                                       for line in log.read_text().splitlines()) if at > killed_at]
     # At most one per slot (8) was on its way; a few more may have left in the instant before
-    # a worker heard. Before: 24 to 62, the last 130 to 360 ms after the kill.
+    # a worker heard. Before: 24 to 62, the last 130 to 360 ms after the kill. Counted, not
+    # timed: a loaded host's server may stamp a request sent before the kill much later (a
+    # bound of 0.25 s on the last one failed so while the suite shared the machine).
     assert len(late) <= 12, f"{len(late)} requests reached the server after the kill"
-    assert max(late, default=0.0) < 0.25, f"a request came {max(late):.3f} s after the kill"
 
 
 def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits(tmp_path):
