@@ -105,21 +105,26 @@ def clean_answer(answer: str) -> str:
     return answer.strip().strip("*").strip()
 
 
-# A hedge after a lone number or option letter ("3 probably", "B, most likely"): the reply's doubt
-# about its answer, never part of it. Only there: a hedge word may be the whole answer ("Maybe",
-# "highly likely"), and "B. Probably" may be an option's text. A comma is the number's only
-# before three digits: in "3, maybe" it is the hedge's.
+# A hedge after a lone number or option letter ("3 probably", "B, most likely", "B 可能"): the
+# reply's doubt about its answer, never part of it. Only there: a hedge word may be the whole
+# answer ("Maybe", "highly likely"), and "B. Probably" may be an option's text. A comma is the
+# number's only before three digits: in "3, maybe" it is the hedge's. Chinese writes its hedge
+# with or without a blank or a comma before it ("B可能", "B，也许吧"); 可能性 (likelihood) is no
+# hedge, as the fullmatch leaves its 性 over. The blanks are possessive: "3", a page of blanks,
+# then a word is tried once.
 _TRAILING_HEDGE = re.compile(
-    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
-    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))[ \t.!。！]*",
+    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)"
+    r"(?:(?:[ \t]*+[,，][ \t]*+|[ \t]++)"
+    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))"
+    r"|[ \t]*+[,，、]?[ \t]*+((?:可能|也许|大概|或许)吧?))[ \t.!。！]*",
     re.IGNORECASE)
 
 
 def split_hedge(answer: str) -> tuple[str, str]:
     """A lone number or option letter and the hedge after it (``3 probably`` → ``3``,
-    ``probably``); else the answer and ``""``."""
+    ``probably``; ``B 可能`` → ``B``, ``可能``); else the answer and ``""``."""
     m = _TRAILING_HEDGE.fullmatch(answer.strip())
-    return (m.group(1), m.group(2)) if m else (answer, "")
+    return (m.group(1), m.group(2) or m.group(3)) if m else (answer, "")
 
 
 # After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line or a concluding "the answer is", what

@@ -434,7 +434,10 @@ def test_the_new_forms_cost_linear_time() -> None:
               # The review of engine 8's forms: a step word, a next-step heading, a step first.
               "I'll go with option B " + "(" * 50000, "Next step:\n" * 10000 + "I'll go with B",
               "**Next**\n" + "\n" * 50000 + "我选B", "我的答案是" + "先" * 50000,
-              "Final Answer: " + "1,000" * 10000 + ", maybe"]
+              "Final Answer: " + "1,000" * 10000 + ", maybe",
+              # The engine 9 forms, repeated with no end: blanks before a Chinese hedge.
+              "最终答案：3" + " " * 50000 + "，x", "最终答案：B" + "可能" * 25000,
+              "所以答案是3" + " \t" * 25000 + "可能x"]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
