@@ -25,7 +25,11 @@ __all__ = ["ANSWER_IS", "said_answer"]
 # and "choose" name a choice without the word answer ("I'd say B", "So I'd go with B", "I'll go
 # with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B", "我选B"): read only when
 # what follows is one option letter (or, after "say", a number or yes/no): "I'd say we need to
-# zoom in", "I'll go with zooming in" and "我选择放大区域" are no answer (_names_one).
+# zoom in", "I'll go with zooming in" and "我选择放大区域" are no answer (_names_one). "Say" may
+# carry a word of certainty ("I'd say it's definitely B"), which says the reply has settled; a
+# hedge ("I'd say it's probably B") stays in the answer, which then names no one option.
+_CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
+            r"|obviously)")
 ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
@@ -34,7 +38,7 @@ ANSWER_IS = re.compile(
     r"|(?:我们?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
     r"(?:[是为為]|(?=[:：]))"
     r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
-    r"|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
+    rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
     r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?)?(?:应该|应当|应)?选(?:择)?"
     r"(?![项择]))))"

@@ -1,5 +1,5 @@
 """Answers found missed after engine 8 (engine 9): a hedge in Chinese after a marked answer
-("最终答案：B 可能").
+("最终答案：B 可能"); a word of certainty after "I'd say" ("I'd say it's definitely B").
 
 Missed, the trajectory ran on to its step budget and scored no answer, or recorded the hedge as
 part of its answer; read too widely, a reply still reasoning would end its trajectory with prose
@@ -14,6 +14,7 @@ from engine.parsing import parse_step
 
 _BARS = "Step 2 (Text): The bars show 3 and 5.\n"
 _HEDGE_DROPPED = "dropped the hedge"
+_SAID = "no 'Final Answer:' marker; took the answer from 'the answer is …'"
 
 
 def _parsed(last: str):
@@ -60,3 +61,35 @@ def test_a_chinese_hedge_elsewhere_keeps_the_rules(last, read) -> None:
     parsed = _parsed(last)
     assert (parsed.final_answer, parsed.answer_choice) == read
     assert not any(_HEDGE_DROPPED in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A word of certainty between "I'd say (it's)" and the option: the reply has settled, as in
+    # "I'd say it's B". These were missed, and the trajectory ran on to its step budget.
+    ("I'd say it's definitely B", ("B", "B")),
+    ("I'd say it is clearly B.", ("B", "B")),
+    ("I'd say it's most definitely B.", ("B", "B")),
+    ("So I'd say definitely (C).", ("(C)", "C")),
+    ("I would say it's certainly 12 cm.", ("12 cm", None)),
+    ("We'd say it's surely yes.", ("yes", None)),
+    ("Overall, I'd say it's undoubtedly option D.", ("option D", "D")),
+])
+def test_a_say_with_a_word_of_certainty_is_read(last, read) -> None:
+    assert _read(last) == read
+    assert _SAID in _parsed(last).warnings
+
+
+@pytest.mark.parametrize("last", [
+    # A hedge in its place leaves the reply unsettled, as "I'd say probably B." is.
+    "I'd say it's probably B", "I'd say it is likely B.", "I'd say it's maybe B.",
+    "I'd say it's most likely B.", "I'd say it's possibly B.", "I'd say it's perhaps B.",
+    # Certain, yet of two candidates, a doubt, a denial, a remark, a step to take, more to say,
+    # a hedge after it, or a first impression: the rules of "I'd say B" hold.
+    "I'd say it's definitely B or C.", "I'd say it's definitely B, but let me check.",
+    "I'd say it's definitely not B.", "I'd say it's clearly blurry.",
+    "I'd say it's clearly B to zoom.", "I'd say it's definitely B. Let me zoom in to confirm.",
+    "I'd say it's definitely 3 probably.", "At first glance, I'd say it's definitely B.",
+    "I'd say it's clearly B?", "Next step: I'd say it's definitely B.",
+])
+def test_a_say_that_hedges_or_defers_is_thought(last) -> None:
+    assert _read(last) == (None, None)

@@ -437,7 +437,10 @@ def test_the_new_forms_cost_linear_time() -> None:
               "Final Answer: " + "1,000" * 10000 + ", maybe",
               # The engine 9 forms, repeated with no end: blanks before a Chinese hedge.
               "最终答案：3" + " " * 50000 + "，x", "最终答案：B" + "可能" * 25000,
-              "所以答案是3" + " \t" * 25000 + "可能x"]
+              "所以答案是3" + " \t" * 25000 + "可能x",
+              # A word of certainty after "say", repeated with no end.
+              "I'd say it's most " * 7000, "I'd say it is clearly " * 5000,
+              "I'd say definitely " * 6000]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
