@@ -68,9 +68,18 @@ _FULL_WIDTH_LETTERS = {0xFF21 + i: 0x41 + i for i in range(26)} | {
     0xFF41 + i: 0x61 + i for i in range(26)}
 
 
+# An option letter in quotes, as a reply may name the option it picks ('"B"', "'B'", "“B”",
+# "‘B’"): the letter, as in brackets. A period inside the quotes is the sentence's ('"B."').
+_QUOTED_LETTER = re.compile(r"\"([A-J])\.?\"|'([A-J])\.?'|“([A-J])\.?”|‘([A-J])\.?’", re.I)
+
+
 def choice_letter(answer: str) -> str | None:
-    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
-    m = _CHOICE.match(answer.strip().translate(_FULL_WIDTH_LETTERS))
+    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``,
+    ``"B"``."""
+    plain = answer.strip().translate(_FULL_WIDTH_LETTERS)
+    if quoted := _QUOTED_LETTER.match(plain):
+        plain = next(g for g in quoted.groups() if g) + plain[quoted.end():]
+    m = _CHOICE.match(plain)
     if not m:
         return None
     return next(g for g in m.groups() if g).upper()

@@ -172,10 +172,10 @@ _UNSETTLED = re.compile(
     r"|zoom|crop|look|check|verify|inspect|examine)|(?:i|we)['’](?:ll|d)"
     r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed)|verif\w*|tentative\w*|pending"
     r"|for[ \t]+now"
-    # Two candidates, not one: "B or C", "3 or 4".
-    r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b"
+    # Two candidates, not one: "B or C", "3 or 4", '"B" or "C"'.
+    r"|(?:[a-j]|\d+(?:\.\d+)?)[)\"'”’]?[ \t]+or[ \t]+[(\"'“‘]?(?:[a-j]|\d+(?:\.\d+)?))\b"
     # Or after an option's text in brackets: "B (dog) or C".
-    r"|[)）][ \t]+or[ \t]+\(?(?-i:[A-J])\b"
+    r"|[)）][ \t]+or[ \t]+[(\"'“‘]?(?-i:[A-J])\b"
     # In Chinese, after a clause mark (a Chinese word in the answer itself, 确认 on a button, is
     # no doubt): but, if, unless, need to, let me, we will, later, to confirm; two candidates
     # ("B还是C"); a question's closing particle ("B吗"); pending.
@@ -193,7 +193,7 @@ _HEDGED = re.compile(
     r"|[,，][ \t]*(?:(?:most|very|quite)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)"
     r"[ \t.!。！]*$"
     # "A, B, C, or D": its last pair ("B or C" without the comma is _UNSETTLED's).
-    r"|(?-i:\b[A-J])\)?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*\(?(?-i:[A-J])\b"
+    r"|(?-i:\b[A-J])[)\"'”’]?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*[(\"'“‘]?(?-i:[A-J])\b"
     r"|之间|中的一个|其中之一", re.IGNORECASE)
 
 
@@ -225,6 +225,8 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     if (stop and _asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
     answer = clean_answer(text[begin : stop.start() if stop else line_end])
+    if stop:
+        answer = _requoted(answer, stop.group())
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
             or _HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)
             or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
@@ -232,11 +234,29 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     return start, end, answer
 
 
+# A closing quote the sentence's mark took with it: in 'I'll go with "B."' the answer ends at the
+# period, '"B', its quote left behind. Given back, the answer is as quoted ('"B"'), and its
+# letter is read as from '"B"'.
+_QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’"}
+
+
+def _requoted(answer: str, stop: str) -> str:
+    """``answer`` with the closing quote ``stop`` (the sentence's end) holds, when the quote
+    ``answer`` opens with is left open in it."""
+    closer = _QUOTE_PAIRS.get(answer[:1])
+    if closer is None or closer not in stop:
+        return answer
+    left_open = (answer.count(closer) % 2 == 1 if closer == answer[0]
+                 else answer.count(answer[0]) > answer.count(closer))
+    return answer + closer if left_open else answer
+
+
 # What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
-# "B. red", "B (dog)", as choice_letter reads them), or after "say" a number with at most a unit
+# "B. red", "B (dog)", '"B"', as choice_letter reads them), or after "say" a number with at most a unit
 # ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
 # zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
-_CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
+_CAPITAL_CHOICE = re.compile(
+    r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘]?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",
 # "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(

@@ -1,5 +1,6 @@
 """Answers found missed after engine 8 (engine 9): a hedge in Chinese after a marked answer
-("最终答案：B 可能"); a word of certainty after "I'd say" ("I'd say it's definitely B").
+("最终答案：B 可能"); a word of certainty after "I'd say" ("I'd say it's definitely B"); an
+option letter in quotes ('I'll go with "B"').
 
 Missed, the trajectory ran on to its step budget and scored no answer, or recorded the hedge as
 part of its answer; read too widely, a reply still reasoning would end its trajectory with prose
@@ -93,3 +94,54 @@ def test_a_say_with_a_word_of_certainty_is_read(last, read) -> None:
 ])
 def test_a_say_that_hedges_or_defers_is_thought(last) -> None:
     assert _read(last) == (None, None)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # An option letter in quotes names the option, as in brackets: these were missed (the
+    # quote is no capital letter), and the trajectory ran on to its step budget. The answer
+    # keeps its quotes as "(B)" keeps its brackets; a period inside them is the sentence's.
+    ('I\'ll go with "B"', ('"B"', "B")),
+    ("I'll go with 'B'.", ("'B'", "B")),
+    ("I'll go with “B”.", ("“B”", "B")),
+    ("I'll go with ‘B’.", ("‘B’", "B")),
+    ('I\'ll go with "B."', ('"B"', "B")),
+    ("So I'd go with “C.”", ("“C”", "C")),
+    ('I\'d say "B".', ('"B"', "B")),
+    ('I\'m going with "C" (dog).', ('"C" (dog)', "C")),
+    ("我选“B”。", ("“B”", "B")),
+    # The same letter in quotes is the same option under the other forms, which read the text
+    # but no letter before.
+    ('So the answer is "B".', ('"B"', "B")),
+    ('Final Answer: "B"', ('"B"', "B")),
+    ('Final Answer: "B."', ('"B."', "B")),
+    ("最终答案：“B”", ("“B”", "B")),
+    # A quoted word keeps its closing quote: this was cut to '"EXIT'.
+    ('The sign reads EXIT, so the answer is "EXIT."', ('"EXIT"', None)),
+])
+def test_an_option_letter_in_quotes_is_read(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize("last", [
+    # In quotes, the rules of "I'll go with B" hold: a step to take, two candidates, a doubt,
+    # a question, a word rather than a letter, a quote never closed.
+    'I\'ll go with "B" to zoom', 'I\'ll go with "B" to zoom in.', 'I\'ll go with "B" first.',
+    'I\'ll go with "B" or "C".', "I'll go with 'B' or 'C'.", 'I\'ll go with "B"?',
+    'I\'ll go with "B" for now.', 'I\'ll go with "B", but let me check.', 'I\'ll go with "Bee".',
+    'I\'d say "A lot".', 'I\'ll go with "B', "I'll go with “B", "我选“B”还是“C”？",
+    "我选“B”进行放大。", 'Next step: I\'ll go with "B".', 'I\'d say it\'s probably "B".',
+    # Two quoted candidates after "the answer is": these were read as the answer.
+    'So the answer is "B" or "C".', 'The answer is "A", "B", or "C".',
+])
+def test_a_quoted_letter_near_miss_is_thought(last) -> None:
+    assert _read(last) == (None, None)
+
+
+@pytest.mark.parametrize(("answer", "letter"), [
+    ('"B"', "B"), ("'b'", "B"), ("“Ｂ”", "B"), ('"B" (dog)', "B"), ('"B", which shows 8', "B"),
+    ('"B."', "B"), ('"A" and "C"', None), ('"B', None), ('"Bee"', None), ("'B\"", None),
+])
+def test_the_option_letter_a_quoted_answer_leads_with(answer, letter) -> None:
+    from engine.parsing.answer import choice_letter
+
+    assert choice_letter(answer) == letter

@@ -440,7 +440,10 @@ def test_the_new_forms_cost_linear_time() -> None:
               "所以答案是3" + " \t" * 25000 + "可能x",
               # A word of certainty after "say", repeated with no end.
               "I'd say it's most " * 7000, "I'd say it is clearly " * 5000,
-              "I'd say definitely " * 6000]
+              "I'd say definitely " * 6000,
+              # Quotes around a letter: opened and never closed, or closed after the period.
+              "I'll go with \"" * 7000, "So the answer is " + "\"B\" or " * 7000 + "\"C\".",
+              "I'll go with \"B." + "\"" * 50000, "I'll go with “" + "B”, “" * 12000]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
