@@ -18,24 +18,27 @@ from engine.parsing.answer_text import (
 __all__ = ["ANSWER_IS", "said_answer"]
 
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …" (also
-# "the answer to the question is/:"), "the correct option/choice is …" or 答案是/答案为/答案应该是
-# …, which are read only as the reply's concluding sentence (_concluding). 答案 has no \b before
-# it: in "所以答案是B" it follows a word character. 我的答案是 and 最终答案是 ("my answer is", "the
-# final answer is") are bare too (最终答案 opening a line is a marker, answer.py's). Groups "say"
-# and "choose" name a choice without the word answer ("I'd say B", "So I'd go with B", "I'll go
-# with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B", "我选B"): read only when
-# what follows is one option letter (or, after "say", a number or yes/no): "I'd say we need to
-# zoom in", "I'll go with zooming in" and "我选择放大区域" are no answer (_names_one). "Say" may
-# carry a word of certainty ("I'd say it's definitely B"), which says the reply has settled; a
-# hedge ("I'd say it's probably B") stays in the answer, which then names no one option.
+# "the answer to the question is/:", "the answer to question 2 is": a question set among several
+# is still the one asked), "the correct option/choice is …" or 答案是/答案为/答案应该是 …, which are
+# read only as the reply's concluding sentence (_concluding). 答案 has no \b before it: in
+# "所以答案是B" it follows a word character. 我的答案是, 我选择的答案是 and 最终答案是 ("my answer
+# is", "the answer I choose is", "the final answer is") are bare too (最终答案 opening a line is a
+# marker, answer.py's). Groups "say" and "choose" name a choice without the word answer ("I'd
+# say B", "So I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C",
+# "所以应该选B", "我选B"): read only when what follows is one option letter (or, after "say", a
+# number or yes/no): "I'd say we need to zoom in", "I'll go with zooming in" and "我选择放大区域"
+# are no answer (_names_one). "Say" may carry a word of certainty ("I'd say it's definitely
+# B"), which says the reply has settled; a hedge ("I'd say it's probably B") stays in the
+# answer, which then names no one option.
 _CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
             r"|obviously)")
 ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
-    r"(?:answer(?:[ \t]+to[ \t]+(?:the|this|your)[ \t]+question)?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
+    r"(?:answer(?:[ \t]+to[ \t]+(?:(?:the|this|your)[ \t]+question(?:[ \t]+#?\d++)?"
+    r"|question[ \t]+#?\d++))?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
     r"|(?:option|choice)[ \t]+is\b)"
-    r"|(?:我们?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
+    r"|(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
     r"(?:[是为為]|(?=[:：]))"
     r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
     rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"

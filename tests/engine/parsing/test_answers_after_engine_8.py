@@ -1,6 +1,6 @@
 """Answers found missed after engine 8 (engine 9): a hedge in Chinese after a marked answer
 ("最终答案：B 可能"); a word of certainty after "I'd say" ("I'd say it's definitely B"); an
-option letter in quotes ('I'll go with "B"').
+option letter in quotes ('I'll go with "B"'); "The answer to question 2 is B."; 我选择的答案是B.
 
 Missed, the trajectory ran on to its step budget and scored no answer, or recorded the hedge as
 part of its answer; read too widely, a reply still reasoning would end its trajectory with prose
@@ -145,3 +145,45 @@ def test_the_option_letter_a_quoted_answer_leads_with(answer, letter) -> None:
     from engine.parsing.answer import choice_letter
 
     assert choice_letter(answer) == letter
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # The answer to a question named by its number is the answer, as "the answer to the
+    # question is B" is: a prompt setting several questions asks for one. These were missed.
+    ("The answer to question 2 is B.", ("B", "B")),
+    ("The answer to the question is B.", ("B", "B")),
+    ("So the answer to question 2 is (C).", ("(C)", "C")),
+    ("Therefore, the answer to the question 2 is B.", ("B", "B")),
+    ("The answer to question #3 is 7.", ("7", None)),
+    ("So the answer to question 2: C", ("C", "C")),
+    ("Here is the answer to question 2: B", ("B", "B")),
+    # 我选择的答案是 (the answer I choose is) states the answer as 我的答案是 does.
+    ("我选择的答案是B", ("B", "B")),
+    ("我选择的答案是：B", ("B", "B")),
+    ("我选择的答案是 B。", ("B", "B")),
+    ("所以我选择的答案是（C）。", ("（C）", "C")),
+    ("我们选择的答案是D", ("D", "D")),
+    ("我选的答案是B", ("B", "B")),
+    ("我选择的答案是3。", ("3", None)),
+])
+def test_an_answer_named_for_its_question_or_choice_is_read(last, read) -> None:
+    assert _read(last) == read
+    assert _SAID in _parsed(last).warnings
+
+
+@pytest.mark.parametrize("last", [
+    # The rules of "the answer is" hold: no answer yet, two candidates, a supposition, more
+    # reasoning after it, a place, a hedge.
+    "the answer to question 2 is unclear", "The answer to question 2 is not yet clear.",
+    "The answer to question 2 is B or C.", "If the answer to question 2 is B, the count is odd.",
+    "The answer to question 2 is B. Let me check question 3.",
+    "The answer to question 2 is in the chart.", "The answer to question 2 is probably B.",
+    "To find the answer to question 2: zoom on the legend.", "The answer to question 2 is?",
+    # The same for 我选择的答案是: a question, two candidates, a step first, a doubt, a
+    # supposition, a guess, a hedge.
+    "我选择的答案是B吗", "我选择的答案是B还是C？", "我选择的答案是：先放大看看。",
+    "我选择的答案是B，但需要放大确认。", "如果我选择的答案是B，计数为奇数。", "我猜我选择的答案是B。",
+    "我选择的答案是B 可能", "我选择的答案是什么？",
+])
+def test_an_answer_named_for_its_question_or_choice_near_miss_is_thought(last) -> None:
+    assert _read(last) == (None, None)

@@ -443,7 +443,11 @@ def test_the_new_forms_cost_linear_time() -> None:
               "I'd say definitely " * 6000,
               # Quotes around a letter: opened and never closed, or closed after the period.
               "I'll go with \"" * 7000, "So the answer is " + "\"B\" or " * 7000 + "\"C\".",
-              "I'll go with \"B." + "\"" * 50000, "I'll go with “" + "B”, “" * 12000]
+              "I'll go with \"B." + "\"" * 50000, "I'll go with “" + "B”, “" * 12000,
+              # A question's number that never ends, or the phrase repeated.
+              "The answer to question " + "2" * 50000 + " x",
+              "The answer to the question 2 " * 2000 + "is B", "我选择的" * 25000 + "答案是B",
+              "我选择的答案" * 16000]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
