@@ -364,32 +364,56 @@ _IMPRESSION_FIRST = re.compile(
 
 # A step still to take, named before a choice made without the word answer: "下一步，应该选C",
 # "接下来，我选B", "Next step: I'll go with B" choose what to do next (a region to zoom into may
-# be labelled C), not the answer. A conclusion word after it opens the clause that chooses: in
-# "下一步放大后看到的是C，所以应该选C" the step is done and 所以 concludes. ("Next to" is a place.)
+# be labelled C), not the answer. A conclusion word after it, past a clause that tells the step
+# done, opens the clause that chooses: in "下一步放大后看到的是C，所以应该选C" the step is done
+# and 所以 concludes. Right after the step word, with nothing done between, it concludes the
+# step's choice: "下一步，故选B" (next step, so choose B) is "下一步，应该选B" with a "so", as
+# "So next, I'd go with B" is. ("Next to" is a place.)
 _NEXT_STEP = re.compile(
     r"下一步|接下来|接着|\bnext[ \t]+(?:step|action|move)\b"
     r"|^[ \t*_]*(?:(?:so|and|now|then)[ \t]*,?[ \t]*)?next\b(?![ \t]+to\b)",
     re.IGNORECASE)
 _CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
 # The next step as a heading of its own, the line before the choice ("**Next step:**", "### Next",
-# "下一步：").
+# "下一步："), or the sentence right before it on its line ("Next step. I'll go with B.",
+# "下一步。故选B"): a colon or a full stop closes it alike.
 _NEXT_HEADING = re.compile(
-    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*[:：]?[ \t*_]*",
+    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*[:：.。]?[ \t*_]*",
     re.IGNORECASE)
+
+
+# What may stand between the step word and a conclusion word that is the step's own: marks,
+# blanks, emphasis ("下一步，故", "Next step, so").
+_ONLY_MARKS = re.compile(r"[\s,，:：;；、*_-]*")
 
 
 def _plans_next(lead: str) -> bool:
     """Whether ``lead``, what precedes a choice in its sentence, names the next step as what the
     choice is for."""
     steps = list(_NEXT_STEP.finditer(lead))
-    return bool(steps) and _CONCLUDES.search(lead, steps[-1].end()) is None
+    if not steps:
+        return False
+    after = steps[-1].end()
+    return all(_ONLY_MARKS.fullmatch(lead, after, word.start())
+               for word in _CONCLUDES.finditer(lead, after))
 
 
 def _under_next_heading(text: str, begin: int) -> bool:
     """Whether the sentence at ``begin`` opens its line under a next-step heading (blank lines
-    between allowed), looking back at most 240 characters."""
-    line_start = text.rfind("\n", 0, begin) + 1
-    if line_start == 0 or LINE_LEAD.fullmatch(text, line_start, begin) is None:
+    between allowed), or follows one as the sentence before it on its line, looking back at
+    most 240 characters."""
+    lo = max(0, begin - 240)
+    line_start = text.rfind("\n", lo, begin) + 1
+    if line_start == 0 and lo > 0:
+        return False  # a line longer than any heading and its sentence
+    head = LINE_LEAD.match(text, line_start, begin).end()
+    if head < begin:  # a sentence before it on its line: the heading there, or none
+        if step := _STEP_LEAD.match(text, head, begin):
+            head = step.end()
+        breaks = list(SENTENCE_END.finditer(text, head, begin))
+        before = breaks[-2].end() if len(breaks) > 1 else head
+        return _NEXT_HEADING.fullmatch(text, before, begin) is not None
+    if line_start == 0:
         return False
     lo = max(0, line_start - 240)
     above = text[lo:line_start].rstrip()

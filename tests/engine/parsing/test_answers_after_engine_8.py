@@ -1,6 +1,8 @@
 """Answers found missed after engine 8 (engine 9): a hedge in Chinese after a marked answer
 ("最终答案：B 可能"); a word of certainty after "I'd say" ("I'd say it's definitely B"); an
 option letter in quotes ('I'll go with "B"'); "The answer to question 2 is B."; 我选择的答案是B.
+Two choices after a next-step word are decided as the next step's, not the answer
+(下一步，故选B; "Next step. I'll go with B.").
 
 Missed, the trajectory ran on to its step budget and scored no answer, or recorded the hedge as
 part of its answer; read too widely, a reply still reasoning would end its trajectory with prose
@@ -187,3 +189,36 @@ def test_an_answer_named_for_its_question_or_choice_is_read(last, read) -> None:
 ])
 def test_an_answer_named_for_its_question_or_choice_near_miss_is_thought(last) -> None:
     assert _read(last) == (None, None)
+
+
+@pytest.mark.parametrize("last", [
+    # 下一步，故选B: 故 (so) concludes, but right after the step word, with nothing done between,
+    # it concludes the step's choice. The step word comes first and says what the choice is
+    # for, as in "下一步，应该选C" (thought since engine 8); 故 adds a "so", as "So next, I'd go
+    # with B" has one, and that is thought too. These were read as the answer.
+    "下一步，故选B", "下一步：故选B", "下一步，所以应该选C", "接下来，因此我选B。",
+    "Next step, so I'd go with B.",
+    # "Next step. I'll go with B.": a heading written as a sentence of its own before the
+    # choice, where "Next step: I'll go with B." and "Next step:" on the line above are thought
+    # (engine 8); a full stop closes a heading as a colon does. These were read as the answer.
+    "Next step. I'll go with B.", "**Next step.** I'll go with B.", "Next step.\nI'll go with B.",
+    "The bars differ. Next step. I'll go with B.", "Next. I'd go with C.", "下一步。故选B",
+    "柱子有三根。下一步。我选B", "下一步。\n我选B",
+])
+def test_a_choice_right_after_a_next_step_word_is_the_steps(last) -> None:
+    assert _read(last) == (None, None)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A clause that tells the step done comes between: the conclusion after it is the answer's
+    # (as "下一步放大后看到的是C，所以应该选C。" has been since engine 8).
+    ("下一步放大后看到的是C，所以应该选C。", ("C", "C")),
+    ("下一步放大后，故选C。", ("C", "C")),
+    ("Next step. The zoom shows B. So I'd go with B.", ("B", "B")),
+    ("The next bar is taller. So I'd go with B.", ("B", "B")),
+    # Not a heading: a sentence about the next bar, or "next" in one.
+    ("The bars differ. I'll go with B.", ("B", "B")),
+    ("The next bar is taller.\nI'll go with B.", ("B", "B")),
+])
+def test_a_conclusion_after_the_step_is_done_is_the_answer(last, read) -> None:
+    assert _read(last) == read

@@ -447,7 +447,11 @@ def test_the_new_forms_cost_linear_time() -> None:
               # A question's number that never ends, or the phrase repeated.
               "The answer to question " + "2" * 50000 + " x",
               "The answer to the question 2 " * 2000 + "is B", "我选择的" * 25000 + "答案是B",
-              "我选择的答案" * 16000]
+              "我选择的答案" * 16000,
+              # Next-step words and their sentences, repeated before a choice.
+              "下一步，" * 25000 + "故选B", "下一步，故" * 20000 + "选B",
+              "Next step. " * 5000 + "I'll go with B", "x. " * 20000 + "Next step. I'll go with B.",
+              "下一步" + "，" * 50000 + "故选B"]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
