@@ -38,8 +38,8 @@ ANSWER_IS = re.compile(
     r"(?:answer(?:[ \t]+to[ \t]+(?:(?:the|this|your)[ \t]+question(?:[ \t]+#?\d++)?"
     r"|question[ \t]+#?\d++))?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
     r"|(?:option|choice)[ \t]+is\b)"
-    r"|(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
-    r"(?:[是为為]|(?=[:：]))"
+    r"|(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+"
+    r"(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
     r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
     rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
@@ -255,9 +255,9 @@ def _requoted(answer: str, stop: str) -> str:
 
 
 # What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
-# "B. red", "B (dog)", '"B"', as choice_letter reads them), or after "say" a number with at most a unit
-# ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
-# zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
+# "B. red", "B (dog)", '"B"', as choice_letter reads them), or after "say" a number with at most
+# a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need
+# to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
 _CAPITAL_CHOICE = re.compile(
     r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘]?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",

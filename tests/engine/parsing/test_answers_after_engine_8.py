@@ -184,7 +184,8 @@ def test_an_answer_named_for_its_question_or_choice_is_read(last, read) -> None:
     # The same for 我选择的答案是: a question, two candidates, a step first, a doubt, a
     # supposition, a guess, a hedge.
     "我选择的答案是B吗", "我选择的答案是B还是C？", "我选择的答案是：先放大看看。",
-    "我选择的答案是B，但需要放大确认。", "如果我选择的答案是B，计数为奇数。", "我猜我选择的答案是B。",
+    "我选择的答案是B，但需要放大确认。", "如果我选择的答案是B，计数为奇数。",
+    "我猜我选择的答案是B。",
     "我选择的答案是B 可能", "我选择的答案是什么？",
 ])
 def test_an_answer_named_for_its_question_or_choice_near_miss_is_thought(last) -> None:
