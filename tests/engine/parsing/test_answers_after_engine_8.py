@@ -40,6 +40,9 @@ def _read(last: str) -> tuple[str | None, str | None]:
     ("最终答案：3 也许", ("3", None)),
     ("最终答案：（C） 大概", ("（C）", "C")),
     ("Final Answer: B 或许", ("B", "B")),
+    # 最终答案是 opening its line, or a bold 最终答案, is the same marker.
+    ("最终答案是B 可能", ("B", "B")),
+    ("**最终答案**：B，也许", ("B", "B")),
 ])
 def test_a_chinese_hedge_after_a_marked_answer_is_dropped(last, read) -> None:
     parsed = _parsed(last)
