@@ -196,6 +196,29 @@ def test_an_answer_named_for_its_question_or_choice_near_miss_is_thought(last) -
 
 
 @pytest.mark.parametrize("last", [
+    # 答案是否… (whether the answer …) and 答案是不是B… (is the answer B or not …) ask; the 是
+    # is the question's, not "the answer is". 我选择的答案是 made the first common ("whether the
+    # answer I chose is right still needs a zoom to confirm"): these were read as the answer
+    # "否正确还需要放大确认". "The answer is not B" is no answer either, as "not" is in English.
+    "我选择的答案是否正确还需要放大确认", "我选择的答案是否正确还需要放大确认。",
+    "我的答案是否正确还需要放大确认。", "答案是否正确还需要确认。", "所以答案是否合理，需要再看。",
+    "我选择的答案是不是B还需要确认。", "所以答案是不是B呢", "所以答案是：不是B",
+])
+def test_whether_the_answer_is_right_is_thought(last) -> None:
+    assert _read(last) == (None, None)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # The answers 否 (no), 否定的 (negative) and 不是 (it is not) stay answers.
+    ("所以答案是否。", ("否", None)), ("答案为否。", ("否", None)),
+    ("所以答案是否定的。", ("否定的", None)), ("我选择的答案是否定的。", ("否定的", None)),
+    ("所以答案是不是。", ("不是", None)), ("所以答案是：不是，因为灯是绿的。", ("不是，因为灯是绿的", None)),
+])
+def test_no_as_the_answer_is_read(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize("last", [
     # 下一步，故选B: 故 (so) concludes, but right after the step word, with nothing done between,
     # it concludes the step's choice. The step word comes first and says what the choice is
     # for, as in "下一步，应该选C" (thought since engine 8); 故 adds a "so", as "So next, I'd go
