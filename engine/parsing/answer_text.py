@@ -69,8 +69,10 @@ _FULL_WIDTH_LETTERS = {0xFF21 + i: 0x41 + i for i in range(26)} | {
 
 
 # An option letter in quotes, as a reply may name the option it picks ('"B"', "'B'", "“B”",
-# "‘B’"): the letter, as in brackets. A period inside the quotes is the sentence's ('"B."').
-_QUOTED_LETTER = re.compile(r"\"([A-J])\.?\"|'([A-J])\.?'|“([A-J])\.?”|‘([A-J])\.?’", re.I)
+# "‘B’", and the corner brackets Chinese and Japanese quote with, "「B」", "『B』"): the letter,
+# as in brackets. A period inside the quotes is the sentence's ('"B."', "「B。」").
+_QUOTED_LETTER = re.compile(r"\"([A-J])\.?\"|'([A-J])\.?'|“([A-J])\.?”|‘([A-J])\.?’"
+                            r"|「([A-J])[.。]?」|『([A-J])[.。]?』", re.I)
 
 
 def choice_letter(answer: str) -> str | None:
@@ -114,15 +116,16 @@ def clean_answer(answer: str) -> str:
     return answer.strip().strip("*").strip()
 
 
-# A hedge after a lone number or option letter ("3 probably", "B, most likely", "B 可能"): the
-# reply's doubt about its answer, never part of it. Only there: a hedge word may be the whole
-# answer ("Maybe", "highly likely"), and "B. Probably" may be an option's text. A comma is the
+# A hedge after a lone number or option letter ("3 probably", "B, most likely", "B 可能"; the
+# letter in brackets or quotes, '"B" probably', as choice_letter reads it): the reply's doubt
+# about its answer, never part of it. Only there: a hedge word may be the whole answer
+# ("Maybe", "highly likely"), and "B. Probably" may be an option's text. A comma is the
 # number's only before three digits: in "3, maybe" it is the hedge's. Chinese writes its hedge
 # with or without a blank or a comma before it ("B可能", "B，也许吧"); 可能性 (likelihood) is no
 # hedge, as the fullmatch leaves its 性 over. The blanks are possessive: "3", a page of blanks,
 # then a word is tried once.
 _TRAILING_HEDGE = re.compile(
-    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)"
+    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（\"'“‘「『]?(?-i:[A-JＡ-Ｊ])[)）\"'”’」』]?)"
     r"(?:(?:[ \t]*+[,，][ \t]*+|[ \t]++)"
     r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))"
     r"|[ \t]*+[,，、]?[ \t]*+((?:可能|也许|大概|或许)吧?))[ \t.!。！]*",

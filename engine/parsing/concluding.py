@@ -178,10 +178,10 @@ _UNSETTLED = re.compile(
     r"|zoom|crop|look|check|verify|inspect|examine)|(?:i|we)['’](?:ll|d)"
     r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed)|verif\w*|tentative\w*|pending"
     r"|for[ \t]+now"
-    # Two candidates, not one: "B or C", "3 or 4", '"B" or "C"'.
-    r"|(?:[a-j]|\d+(?:\.\d+)?)[)\"'”’]?[ \t]+or[ \t]+[(\"'“‘]?(?:[a-j]|\d+(?:\.\d+)?))\b"
+    # Two candidates, not one: "B or C", "3 or 4", '"B" or "C"' (or in corner brackets).
+    r"|(?:[a-j]|\d+(?:\.\d+)?)[)\"'”’」』]?[ \t]+or[ \t]+[(\"'“‘「『]?(?:[a-j]|\d+(?:\.\d+)?))\b"
     # Or after an option's text in brackets: "B (dog) or C".
-    r"|[)）][ \t]+or[ \t]+[(\"'“‘]?(?-i:[A-J])\b"
+    r"|[)）][ \t]+or[ \t]+[(\"'“‘「『]?(?-i:[A-J])\b"
     # In Chinese, after a clause mark (a Chinese word in the answer itself, 确认 on a button, is
     # no doubt): but, if, unless, need to, let me, we will, later, to confirm; two candidates
     # ("B还是C"); a question's closing particle ("B吗"); pending.
@@ -199,7 +199,7 @@ _HEDGED = re.compile(
     r"|[,，][ \t]*(?:(?:most|very|quite)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)"
     r"[ \t.!。！]*$"
     # "A, B, C, or D": its last pair ("B or C" without the comma is _UNSETTLED's).
-    r"|(?-i:\b[A-J])[)\"'”’]?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*[(\"'“‘]?(?-i:[A-J])\b"
+    r"|(?-i:\b[A-J])[)\"'”’」』]?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*[(\"'“‘「『]?(?-i:[A-J])\b"
     r"|之间|中的一个|其中之一", re.IGNORECASE)
 
 
@@ -243,7 +243,7 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
 # A closing quote the sentence's mark took with it: in 'I'll go with "B."' the answer ends at the
 # period, '"B', its quote left behind. Given back, the answer is as quoted ('"B"'), and its
 # letter is read as from '"B"'.
-_QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’"}
+_QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』"}
 
 
 def _requoted(answer: str, stop: str) -> str:
@@ -258,11 +258,11 @@ def _requoted(answer: str, stop: str) -> str:
 
 
 # What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
-# "B. red", "B (dog)", '"B"', as choice_letter reads them), or after "say" a number with at most
-# a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need
-# to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
+# "B. red", "B (dog)", '"B"', "「B」", as choice_letter reads them), or after "say" a number with
+# at most a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd
+# say we need to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
 _CAPITAL_CHOICE = re.compile(
-    r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘]?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
+    r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘「『]?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",
 # "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(

@@ -122,9 +122,30 @@ def test_a_say_that_hedges_or_defers_is_thought(last) -> None:
     ("最终答案：“B”", ("“B”", "B")),
     # A quoted word keeps its closing quote: this was cut to '"EXIT'.
     ('The sign reads EXIT, so the answer is "EXIT."', ('"EXIT"', None)),
+    # Chinese and Japanese quote with corner brackets (「B」, 『B』), as SENTENCE_END knows: the
+    # same option. These were missed, or read with no option letter.
+    ("我选「B」。", ("「B」", "B")),
+    ("所以我选『C』", ("『C』", "C")),
+    ("所以答案是「B」。", ("「B」", "B")),
+    ("所以答案是「B。」", ("「B」", "B")),
+    ("最终答案：「B」", ("「B」", "B")),
 ])
 def test_an_option_letter_in_quotes_is_read(last, read) -> None:
     assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # A hedge after a quoted letter is dropped as after one in brackets ("(B) probably" gives
+    # (B)): '"B" probably' was kept whole, with no option letter.
+    ('Final Answer: "B" probably', ('"B"', "B")),
+    ("Final Answer: “B”, most likely", ("“B”", "B")),
+    ("最终答案：“B” 可能", ("“B”", "B")),
+    ("最终答案：「B」可能吧", ("「B」", "B")),
+])
+def test_a_hedge_after_a_quoted_letter_is_dropped(last, read) -> None:
+    parsed = _parsed(last)
+    assert (parsed.final_answer, parsed.answer_choice) == read
+    assert any(_HEDGE_DROPPED in w for w in parsed.warnings)
 
 
 @pytest.mark.parametrize("last", [
@@ -137,6 +158,12 @@ def test_an_option_letter_in_quotes_is_read(last, read) -> None:
     "我选“B”进行放大。", 'Next step: I\'ll go with "B".', 'I\'d say it\'s probably "B".',
     # Two quoted candidates after "the answer is": these were read as the answer.
     'So the answer is "B" or "C".', 'The answer is "A", "B", or "C".',
+    # A concluding sentence that hedges a quoted letter, as "So the answer is (B) probably."
+    # is thought: this was read as the answer '"B" probably'.
+    'So the answer is "B" probably.', "所以答案是“B”可能。",
+    # In corner brackets, the same rules.
+    "我选「B」还是「C」？", "我选「B」或「C」。", "所以答案是「B」或「C」。", "我选「B」进行放大。",
+    "I'll go with 「B」 or 「C」.", "The answer is 「A」, 「B」, or 「C」.", "我选「B",
 ])
 def test_a_quoted_letter_near_miss_is_thought(last) -> None:
     assert _read(last) == (None, None)
@@ -145,6 +172,7 @@ def test_a_quoted_letter_near_miss_is_thought(last) -> None:
 @pytest.mark.parametrize(("answer", "letter"), [
     ('"B"', "B"), ("'b'", "B"), ("“Ｂ”", "B"), ('"B" (dog)', "B"), ('"B", which shows 8', "B"),
     ('"B."', "B"), ('"A" and "C"', None), ('"B', None), ('"Bee"', None), ("'B\"", None),
+    ("「B」", "B"), ("『c』", "C"), ("「B。」", "B"), ("「B』", None), ("「Bee」", None),
 ])
 def test_the_option_letter_a_quoted_answer_leads_with(answer, letter) -> None:
     from engine.parsing.answer import choice_letter
