@@ -121,14 +121,16 @@ def clean_answer(answer: str) -> str:
 # about its answer, never part of it. Only there: a hedge word may be the whole answer
 # ("Maybe", "highly likely"), and "B. Probably" may be an option's text. A comma is the
 # number's only before three digits: in "3, maybe" it is the hedge's. Chinese writes its hedge
-# with or without a blank or a comma before it ("B可能", "B，也许吧"); 可能性 (likelihood) is no
-# hedge, as the fullmatch leaves its 性 over. The blanks are possessive: "3", a page of blanks,
-# then a word is tried once.
+# with or without a blank or a comma before it ("B可能", "B，也许吧"), with a word of degree as
+# "very likely" has one (很可能, 大概率, 可能性很大: the likelihood is high); 可能性 alone
+# (likelihood) is no hedge, as the fullmatch leaves its 性 over. The blanks are possessive: "3",
+# a page of blanks, then a word is tried once.
 _TRAILING_HEDGE = re.compile(
     r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（\"'“‘「『]?(?-i:[A-JＡ-Ｊ])[)）\"'”’」』]?)"
     r"(?:(?:[ \t]*+[,，][ \t]*+|[ \t]++)"
     r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))"
-    r"|[ \t]*+[,，、]?[ \t]*+((?:可能|也许|大概|或许)吧?))[ \t.!。！]*",
+    r"|[ \t]*+[,，、]?[ \t]*+((?:(?:很|极|最|非常)?可能|也许|大概率?|或许"
+    r"|可能性(?:很|较|比较|非常|极)?大)吧?))[ \t.!。！]*",
     re.IGNORECASE)
 
 

@@ -145,13 +145,15 @@ _NO_ANSWER_YET = re.compile(
     # is to zoom in".
     r"|between|to[ \t]+(?:zoom|crop|look|check|verify|inspect|examine|rotate))\b"
     # Unsure, unknown, cannot, not yet, maybe, what, which, how many, whether, where, a step
-    # to take: no Chinese answer yet either ("可能性" and "哪吒" are answers). After 答案是,
-    # 否 then a word is the question "whether" (答案是否正确…: the 是 was taken for "is"), and
-    # 不是 then more is "not …" or the question "is it … or not" (答案是不是B): no answer, as
-    # "not" is none in English. 否, 否定的 and 不是 alone are answers ("no", "negative").
+    # to take: no Chinese answer yet either ("可能性" and "哪吒" are answers; 很可能, "very
+    # likely", hedges as 可能 does). After 答案是, 否 then a word is the question "whether"
+    # (答案是否正确…: the 是 was taken for "is"), and 不是 then more is "not …" or the question
+    # "is it … or not" (答案是不是B): no answer, as "not" is none in English. 否, 否定的 and 不是
+    # alone are answers ("no", "negative").
     r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|看不清|(?:暂时|目前)(?:无法|不|还|未|没|看不)"
-    r"|待(?:定|确认|核实|进一步)|可能(?!性)|也许|大概|或许|什么|哪(?:个|一|些|里|儿|种)|多少"
-    r"|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否(?!定)[\u4e00-\u9fff]|不是(?=[^\s，,。.!！])|是否"
+    r"|待(?:定|确认|核实|进一步)|(?:很|极|最|非常)?可能(?!性)|也许|大概|或许|什么|多少"
+    r"|哪(?:个|一|些|里|儿|种)|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否(?!定)[\u4e00-\u9fff]"
+    r"|不是(?=[^\s，,。.!！])|是否"
     r"|在(?:图|画面|图片|照片|放大|裁剪|左|右|上|下|中)|(?:放大|裁剪)(?:后|一下|看看|查看|区域)"
     r"|下一步(?=[，,]|放大|裁剪|查看|确认)",
     re.IGNORECASE,

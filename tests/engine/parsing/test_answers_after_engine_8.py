@@ -43,6 +43,14 @@ def _read(last: str) -> tuple[str | None, str | None]:
     # 最终答案是 opening its line, or a bold 最终答案, is the same marker.
     ("最终答案是B 可能", ("B", "B")),
     ("**最终答案**：B，也许", ("B", "B")),
+    # With a word of degree, as "B, very likely" and "B, most likely" are dropped: 很可能 (very
+    # likely), 大概率 (in all probability), 可能性很大 (the likelihood is high). These were kept
+    # whole, with no option letter. (Were B's own text 可能性很大, B is still the option.)
+    ("最终答案：B 很可能", ("B", "B")),
+    ("最终答案：B，极可能", ("B", "B")),
+    ("最终答案：3 大概率", ("3", None)),
+    ("最终答案：B，可能性很大", ("B", "B")),
+    ("最终答案：B 可能性比较大。", ("B", "B")),
 ])
 def test_a_chinese_hedge_after_a_marked_answer_is_dropped(last, read) -> None:
     parsed = _parsed(last)
@@ -62,6 +70,15 @@ def test_a_chinese_hedge_after_a_marked_answer_is_dropped(last, read) -> None:
     ("所以答案是B，可能。", (None, None)),
     ("我选B 可能", (None, None)),
     ("所以答案是可能性。", ("可能性", None)),
+    # The same with a word of degree, after the answer or before it, as "So the answer is B,
+    # very likely." and "…is very likely B." are thought: these were read as the answer.
+    ("所以答案是B，很可能。", (None, None)),
+    ("所以答案是B 可能性很大。", (None, None)),
+    ("所以答案是很可能B。", (None, None)),
+    ("所以答案是极可能（B）。", (None, None)),
+    # Likelihood asked of the image is still an answer.
+    ("所以答案是可能性很大。", ("可能性很大", None)),
+    ("最终答案：可能性很大", ("可能性很大", None)),
 ])
 def test_a_chinese_hedge_elsewhere_keeps_the_rules(last, read) -> None:
     parsed = _parsed(last)
