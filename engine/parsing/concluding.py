@@ -390,6 +390,10 @@ _NEXT_HEADING = re.compile(
 # What may stand between the step word and a conclusion word that is the step's own: marks,
 # blanks, emphasis ("下一步，故", "Next step, so").
 _ONLY_MARKS = re.compile(r"[\s,，:：;；、*_-]*")
+# And before the step word, which opens its sentence to head it: marks, or a conclusion word
+# ("所以下一步，故选B"). Inside a clause it is a thing seen, a button labelled 下一步 or "Next
+# step" ("按钮上写着下一步，故选B"), and what follows its comma concludes.
+_STEP_OPENS = re.compile(rf"[\s,，:：;；、*_>#-]*(?:{_CONCLUSION}[\s,，:：;；、*_-]*)?", re.IGNORECASE)
 
 
 def _plans_next(lead: str) -> bool:
@@ -398,9 +402,10 @@ def _plans_next(lead: str) -> bool:
     steps = list(_NEXT_STEP.finditer(lead))
     if not steps:
         return False
-    after = steps[-1].end()
-    return all(_ONLY_MARKS.fullmatch(lead, after, word.start())
-               for word in _CONCLUDES.finditer(lead, after))
+    step = steps[-1]
+    heads = _STEP_OPENS.fullmatch(lead, 0, step.start()) is not None
+    return all(heads and _ONLY_MARKS.fullmatch(lead, step.end(), word.start())
+               for word in _CONCLUDES.finditer(lead, step.end()))
 
 
 def _under_next_heading(text: str, begin: int) -> bool:

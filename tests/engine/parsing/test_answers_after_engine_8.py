@@ -269,7 +269,7 @@ def test_no_as_the_answer_is_read(last, read) -> None:
     # for, as in "下一步，应该选C" (thought since engine 8); 故 adds a "so", as "So next, I'd go
     # with B" has one, and that is thought too. These were read as the answer.
     "下一步，故选B", "下一步：故选B", "下一步，所以应该选C", "接下来，因此我选B。",
-    "Next step, so I'd go with B.",
+    "Next step, so I'd go with B.", "所以下一步，故选B", "**Next step**, so I'd go with B.",
     # "Next step. I'll go with B.": a heading written as a sentence of its own before the
     # choice, where "Next step: I'll go with B." and "Next step:" on the line above are thought
     # (engine 8); a full stop closes a heading as a colon does. These were read as the answer.
@@ -291,6 +291,13 @@ def test_a_choice_right_after_a_next_step_word_is_the_steps(last) -> None:
     # Not a heading: a sentence about the next bar, or "next" in one.
     ("The bars differ. I'll go with B.", ("B", "B")),
     ("The next bar is taller.\nI'll go with B.", ("B", "B")),
+    # The step word inside a clause of the image's (a button labelled 下一步 or "Next step", as
+    # screenshots show) is no step the reply plans: what follows its comma concludes. Engine 8
+    # read these; taken for "下一步，故选B", they were thought.
+    ("按钮上写着下一步，故选B。", ("B", "B")),
+    ("高亮的按钮是下一步，所以我选B", ("B", "B")),
+    ("The button reads Next step, so I'd go with B.", ("B", "B")),
+    ("The label says next move, so I'll go with C.", ("C", "C")),
 ])
 def test_a_conclusion_after_the_step_is_done_is_the_answer(last, read) -> None:
     assert _read(last) == read
