@@ -100,10 +100,10 @@ Answer: C. I'm not sure" and "B. I think so" keep their text; an option chosen f
 ("I'll go with option A to crop the image"), a choice under a next-step heading or after "So
 next,", and "我的答案是：先放大看看" (a step still to take) no answer. 9: a reply concluding
 'I'll go with "B"', "I'd say it's definitely B", "我选择的答案是B" or "The answer to question 2
-is B." answered, a quoted letter read as its option under every form ('Final Answer: "B"'), a
-Chinese hedge after a marked answer dropped ("最终答案：B 可能" gives B), and a choice right after
-a next-step word ("下一步，故选B", "Next step. I'll go with B.") or a hedged "所以答案是B 可能" no
-answer."""
+is B." answered, a quoted letter read as its option under every form ('Final Answer: "B"',
+"「B」"), a Chinese hedge after a marked answer dropped ("最终答案：B 可能" and "B 很可能" give B),
+and a choice right after a next-step word that opens its sentence ("下一步，故选B", "Next step.
+I'll go with B."), a hedged "所以答案是B 可能" and "答案是否正确…" no answer."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued
