@@ -451,7 +451,12 @@ def test_the_new_forms_cost_linear_time() -> None:
               # Next-step words and their sentences, repeated before a choice.
               "下一步，" * 25000 + "故选B", "下一步，故" * 20000 + "选B",
               "Next step. " * 5000 + "I'll go with B", "x. " * 20000 + "Next step. I'll go with B.",
-              "下一步" + "，" * 50000 + "故选B"]
+              "下一步" + "，" * 50000 + "故选B",
+              # The review of engine 9: degree words before a hedge, 否 and 不是 after 答案是,
+              # corner quotes, marks before a step word in a clause.
+              "最终答案：B" + "很" * 50000 + "可能x", "所以答案是" + "否" * 50000,
+              "所以答案是" + "不是" * 25000, "我选" + "「" * 50000 + "B」",
+              "按钮" + "，" * 50000 + "下一步，故选B"]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
