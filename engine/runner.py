@@ -72,7 +72,7 @@ __all__ = [
     "write_run_header",
 ]
 
-ENGINE_VERSION = "vaot-engine/8"
+ENGINE_VERSION = "vaot-engine/9"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -98,7 +98,12 @@ for the next step ("下一步，应该选C") and a concluding "the answer is 3 p
 hedge after a marked number or letter dropped ("Final Answer: 3 probably" gives 3); "Final
 Answer: C. I'm not sure" and "B. I think so" keep their text; an option chosen for an action
 ("I'll go with option A to crop the image"), a choice under a next-step heading or after "So
-next,", and "我的答案是：先放大看看" (a step still to take) no answer."""
+next,", and "我的答案是：先放大看看" (a step still to take) no answer. 9: a reply concluding
+'I'll go with "B"', "I'd say it's definitely B", "我选择的答案是B" or "The answer to question 2
+is B." answered, a quoted letter read as its option under every form ('Final Answer: "B"',
+"「B」"), a Chinese hedge after a marked answer dropped ("最终答案：B 可能" and "B 很可能" give B),
+and a choice right after a next-step word that opens its sentence ("下一步，故选B", "Next step.
+I'll go with B."), a hedged "所以答案是B 可能" and "答案是否正确…" no answer."""
 
 COMMIT_INTERVAL_MS = 25.0
 """A run's store commits at most this often. Nothing in a run waits on a commit it just queued

@@ -145,10 +145,11 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
     option/choice is …", "Here is the answer: …", "…(我的)答案是/为/应该是 …", "…最终答案是 …",
     with "I think", "I believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd
-    go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B",
-    "我选B"), each with a warning (concluding.py). An option label on a marked line keeps its
-    text unless a remark of the reply's own follows it ("Final Answer: B. The zoom will confirm
-    this." gives B); a hedge after a lone number or letter is dropped ("3 probably" gives 3).
+    go with B", "I'll go with B", "I'm going with B", "I'd say it's (definitely) B", "故选C",
+    "所以应该选B", "我选B"), each with a warning (concluding.py). An option label on a marked
+    line keeps its text unless a remark of the reply's own follows it ("Final Answer: B. The
+    zoom will confirm this." gives B); a hedge after a lone number or letter is dropped ("3
+    probably" gives 3).
     """
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None

@@ -68,9 +68,20 @@ _FULL_WIDTH_LETTERS = {0xFF21 + i: 0x41 + i for i in range(26)} | {
     0xFF41 + i: 0x61 + i for i in range(26)}
 
 
+# An option letter in quotes, as a reply may name the option it picks ('"B"', "'B'", "“B”",
+# "‘B’", and the corner brackets Chinese and Japanese quote with, "「B」", "『B』"): the letter,
+# as in brackets. A period inside the quotes is the sentence's ('"B."', "「B。」").
+_QUOTED_LETTER = re.compile(r"\"([A-J])\.?\"|'([A-J])\.?'|“([A-J])\.?”|‘([A-J])\.?’"
+                            r"|「([A-J])[.。]?」|『([A-J])[.。]?』", re.I)
+
+
 def choice_letter(answer: str) -> str | None:
-    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``."""
-    m = _CHOICE.match(answer.strip().translate(_FULL_WIDTH_LETTERS))
+    """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``,
+    ``"B"``."""
+    plain = answer.strip().translate(_FULL_WIDTH_LETTERS)
+    if quoted := _QUOTED_LETTER.match(plain):
+        plain = next(g for g in quoted.groups() if g) + plain[quoted.end():]
+    m = _CHOICE.match(plain)
     if not m:
         return None
     return next(g for g in m.groups() if g).upper()
@@ -105,21 +116,29 @@ def clean_answer(answer: str) -> str:
     return answer.strip().strip("*").strip()
 
 
-# A hedge after a lone number or option letter ("3 probably", "B, most likely"): the reply's doubt
-# about its answer, never part of it. Only there: a hedge word may be the whole answer ("Maybe",
-# "highly likely"), and "B. Probably" may be an option's text. A comma is the number's only
-# before three digits: in "3, maybe" it is the hedge's.
+# A hedge after a lone number or option letter ("3 probably", "B, most likely", "B 可能"; the
+# letter in brackets or quotes, '"B" probably', as choice_letter reads it): the reply's doubt
+# about its answer, never part of it. Only there: a hedge word may be the whole answer
+# ("Maybe", "highly likely"), and "B. Probably" may be an option's text. A comma is the
+# number's only before three digits: in "3, maybe" it is the hedge's. Chinese writes its hedge
+# with or without a blank or a comma before it ("B可能", "B，也许吧"), with a word of degree as
+# "very likely" has one (很可能, 大概率, 可能性很大: the likelihood is high); 可能性 alone
+# (likelihood) is no hedge, as the fullmatch leaves its 性 over. The blanks are possessive: "3",
+# a page of blanks, then a word is tried once.
 _TRAILING_HEDGE = re.compile(
-    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（]?(?-i:[A-JＡ-Ｊ])[)）]?)(?:[ \t]*[,，][ \t]*|[ \t]+)"
-    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))[ \t.!。！]*",
+    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（\"'“‘「『]?(?-i:[A-JＡ-Ｊ])[)）\"'”’」』]?)"
+    r"(?:(?:[ \t]*+[,，][ \t]*+|[ \t]++)"
+    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))"
+    r"|[ \t]*+[,，、]?[ \t]*+((?:(?:很|极|最|非常)?可能|也许|大概率?|或许"
+    r"|可能性(?:很|较|比较|非常|极)?大)吧?))[ \t.!。！]*",
     re.IGNORECASE)
 
 
 def split_hedge(answer: str) -> tuple[str, str]:
     """A lone number or option letter and the hedge after it (``3 probably`` → ``3``,
-    ``probably``); else the answer and ``""``."""
+    ``probably``; ``B 可能`` → ``B``, ``可能``); else the answer and ``""``."""
     m = _TRAILING_HEDGE.fullmatch(answer.strip())
-    return (m.group(1), m.group(2)) if m else (answer, "")
+    return (m.group(1), m.group(2) or m.group(3)) if m else (answer, "")
 
 
 # After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line or a concluding "the answer is", what

@@ -18,23 +18,30 @@ from engine.parsing.answer_text import (
 __all__ = ["ANSWER_IS", "said_answer"]
 
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …" (also
-# "the answer to the question is/:"), "the correct option/choice is …" or 答案是/答案为/答案应该是
-# …, which are read only as the reply's concluding sentence (_concluding). 答案 has no \b before
-# it: in "所以答案是B" it follows a word character. 我的答案是 and 最终答案是 ("my answer is", "the
-# final answer is") are bare too (最终答案 opening a line is a marker, answer.py's). Groups "say"
-# and "choose" name a choice without the word answer ("I'd say B", "So I'd go with B", "I'll go
-# with B", "I'm going with B", "I'd say it's B", "故选C", "所以应该选B", "我选B"): read only when
-# what follows is one option letter (or, after "say", a number or yes/no): "I'd say we need to
-# zoom in", "I'll go with zooming in" and "我选择放大区域" are no answer (_names_one).
+# "the answer to the question is/:", "the answer to question 2 is": a question set among several
+# is still the one asked), "the correct option/choice is …" or 答案是/答案为/答案应该是 …, which are
+# read only as the reply's concluding sentence (_concluding). 答案 has no \b before it: in
+# "所以答案是B" it follows a word character. 我的答案是, 我选择的答案是 and 最终答案是 ("my answer
+# is", "the answer I choose is", "the final answer is") are bare too (最终答案 opening a line is a
+# marker, answer.py's). Groups "say" and "choose" name a choice without the word answer ("I'd
+# say B", "So I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C",
+# "所以应该选B", "我选B"): read only when what follows is one option letter (or, after "say", a
+# number or yes/no): "I'd say we need to zoom in", "I'll go with zooming in" and "我选择放大区域"
+# are no answer (_names_one). "Say" may carry a word of certainty ("I'd say it's definitely
+# B"), which says the reply has settled; a hedge ("I'd say it's probably B") stays in the
+# answer, which then names no one option.
+_CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
+            r"|obviously)")
 ANSWER_IS = re.compile(
     r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
     r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
-    r"(?:answer(?:[ \t]+to[ \t]+(?:the|this|your)[ \t]+question)?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
+    r"(?:answer(?:[ \t]+to[ \t]+(?:(?:the|this|your)[ \t]+question(?:[ \t]+#?\d++)?"
+    r"|question[ \t]+#?\d++))?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
     r"|(?:option|choice)[ \t]+is\b)"
-    r"|(?:我们?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?"
-    r"(?:[是为為]|(?=[:：]))"
+    r"|(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+"
+    r"(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
     r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
-    r"|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
+    rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
     r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?)?(?:应该|应当|应)?选(?:择)?"
     r"(?![项择]))))"
@@ -138,10 +145,15 @@ _NO_ANSWER_YET = re.compile(
     # is to zoom in".
     r"|between|to[ \t]+(?:zoom|crop|look|check|verify|inspect|examine|rotate))\b"
     # Unsure, unknown, cannot, not yet, maybe, what, which, how many, whether, where, a step
-    # to take: no Chinese answer yet either ("可能性" and "哪吒" are answers).
+    # to take: no Chinese answer yet either ("可能性" and "哪吒" are answers; 很可能, "very
+    # likely", hedges as 可能 does). After 答案是, 否 then a word is the question "whether"
+    # (答案是否正确…: the 是 was taken for "is"), and 不是 then more is "not …" or the question
+    # "is it … or not" (答案是不是B): no answer, as "not" is none in English. 否, 否定的 and 不是
+    # alone are answers ("no", "negative").
     r"|不确定|不清楚|不明|未知|未定|无法|尚未|还不|还没|看不清|(?:暂时|目前)(?:无法|不|还|未|没|看不)"
-    r"|待(?:定|确认|核实|进一步)|可能(?!性)|也许|大概|或许|什么|哪(?:个|一|些|里|儿|种)|多少"
-    r"|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否[是为]|是否"
+    r"|待(?:定|确认|核实|进一步)|(?:很|极|最|非常)?可能(?!性)|也许|大概|或许|什么|多少"
+    r"|哪(?:个|一|些|里|儿|种)|几(?:[个种条根次项]|$)|何(?:[ \t。.？?]|$)|否(?!定)[\u4e00-\u9fff]"
+    r"|不是(?=[^\s，,。.!！])|是否"
     r"|在(?:图|画面|图片|照片|放大|裁剪|左|右|上|下|中)|(?:放大|裁剪)(?:后|一下|看看|查看|区域)"
     r"|下一步(?=[，,]|放大|裁剪|查看|确认)",
     re.IGNORECASE,
@@ -168,10 +180,10 @@ _UNSETTLED = re.compile(
     r"|zoom|crop|look|check|verify|inspect|examine)|(?:i|we)['’](?:ll|d)"
     r"|to[ \t]+be[ \t]+(?:sure|certain|determined|confirmed)|verif\w*|tentative\w*|pending"
     r"|for[ \t]+now"
-    # Two candidates, not one: "B or C", "3 or 4".
-    r"|(?:[a-j]|\d+(?:\.\d+)?)\)?[ \t]+or[ \t]+\(?(?:[a-j]|\d+(?:\.\d+)?))\b"
+    # Two candidates, not one: "B or C", "3 or 4", '"B" or "C"' (or in corner brackets).
+    r"|(?:[a-j]|\d+(?:\.\d+)?)[)\"'”’」』]?[ \t]+or[ \t]+[(\"'“‘「『]?(?:[a-j]|\d+(?:\.\d+)?))\b"
     # Or after an option's text in brackets: "B (dog) or C".
-    r"|[)）][ \t]+or[ \t]+\(?(?-i:[A-J])\b"
+    r"|[)）][ \t]+or[ \t]+[(\"'“‘「『]?(?-i:[A-J])\b"
     # In Chinese, after a clause mark (a Chinese word in the answer itself, 确认 on a button, is
     # no doubt): but, if, unless, need to, let me, we will, later, to confirm; two candidates
     # ("B还是C"); a question's closing particle ("B吗"); pending.
@@ -189,7 +201,7 @@ _HEDGED = re.compile(
     r"|[,，][ \t]*(?:(?:most|very|quite)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)"
     r"[ \t.!。！]*$"
     # "A, B, C, or D": its last pair ("B or C" without the comma is _UNSETTLED's).
-    r"|(?-i:\b[A-J])\)?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*\(?(?-i:[A-J])\b"
+    r"|(?-i:\b[A-J])[)\"'”’」』]?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*[(\"'“‘「『]?(?-i:[A-J])\b"
     r"|之间|中的一个|其中之一", re.IGNORECASE)
 
 
@@ -221,6 +233,8 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     if (stop and _asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
     answer = clean_answer(text[begin : stop.start() if stop else line_end])
+    if stop:
+        answer = _requoted(answer, stop.group())
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
             or _HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)
             or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
@@ -228,11 +242,29 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     return start, end, answer
 
 
+# A closing quote the sentence's mark took with it: in 'I'll go with "B."' the answer ends at the
+# period, '"B', its quote left behind. Given back, the answer is as quoted ('"B"'), and its
+# letter is read as from '"B"'.
+_QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』"}
+
+
+def _requoted(answer: str, stop: str) -> str:
+    """``answer`` with the closing quote ``stop`` (the sentence's end) holds, when the quote
+    ``answer`` opens with is left open in it."""
+    closer = _QUOTE_PAIRS.get(answer[:1])
+    if closer is None or closer not in stop:
+        return answer
+    left_open = (answer.count(closer) % 2 == 1 if closer == answer[0]
+                 else answer.count(answer[0]) > answer.count(closer))
+    return answer + closer if left_open else answer
+
+
 # What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
-# "B. red", "B (dog)", as choice_letter reads them), or after "say" a number with at most a unit
-# ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd say we need to
-# zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
-_CAPITAL_CHOICE = re.compile(r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
+# "B. red", "B (dog)", '"B"', "「B」", as choice_letter reads them), or after "say" a number with
+# at most a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd
+# say we need to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
+_CAPITAL_CHOICE = re.compile(
+    r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘「『]?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",
 # "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(
@@ -337,32 +369,61 @@ _IMPRESSION_FIRST = re.compile(
 
 # A step still to take, named before a choice made without the word answer: "下一步，应该选C",
 # "接下来，我选B", "Next step: I'll go with B" choose what to do next (a region to zoom into may
-# be labelled C), not the answer. A conclusion word after it opens the clause that chooses: in
-# "下一步放大后看到的是C，所以应该选C" the step is done and 所以 concludes. ("Next to" is a place.)
+# be labelled C), not the answer. A conclusion word after it, past a clause that tells the step
+# done, opens the clause that chooses: in "下一步放大后看到的是C，所以应该选C" the step is done
+# and 所以 concludes. Right after the step word, with nothing done between, it concludes the
+# step's choice: "下一步，故选B" (next step, so choose B) is "下一步，应该选B" with a "so", as
+# "So next, I'd go with B" is. ("Next to" is a place.)
 _NEXT_STEP = re.compile(
     r"下一步|接下来|接着|\bnext[ \t]+(?:step|action|move)\b"
     r"|^[ \t*_]*(?:(?:so|and|now|then)[ \t]*,?[ \t]*)?next\b(?![ \t]+to\b)",
     re.IGNORECASE)
 _CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
 # The next step as a heading of its own, the line before the choice ("**Next step:**", "### Next",
-# "下一步：").
+# "下一步："), or the sentence right before it on its line ("Next step. I'll go with B.",
+# "下一步。故选B"): a colon or a full stop closes it alike.
 _NEXT_HEADING = re.compile(
-    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*[:：]?[ \t*_]*",
+    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*[:：.。]?[ \t*_]*",
     re.IGNORECASE)
+
+
+# What may stand between the step word and a conclusion word that is the step's own: marks,
+# blanks, emphasis ("下一步，故", "Next step, so").
+_ONLY_MARKS = re.compile(r"[\s,，:：;；、*_-]*")
+# And before the step word, which opens its sentence to head it: marks, or a conclusion word
+# ("所以下一步，故选B"). Inside a clause it is a thing seen, a button labelled 下一步 or "Next
+# step" ("按钮上写着下一步，故选B"), and what follows its comma concludes.
+_STEP_OPENS = re.compile(rf"[\s,，:：;；、*_>#-]*(?:{_CONCLUSION}[\s,，:：;；、*_-]*)?", re.IGNORECASE)
 
 
 def _plans_next(lead: str) -> bool:
     """Whether ``lead``, what precedes a choice in its sentence, names the next step as what the
     choice is for."""
     steps = list(_NEXT_STEP.finditer(lead))
-    return bool(steps) and _CONCLUDES.search(lead, steps[-1].end()) is None
+    if not steps:
+        return False
+    step = steps[-1]
+    heads = _STEP_OPENS.fullmatch(lead, 0, step.start()) is not None
+    return all(heads and _ONLY_MARKS.fullmatch(lead, step.end(), word.start())
+               for word in _CONCLUDES.finditer(lead, step.end()))
 
 
 def _under_next_heading(text: str, begin: int) -> bool:
     """Whether the sentence at ``begin`` opens its line under a next-step heading (blank lines
-    between allowed), looking back at most 240 characters."""
-    line_start = text.rfind("\n", 0, begin) + 1
-    if line_start == 0 or LINE_LEAD.fullmatch(text, line_start, begin) is None:
+    between allowed), or follows one as the sentence before it on its line, looking back at
+    most 240 characters."""
+    lo = max(0, begin - 240)
+    line_start = text.rfind("\n", lo, begin) + 1
+    if line_start == 0 and lo > 0:
+        return False  # a line longer than any heading and its sentence
+    head = LINE_LEAD.match(text, line_start, begin).end()
+    if head < begin:  # a sentence before it on its line: the heading there, or none
+        if step := _STEP_LEAD.match(text, head, begin):
+            head = step.end()
+        breaks = list(SENTENCE_END.finditer(text, head, begin))
+        before = breaks[-2].end() if len(breaks) > 1 else head
+        return _NEXT_HEADING.fullmatch(text, before, begin) is not None
+    if line_start == 0:
         return False
     lo = max(0, line_start - 240)
     above = text[lo:line_start].rstrip()

@@ -348,8 +348,8 @@ def test_a_marked_label_and_its_remark_are_one_answer_not_two() -> None:
 _LEADS = st.sampled_from(["", "So ", "Overall, ", "Based on the zoom, ", "Therefore, "])
 _SAYS = st.sampled_from(["I'd say ", "I would say ", "I'd go with ", "I would go with ",
                          "We'd say ", "I'll go with ", "I will go with ", "I'm going with ",
-                         "I'd say it's "])
-_PICKS = st.sampled_from(["B", "(B)", "option B", "B (dog)", "7", "12 cm", "yes"])
+                         "I'd say it's ", "I'd say it's definitely ", "I would say it is clearly "])
+_PICKS = st.sampled_from(["B", "(B)", "option B", "B (dog)", "7", "12 cm", "yes", '"B"', "“C”"])
 _DOUBTS = st.sampled_from([" or C.", ", but let me check.", "? Let me zoom.", " for now.",
                            ". Let me zoom in to confirm."])
 

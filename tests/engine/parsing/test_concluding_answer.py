@@ -434,7 +434,29 @@ def test_the_new_forms_cost_linear_time() -> None:
               # The review of engine 8's forms: a step word, a next-step heading, a step first.
               "I'll go with option B " + "(" * 50000, "Next step:\n" * 10000 + "I'll go with B",
               "**Next**\n" + "\n" * 50000 + "我选B", "我的答案是" + "先" * 50000,
-              "Final Answer: " + "1,000" * 10000 + ", maybe"]
+              "Final Answer: " + "1,000" * 10000 + ", maybe",
+              # The engine 9 forms, repeated with no end: blanks before a Chinese hedge.
+              "最终答案：3" + " " * 50000 + "，x", "最终答案：B" + "可能" * 25000,
+              "所以答案是3" + " \t" * 25000 + "可能x",
+              # A word of certainty after "say", repeated with no end.
+              "I'd say it's most " * 7000, "I'd say it is clearly " * 5000,
+              "I'd say definitely " * 6000,
+              # Quotes around a letter: opened and never closed, or closed after the period.
+              "I'll go with \"" * 7000, "So the answer is " + "\"B\" or " * 7000 + "\"C\".",
+              "I'll go with \"B." + "\"" * 50000, "I'll go with “" + "B”, “" * 12000,
+              # A question's number that never ends, or the phrase repeated.
+              "The answer to question " + "2" * 50000 + " x",
+              "The answer to the question 2 " * 2000 + "is B", "我选择的" * 25000 + "答案是B",
+              "我选择的答案" * 16000,
+              # Next-step words and their sentences, repeated before a choice.
+              "下一步，" * 25000 + "故选B", "下一步，故" * 20000 + "选B",
+              "Next step. " * 5000 + "I'll go with B", "x. " * 20000 + "Next step. I'll go with B.",
+              "下一步" + "，" * 50000 + "故选B",
+              # The review of engine 9: degree words before a hedge, 否 and 不是 after 答案是,
+              # corner quotes, marks before a step word in a clause.
+              "最终答案：B" + "很" * 50000 + "可能x", "所以答案是" + "否" * 50000,
+              "所以答案是" + "不是" * 25000, "我选" + "「" * 50000 + "B」",
+              "按钮" + "，" * 50000 + "下一步，故选B"]
     for text in inputs:
         t0 = time.perf_counter()
         parse_step(f"Step 1 (Text): x\n{text}")
