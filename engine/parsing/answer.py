@@ -189,6 +189,7 @@ def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
            at_line_start: bool = True) -> FoundAnswer:
     text, hedge = split_hedge(clean_answer(raw))
     if hedge:  # "Final Answer: 3 probably" answers 3; the warning keeps the doubt in sight
-        warnings.append(f"dropped the hedge '{hedge}' after the answer")
+        where = "before" if clean_answer(raw).lower().startswith(hedge.lower()) else "after"
+        warnings.append(f"dropped the hedge '{hedge}' {where} the answer")
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings),
                        at_line_start)

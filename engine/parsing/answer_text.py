@@ -134,11 +134,25 @@ _TRAILING_HEDGE = re.compile(
     re.IGNORECASE)
 
 
+# The same hedge before a lone number or letter: "The final answer is likely B." said the final
+# answer and named one option, as "…is B, probably." does; read "likely B", its letter was lost.
+# Only in English: a Chinese hedge before the answer comes before 是 ("答案可能是B"), no marker's.
+_LEADING_HEDGE = re.compile(
+    r"((?:(?:most|very|quite)[ \t]+)?(?:probably|maybe|perhaps|presumably|likely))"
+    r"(?:[ \t]*+,[ \t]*+|[ \t]++)"
+    r"([-+]?\d++(?:,\d{3})*+(?:\.\d+)?|[(（\"'“‘「『]?(?-i:[A-JＡ-Ｊ])[)）\"'”’」』]?)"
+    r"[ \t.!。！]*", re.IGNORECASE)
+
+
 def split_hedge(answer: str) -> tuple[str, str]:
-    """A lone number or option letter and the hedge after it (``3 probably`` → ``3``,
-    ``probably``; ``B 可能`` → ``B``, ``可能``); else the answer and ``""``."""
-    m = _TRAILING_HEDGE.fullmatch(answer.strip())
-    return (m.group(1), m.group(2) or m.group(3)) if m else (answer, "")
+    """A lone number or option letter and the hedge beside it (``3 probably`` → ``3``,
+    ``probably``; ``B 可能`` → ``B``, ``可能``; ``likely B`` → ``B``, ``likely``); else the
+    answer and ``""``."""
+    if m := _TRAILING_HEDGE.fullmatch(answer.strip()):
+        return m.group(1), m.group(2) or m.group(3)
+    if m := _LEADING_HEDGE.fullmatch(answer.strip()):
+        return m.group(2), m.group(1)
+    return answer, ""
 
 
 # After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line or a concluding "the answer is", what

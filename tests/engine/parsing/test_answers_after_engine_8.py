@@ -30,6 +30,33 @@ def _read(last: str) -> tuple[str | None, str | None]:
 
 
 @pytest.mark.parametrize(("last", "read"), [
+    # The same hedge before a lone number or letter, where the reply says it is the final
+    # answer: "likely B" was recorded whole with no option letter, while "B, probably" read B.
+    ("The final answer is likely B.", ("B", "B")),
+    ("The final answer is most likely (C).", ("(C)", "C")),
+    ("The final answer is probably 3.", ("3", None)),
+    ("Final Answer: likely B", ("B", "B")),
+    ("Final Answer: Perhaps, 12", ("12", None)),
+])
+def test_a_hedge_before_a_final_answer_is_dropped(last, read) -> None:
+    parsed = _parsed(last)
+    assert (parsed.final_answer, parsed.answer_choice) == read
+    assert any("dropped the hedge" in w and "before the answer" in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize(("last", "read"), [
+    # Kept: a hedge that is the whole answer or stands before more than one word, and a hedged
+    # "the answer is" sentence (no marker, no "final"), which is thought as before.
+    ("Final Answer: Maybe", ("Maybe", None)),
+    ("Final Answer: likely the red one", ("likely the red one", None)),
+    ("So the answer is likely B.", (None, None)),
+    ("I think the answer is probably 3.", (None, None)),
+])
+def test_a_hedge_before_more_than_a_lone_answer_is_kept(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
     # A hedge in Chinese after a marked number or option letter is dropped with a warning, as
     # "Final Answer: 3, maybe" reads 3: "B 可能" was recorded whole, and lost its option letter.
     # Chinese writes it with a blank, a comma or nothing before it, 吧 after it or not.
