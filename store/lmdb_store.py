@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import queue
 import shutil
@@ -59,6 +60,22 @@ CACHE_FORMAT = b"1"
 """Recorded in ``meta`` by a store created with checksummed cache entries (every entry has one)."""
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
+
+
+def _drop_abandoned_stagings(path: Path) -> None:
+    """Remove the half-made stores beside ``path`` whose maker is gone (killed while it made
+    one): hidden, they would otherwise stay in the folder for good. A maker still running (or a
+    process that took its number since) keeps its own."""
+    for staging in path.parent.glob(f".{glob.escape(path.name)}.creating-*-*"):
+        pid = staging.name.rsplit("-", 2)[-2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(staging, ignore_errors=True)
+        except OSError:
+            pass  # alive, someone else's
 
 
 class LmdbStore(LmdbWriter, Recorder):
@@ -158,6 +175,7 @@ class LmdbStore(LmdbWriter, Recorder):
         """
         path = self.path
         staging = path.parent / f".{path.name}.creating-{os.getpid()}-{threading.get_ident()}"
+        _drop_abandoned_stagings(path)
         shutil.rmtree(staging, ignore_errors=True)
         try:
             env = lmdb.open(os.fsencode(staging), map_size=map_size, max_dbs=8, subdir=True,

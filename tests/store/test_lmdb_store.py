@@ -133,6 +133,25 @@ def test_a_store_being_created_is_not_seen_half_made(tmp_path: Path, made_for_it
         assert verify(store).ok and store.last_seq() == 0
 
 
+def test_a_store_whose_maker_was_killed_leaves_nothing_behind_once_made_again(tmp_path) -> None:
+    # A maker killed while it made the store leaves its hidden half-made copy; the next one to
+    # make the store removes it. A live maker's copy (this process's number) is left alone.
+    path = tmp_path / "s.lmdb"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    abandoned = tmp_path / f".s.lmdb.creating-{dead}-1"
+    abandoned.mkdir()
+    (abandoned / "data.mdb").write_bytes(bytes(8192))
+    alive = tmp_path / ".s.lmdb.creating-1-1"  # pid 1 is always running
+    alive.mkdir()
+    other = tmp_path / f".t.lmdb.creating-{dead}-1"  # another store's: not this one's to drop
+    other.mkdir()
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".s.lmdb.creating-1-1", f".t.lmdb.creating-{dead}-1", "s.lmdb"]
+
+
 def test_a_missing_path_without_create(tmp_path: Path) -> None:
     path = tmp_path / "nowhere"
     with pytest.raises(NotAStoreError, match=str(path)) as info:
