@@ -28,8 +28,8 @@ __all__ = ["ANSWER_IS", "said_answer"]
 # "所以应该选B", "我选B"): read only when what follows is one option letter (or, after "say", a
 # number or yes/no): "I'd say we need to zoom in", "I'll go with zooming in" and "我选择放大区域"
 # are no answer (_names_one). "Say" may carry a word of certainty ("I'd say it's definitely
-# B"), which says the reply has settled; a hedge ("I'd say it's probably B") stays in the
-# answer, which then names no one option.
+# B", "I'd definitely go with B"), which says the reply has settled; a hedge ("I'd say it's
+# probably B") stays in the answer, which then names no one option. 我选择的是B is 我选B.
 _CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
             r"|obviously)")
 ANSWER_IS = re.compile(
@@ -40,11 +40,13 @@ ANSWER_IS = re.compile(
     r"|(?:option|choice)[ \t]+is\b)"
     r"|(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+"
     r"(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
-    r"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
-    rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+go[ \t]+with"
+    rf"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:{_CERTAIN}[ \t]+)?"
+    r"(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
+    rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)"
+    rf"|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+(?:{_CERTAIN}[ \t]+)?go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
     r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?)?(?:应该|应当|应)?选(?:择)?"
-    r"(?![项择]))))"
+    r"(?:的[ \t]*+是)?(?![项择]))))"
     r"[ \t]*[:：]?[ \t]*",
     re.IGNORECASE,
 )

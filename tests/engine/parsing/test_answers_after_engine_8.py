@@ -30,6 +30,27 @@ def _read(last: str) -> tuple[str | None, str | None]:
 
 
 @pytest.mark.parametrize(("last", "read"), [
+    # A word of certainty before the verb, and 我选择的是 (what I chose is): missed, while "I'd
+    # say it's definitely B" and 我选B were read.
+    ("I'd definitely go with B.", ("B", "B")),
+    ("I'll definitely go with C.", ("C", "C")),
+    ("I would certainly say it's B.", ("B", "B")),
+    ("我选择的是B。", ("B", "B")),
+    ("我选择的是 （C）", ("（C）", "C")),
+    # The same near-misses as without them stay thought.
+    ("I'd probably go with B.", (None, None)),
+    ("I'd definitely go with zooming in.", (None, None)),
+    ("I'd definitely go with B to zoom.", (None, None)),
+    ("I'd definitely go with B or C.", (None, None)),
+    ("我选择的是放大区域", (None, None)),
+    ("我选择的是B还是C？", (None, None)),
+    ("下一步，我选择的是B", (None, None)),
+])
+def test_a_certain_choice_and_what_i_chose_are_read(last, read) -> None:
+    assert _read(last) == read
+
+
+@pytest.mark.parametrize(("last", "read"), [
     # The same hedge before a lone number or letter, where the reply says it is the final
     # answer: "likely B" was recorded whole with no option letter, while "B, probably" read B.
     ("The final answer is likely B.", ("B", "B")),

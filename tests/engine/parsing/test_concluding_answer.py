@@ -438,6 +438,7 @@ def test_the_new_forms_cost_linear_time() -> None:
               "Final Answer: " + "1,000" * 10000 + ", maybe",
               # A hedge before the answer, with no end.
               "Final Answer: likely" + " " * 50000 + "x", "Final Answer: " + "most " * 10000 + "likely B",
+              "I'd definitely " * 8000 + "go with B", "我选择的是" * 20000 + "B",
               # The engine 9 forms, repeated with no end: blanks before a Chinese hedge.
               "最终答案：3" + " " * 50000 + "，x", "最终答案：B" + "可能" * 25000,
               "所以答案是3" + " \t" * 25000 + "可能x",
