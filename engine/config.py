@@ -13,7 +13,10 @@ import msgspec
 
 from engine.prompts import SETTINGS
 
-__all__ = ["ConfigError", "ModelConfig", "RunConfig", "load_toml"]
+__all__ = ["DEFAULT_STORE", "ConfigError", "ModelConfig", "RunConfig", "load_toml"]
+
+DEFAULT_STORE = "runs/demo.lmdb"
+"""Where a run is recorded when no --store is given (the embedded demo's store)."""
 
 
 class ConfigError(ValueError):
@@ -59,7 +62,7 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     models: tuple[ModelConfig, ...] = (ModelConfig("reference:calibrated"),)
     dataset: str = "synthetic"
     settings: tuple[str, ...] = SETTINGS
-    store: str = "runs/demo.lmdb"
+    store: str = DEFAULT_STORE
     limit: int | None = None
     concurrency: int = 64
     workers: int = 1

@@ -25,7 +25,7 @@ from engine.breaker import EMPTY_KINDS, NO_USAGE
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_config import config_from
 from engine.commands.run_report import RunEnd, report, run_line, stop_reason
-from engine.config import ConfigError, RunConfig
+from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for
 from engine.printable import printable
 from engine.prompts import SETTINGS
@@ -269,9 +269,11 @@ def run(args: argparse.Namespace) -> int:
     if made is not None:
         # Made rather than refused (runs/ on a fresh clone, a batch job's new folder), but not
         # in silence: a mistyped folder would otherwise hold a fresh store no one looks for.
+        # The default store's runs/ is no typo: a new user's first `vaot run` is not told.
         below = "" if made == Path(config.store).parent else " (with the folders below it)"
-        err.print(f"note: a new store; the folder {made} did not exist and was made{below}",
-                  markup=False)
+        if config.store != DEFAULT_STORE:
+            err.print(f"note: a new store; the folder {made} did not exist and was made{below}",
+                      markup=False)
         log.info("store_folder_made", folder=str(made), store=config.store)
     other = nearest_other_run(config, store, run_id)
     if other is not None:

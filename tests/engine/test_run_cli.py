@@ -382,6 +382,20 @@ def test_the_store_folder_is_made_when_missing_and_the_run_says_so(tmp_path) -> 
                                   "exist and was made\n")
 
 
+def test_the_default_stores_folder_is_made_without_a_note(tmp_path) -> None:
+    # runs/ on a fresh clone is expected, no typo: the demo's first run says nothing of it.
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "run", "--dataset", "synthetic:1", "--limit", "1",
+         "--settings", "cot", "--model", "reference:blind", "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0 and "trajectories 1/1 finished" in done.stdout, done.stderr
+    assert done.stderr == "" and (tmp_path / "runs" / "demo.lmdb" / "data.mdb").is_file()
+    logged = (tmp_path / "runs" / "demo.log").read_text()
+    assert '"store_folder_made"' in logged  # the log still has it
+
+
 def test_an_in_memory_run_leaves_no_file_behind(tmp_path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "engine", "run", "--dataset", "synthetic:1", "--limit", "1",
