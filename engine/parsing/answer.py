@@ -187,9 +187,10 @@ def find_final_answer(text: str) -> FoundAnswer | None:
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
            at_line_start: bool = True) -> FoundAnswer:
-    text, hedge = split_hedge(clean_answer(raw))
+    cleaned = clean_answer(raw)
+    text, hedge = split_hedge(cleaned)
     if hedge:  # "Final Answer: 3 probably" answers 3; the warning keeps the doubt in sight
-        where = "before" if clean_answer(raw).lower().startswith(hedge.lower()) else "after"
+        where = "after" if cleaned.startswith(text) else "before"
         warnings.append(f"dropped the hedge '{hedge}' {where} the answer")
     return FoundAnswer(text, source, start, end, choice_letter(text), tuple(warnings),
                        at_line_start)
