@@ -398,6 +398,10 @@ class LmdbStore(LmdbWriter, Recorder):
             value = txn.get(key, db=self._blobs)
             return None if value is None else bytes(value)
 
+    def blob_count(self) -> int:
+        with self._read() as txn:
+            return txn.stat(self._blobs)["entries"]
+
     def iter_blob_records(self) -> Iterator[tuple[bytes, bytes]]:
         with self._read() as txn:
             for key, value in txn.cursor(db=self._blobs):

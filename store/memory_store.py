@@ -152,6 +152,10 @@ class MemoryStore(Recorder):
         self._check_open()
         return self._blobs.get(key)
 
+    def blob_count(self) -> int:
+        self._check_open()
+        return len(self._blobs)
+
     def iter_blob_records(self) -> Iterator[tuple[bytes, bytes]]:
         yield from sorted(self._blobs.items())
 

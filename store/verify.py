@@ -62,7 +62,9 @@ class VerifyReport(msgspec.Struct):
 def verify(store: Recorder, **options) -> VerifyReport:
     """Check ``store`` as of one consistent snapshot (appends may go on meanwhile).
 
-    Options: ``pixel_hasher`` (bytes → 32-byte pixel hash), ``max_problems``, ``progress``.
+    Options: ``pixel_hasher`` (bytes → 32-byte pixel hash), ``max_problems``, ``progress``
+    (called as ``progress(part, done, total)`` while ``part`` — ``"blobs"`` then ``"events"`` —
+    is checked: a big store's images take a while to decode).
     """
     with store.snapshot():
         return _verify(store, **options)
@@ -73,9 +75,10 @@ def _verify(
     *,
     pixel_hasher: Callable[[bytes], bytes] | None = None,
     max_problems: int = 100,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> VerifyReport:
     report = VerifyReport()
+    tell = progress or _silent
 
     def problem(where: str, what: str) -> None:
         report.problems_found += 1
@@ -89,7 +92,13 @@ def _verify(
     threads = min(8, os.cpu_count() or 1)
     in_flight: deque[tuple[bytes, Future]] = deque()
 
+    blobs_total = store.blob_count()
+    checked = 0
+
     def check_pixels(key: bytes, hashed: Future) -> None:
+        nonlocal checked
+        checked += 1
+        tell("blobs", checked, blobs_total)
         try:
             actual_key = hashed.result()
         except Exception as exc:  # any decoder failure is a finding, not a crash
@@ -107,14 +116,18 @@ def _verify(
                 # The blobs before it first, so the problems stay in key order.
                 while in_flight:
                     check_pixels(*in_flight.popleft())
+                checked += 1
                 problem(f"blob {key.hex()}", damage)
                 continue
             if pixel_hasher is not None:
                 in_flight.append((key, pool.submit(pixel_hasher, parse_blob_record(record)[2])))
                 if len(in_flight) > 2 * threads:
                     check_pixels(*in_flight.popleft())
+            elif report.blobs % 1024 == 0:
+                tell("blobs", report.blobs, blobs_total)
         while in_flight:
             check_pixels(*in_flight.popleft())
+    tell("blobs", report.blobs, report.blobs)
     for key, record in store.iter_cache_records():
         report.cache_entries += 1
         try:
@@ -131,10 +144,11 @@ def _verify(
     by_seq: dict[int, tuple[str, int, bytes]] = {}
     undecodable: set[int] = set()
     first_run_started: dict[str, int] = {}
+    events_total = store.last_seq() + 1  # seqs count from 0 with no gap
     for seq, record in store.iter_records():
         report.events += 1
-        if progress is not None and report.events % 65536 == 0:
-            progress(report.events)
+        if report.events % 4096 == 0:
+            tell("events", report.events, events_total)
         try:
             stored = decode_record(seq, record)
         except (msgspec.DecodeError, msgspec.ValidationError, IndexError) as exc:
@@ -167,6 +181,7 @@ def _verify(
         heads[event.traj] = (event.pos, digest)
         last_where[event.traj] = where
         by_seq[seq] = (event.traj, event.pos, digest)
+    tell("events", report.events, report.events)
     report.streams = len(heads)
 
     indexed = 0
@@ -219,6 +234,10 @@ def _verify(
                     "the head did")
 
     return report
+
+
+def _silent(_part: str, _done: int, _total: int) -> None:
+    pass
 
 
 def _check_runs(store: Recorder, first_run_started: dict[str, int], undecodable: set[int],

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from store.blobs import pixel_hash
 from store.verify import verify
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="path of the store (a directory)")
     parser.add_argument("--no-pixels", action="store_true",
                         help="check blob bytes only, without decoding images (faster)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is drawn on a terminal only, on stderr)")
 
 
 def _pixel_hasher(data: bytes) -> bytes:
@@ -25,12 +33,35 @@ def _pixel_hasher(data: bytes) -> bytes:
         return pixel_hash(image.mode, image.width, image.height, image.tobytes())
 
 
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A bar per part of the check (decoding a big store's images takes a minute), drawn on a
+    terminal's stderr and cleared when done, so stdout keeps the one-line verdict."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    bars = Progress(TextColumn("{task.description:<7}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True,
+                    disable=not (enabled and console.is_terminal))
+    tasks: dict[str, TaskID] = {}
+
+    def tell(part: str, done: int, total: int) -> None:
+        if part not in tasks:
+            tasks[part] = bars.add_task(part, total=total)
+        bars.update(tasks[part], completed=done, total=max(total, done))
+
+    with bars:
+        yield tell
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_existing_store(args.store)
     if store is None:
         return 2
-    with store:
-        report = verify(store, pixel_hasher=None if args.no_pixels else _pixel_hasher)
+    with store, _progress(enabled=not args.no_progress) as progress:
+        report = verify(store, pixel_hasher=None if args.no_pixels else _pixel_hasher,
+                        progress=progress)
     if report.ok:
         unchecked = (f" ({report.cache_unchecked} from before checksums, unchecked)"
                      if report.cache_unchecked else "")

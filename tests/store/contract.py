@@ -287,6 +287,22 @@ class RecorderContract(abc.ABC):
         assert report.ok, report.problems
         assert (report.events, report.streams, report.blobs) == (6, 3, 1)
 
+    def test_verify_tells_its_progress_through_blobs_then_events(self, store: Recorder) -> None:
+        store.append_sync([run_started("r"), *steps("a", 0, 5000)])
+        for i in range(3):
+            store.put_blob_sync(bytes([i]) * 32, b"image bytes")
+        told: list[tuple[str, int, int]] = []
+        report = verify(store, progress=lambda *call: told.append(call))
+        assert report.ok, report.problems
+        assert [c[0] for c in told] == sorted((c[0] for c in told), key=["blobs", "events"].index)
+        for part in ("blobs", "events"):
+            calls = [c for c in told if c[0] == part]
+            assert [c[1] for c in calls] == sorted(c[1] for c in calls)  # never backwards
+            assert all(done <= total for _, done, total in calls)
+            assert calls[-1][1:] == ((3, 3) if part == "blobs" else (5001, 5001))
+        # Mid-way through the events, the total was known from the start.
+        assert ("events", 4096, 5001) in told
+
     @pytest.mark.parametrize("target", ["first", "middle", "last"])
     def test_verify_names_any_flipped_byte_of_an_event(self, store: Recorder, target) -> None:
         store.append_sync(steps("a", 0, 3))

@@ -136,6 +136,51 @@ def test_verify_a_good_store(store_path: Path) -> None:
     assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 cached replies, 1 runs\n"
 
 
+def _verify_on_a_terminal(*args: str | Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``vaot verify ARGS`` with stderr on a pseudo-terminal (stdout piped): what it drew there."""
+    import threading
+
+    master, slave = os.openpty()
+    drawn = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the last writer is gone
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "verify", *map(str, args)], cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=slave, text=True, timeout=60, check=False,
+            env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+    finally:
+        os.close(slave)
+        reader.join(timeout=60)
+        os.close(master)
+    return done, drawn.decode("utf-8", "replace")
+
+
+def test_verify_draws_its_progress_on_a_terminal_and_clears_it(store_path: Path) -> None:
+    done, drawn = _verify_on_a_terminal(store_path)
+    assert done.returncode == 0
+    assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 cached replies, 1 runs\n"
+    assert "blobs" in drawn and "1/1" in drawn and "events" in drawn and "7/7" in drawn
+    assert drawn.rstrip().endswith("\x1b[2K")  # erased: the terminal keeps the verdict alone
+
+
+def test_verify_without_progress_draws_nothing(store_path: Path) -> None:
+    done, drawn = _verify_on_a_terminal(store_path, "--no-progress")
+    assert done.returncode == 0 and done.stdout.startswith("ok: 7 events")
+    assert drawn == ""
+
+
 def _flip(path: Path, db: str, key: bytes, offset: int) -> None:
     with LmdbStore(path, create=False) as store:
         record = bytearray(
