@@ -72,7 +72,7 @@ __all__ = [
     "write_run_header",
 ]
 
-ENGINE_VERSION = "vaot-engine/9"
+ENGINE_VERSION = "vaot-engine/10"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,

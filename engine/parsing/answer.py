@@ -25,8 +25,11 @@ from engine.parsing.scan import finditer_from
 __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"]
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
+# After 最终答案是, the question "whether" (是否正确, "is it right") or "is it … or not"
+# (是不是B): the line asks about the answer, it gives none (否 alone, or 否定, is "no").
+_ASKS_WHETHER = r"(?:否(?!定)[\u4e00-\u9fff]|不是(?=[^\s，,。.!！]))"
 _MARKER = re.compile(
-    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*+{_EMPH}[ \t]*+[:：])|答案)|最终(?:答案|回答)[是为]?)[ \t]*{_EMPH}[ \t]*"
+    rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*+{_EMPH}[ \t]*+[:：])|答案)|最终(?:答案|回答)(?![是为]{_ASKS_WHETHER})[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
     re.IGNORECASE,
 )

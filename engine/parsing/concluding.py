@@ -383,9 +383,11 @@ _NEXT_STEP = re.compile(
 _CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
 # The next step as a heading of its own, the line before the choice ("**Next step:**", "### Next",
 # "下一步："), or the sentence right before it on its line ("Next step. I'll go with B.",
-# "下一步。故选B"): a colon or a full stop closes it alike.
+# "下一步。故选B"): a colon, a full stop, an exclamation mark or an ellipsis closes it alike
+# ("下一步！故选B", "Next step... I'll go with B.").
 _NEXT_HEADING = re.compile(
-    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*[:：.。]?[ \t*_]*",
+    r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*"
+    r"(?:[:：。!！]|\.{1,3}|…{1,2})?[ \t*_]*",
     re.IGNORECASE)
 
 
