@@ -14,8 +14,8 @@ Each non-blank line is an object with
 
 A line that is not valid JSON, lacks a field, names a missing image or repeats an earlier ``id``
 becomes a :class:`~adapters.datasets.base.SkippedRow` with the file and its 1-based line number;
-blank lines are ignored. Only a file that cannot be read at all raises
-:class:`~adapters.datasets.base.DatasetError`.
+blank lines are ignored. Only a file that cannot be read at all (or is not JSON Lines: gzip,
+UTF-16, one JSON array) raises :class:`~adapters.datasets.base.DatasetError`.
 
 Every image is checked at load and then named, not held (DESIGN.md §5: memory follows what is in
 flight, not the size of the run): a file by its path, a ``data:`` URI by its place in the JSONL
@@ -116,6 +116,7 @@ class JsonlLoader(CachedLoader):
         try:
             with self.path.open("rb") as file:
                 start = 0
+                seen_content = False
                 for number, line in enumerate(file, start=1):
                     offset = start
                     start += len(line)
@@ -132,10 +133,39 @@ class JsonlLoader(CachedLoader):
                         raise DatasetError(
                             f"JSONL dataset {self.path} is not UTF-8 text (UTF-16, by its "
                             "byte-order mark or zero bytes): save it as UTF-8")
+                    if not seen_content and line.strip():
+                        seen_content = True
+                        self._refuse_json_array(line, number)
                     yield number, offset, line
         except OSError as exc:
             reason = "file not found" if isinstance(exc, FileNotFoundError) else exc.strerror
             raise DatasetError(f"cannot read JSONL dataset {self.path}: {reason}") from None
+
+    def _refuse_json_array(self, line: bytes, number: int) -> None:
+        """Refuse a file that is one JSON array (``json.dump(rows, f)``, with or without
+        ``indent``) rather than one object per line, as its first non-blank ``line`` shows.
+
+        Read row by row, every line of such a file is skipped as invalid JSON, and the run
+        reports dozens of rows and then "no usable samples" without saying why.
+
+        Raises:
+            DatasetError: the line opens an array that holds objects or goes on past the line.
+        """
+        text = line.strip()
+        if not text.startswith(b"["):
+            return
+        try:
+            value = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            value = None  # the array goes on over the next lines: a whole file written so
+        except RecursionError:
+            return  # nested arrays by the thousand: that row's own problem (_sample says so)
+        # A one-line array of plain values (a header row, say) is that row's own problem.
+        if value is None or (isinstance(value, list) and any(isinstance(v, dict) for v in value)):
+            raise DatasetError(
+                f"JSONL dataset {self.path} is one JSON array (it opens with '[' at line "
+                f"{number}), not JSON Lines: write each sample object on a line of its own "
+                f"(a See2Think task list is given as see2think:FILE)")
 
     def _sample(self, line: bytes, number: int, start: int) -> Sample:
         try:

@@ -57,7 +57,20 @@ def load_dataset(
             raise DatasetError(f"dataset spec {spec!r}: {what}: {where}; {_VALID}")
         loader = (See2ThinkLoader if scheme == "see2think" else JsonlLoader)(path, limit=limit)
         return loader.samples(), list(loader.skipped)
-    raise DatasetError(f"unknown dataset spec {spec!r}; {_VALID}")
+    raise DatasetError(f"unknown dataset spec {spec!r}{_meant(spec)}; {_VALID}")
+
+
+def _meant(spec: str) -> str:
+    """What an unknown spec most likely meant, as a clause for its error (or ``""``): a form
+    typed in capitals, or a file named without its form."""
+    scheme, colon, argument = spec.strip().partition(":")
+    if scheme.lower() in ("synthetic", "see2think", "jsonl"):
+        return f" (forms are lower case: {scheme.lower()}{colon}{argument})"
+    path = Path(spec.strip()).expanduser()
+    if spec.strip() and path.is_file():
+        return (f" (a file: name its format, jsonl:{spec.strip()} for one sample per line or "
+                f"see2think:{spec.strip()} for a task list)")
+    return ""
 
 
 def dataset_identity(spec: str) -> str:

@@ -202,10 +202,13 @@ class See2ThinkLoader(CachedLoader):
         except _Skip as skip:
             # Named by its place in the list too: in a list written on one line every entry is
             # at line 1, and an element two entries use is reported once for each.
-            row = msgspec.structs.replace(
-                skip.row, reason=f"{skip.row.reason} (task entry {index})")
-            return functools.partial(_outcome, line, row)
-        return functools.partial(_outcome, line, sample)
+            return functools.partial(_outcome, line, _by_entry(skip.row, index))
+
+        def checked() -> Sample | SkippedRow:
+            made = sample()
+            return _by_entry(made, index) if isinstance(made, SkippedRow) else made
+
+        return functools.partial(_outcome, line, checked)
 
     def _sample(self, line: int, entry: Any) -> Callable[[], Sample | SkippedRow]:
         """How to make the sample for one task-list entry, its image not yet checked.
@@ -316,6 +319,11 @@ class See2ThinkLoader(CachedLoader):
                 self._data_files[key] = _Unreadable(_describe(exc))
 
         return self._data_files[key]
+
+
+def _by_entry(row: SkippedRow, index: int) -> SkippedRow:
+    """``row`` with the task entry (the ``index``-th of the list) that needed it named."""
+    return msgspec.structs.replace(row, reason=f"{row.reason} (task entry {index})")
 
 
 def _index(value: Any) -> int | None:

@@ -146,12 +146,21 @@ def create(model: str, options: AdapterOptions) -> CassetteAdapter:
     ``options.extra["cassette_mode"] == "record"`` wraps the real ``PROVIDER:MODEL`` adapter,
     built through the registry with the same options.
     """
+    # Through the registry, not a direct import: adapters never import one another.
+    from adapters.models.registry import create_adapter, split_spec
+
+    # A spec that names no model would replay nothing: every trajectory would fail on a miss.
+    try:
+        provider, _ = split_spec(model)
+    except AdapterError as exc:
+        raise AdapterError(f"cassette:{model}: a cassette names the recorded model it replays, "
+                           f"as cassette:PROVIDER:MODEL; {exc}") from None
+    if provider == "cassette":
+        raise AdapterError(f"cassette:{model}: a cassette replays a model's recorded replies, "
+                           "not another cassette's")
     mode = options.extra.get("cassette_mode", "replay")
     inner = None
     if mode == "record":
-        # Through the registry, not a direct import: adapters never import one another.
-        from adapters.models.registry import create_adapter
-
         inner_options = msgspec.structs.replace(
             options, extra={k: v for k, v in options.extra.items() if k != "cassette_mode"}
         )

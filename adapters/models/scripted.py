@@ -74,8 +74,18 @@ def create(model: str, options: AdapterOptions) -> ScriptedAdapter:
     path = options.extra.get("script")
     if path is None:
         return ScriptedAdapter(model, BUILTIN_SCRIPT)
+    if not isinstance(path, str) or not path.strip():
+        raise AdapterError(f"scripted model {model}: extra.script must be the path of a JSON "
+                           f"script, got {path!r}")
     try:
         script = msgspec.json.decode(Path(path).read_bytes(), type=Script)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except OSError as exc:
+        raise AdapterError(f"scripted model {model}: cannot read script {path}: "
+                           f"{exc.strerror or exc}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise AdapterError(f"scripted model {model}: cannot read script {path}: {exc}") from None
+    if not script.steps:
+        # Each call would pick a reply out of nothing: refused here, not failed per trajectory.
+        raise AdapterError(f"scripted model {model}: script {path} has no steps; give at least "
+                           f"one reply in \"steps\"")
     return ScriptedAdapter(model, script)

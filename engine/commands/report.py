@@ -93,8 +93,12 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.run:
         wanted = args.run.lower()
+        # A whole id or a run's name, given exactly, is that run, even when it also begins
+        # another run's id (a run named "0" beside an id starting with 0).
         chosen = [r for r, headers in runs.items()
-                  if r.startswith(wanted) or headers[-1].get("run_name") == args.run]
+                  if r == wanted or headers[-1].get("run_name") == args.run]
+        if not chosen:
+            chosen = [r for r in runs if r.startswith(wanted)]
         if len(chosen) != 1:
             if chosen:
                 print(f"vaot report: {len(chosen)} runs in {args.store} start with "

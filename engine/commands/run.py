@@ -64,8 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Exit status: 0 all trajectories ended, 1 some failed or ended by an error, a model was\n"
         "stopped or the store failed, 2 bad input, 3 stopped at the --max-cost cap with\n"
         "trajectories left, 4 all ended but dataset rows were skipped at load (an image\n"
-        "missing or unreadable: fix it and rerun, or drop the row), 130 interrupted, 143\n"
-        "terminated (SIGTERM)."
+        "missing or unreadable, a bad field, a repeated id: fix it and rerun, or drop the\n"
+        "row), 130 interrupted, 143 terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "

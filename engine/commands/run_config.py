@@ -266,5 +266,7 @@ def _where_model(path: str, tables: list[dict], spec: object, field: str | None,
                 line = i
                 break
         where = f"(line {line + 1})" if line is not None else f"(the table at line {start + 1})"
-        return f"[[models]] {number} ({spec}), " + (f"{field} " if field else "") + where
+        # A table without its spec (the field missing) is named by its number alone.
+        named = f" ({spec})" if isinstance(spec, str) else ""
+        return f"[[models]] {number}{named}" + (f", {field} " if field else " ") + where
     return None

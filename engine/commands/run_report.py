@@ -176,9 +176,10 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         rows = count(end.skipped, "dataset row")
         err.print(f"{rows} skipped at load (listed at the start"
                   + (f" and in {log_file}" if log_file else "") + "): the results above leave "
-                  f"{'it' if end.skipped == 1 else 'them'} out. Fix the image and rerun the "
-                  "same command to add the sample, or drop the row from the file; exit "
-                  "status 4 until then", markup=False)
+                  f"{'it' if end.skipped == 1 else 'them'} out. Fix the row (or its image: "
+                  "a row is skipped for a bad field or a repeated id too) and rerun the same "
+                  "command to add the sample, or drop the row from the file; exit status 4 "
+                  "until then", markup=False)
     if errors:
         err.print(f"{len(errors)} trajectories ended by an error before they could finish "
                   "(see each line above); they stay unfinished, not failed: fix the cause (an "

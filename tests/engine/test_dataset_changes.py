@@ -280,8 +280,9 @@ def test_an_image_that_fails_to_decode_is_skipped_at_load_not_a_failure(
     # Said last too, where it is seen after a long run.
     assert err.rstrip("\n").splitlines()[-1] == (
         f"1 dataset row skipped at load (listed at the start and in {tmp_path / 'run.log'}): "
-        "the results above leave it out. Fix the image and rerun the same command to add the "
-        "sample, or drop the row from the file; exit status 4 until then")
+        "the results above leave it out. Fix the row (or its image: a row is skipped for a bad "
+        "field or a repeated id too) and rerun the same command to add the sample, or drop the "
+        "row from the file; exit status 4 until then")
     # Replaced, a plain rerun runs it.
     (folder / "bad.png").write_bytes(_png((9, 99, 199)))
     assert _run(store, f"jsonl:{folder / 'val.jsonl'}", "--settings", "vaot") == 0

@@ -93,6 +93,24 @@ def test_report_picks_a_run_by_name_in_the_order_runs_began_and_refuses_an_empty
     assert empty.returncode == 2 and "give a run id" in empty.stderr
 
 
+def test_report_takes_a_run_s_exact_name_over_another_run_s_id_it_begins(tmp_path) -> None:
+    store = str(tmp_path / "demo.lmdb")
+    base = ("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1", "--settings",
+            "cot", "--model", "reference:blind", "--store", store)
+    unnamed = _vaot(*base)
+    assert unnamed.returncode == 0, unnamed.stderr
+    unnamed_id = unnamed.stdout.split()[1].rstrip(":")
+    name = unnamed_id[:4]
+    assert _vaot(*base, "--run-name", name).returncode == 0
+    # Before: "2 runs … start with …; give more of the id", and no way to name the run.
+    named = _vaot("report", store, "--run", name)
+    assert named.returncode == 0, named.stderr
+    assert f"({name})" in named.stdout and unnamed_id not in named.stdout
+    # The unnamed run is still found by its id's start once that goes past the name.
+    by_id = _vaot("report", store, "--run", unnamed_id[:5])
+    assert by_id.returncode == 0 and f"run {unnamed_id}:" in by_id.stdout
+
+
 def test_settings_run_over_different_samples_are_said_under_the_table(tmp_path) -> None:
     # cot over 3 samples, then vaot over 1 (--limit and --settings may change within a run):
     # before, the two columns stood side by side as if they scored the same samples.

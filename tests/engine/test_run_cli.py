@@ -571,6 +571,8 @@ TWO_TABLES = ('limit = 2\n[[models]]\nspec = "openai:a"\nbase_url = "http://127.
     # Picked by --model, the table is still found by its spec, not by its place in the run.
     ("max_concurrency = 0\n", ["--model", "openai:b"],
      "[[models]] 2 (openai:b), max_concurrency (line 9): max_concurrency must be from 1 to 100,000"),
+    # A table without its spec. Before: "[[models]] 3 (None), (the table at line 9)".
+    ("[[models]]\n", [], "[[models]] 3 (the table at line 9): Object missing required field `spec`"),
 ])
 def test_a_bad_models_table_field_is_named_with_its_line(extra, flags, named, tmp_path) -> None:
     from engine.cli import build_parser

@@ -8,7 +8,11 @@ setting's observation policy decides what the zoom returns.
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -34,6 +38,8 @@ from store.actions import Zoom
 from store.blobs import pixel_hash
 from store.events import run_stream
 from store.verify import verify
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SPEC = "scripted:a"
 SAMPLES = 200
@@ -219,3 +225,26 @@ async def test_a_recorded_run_replays_through_the_cassette_without_the_model() -
     assert sorted((o.status, o.answer, o.steps) for o in replayed.outcomes) == sorted(
         (o.status, o.answer, o.steps) for o in recorded.outcomes
     )
+
+
+@pytest.mark.parametrize(("extra", "script", "said"), [
+    # Before: a traceback from pathlib (TypeError).
+    ("{script = 5}", None, "extra.script must be the path of a JSON script, got 5"),
+    # Before: every trajectory ended by an IndexError, the run with status 1.
+    ('{script = "script.json"}', '{"steps": []}', "script.json has no steps"),
+    ('{script = "absent.json"}', None, "cannot read script absent.json: No such file"),
+])
+def test_a_script_that_cannot_be_used_is_refused_in_one_line(
+        tmp_path, extra: str, script: str | None, said: str) -> None:
+    if script is not None:
+        (tmp_path / "script.json").write_text(script)
+    (tmp_path / "run.toml").write_text(f'[[models]]\nspec = "{SPEC}"\nextra = {extra}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "run", "--config", "run.toml", "--dataset", "synthetic:1",
+         "--limit", "1", "--store", "s.lmdb", "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("vaot run: scripted model a: ") and said in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "s.lmdb").exists()

@@ -335,3 +335,24 @@ def test_encoding_mistakes_say_what_to_do(folder: Path) -> None:
     reasons = [r.reason for r in loader.skipped]
     assert "byte-order mark, which belongs only at the start of a file" in reasons[0]
     assert "is not UTF-8 text" in reasons[1] and "save the file as UTF-8" in reasons[1]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_of_rows_is_refused_as_such(folder: Path, indent: int | None) -> None:
+    # What json.dump(rows, f) writes. Before: every line skipped as invalid JSON (or "not a
+    # JSON object"), then "no usable samples", without saying why.
+    rows = [json.loads(row("a")), json.loads(row("b"))]
+    path = folder / "set.jsonl"
+    path.write_text("\n" + json.dumps(rows, indent=indent) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"set\.jsonl is one JSON array \(it opens with '\[' "
+                                           r"at line 2\), not JSON Lines"):
+        JsonlLoader(path).samples()
+
+
+def test_a_first_line_holding_an_array_of_plain_values_is_one_skipped_row(folder: Path) -> None:
+    # A header row is that row's problem: the samples after it are still read.
+    loader = JsonlLoader(write_lines(folder / "set.jsonl", ['["id", "image"]', row("a")]))
+    assert [s.id for s in loader.samples()] == ["a"]
+    assert [(r.line, r.reason) for r in loader.skipped] == [(1, "line is not a JSON object")]
+    deep = write_lines(folder / "deep.jsonl", ["[" * 100_000 + "]" * 100_000, row("a")])
+    assert [r.reason for r in JsonlLoader(deep).skipped] == ["invalid JSON: nested too deeply"]

@@ -112,12 +112,18 @@ def test_file_specs_dispatch_and_return_skipped_rows(tmp_path: Path) -> None:
         ("jsonl:{tmp}/absent.jsonl", "file not found"),
         ("see2think:{tmp}/absent.json", "file not found"),
         ("see2think:{tmp}", "is not a file"),
+        # What was likely meant is said (before: only the list of forms).
+        ("JSONL:{tmp}/set.jsonl", "(forms are lower case: jsonl:{tmp}/set.jsonl)"),
+        ("Synthetic", "(forms are lower case: synthetic)"),
+        ("{tmp}/set.jsonl", "(a file: name its format, jsonl:{tmp}/set.jsonl for one sample "
+                            "per line or see2think:{tmp}/set.jsonl for a task list)"),
     ],
 )
 def test_bad_specs_give_one_clear_error_listing_the_forms(
     tmp_path: Path, spec: str, expected: str
 ) -> None:
-    spec = spec.format(tmp=tmp_path)
+    spec, expected = spec.format(tmp=tmp_path), expected.format(tmp=tmp_path)
+    (tmp_path / "set.jsonl").write_text("")
     with pytest.raises(DatasetError) as caught:
         load_dataset(spec)
     message = str(caught.value)

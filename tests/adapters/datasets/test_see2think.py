@@ -389,3 +389,16 @@ def test_a_number_too_long_to_read_is_invalid_json_not_a_crash(tmp_path: Path) -
     (tmp_path / "tasks.json").write_text('[{"path": "data.json", "id": ' + huge + '}]')
     with pytest.raises(DatasetError, match="a number too long to read"):
         See2ThinkLoader(tmp_path / "tasks.json").samples()
+
+
+def test_an_element_whose_image_cannot_be_used_names_the_task_entry_too(tmp_path: Path) -> None:
+    # Before: the image's problems alone were said without the entry, unlike every other.
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png", "answer": "a"},
+                                         {"question": "q", "image_path": "gone.png",
+                                          "answer": "a"}])
+    write_array(tmp_path / "tasks.json", [task("data.json", 0), task("data.json", 1)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.id for s in loader.samples()] == ["data.json::0"]
+    [row] = loader.skipped
+    assert "'gone.png' not found" in row.reason and row.reason.endswith("(task entry 1)")

@@ -118,3 +118,16 @@ async def test_a_damaged_recorded_reply_is_never_served(serve) -> None:
     assert (await recorder.generate(request)).text == "second"
     assert len(server.requests) == 2
     assert (await replay.generate(request)).text == "second"
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("cassette:bogus", "is not PROVIDER:MODEL"),
+    ("cassette:nope:m", "unknown provider 'nope'"),
+    ("cassette:openai:", "is not PROVIDER:MODEL"),
+    ("cassette:cassette:openai:m", "not another cassette's"),
+])
+def test_a_cassette_that_names_no_recorded_model_is_refused(spec: str, said: str) -> None:
+    # Before: accepted, and every trajectory of the run was recorded as failed on a miss.
+    with pytest.raises(AdapterError, match=said) as info:
+        create_adapter(spec)
+    assert str(info.value).startswith(f"{spec}: ")
