@@ -86,9 +86,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1)")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY, "
-                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; an OpenAI model at another "
-                   "--base-url gets no key unless this names one, so a key meant for OpenAI is "
-                   "never sent elsewhere; its value is never logged)")
+                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; a model at another --base-url "
+                   "gets no key unless this names one, so a key meant for the provider is never "
+                   "sent elsewhere; its value is never logged)")
     p.add_argument("--dataset", metavar="SPEC",
                    help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
                    "(default: synthetic)")
