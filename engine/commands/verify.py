@@ -13,6 +13,8 @@ from store.verify import verify
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="path of the store (a directory)")
+    parser.epilog = ("Exit status: 0 when everything checks out, 1 when a problem was found (each "
+                     "listed on stderr as BAD), 2 when STORE is not a store.")
     parser.add_argument("--no-pixels", action="store_true",
                         help="check blob bytes only, without decoding images (faster)")
 
