@@ -38,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")
     parser.add_argument("--traj", metavar="ID", action="append", default=[],
-                        help="only this trajectory's images, in step order, in DIR/ID/; a "
-                             "unique prefix of the id is enough (`vaot tail STORE` shows them); "
-                             "repeatable")
+                        help="only this trajectory's images, in step order, in a folder "
+                             "DIR/<its full id>/ (step00-original.png, stepNN-returned.png, "
+                             "stepNN-faithful.png); a unique prefix of the id is enough (`vaot "
+                             "tail STORE` shows them); repeatable")
 
 
 class _Problem(Exception):
