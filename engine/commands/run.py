@@ -103,7 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "structured logs go beside it, in PATH without .lmdb + .log. Folders of "
                    "PATH that do not exist are made, and a note names the first of them")
     p.add_argument("--limit", type=int, metavar="N",
-                   help="use only the first N samples (default: all)")
+                   help="use only the first N samples (default: all); synthetic samples "
+                   "come one of each family in turn, so any N is spread over the families")
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="trajectories in flight (default 64), shared evenly by the models "
                    "while each has work (a slow model does not take a fast one's slots); a "
