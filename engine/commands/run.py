@@ -160,9 +160,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-attempts", type=int, metavar="N",
                    help="attempts per model call before the trajectory fails (default 6)")
     p.add_argument("--retry-base-delay", type=float, metavar="S",
-                   help="first backoff after a transient fault, in seconds, doubling each time "
-                   "(default 1.0); "
-                   "a server's Retry-After always wins")
+                   help="first backoff after a transient fault, in seconds (default 1.0), "
+                   "doubling each time up to 60 s, each wait drawn between half and all of it, "
+                   "twice as long after a 429; a server's Retry-After is waited instead, and one "
+                   "over 600 s fails the call")
     p.add_argument("--run-name", metavar="NAME",
                    help="name the run explicitly (default: derived from the options)")
     p.add_argument("--prompt-cache", action="store_true",
