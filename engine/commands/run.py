@@ -101,7 +101,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "given twice, the last counts, as for every flag but --model)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
                    "structured logs go beside it, in PATH without .lmdb + .log. Folders of "
-                   "PATH that do not exist are made, and a note names the first of them")
+                   "PATH that do not exist are made, and a note names the first of them (the "
+                   "default's runs/ is made without one)")
     p.add_argument("--limit", type=int, metavar="N",
                    help="use only the first N samples (default: all); synthetic samples "
                    "come one of each family in turn, so any N is spread over the families")
