@@ -262,6 +262,14 @@ def _validate_model(model: ModelConfig) -> None:
                               "visual_action tool native_tools declares; leave it out (extra "
                               "may still set tool_choice or toolConfig)",
                               model=model.spec, field="extra")
+    provider = model.spec.partition(":")[0]
+    for field in ("detail", "max_tokens_field"):
+        if getattr(model, field) is not None and provider != "openai":
+            # Said, not ignored: only the OpenAI adapter sends them, and "detail = low" on
+            # another model would read as images sent at low resolution.
+            raise ConfigError(f"{where}: {field} is for openai models (the Chat Completions "
+                              f"API's own field); the {provider} adapter has no such option, "
+                              "leave it out", model=model.spec, field=field)
     if model.detail not in (None, "low", "high", "auto"):
         raise ConfigError(f"{where}: detail {model.detail!r} is not 'low', 'high' or 'auto'",
                           model=model.spec, field="detail")

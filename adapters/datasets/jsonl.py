@@ -10,7 +10,7 @@ Each non-blank line is an object with
   tasks),
 - optionally ``choices`` (a list of strings, or an object ``{"A": "cat"}`` kept as ``"A. cat"``,
   as the See2Think loader does) and ``key_regions`` (a list of ``[x1, y1, x2, y2]`` boxes in the
-  image's pixels; fractional values are rounded).
+  image's pixels; fractional values are widened outward to whole pixels).
 
 A line that is not valid JSON, lacks a field, names a missing image or repeats an earlier ``id``
 becomes a :class:`~adapters.datasets.base.SkippedRow` with the file and its 1-based line number;

@@ -494,8 +494,7 @@ class HttpAdapter(abc.ABC):
     and ``generate`` as build the body, POST it, parse the reply.
 
     A provider sets ``provider``, ``default_base_url``, ``default_key_env`` and ``path``, and
-    implements ``build_body``, ``parse_reply`` and ``_auth_headers`` (and ``_read_key`` when the
-    key is optional).
+    implements ``build_body``, ``parse_reply`` and ``_auth_headers``.
     """
 
     provider: ClassVar[str]
@@ -524,8 +523,12 @@ class HttpAdapter(abc.ABC):
         )
 
     def _read_key(self, base_url: str, key_env: str) -> str | None:
-        """The API key; required unless a provider says otherwise."""
-        return read_key(key_env, provider=self.provider)
+        """The API key. The provider's own API always needs one; a server at another base URL
+        gets one only when ``api_key_env`` names it, so a key that happens to be set for the
+        provider (``OPENAI_API_KEY`` …) is never sent to some other server."""
+        if base_url == self.default_base_url.rstrip("/") or self.options.api_key_env is not None:
+            return read_key(key_env, provider=self.provider)
+        return None
 
     @abc.abstractmethod
     def _auth_headers(self, key: str | None) -> dict[str, str]:

@@ -103,7 +103,7 @@ class AnthropicAdapter(HttpAdapter):
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         return {
-            "x-api-key": key or "",
+            **({"x-api-key": key} if key else {}),
             "anthropic-version": self.options.api_version or DEFAULT_API_VERSION,
         }
 

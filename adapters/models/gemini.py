@@ -46,7 +46,7 @@ class GeminiAdapter(HttpAdapter):
     path = "/models/{model}:generateContent"
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
-        return {"x-goog-api-key": key or ""}
+        return {"x-goog-api-key": key} if key else {}
 
     # -- translation (pure; tested directly) -------------------------------------------------
 

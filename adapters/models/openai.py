@@ -12,7 +12,6 @@ from typing import Any
 import msgspec
 
 from adapters.models._http import HttpAdapter, sampling_fields
-from adapters.models._secrets import read_key
 from adapters.models.base import (
     AdapterOptions,
     ImagePart,
@@ -61,13 +60,6 @@ class OpenAIAdapter(HttpAdapter):
         hosted = (options.base_url or DEFAULT_BASE_URL).rstrip("/") == DEFAULT_BASE_URL
         self._max_tokens_field = options.max_tokens_field or (
             "max_completion_tokens" if hosted else "max_tokens")
-
-    def _read_key(self, base_url: str, key_env: str) -> str | None:
-        # The hosted API always needs a key. Another base_url gets one only when api_key_env names
-        # it: an OPENAI_API_KEY that happens to be set must not be sent to some other server.
-        if base_url == DEFAULT_BASE_URL or self.options.api_key_env is not None:
-            return read_key(key_env, provider="openai")
-        return None
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}

@@ -34,13 +34,17 @@ from store.recorder import blob_record_problem, parse_blob_record
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
+    parser.epilog = ("Exit status: 0 when every image was written, 1 when one is missing or "
+                     "damaged in the store (the others are written; `vaot verify STORE` says "
+                     "more), 2 for bad input (no store, an unknown --traj, -o inside the store).")
     parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")
     parser.add_argument("--traj", metavar="ID", action="append", default=[],
-                        help="only this trajectory's images, in step order, in DIR/ID/; a "
-                             "unique prefix of the id is enough (`vaot tail STORE` shows them); "
-                             "repeatable")
+                        help="only this trajectory's images, in step order, in a folder "
+                             "DIR/<its full id>/ (step00-original.png, stepNN-returned.png, "
+                             "stepNN-faithful.png); a unique prefix of the id is enough (`vaot "
+                             "tail STORE` shows them); repeatable")
 
 
 class _Problem(Exception):

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--step", type=_positive, metavar="N",
         help="the step the reply was asked for, as a run passes it: earlier steps the reply "
-        "restates before Step N are not read (their actions ran already)",
+        "restates before Step N are not read (their actions ran already); default: the "
+        "whole reply is read",
     )
 
 

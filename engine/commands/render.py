@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "actions",
         metavar="ACTION_JSON",
-        help='a file or inline JSON: an action, a list, or {"action": [...]}; or a file of reply '
-        'text (in --dialect\'s format)',
+        help='a file, inline JSON or - (stdin): an action, a list, or {"action": [...]}; or a '
+        'file of reply text (in --dialect\'s format). Coordinates are 0-1000 across the '
+        'image\'s width and height, not pixels',
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="OUT.png", help="where to write the PNG"

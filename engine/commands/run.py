@@ -55,7 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "A trajectory that failed stays failed until a rerun with --retry-failed. A model\n"
         "that cannot be used (connection refused, key rejected, model not found, no credit\n"
         "left, or a request parameter it refuses, on 3 trajectories in a row before any call\n"
-        "to it succeeded, or on 10 in a row later) is stopped, without marking them failed,\n"
+        "to it succeeded, or on 10 in a row later; before any success, a server that times\n"
+        "out or errs on every attempt counts too) is stopped, without marking them failed,\n"
         "and the run goes on with the other models; one failing so a second time is recorded\n"
         "as failed. So is a model whose first 8 replies in a row (from 3 trajectories or more)\n"
         "all reach --max-tokens before any text (rerun with a higher --max-tokens), or all end\n"
@@ -80,26 +81,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "Anthropic prompt_cache")
     p.add_argument("--model", action="append", metavar="SPEC", dest="models",
                    help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
-                   "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL "
-                   "(default: the four reference agents)")
+                   "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL, "
+                   "scripted:NAME (replies from extra.script, or a built-in zoom-then-answer "
+                   "script; offline), cassette:PROVIDER:MODEL (the replies --store recorded for "
+                   "PROVIDER:MODEL, no network) (default: the four reference agents)")
     p.add_argument("--base-url", metavar="URL",
-                   help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1)")
+                   help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1; "
+                   "default: each provider's own API)")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY, "
-                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; an OpenAI model at another "
-                   "--base-url gets no key unless this names one, so a key meant for OpenAI is "
-                   "never sent elsewhere; its value is never logged)")
+                   "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; a model at another --base-url "
+                   "gets no key unless this names one, so a key meant for the provider is never "
+                   "sent elsewhere; its value is never logged)")
     p.add_argument("--dataset", metavar="SPEC",
                    help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
-                   "(default: synthetic)")
+                   "(default: synthetic, 20 samples in each of its 7 families)")
     p.add_argument("--settings", metavar="LIST",
                    help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four; "
                    "given twice, the last counts, as for every flag but --model)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
                    "structured logs go beside it, in PATH without .lmdb + .log. Folders of "
-                   "PATH that do not exist are made, and a note names the first of them")
+                   "PATH that do not exist are made, and a note names the first of them (the "
+                   "default's runs/ is made without one)")
     p.add_argument("--limit", type=int, metavar="N",
-                   help="use only the first N samples (default: all)")
+                   help="use only the first N samples (default: all); synthetic samples "
+                   "come one of each family in turn, so any N is spread over the families")
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="trajectories in flight (default 64), shared evenly by the models "
                    "while each has work (a slow model does not take a fast one's slots); a "
@@ -130,12 +136,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "command to go on. Needs the config file's prices for every API model. "
                    "Default: no cap")
     p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default: each API's own)")
-    p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0)")
-    p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (default 1)")
+    p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0): draws the synthetic samples and seeds the "
+                   "renders' jitter and the wrong_render corruptions (it is not sent to the "
+                   "APIs)")
+    p.add_argument("--epochs", type=int, metavar="N", help="repeats of every trajectory (default 1); not part of the run's identity: "
+                   "a rerun with more adds the new repeats to the same run")
     p.add_argument("--shape", choices=("see2think", "chat"),
-                   help="conversation shape (default see2think: one message per step)")
+                   help="conversation shape (default see2think: one user message per step "
+                   "with the earlier steps' text and images; chat: alternating turns, each "
+                   "reply an assistant turn and each rendered image a user turn)")
     p.add_argument("--image-history", metavar="H",
-                   help="'all' (default) or 'original+last:K'")
+                   help="which images each call is sent: 'all' (default) or "
+                   "'original+last:K' (the original image and the last K rendered ones)")
     p.add_argument("--render-base", choices=("current", "original"),
                    help="draw on the current canvas (default) or always on the original image")
     p.add_argument("--convention", choices=("xyxy", "yxyx"),
@@ -144,12 +156,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dialect", metavar="D",
                    help="action dialect of the API models: vaot (default), deepeyes, qwen3vl, "
                    "minio3, openai (the reference agents keep their own)")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds (300)")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds, connect to last byte "
+                   "(default 300)")
     p.add_argument("--max-attempts", type=int, metavar="N",
                    help="attempts per model call before the trajectory fails (default 6)")
     p.add_argument("--retry-base-delay", type=float, metavar="S",
-                   help="first backoff after a transient fault, doubling each time (default 1.0); "
-                   "a server's Retry-After always wins")
+                   help="first backoff after a transient fault, in seconds (default 1.0), "
+                   "doubling each time up to 60 s, each wait drawn between half and all of it, "
+                   "twice as long after a 429; a server's Retry-After is waited instead, and one "
+                   "over 600 s fails the call")
     p.add_argument("--run-name", metavar="NAME",
                    help="name the run explicitly (default: derived from the options)")
     p.add_argument("--prompt-cache", action="store_true",

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="start", type=_sequence_number, default=0, metavar="N",
                         help="start at sequence number N (default 0, the first event)")
     parser.add_argument("-f", "--follow", action="store_true",
-                        help="keep running and print new events as they are committed")
+                        help="keep running and print new events as they are committed; a "
+                        "store not made yet is waited for")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line (for machines) instead of text")
 

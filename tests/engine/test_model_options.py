@@ -25,6 +25,18 @@ def test_a_bad_openai_option_is_named(field: str, value: str) -> None:
         RunConfig(models=(model,)).validate()
 
 
+@pytest.mark.parametrize("spec", ["gemini:gemini-x", "anthropic:claude-x", "scripted:s"])
+@pytest.mark.parametrize(("field", "value"), [("detail", "low"),
+                                              ("max_tokens_field", "max_tokens")])
+def test_openai_only_options_are_refused_for_other_models(spec, field, value) -> None:
+    # Only the OpenAI adapter sends them: on another model they were dropped without a word,
+    # and "detail = low" read as images sent at low resolution.
+    config = RunConfig(models=(ModelConfig(spec, **{field: value}),))
+    with pytest.raises(ConfigError, match=f"model {spec}: {field} is for openai models") as info:
+        config.validate()
+    assert info.value.field == field
+
+
 def test_prompt_cache_reaches_an_anthropic_adapter_and_is_refused_for_others(
         monkeypatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-options-test")

@@ -114,6 +114,30 @@ async def test_openai_compatible_server_gets_no_stray_key(monkeypatch) -> None:
     assert "Authorization" not in server.requests[0].headers
 
 
+@pytest.mark.parametrize(("provider", "env", "header"), [
+    ("gemini", "GEMINI_API_KEY", "x-goog-api-key"),
+    ("anthropic", "ANTHROPIC_API_KEY", "x-api-key"),
+])
+async def test_gemini_and_anthropic_servers_elsewhere_get_no_stray_key(
+        monkeypatch, provider, env, header) -> None:
+    # As for OpenAI: the provider's key is in the environment, but this --base-url is some
+    # other server (a proxy, a colleague's gateway), not named for it with --api-key-env.
+    from adapters.models.base import AdapterOptions, ModelCallError
+    from adapters.models.registry import create_adapter
+    from tests.adapters.models.conftest import SERVERS
+
+    monkeypatch.setenv(env, f"real-{provider}-key-do-not-send")
+    async with SERVERS[provider]() as server:
+        adapter = create_adapter(f"{provider}:m", AdapterOptions(base_url=server.base_url))
+        try:
+            with pytest.raises(ModelCallError, match="no API key was sent") as refused:
+                await adapter.generate(vaot_request())
+        finally:
+            await adapter.aclose()
+    assert refused.value.kind == "auth"
+    assert header not in {k.lower() for k in server.requests[0].headers}
+
+
 async def test_gemini_request_shape(serve) -> None:
     server, adapter = await serve("gemini")
     request = vaot_request(temperature=0.0, seed=3, stop=("END",), logprobs=True, top_logprobs=2)
