@@ -75,13 +75,13 @@ def run(args: argparse.Namespace) -> int:
                 written, kept, damaged = _write_all(store, _every_image(store), out,
                                                     overwrite=False)
         except _Problem as exc:
-            print(f"vaot: {exc}", file=sys.stderr)
+            print(f"vaot images: {exc}", file=sys.stderr)
             return 2
     there = f" ({kept} already there)" if kept else ""
     where = out / trajs[0] if len(trajs) == 1 else out
     print(f"wrote {written} image(s) to {where}{there}", file=sys.stderr)
     if damaged:
-        print(f"vaot: {damaged} image(s) missing or damaged in the store, not written "
+        print(f"vaot images: {damaged} image(s) missing or damaged in the store, not written "
               f"(`vaot verify {args.store}` says more)", file=sys.stderr)
         return 1
     return 0
@@ -135,6 +135,7 @@ def _trajectory_images(store: Recorder, traj: str) -> Iterator[tuple[str, str]]:
 def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path, *,
                overwrite: bool) -> tuple[int, int, int]:
     """Write each (name, hash) into ``folder``; (written, kept as they were, missing/damaged)."""
+    store_path = getattr(store, "path", "the store")
     _make_dir(folder)
     written = kept = damaged = 0
     for name, hex_key in images:
@@ -144,12 +145,12 @@ def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path,
             continue
         record = store.get_blob_record(bytes.fromhex(hex_key))
         if record is None:
-            print(f"vaot: image {hex_key} ({name}) is not in the store", file=sys.stderr)
+            print(f"vaot images: image {hex_key} ({name}) is not in {store_path}", file=sys.stderr)
             damaged += 1
             continue
         damage = blob_record_problem(record)
         if damage is not None:
-            print(f"vaot: image {hex_key} ({name}) is damaged in the store ({damage})",
+            print(f"vaot images: image {hex_key} ({name}) is damaged in {store_path} ({damage})",
                   file=sys.stderr)
             damaged += 1
             continue

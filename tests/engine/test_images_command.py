@@ -88,6 +88,7 @@ def test_an_unknown_or_ambiguous_trajectory_is_one_line(store_path: Path, tmp_pa
     assert unknown.returncode == 2
     assert unknown.stderr.strip().splitlines() == [
         unknown.stderr.strip()] and "no trajectory 'nope'" in unknown.stderr
+    assert unknown.stderr.startswith("vaot images: ")
     ids = [e.traj for e in events(store_path) if isinstance(e, TrajectoryStarted)]
     first = {t[0] for t in ids}
     letter = next(c for c in sorted(first) if sum(t.startswith(c) for t in ids) > 1)
@@ -112,6 +113,7 @@ def test_a_damaged_image_is_named_and_not_written(store_path: Path, tmp_path: Pa
     out = tmp_path / "out"
     done = vaot("images", copy, "-o", out)
     assert done.returncode == 1
-    assert f"image {key.hex()} ({key.hex()}.png) is damaged" in done.stderr
+    # Named as the command's own line, with the store it is damaged in.
+    assert f"vaot images: image {key.hex()} ({key.hex()}.png) is damaged in {copy}" in done.stderr
     assert not list(out.glob(f"{key.hex()}.*"))
     assert not list(out.glob(".*"))  # no leftover partial files
