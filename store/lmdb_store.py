@@ -134,12 +134,16 @@ class LmdbStore(LmdbWriter, Recorder):
         if not data_file.exists():
             if not create:
                 raise NotAStoreError(f"{path}: no vaot store here (no data.mdb)")
-            if path.exists() and any(path.iterdir()):
+            # data.mdb looked for again after the folder's entries: another process making the
+            # same store may have renamed it into place since the look above, and a store once
+            # there stays (a folder refused for holding a fresh store was a run refused for no
+            # reason, when two started at once).
+            if path.exists() and any(path.iterdir()) and not data_file.exists():
                 raise NotAStoreError(
                     f"{path}: directory is not empty and holds no vaot store; "
                     "choose an empty or new path"
                 )
-            if path.parent.is_dir():
+            if not data_file.exists() and path.parent.is_dir():
                 self._create_elsewhere_then_move(map_size)
         elif not create and data_file.stat().st_size < 2 * 4096:
             # Not even LMDB's two meta pages: opened writable, LMDB would make it an empty
