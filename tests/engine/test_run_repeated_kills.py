@@ -3,7 +3,8 @@ around its run header, mid-run, as its last trajectories end and while it report
 must finish every trajectory with nothing lost, nothing twice and no reply paid for twice.
 
 The kill moments come from a seeded RNG (the seed is in the test id; ``VAOT_KILL_SEEDS=1,2,3``
-runs others). Each kill waits for a condition seen from outside the process (a staging folder of
+runs others, each with one process and with ``--workers 2``, whose orphaned workers a rerun
+waits for). Each kill waits for a condition seen from outside the process (a staging folder of
 this process, its first line on stdout, events committed in the store), then at most a seeded
 delay. The fake server tags its replies (``reply-N``, tests/fakes/crash.py) and logs each
 request's body hash, which makes "a committed reply is never asked for again" checkable: a step's
@@ -13,6 +14,7 @@ store has steps with that body not yet committed when the life began.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -41,7 +43,9 @@ from tests.fakes.crash import (
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
-SEEDS = [int(s) for s in os.environ.get("VAOT_KILL_SEEDS", "1729").split(",")]
+CASES = ([(int(seed), workers) for seed in os.environ["VAOT_KILL_SEEDS"].split(",")
+          for workers in (1, 2)] if os.environ.get("VAOT_KILL_SEEDS")
+         else [(1729, 1), (2718, 2)])
 KEY_ENV = "VAOT_TEST_KEY"
 KEY = "sk-kill-test-3a9c1e"
 SAMPLES = 7  # synthetic:1, one sample per family
@@ -127,9 +131,30 @@ def _kill_point(kind: str, rng: random.Random, proc: subprocess.Popen, out: Path
     return lambda: polled()["TrajectoryFinished"] >= TRAJECTORIES, rng.uniform(0, 0.2)
 
 
+def _no_workers_left(store_path: Path) -> None:
+    """Until the workers of a killed run have stopped (they hold ``workers.lock`` shared, see
+    engine/run_lock.py): what they commit meanwhile belongs to the life that started them."""
+    lock = store_path / "workers.lock"
+    if not lock.exists():
+        return
+    fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the killed run's workers did not stop"
+                time.sleep(0.005)
+    finally:
+        os.close(fd)
+
+
 def _at_the_end(kind: str, killed: bool, store_path: Path, log: Path, port: int,
                 watch: StoreWatch) -> Life:
     watch.close()  # one environment per process: the store is opened below
+    _no_workers_left(store_path)
     wait_until_logged(log, port)
     life = Life(kind, killed, len(log_lines(log)))
     if (store_path / "data.mdb").exists():
@@ -143,9 +168,10 @@ def _at_the_end(kind: str, killed: bool, store_path: Path, log: Path, port: int,
     return life
 
 
-@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed={seed}")
+@pytest.mark.parametrize(("seed", "workers"), CASES,
+                         ids=[f"seed={seed}-workers={workers}" for seed, workers in CASES])
 def test_sigkill_again_and_again_then_the_same_command_finishes_with_nothing_lost_or_repeated(
-        tmp_path, seed) -> None:
+        tmp_path, seed, workers) -> None:
     rng = random.Random(seed)
     work = tmp_path / "work"  # the store's folder holds nothing but what the runs make
     work.mkdir()
@@ -161,7 +187,8 @@ def test_sigkill_again_and_again_then_the_same_command_finishes_with_nothing_los
         command = [sys.executable, "-m", "engine", "run", "--model", "openai:fake",
                    "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key-env", KEY_ENV,
                    "--dataset", "synthetic:1", "--store", str(store_path), "--concurrency", "8",
-                   "--max-steps", str(MAX_STEPS), "--no-progress", "--retry-base-delay", "0.01"]
+                   "--max-steps", str(MAX_STEPS), "--no-progress", "--retry-base-delay", "0.01",
+                   "--workers", str(workers)]
         try:
             for n, kind in enumerate(_plan(rng)):
                 out = tmp_path / f"life{n}.out"
