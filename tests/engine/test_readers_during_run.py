@@ -1,6 +1,8 @@
 """`vaot tail`, `vaot report` and `vaot verify` started while `vaot run` writes its store: before
-the store exists, as it is made, and mid-run. None may crash or print a traceback; each reads a
-whole store or says in one line that there is none yet, and `tail -f` prints every event once.
+the store exists, as it is made, mid-run, and after the run was SIGKILLed (its rerun then goes
+on under them). None may crash or print a traceback; each reads a whole store or says in one line
+that there is none yet, and a `tail -f` started with the first run prints every event of both
+runs once, in order.
 """
 
 from __future__ import annotations
@@ -66,13 +68,13 @@ def test_readers_started_while_a_run_writes_never_crash(tmp_path) -> None:
     watch = StoreWatch(store)
     with fake_server_process("openai", "--latency-ms", "50", "--api-key", KEY,
                              "--script", str(script)) as port:
-        run = subprocess.Popen(
-            [sys.executable, "-m", "engine", "run", "--model", "openai:fake", "--base-url",
-             f"http://127.0.0.1:{port}/v1", "--api-key-env", KEY_ENV, "--dataset",
-             "synthetic:2", "--store", str(store), "--concurrency", "4", "--max-steps", "2",
-             "--no-progress"],
-            cwd=ROOT, env={**os.environ, KEY_ENV: KEY}, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+        command = [sys.executable, "-m", "engine", "run", "--model", "openai:fake",
+                   "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key-env", KEY_ENV,
+                   "--dataset", "synthetic:2", "--store", str(store), "--concurrency", "4",
+                   "--max-steps", "2", "--no-progress"]
+        env = {**os.environ, KEY_ENV: KEY}
+        run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
         follower = _vaot("tail", "-f", "--json", str(store))
         try:
             readers += [("before the store", p) for p in _readers(store)]
@@ -81,6 +83,13 @@ def test_readers_started_while_a_run_writes_never_crash(tmp_path) -> None:
             readers += [("as the store is made", p) for p in _readers(store)]
             _wait(lambda: watch.poll()[0] >= 20, "20 steps", run)
             readers += [("mid-run", p) for p in _readers(store)]
+            # The writer killed under the readers (and the follower), then the same command.
+            _wait(lambda: watch.poll()[0] >= 40, "40 steps", run)
+            run.send_signal(signal.SIGKILL)
+            assert run.wait(timeout=30) == -signal.SIGKILL
+            readers += [("after a kill", p) for p in _readers(store)]
+            run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
             out, err = run.communicate(timeout=120)
             assert run.returncode == 0, out + err
             for when, proc in readers:
