@@ -112,8 +112,8 @@ def _stopped_while_staging(command: list[str], work: Path, store: Path
             raise
         maker.kill()
         maker.wait(timeout=30)
-        for leftover in work.iterdir():  # caught too late: afresh
-            shutil.rmtree(leftover)
+        shutil.rmtree(work)  # caught too late (its store, perhaps its log, made): afresh
+        work.mkdir()
     raise AssertionError("the maker was never caught while it staged the store")
 
 
