@@ -65,7 +65,11 @@ _U32 = struct.Struct(">I")
 def _drop_abandoned_stagings(path: Path) -> None:
     """Remove the half-made stores beside ``path`` whose maker is gone (killed while it made
     one): hidden, they would otherwise stay in the folder for good. A maker still running (or a
-    process that took its number since) keeps its own."""
+    process that took its number since) keeps its own.
+
+    Looked for at every open that may create the store, not only when it is made: a maker
+    killed while another process made the store (alive when that one looked) left its folder
+    beside a store no one would make again."""
     for staging in path.parent.glob(f".{glob.escape(path.name)}.creating-*-*"):
         pid = staging.name.rsplit("-", 2)[-2]
         if not pid.isdigit():
@@ -125,15 +129,21 @@ class LmdbStore(LmdbWriter, Recorder):
         data_file = path / "data.mdb"
         if path.exists() and not path.is_dir():
             raise NotAStoreError(f"{path}: not a vaot store (it is a file, a store is a directory)")
+        if create:
+            _drop_abandoned_stagings(path)
         if not data_file.exists():
             if not create:
                 raise NotAStoreError(f"{path}: no vaot store here (no data.mdb)")
-            if path.exists() and any(path.iterdir()):
+            # data.mdb looked for again after the folder's entries: another process making the
+            # same store may have renamed it into place since the look above, and a store once
+            # there stays (a folder refused for holding a fresh store was a run refused for no
+            # reason, when two started at once).
+            if path.exists() and any(path.iterdir()) and not data_file.exists():
                 raise NotAStoreError(
                     f"{path}: directory is not empty and holds no vaot store; "
                     "choose an empty or new path"
                 )
-            if path.parent.is_dir():
+            if not data_file.exists() and path.parent.is_dir():
                 self._create_elsewhere_then_move(map_size)
         elif not create and data_file.stat().st_size < 2 * 4096:
             # Not even LMDB's two meta pages: opened writable, LMDB would make it an empty
@@ -175,7 +185,6 @@ class LmdbStore(LmdbWriter, Recorder):
         """
         path = self.path
         staging = path.parent / f".{path.name}.creating-{os.getpid()}-{threading.get_ident()}"
-        _drop_abandoned_stagings(path)
         shutil.rmtree(staging, ignore_errors=True)
         try:
             env = lmdb.open(os.fsencode(staging), map_size=map_size, max_dbs=8, subdir=True,

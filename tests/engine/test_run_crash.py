@@ -26,6 +26,7 @@ from tests.fakes.crash import (
     log_lines,
     trajectories_in,
     wait_until_logged,
+    zoom_reply,
 )
 from tests.fakes.process import fake_server_process
 
@@ -37,21 +38,10 @@ SAMPLES = 20
 KILL_AFTER_STEPS = 10
 
 
-def _reply(n: int) -> str:
-    action = (
-        '{"step": 1, "visual_rationale": "look closer", '
-        '"action": [{"type": "zoom", "target": [200, 200, 800, 800]}]}'
-    )
-    return (
-        f"Step 1 (Text): I need a closer look (reply-{n}).\n\n"
-        f"Step 1 (Action Description):\n```json\n{action}\n```"
-    )
-
-
 def _fake_server(tmp_path: Path, log: Path):
     """The slow OpenAI fake as a process; yields its port."""
     script = tmp_path / "replies.json"
-    script.write_text(json.dumps([_reply(n) for n in range(1000)]))
+    script.write_text(json.dumps([zoom_reply(n) for n in range(1000)]))
     return fake_server_process("openai", "--latency-ms", "300", "--api-key", KEY,
                                "--script", str(script), "--requests-log", str(log))
 

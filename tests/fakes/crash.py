@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import lmdb
@@ -34,10 +35,19 @@ __all__ = [
     "seen",
     "trajectories_in",
     "wait_until_logged",
+    "zoom_reply",
 ]
 
 TAG = re.compile(r"reply-(\d+)\b")
 ZOOM = {"type": "zoom", "target": [200, 200, 800, 800]}
+
+
+def zoom_reply(n: int) -> str:
+    """The ``n``-th reply of a scripted fake, tagged ``reply-n``: a zoom, valid at any step
+    number, so every trajectory of a run ends at ``--max-steps``."""
+    action = json.dumps({"step": 1, "visual_rationale": "look closer", "action": [ZOOM]})
+    return (f"Step 1 (Text): I need a closer look (reply-{n}).\n\n"
+            f"Step 1 (Action Description):\n```json\n{action}\n```")
 
 
 def trajectories_in(store_path: Path) -> dict[str, list]:
@@ -79,6 +89,8 @@ class StoreWatch:
         self.path = path
         self.env: lmdb.Environment | None = None
         self.steps = 0
+        self.kinds: Counter[str] = Counter()
+        """Events committed so far by their class name (``Step``, ``TrajectoryFinished``…)."""
         self._after = b""
 
     def poll(self) -> tuple[int, int]:
@@ -98,14 +110,19 @@ class StoreWatch:
             while found:
                 key, record = cursor.item()
                 if key != self._after:
-                    self.steps += isinstance(decode_record(0, record).event, Step)
+                    event = decode_record(0, record).event
+                    self.steps += isinstance(event, Step)
+                    self.kinds[type(event).__name__] += 1
                     self._after = key
                 found = cursor.next()
             return self.steps, len(_reply_tags(txn, cache))
 
     def close(self) -> None:
+        """Close the environment (this process may then open the store otherwise); the next
+        poll opens it again and goes on counting from where this one stopped."""
         if self.env is not None:
             self.env.close()
+            self.env = None
 
 
 def _reply_tags(txn: lmdb.Transaction, cache) -> set[int]:

@@ -152,6 +152,24 @@ def test_a_store_whose_maker_was_killed_leaves_nothing_behind_once_made_again(tm
         ".s.lmdb.creating-1-1", f".t.lmdb.creating-{dead}-1", "s.lmdb"]
 
 
+def test_a_maker_killed_after_another_made_the_store_leaves_nothing_once_it_is_opened(
+        tmp_path) -> None:
+    # The store was made by another process while this maker still ran; the next opening to
+    # write removes the folder (one that only reads leaves the folder as it found it).
+    path = tmp_path / "s.lmdb"
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0)])
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    abandoned = tmp_path / f".s.lmdb.creating-{dead}-1"
+    abandoned.mkdir()
+    LmdbStore(path, create=False).close()
+    assert abandoned.exists()
+    with LmdbStore(path) as store:
+        assert store.last_seq() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.lmdb"]
+
+
 def test_a_missing_path_without_create(tmp_path: Path) -> None:
     path = tmp_path / "nowhere"
     with pytest.raises(NotAStoreError, match=str(path)) as info:
