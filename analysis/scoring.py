@@ -14,6 +14,20 @@ import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from analysis.answer_numbers import (
+    _GLUED_UNIT,
+    _NUMBER,
+    _NUMBER_TOKEN,
+    _NUMERIC_ANSWER,
+    _NUMERIC_OPTION,
+    _STARTS_BOUNDED,
+    _as_float,
+    _fraction,
+    _number_given,
+    _same_measure,
+    _truth_number,
+)
+
 __all__ = ["normalise", "score_answer"]
 
 # An option that carries its own label: "A. cat", "(b) dog", "3: five" (a space after the
@@ -53,7 +67,6 @@ _CORRECTED = re.compile(
     r"[^;,]{1,60}?|\(?[a-z0-9]{1,3}\)?\s+is\s+(?:wrong|incorrect|not\s+(?:right|correct))\b)"
     r"\s*(?:[;,]|\.(?=\s|$)|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
     r"\s+is)\s+)?(?P<rest>.*)$")
-_NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 # A marker a reply gives its answer after, at the start of a line: "Final Answer: B", "final: 3",
@@ -241,13 +254,6 @@ def _picked(text: str, options: list[_Option]) -> int | None:
     return None if present else _by_number_words(text, options)
 
 
-# A decimal number, and what may stand after one as its unit ("°", "%", "cm", "degrees").
-_DECIMAL = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
-_UNITISH = r"°|%|[a-zµ²]{1,12}\b"
-_NUMERIC_ANSWER = re.compile(r"[-+]?\d")
-_NUMERIC_OPTION = re.compile(rf"({_DECIMAL})\s*(?:{_UNITISH})?")
-
-
 def _by_number_words(text: str, options: list[_Option]) -> int | None:
     """The option written as the number an answer gives in words: "three" picks 3. An answer
     with digits was looked for as the option's text."""
@@ -295,10 +301,6 @@ def _same_value(given: str | None, expected: str | None) -> bool:
     return False
 
 
-def _as_float(number: str) -> float:
-    return float(number.replace(",", ""))
-
-
 def _without_choices(given: str, expected: str) -> bool:
     """Letters compared when both give one (the options are written in the question), else
     the texts: "(B) dog" is right for the truth "B" and for the truth "dog". A number truth is
@@ -330,214 +332,11 @@ def _without_choices(given: str, expected: str) -> bool:
 
 # "50 percent" is "50%".
 _PERCENT_WORD = re.compile(r"(?<=\d)\s*(?:per\s*cent|percent)\b")
-_FRACTION = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
-
-
-def _fraction(text: str) -> float | None:
-    """The value of an answer that is a fraction alone ("1/2"), else None."""
-    match = _FRACTION.fullmatch(text)
-    if match is None or int(match.group(2)) == 0:
-        return None
-    return int(match.group(1)) / int(match.group(2))
-
-
-def _truth_number(text: str | None) -> float | None:
-    """The number a truth is: digits ("3", "0.5"), a fraction ("1/2") or number words
-    ("three", "twenty-one"), as an answer's number is read: "3" meets the truth "three"."""
-    if text is None:
-        return None
-    if _NUMBER.match(text):
-        return _as_float(text)
-    fraction = _fraction(text)
-    if fraction is not None:
-        return fraction
-    word = _NUMBER_WORD.fullmatch(text)
-    if word is None:
-        return None
-    tens, unit, below_twenty = word.groups()
-    return float(_WORD_VALUES[tens or below_twenty] + (_WORD_VALUES[unit] if unit else 0))
 
 
 # An answer that opens with yes or no gives it, whatever words follow.
 _LEADING_YES_NO = re.compile(r"(yes|no)\b(?![-'’])")
 _YES_NO = re.compile(r"(?<!\bnot )\b(yes|no)\b(?=\s*(?:$|[,.;:!?/)]|\b(?:or|and|wait)\b))")
-# A number and its unit: "45°", "3 cm", "12.5 kg", "50%"; not "3 cats and a dog".
-_MEASURE = re.compile(rf"({_DECIMAL})\s*({_UNITISH})")
-# Each number of an answer with the word written after it ("3 m", "45°", "5 dogs").
-_NUMBER_AND_WORD = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?")
-
-
-_UNIT_WORDS = frozenset({
-    "°", "%", "mm", "cm", "dm", "m", "km", "in", "inch", "inches", "ft", "foot", "feet", "yd",
-    "yard", "yards", "mi", "mile", "miles", "mg", "g", "kg", "t", "lb", "lbs", "oz", "ml", "l",
-    "s", "sec", "second", "seconds", "min", "minute", "minutes", "h", "hr", "hour", "hours", "px",
-    "pixel", "pixels", "pt", "kb", "mb", "gb", "hz", "khz", "w", "kw", "v", "a", "rad", "cm²",
-    "m²", "km²", "psi", "mph", "kmh", "n", "j", "k", "c", "f", "ms", "µm", "nm"})
-_GLUED_UNIT = re.compile(r"(\d)(°|%|(?:" + "|".join(sorted(
-    (re.escape(u) for u in _UNIT_WORDS if u not in ("°", "%")), key=len, reverse=True)) + r")\b)")
-
-
-def _unit(word: str | None) -> str:
-    return "°" if word in ("°", "degree", "degrees", "deg") else (word or "")
-
-
-def _same_measure(given: str, expected: str) -> bool:
-    """A truth with a unit ("45°", "3 cm") met by its number, written bare or in that unit
-    ("45", "45 degrees", "3cm"); not in another unit ("3 m")."""
-    measured = _MEASURE.fullmatch(expected)
-    if measured is None or _unit(measured.group(2)) not in _UNIT_WORDS:
-        return False  # "3 cats" is no measure: "3 dogs" must not meet it
-    truth, unit = _as_float(measured.group(1)), _unit(measured.group(2))
-    given = _GLUED_UNIT.sub(r"\1 \2", given)  # "3cm" is "3 cm"; "2nd" stays
-    # The one number the answer gives (none for "3 or 4 cm", "3-4 cm", "3, 4 cm")…
-    value = _number_given(given)
-    if value is None or abs(value - truth) >= 1e-9:
-        return False
-    # …written bare or in the truth's unit somewhere ("3 cats" is no 3 cm), and in no other
-    # unit anywhere ("It is 3 m"); other words after it are the reason ("3 cm, since 3 is …").
-    words = {_unit(m.group(2)) for m in _NUMBER_AND_WORD.finditer(given)
-             if abs(_as_float(m.group(1)) - value) < 1e-9}
-    return bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
-
-
-_NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
-                           r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
-# A Chinese measure word after a count: "3个", "2只", "5辆".
-_MEASURE_WORD = re.compile(r"(\d)[个只辆人条张棵本座块位件头匹]")
-_ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
-_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-          "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-          "eighteen", "nineteen")
-_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_WORD_VALUES = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-# A number word standing whole: "twenty-one", "twenty one", "three"; not "twenty-first".
-_NUMBER_WORD = re.compile(rf"(?<![\w-])(?:({'|'.join(_TENS)})(?:[-\s]({'|'.join(_UNITS[1:10])}))?"
-                          rf"|({'|'.join(_UNITS)}))(?![\w-])")
-# Where "one" is a count and not the pronoun ("the one on the left"): first, or after these.
-_ONE_COUNTS = re.compile(r"^(?:(?:there\s+(?:is|are)|there['’]s|i\s+(?:count|see)|only|just"
-                         r"|exactly)\s+)*one\b")
-
-
-_BOUND_BEFORE = re.compile(r"(?:\b(?:fewer|less|more|greater|larger|smaller|higher|lower)\s+than"
-                           r"|\bat\s+(?:least|most)|\bup\s+to|[<>≤≥])\s*$")
-_BOUND_AFTER = re.compile(r"\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less|greater|higher|lower|above"
-                          r"|below)\b)")
-_RESULT_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-# What may follow a leading number that is the answer: its unit or counted noun, then the end
-# or a mark that begins the reason.
-_STANDS_FIRST = re.compile(r"\s*(?:(?:[^\W\d_]+|[%°])\s*)?(?:$|[,.;:(!?]|\b(?:because|since|as)\b)")
-_OPERATOR = re.compile(r"[+\-−×*/·]|\b(?:plus|times|minus)\b")
-_REASON_MARK = re.compile(r"[;(]|\b(?:because|since|as|with|where|given|if|when)\b")
-# The number an answer arrives at: after its last "=", or beside "in total" / "altogether".
-_RESULT = re.compile(rf"=\s*(?P<n>{_RESULT_NUMBER})(?!.*=)(?![\w.,]\d)"
-                     rf"|(?<![\w.])(?<!of )(?<!of the )(?P<m>{_RESULT_NUMBER})\s+(?:[a-z]+\s+)?"
-                     rf"(?:in\s+total|in\s+all"
-                     rf"|altogether)\b", re.S)
-
-
-# An answer that is a bound: it opens with a comparator, or is a number and "or more" / "+".
-_STARTS_BOUNDED = re.compile(r"(?:(?:fewer|less|more|greater|larger|smaller|higher|lower)\s+than"
-                             r"|at\s+(?:least|most)|up\s+to|[<>≤≥])\s*[-+]?[\d.]"
-                             rf"|{_RESULT_NUMBER}\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less)\b)")
-
-
-def _bounded(given: str, start: int) -> bool:
-    """Whether the number at ``start`` is a bound ("fewer than 3", "at least 3", "3 or more",
-    "3+"): an answer so worded does not give that count (the paper's judge is strict on counts)."""
-    if _BOUND_BEFORE.search(given, max(0, start - 24), start):
-        return True
-    token = _NUMBER_TOKEN.match(given, start) or _NUMBER_WORD.match(given, start)
-    return token is not None and _BOUND_AFTER.match(given, token.end()) is not None
-
-
-def _number_given(given: str) -> float | None:
-    """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
-    the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
-    "between 2 and 3") or holds none. Words are read when it has no digits ("three")."""
-    numbers = _numbers(given)
-    # A number that stands first and alone ("3.", "3, since …", "12 cm (…)") is the answer,
-    # whatever its reason computes ("3. Check: 3 × 2 = 6", "25%, since 1/4 = 0.25").
-    lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
-    stands_first = lead is not None and _STANDS_FIRST.match(given, lead.end()) is not None
-    result = None if stands_first else _RESULT.search(given)
-    if result is not None and result.group("n") is not None:
-        # An equation the answer is: a sum or product before its "=", not a reason ("3 with
-        # p = 0.05", "3 (since 2 = 2)").
-        head = given[:result.start()]
-        if not _OPERATOR.search(head) or _REASON_MARK.search(head):
-            result = None
-    if result is not None:  # "2 + 1 = 3", "3 red and 4 blue, 7 in total"
-        name = "n" if result.group("n") else "m"
-        return None if _bounded(given, result.start(name)) else _as_float(result.group(name))
-    value = _number_read(given, numbers)
-    if value is None:
-        return None
-    # "fewer than 3", "at least 3", "3 or more": a bound, not a count. Only where the answer
-    # gives it: a bound in the reason is part of the reason ("4, since at least 4 are clear").
-    given_at = [0] if numbers[0][0] == 0 else [start for start, v in numbers if v == value]
-    if any(_bounded(given, start) for start in given_at):
-        return None
-    return value
-
-
-def _number_read(given: str, numbers: list[tuple[int, float | None]]) -> float | None:
-    values = {value for _, value in numbers}
-    if len(values) == 1:
-        return values.pop()
-    if numbers and numbers[0][0] == 0 and not _ALTERNATIVES.search(given):
-        lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
-        second = numbers[1][0]
-        span = lead and _RANGE.match(given, lead.end())
-        # "3-4", "3 cm – 4 cm": a range; "3 - 2 red and 1 blue" is a dash before a reason.
-        if (span and second in (span.end(), span.end() - 1)
-                and (not re.search(r"\s[-–]\s", span.group())
-                     or (numbers[1][1] or 0) > (numbers[0][1] or 0))):
-            return None
-        joined = lead and _JOINED.match(given, lead.end())
-        # (A "one" there of unknown value is the pronoun: "three, one of them red".)
-        if joined and second == joined.end() and numbers[1][1] is not None:
-            unit = joined.group("unit")
-            after = _NUMBER_AND_WORD.match(given, second)
-            # "3 cm, 4 cm" lists one measure twice; "5 apples and 3 pears" counts two things.
-            if unit is None or (after is not None and after.group(2) == unit):
-                return None  # "3 and 4", "3, 4", "3/4": two answers, or a number not read here
-        return numbers[0][1]
-    return None
-
-
-# What joins a leading number to the next into a list ("3, 4", "3 & 4") or a fraction ("3/4").
-_JOINED = re.compile(rf"(?:\s*(?P<unit>{_UNITISH}))?\s*(?:,|;|&|/|\+|×|\*|\band\b"
-                     r"|\bplus\b)\s*")
-_RANGE = re.compile(rf"(?:\s*(?:{_UNITISH}))?\s*[-–]\s*")  # "3-4", "3 cm – 4 cm"
-
-
-# A number word these follow or precede is part of a number this reader does not read ("one
-# hundred", "two point five", "one half", "minus three"): its value is unknown.
-_SCALED = re.compile(r"[\s-]+(?:hundred|thousand|million|billion|dozen|point|half|halves"
-                     r"|thirds?|quarters?|fifths?|tenths?)\b")
-_NEGATED = re.compile(r"\b(?:minus|negative)\s*$")
-
-
-def _numbers(given: str) -> list[tuple[int, float | None]]:
-    """Where each number starts and its value: the digits, or else the number words."""
-    given = _MEASURE_WORD.sub(r"\1 ", given)  # "3个" (3 of them, with a measure word) is 3
-    digits = [(t.start(), _as_float(t.group())) for t in _NUMBER_TOKEN.finditer(given)]
-    if digits:
-        return digits
-    words = list(_NUMBER_WORD.finditer(given))
-    return [(w.start(), None if _SCALED.match(given, w.end()) or _NEGATED.search(given[:w.start()])
-             else _word_value(w, given, alone=len(words) == 1)) for w in words]
-
-
-def _word_value(word: re.Match[str], given: str, *, alone: bool) -> float | None:
-    """A number word's value. "One" is read only as a count and as the answer's only number:
-    elsewhere it may be the pronoun ("the red one"), so its value is unknown (None), and an
-    answer holding it gives no number unless it leads with another ("three, one of them red")."""
-    if word.group() == "one":
-        counts = alone and (match := _ONE_COUNTS.match(given)) and match.end() == word.end()
-        return 1.0 if counts else None
-    tens, unit, below_twenty = word.groups()
-    return float(_WORD_VALUES[tens or below_twenty] + (_WORD_VALUES[unit] if unit else 0))
 
 
 def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) -> bool | None:

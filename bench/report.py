@@ -41,7 +41,9 @@ from engine.driver import sample_meta
 from engine.ids import run_id_for
 from engine.observation import action_frames, block_on, render_and_observe
 from engine.parsing.step import parse_step
-from engine.runner import build_jobs, fixed_model_fields, run_identity, write_run_header
+from engine.resume import fixed_model_fields
+from engine.run_header import run_identity, write_run_header
+from engine.runner import build_jobs
 from engine.states import encode_state, load_original
 from interventions.policies import SETTING_POLICY
 from store import (

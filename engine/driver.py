@@ -441,7 +441,7 @@ async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, ste
 
 def sample_meta(sample: Sample) -> dict:
     """What a trajectory records of its sample for scoring and grouping, and of what it was
-    asked; a resume checks that the dataset still says the same (engine/runner.py). The
+    asked; a resume checks that the dataset still says the same (engine/resume.py). The
     choices are a JSON list in a string (the field holds strings): a letter answer is scored
     against them. Key regions (pixel boxes on the original) likewise, when the dataset has them:
     the log alone then says whether an action targeted what the answer depends on. And a

@@ -10,47 +10,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 import structlog
 
-from adapters.datasets.base import PAPER_GROUPS, Sample
-from adapters.datasets.loading import dataset_identity
+from adapters.datasets.base import Sample
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
-from adapters.renderers.canvas import CanvasState
-from adapters.renderers.encode import image_hash
-from adapters.renderers.images import ImageLoadError
-from adapters.renderers.pillow_renderer import RENDERER_VERSION
 from engine.breaker import ModelUnusableError
-from engine.config import ConfigError, ModelConfig, RunConfig
-from engine.context import Context
+from engine.config import RunConfig
 from engine.conversation import RequestSpec, parse_image_history
 from engine.cost import PriceTable
-from engine.driver import drive_trajectory, sample_meta
-from engine.ids import recorded_text, run_id_for, trajectory_id
+from engine.driver import drive_trajectory
+from engine.ids import run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
-from engine.prompts import (
-    NATIVE_TOOLS_VERSION,
-    PROMPTS_VERSION,
-    native_tools_hashes,
-    prompt_hashes,
+from engine.resume import (
+    check_joined_models,
+    check_samples_unchanged,
+    fixed_model_fields,
+    started_samples,
 )
 from engine.retry import RetryPolicy
+from engine.run_header import run_identity, write_run_header
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.scheduler import FairScheduler, in_flight_caps
 from engine.spend import SpendCap, SpendCapReached, SpendShare
-from engine.states import StateCache, load_original
+from engine.states import StateCache
 from store import open_store
 from store.errors import StoreError
-from store.events import RunStarted, Step, TrajectoryStarted, run_stream
+from store.events import Step
 from store.recorder import Recorder
 
 log = structlog.get_logger("vaot.engine")
@@ -60,16 +53,9 @@ __all__ = [
     "RunResult",
     "StoppedModel",
     "build_jobs",
-    "check_joined_models",
-    "check_resume",
-    "check_samples_unchanged",
     "first_error",
-    "fixed_model_fields",
     "open_run_store",
-    "run_identity",
     "run_jobs",
-    "started_samples",
-    "write_run_header",
 ]
 
 ENGINE_VERSION = "vaot-engine/10"
@@ -145,28 +131,6 @@ class RunResult(msgspec.Struct):
     ones' (engine/spend.py)."""
 
 
-def run_identity(config: RunConfig) -> dict:
-    """What makes two invocations the same run (and so resumable): not limits or concurrency."""
-    if config.run_name:
-        return {"name": config.run_name}
-    return {
-        "dataset": recorded_text(dataset_identity(config.dataset)), "seed": config.seed,
-        "max_steps": config.max_steps,
-        "shape": config.shape, "image_history": config.image_history,
-        "render_base": config.render_base, "prompts": PROMPTS_VERSION,
-        "max_tokens": config.max_tokens, "temperature": config.temperature,
-        # Only when set: the runs started before budgets existed keep their ids.
-        **({"token_budget": config.token_budget} if config.token_budget is not None else {}),
-        **({"cot_max_tokens": config.cot_max_tokens} if config.cot_max_tokens is not None
-           else {}),
-        # A run of reference agents alone (the demo) costs nothing to redo: after an engine
-        # upgrade it starts afresh instead of being refused as a mix of two engines (a run
-        # that pays for its replies is refused, and says how to go on: check_resume).
-        **({"engine": ENGINE_VERSION} if _reference_only(m.spec for m in config.models)
-           else {}),
-    }
-
-
 def build_jobs(config: RunConfig, run_id: str, samples: list[Sample]) -> list[TrajectoryJob]:
     """Every trajectory of the run, interleaved so each setting progresses together."""
     jobs = []
@@ -218,142 +182,6 @@ def make_limiters(config: RunConfig, adapters: dict[str, ModelAdapter],
     return out
 
 
-# The header's fields that make up a run's identity (see run_identity), as the user names them.
-_IDENTITY_IN_HEADER = {
-    "dataset": "--dataset", "seed": "--seed", "max_steps": "--max-steps",
-    "max_tokens": "--max-tokens", "temperature": "--temperature",
-    "token_budget": "--token-budget", "cot_max_tokens": "--cot-max-tokens",
-    "shape": "--shape", "image_history": "--image-history",
-    "render_base": "--render-base", "prompts_version": "the prompts' version",
-    "native_tools_version": "the native-tool prompts' version",
-    "engine_version": "the engine's version",
-}
-
-
-def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
-                      ) -> tuple[str, list[tuple[str, object, object]]] | None:
-    """For a run the store does not hold yet, the run it holds that differs least from it, and
-    how: (run id, [(option, theirs, ours)]). None when the store holds it already, holds no
-    other run, or the run is named (a new name is a new run on purpose).
-
-    Rerunning a command with one option changed (--max-steps, --seed …) starts another run in
-    the same store and pays for every trajectory again: the user should hear it.
-    """
-    if config.run_name or store.head(run_stream(run_id)) is not None:
-        return None
-    ours = {"dataset": recorded_text(dataset_identity(config.dataset)), "seed": config.seed,
-            "max_steps": config.max_steps, "max_tokens": config.max_tokens,
-            "temperature": config.temperature, "token_budget": config.token_budget,
-            "cot_max_tokens": config.cot_max_tokens, "shape": config.shape,
-            "image_history": config.image_history,
-            "render_base": config.render_base, "prompts_version": PROMPTS_VERSION,
-            "engine_version": ENGINE_VERSION}
-    best: tuple[str, list] | None = None
-    for other in store.run_ids():
-        header = next((s.event for s in store.read_trajectory(run_stream(other))
-                       if isinstance(s.event, RunStarted)), None)
-        if header is None or other == run_id:
-            continue
-        # A header records --cot-max-tokens only when it was given.
-        diff = [(_IDENTITY_IN_HEADER[k], header.config.get(k), v) for k, v in ours.items()
-                if (k in header.config or k == "cot_max_tokens") and header.config.get(k) != v]
-        if not diff:
-            # A run of reference agents alone is its own run (engine/runner.py: run_identity):
-            # adding an API model in a later invocation starts another.
-            theirs = _reference_only(m.get("spec", "") for m in header.config.get("models", []))
-            ours_only = _reference_only(m.spec for m in config.models)
-            if theirs != ours_only:
-                diff = [("--model", *(("reference agents only" if only else
-                                       "a model called through an API")
-                                      for only in (theirs, ours_only)))]
-        if not diff:  # the same options: it can only be a named run (its command's name)
-            diff = [("--run-name", header.config.get("run_name") or "a name", None)]
-        if diff and (best is None or len(diff) < len(best[1])):
-            best = (other, diff)
-    return best
-
-
-def _reference_only(specs) -> bool:
-    specs = list(specs)
-    return bool(specs) and all(spec.startswith("reference:") for spec in specs)
-
-
-async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
-                           samples: Sequence[Sample]) -> bool:
-    """Append the run's ``RunStarted`` event unless the store already holds it; returns whether
-    it did (False: a resume, checked against the header first).
-
-    ``samples`` are the ones this invocation runs (after ``--limit`` and the rows its dataset
-    skipped): how many of each group, with the models, settings and epochs, are the
-    trajectories it asked for, so ``vaot report`` can count those a stopped run never started.
-    """
-    ctx = Context(config.seed)
-    header_stream = run_stream(run_id)
-    native = [m for m in config.models if m.native_tools]
-    header = {
-        "models": [_model_header(m) for m in config.models],
-        "settings": list(config.settings),
-        "dataset": recorded_text(dataset_identity(config.dataset)),
-        # What each model was sent: the default texts, and the variants its dialect and
-        # convention ask with (all of them are in the version).
-        "prompts": prompt_hashes((m.dialect, m.convention) for m in config.models),
-        "prompts_version": PROMPTS_VERSION,
-        "renderer": RENDERER_VERSION, "render_base": config.render_base,
-        "conventions": {m.spec: m.convention for m in config.models},
-        "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
-        "image_history": config.image_history, "token_budget": config.token_budget,
-        "max_tokens": config.max_tokens, "temperature": config.temperature,
-        **({"cot_max_tokens": config.cot_max_tokens} if config.cot_max_tokens is not None
-           else {}),
-        "engine_version": ENGINE_VERSION, "run_name": config.run_name,
-        "flags": {"cumulative_canvas": config.render_base == "current",
-                  "wrong_render_schedule": "all"},
-        # Only when a model declares the tool: the headers of the runs before stay as they were.
-        **({"native_tools_prompts": native_tools_hashes(m.convention for m in native),
-            "native_tools_version": NATIVE_TOOLS_VERSION} if native else {}),
-        "samples": len(samples), "groups": dict(Counter(s.group for s in samples)),
-        "epochs": config.epochs,
-    }
-    head = store.head(header_stream)
-    if head is not None:
-        recorded = store.read_trajectory(header_stream)
-        check_resume(config, recorded, run_id)
-        # An invocation that goes on with other models, settings or endpoints (another
-        # --base-url: perhaps another checkpoint under the same name) leaves its own header
-        # after the first, so the log says which invocation ran what. The same command again
-        # adds nothing.
-        last = [s.event.config for s in recorded if isinstance(s.event, RunStarted)][-1]
-        if _canonical(header) != _canonical(last):
-            await store.append([RunStarted(traj=header_stream, pos=head[0] + 1, at=ctx.now(),
-                                           run_id=run_id, config=header,
-                                           engine_version=ENGINE_VERSION)])
-        return False
-    await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
-                                   config=header, engine_version=ENGINE_VERSION)])
-    return True
-
-
-def _model_header(model: ModelConfig) -> dict:
-    """A model's entry in the run header; ``prompt_cache`` and ``native_tools`` only when set,
-    so a header from before those options existed reads the same and resuming its run adds no
-    second header."""
-    entry = msgspec.to_builtins(model)
-    for flag in ("prompt_cache", "native_tools"):
-        if not getattr(model, flag):
-            entry.pop(flag, None)
-    return entry
-
-
-def _canonical(config: dict) -> bytes:
-    """A header's config as comparable bytes (as recorded: tuples are lists, keys sorted)."""
-    return msgspec.json.encode(msgspec.to_builtins(config), order="sorted")
-
-
-def _short(value: object, width: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 2] + "…" + text[-1]
-
-
 _E = TypeVar("_E", bound=BaseException)
 
 
@@ -395,212 +223,6 @@ def make_spend_cap(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob]
         return SpendCap(config.max_cost, table, earlier=share.earlier, cells=share.cells,
                         own=share.index)
     return SpendCap(config.max_cost, table, earlier=recorded_cost(store, jobs, table))
-
-
-def started_samples(store: Recorder, jobs: list[TrajectoryJob]) -> dict[str, TrajectoryStarted]:
-    """The ``TrajectoryStarted`` of one trajectory of each sample of ``jobs`` the run started."""
-    found: dict[str, TrajectoryStarted] = {}
-    for job in jobs:
-        if job.sample.id in found or store.head(job.traj) is None:
-            continue
-        started = next((s.event for s in store.read_trajectory(job.traj)
-                        if isinstance(s.event, TrajectoryStarted)), None)
-        if started is not None:
-            found[job.sample.id] = started
-    return found
-
-
-def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
-                            started: dict[str, TrajectoryStarted] | None = None) -> None:
-    """Refuse to resume a run whose dataset now says something else of a sample it started.
-
-    A finished trajectory is skipped on a resume and scored against what it recorded of its
-    sample: after a label was fixed in the file, the summary would show the old label's score
-    with no sign of it; after an image was replaced, results on the old image under the new
-    one's name. An image whose bytes changed is decoded and compared by its pixels (a file
-    saved again unchanged is no change). The driver also compares an image when a trajectory
-    of its sample goes on or starts (engine/driver.py). ``started`` is
-    :func:`started_samples`, if already read.
-
-    Raises:
-        ConfigError: naming the first changed sample and field, and how many samples changed.
-    """
-    changed: dict[str, str] = {}
-    if started is None:
-        started = started_samples(store, jobs)
-    samples = {job.sample.id: job.sample for job in jobs}
-    for sample_id, event in started.items():
-        sample = samples[sample_id]
-        now = sample_meta(sample)
-        recorded = dict(event.sample_meta)
-        # Key regions are recorded only when a sample has them: none is "[]", so regions added
-        # to or removed from the file since are a change like any other.
-        recorded.setdefault("key_regions", "[]")
-        now.setdefault("key_regions", "[]")
-        for field, was in recorded.items():
-            if field not in now or now[field] == was or _same_meaning(field, was, now[field]):
-                continue
-            if field == "image_digest":
-                # Other bytes: the file was replaced, or saved again. Only other pixels count.
-                state = _original_state(sample)
-                if state == event.input_state:
-                    continue
-                changed[sample_id] = (f"its image was state {event.input_state[:12]}, now "
-                                      f"{state[:12] if state else 'unreadable'}")
-            else:
-                changed[sample_id] = f"{field} was {_short(was)}, now {_short(now[field])}"
-            break
-    if changed:
-        first, what = next(iter(changed.items()))
-        more = f" (and {len(changed) - 1} more samples)" if len(changed) > 1 else ""
-        raise ConfigError(
-            f"the dataset changed since run {jobs[0].run_id} started these samples: sample "
-            f"{first}: {what}{more}. Its finished trajectories would be skipped and reported "
-            "as if they were of the dataset as it is now. Restore the dataset, or start a "
-            "separate run (--run-name NAME, or another --store)")
-
-
-def _same_meaning(field: str, was: str, now: str) -> bool:
-    """Whether a sample's recorded field and its value now say the same thing, written as an
-    earlier vaot wrote it: a number it wrote out as ``1.5`` or ``5e-05`` that the file spells
-    ``1.50`` or ``0.00005`` (kept as written since), a paper group it kept as ``2d``."""
-    if field == "answer":
-        return _same_number(was, now)
-    if field == "choices":
-        try:
-            old, new = msgspec.json.decode(was), msgspec.json.decode(now)
-        except msgspec.DecodeError:
-            return False
-        return (isinstance(old, list) and isinstance(new, list) and len(old) == len(new)
-                and all(a == b or _same_number(str(a), str(b)) for a, b in zip(old, new, strict=True)))
-    if field == "group":
-        return was.lower() == now.lower() and now in PAPER_GROUPS.values()
-    return False
-
-
-def _same_number(was: str, now: str) -> bool:
-    try:
-        return float(was) == float(now) and math.isfinite(float(now))
-    except ValueError:
-        return False
-
-
-def _original_state(sample: Sample) -> str | None:
-    """The state hash (hex) a trajectory of ``sample`` would start from now, as the driver
-    makes it (engine/states.py); None when its image cannot be read or decoded."""
-    try:
-        image, _ = load_original(sample.image_source, name=f"sample {sample.id}")
-    except ImageLoadError:
-        return None
-    return image_hash(CanvasState.from_image(image).image).hex()
-
-
-# What a model's replies are read with (or asked with): changing one of these between two
-# invocations of a run would mix two experiments under one run id.
-_MODEL_FIELDS_FIXED_FOR_A_RUN = ("dialect", "convention", "extra", "detail", "native_tools")
-
-
-def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
-    """Refuse to resume a run with a model configured differently than when it started.
-
-    Finished trajectories would be skipped with the old reading and unfinished ones continued
-    with the new one. (Adding a model, a setting or more samples to a run is fine.)
-    """
-    header = next((s.event for s in header_events if isinstance(s.event, RunStarted)), None)
-    if header is None:
-        return
-    if header.engine_version and header.engine_version != ENGINE_VERSION:
-        raise ConfigError(
-            f"run {run_id} in this store was recorded by {header.engine_version}, and this is "
-            f"{ENGINE_VERSION}, which renders or corrupts some steps differently; resuming would "
-            "mix the two in one run. Finish it with the version that started it, or start a "
-            "separate run with " + ("another --run-name" if config.run_name else "--run-name NAME"))
-    # A named run (--run-name) keeps its id whatever its options: these must not change under
-    # it (the dataset may: more samples, or the same file reached by another path).
-    now_run = {"seed": config.seed, "max_steps": config.max_steps,
-               "shape": config.shape, "image_history": config.image_history,
-               "render_base": config.render_base, "token_budget": config.token_budget,
-               "cot_max_tokens": config.cot_max_tokens,
-               "max_tokens": config.max_tokens, "temperature": config.temperature,
-               # The prompts changed (another vaot, or an edited engine/prompts.py): half the
-               # run's trajectories would be asked in other words.
-               "prompts_version": PROMPTS_VERSION,
-               # Those its native-tool models are asked with (a model that stopped using them
-               # is refused below, as a changed model).
-               "native_tools_version": NATIVE_TOOLS_VERSION if any(
-                   m.native_tools for m in config.models) else None}
-    for field, value in now_run.items():
-        # A header from before budgets existed had none: a budget is compared all the same.
-        if field not in header.config and field not in ("token_budget", "cot_max_tokens"):
-            continue
-        if field == "native_tools_version" and value is None:
-            continue
-        was = header.config.get(field)
-        if was != value:
-            label = _IDENTITY_IN_HEADER[field]
-            how = (f"without {label}, and this has {label} {value!r}" if was is None
-                   else f"with {label} {was!r}, and this has none" if value is None
-                   else f"with {label} {was!r}, not {value!r}")
-            raise ConfigError(
-                f"run {run_id} in this store was started {how}; resuming would mix the two in "
-                "one run. Keep it, or start a separate run with another --run-name")
-    before = {m.get("spec"): m for m in header.config.get("models", [])}
-    for model in config.models:
-        old = before.get(model.spec)
-        if old is not None:
-            _refuse_changed_model(config, model, old, run_id, joined=False)
-
-
-def fixed_model_fields(model: ModelConfig) -> dict[str, Any]:
-    """The fields of ``model`` a run fixes, as recorded in each ``TrajectoryStarted``
-    (``native_tools`` only when set: the records before it existed are as they were)."""
-    now = msgspec.to_builtins(model)
-    return {field: now.get(field) for field in _MODEL_FIELDS_FIXED_FOR_A_RUN
-            if field != "native_tools" or model.native_tools}
-
-
-def check_joined_models(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob],
-                        run_id: str) -> None:
-    """Refuse to resume with a model configured differently than when it joined the run.
-
-    The run header holds the models the run began with (:func:`check_resume`); a model added
-    by a later invocation is known only by its trajectories' ``TrajectoryStarted``, so one of
-    them is read per such model.
-    """
-    header = next((s.event for s in store.read_trajectory(run_stream(run_id))
-                   if isinstance(s.event, RunStarted)), None)
-    in_header = {m.get("spec") for m in header.config.get("models", [])} if header else set()
-    joined = {m.spec: m for m in config.models if m.spec not in in_header}
-    for job in jobs:
-        if not joined:
-            return
-        model = joined.get(job.model)
-        if model is None or store.head(job.traj) is None:
-            continue
-        started = next((s.event for s in store.read_trajectory(job.traj)
-                        if isinstance(s.event, TrajectoryStarted)), None)
-        if started is None:
-            continue
-        del joined[job.model]
-        if started.model_config is not None:  # None: recorded before the field existed
-            _refuse_changed_model(config, model, started.model_config, run_id, joined=True)
-
-
-def _refuse_changed_model(config: RunConfig, model: ModelConfig, old: dict[str, Any],
-                          run_id: str, *, joined: bool) -> None:
-    now = msgspec.to_builtins(model)
-    defaults = msgspec.to_builtins(ModelConfig(model.spec))  # a field an old record lacks
-    for field in _MODEL_FIELDS_FIXED_FOR_A_RUN:
-        was, is_ = old.get(field, defaults.get(field)), now.get(field, defaults.get(field))
-        # Compared as JSON: nan == nan there, and with its keys sorted, the same extra written
-        # in another order in the config is the same.
-        if msgspec.json.encode(was, order="sorted") != msgspec.json.encode(is_, order="sorted"):
-            how = (f"it joined run {run_id} in this store" if joined
-                   else f"run {run_id} in this store was started")
-            raise ConfigError(
-                f"model {model.spec}: {how} with {field} {was!r}, not {is_!r}; resuming would mix the two in one run. Keep "
-                f"{was!r}, or start a separate run with "
-                + ("another --run-name" if config.run_name else "--run-name NAME"))
 
 
 async def run_jobs(
@@ -757,4 +379,3 @@ async def run_jobs(
     calls = sum(o.calls for o in outcomes)
     return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()),
                      spent=spend.spent if spend is not None else None)
-

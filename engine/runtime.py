@@ -100,7 +100,7 @@ class Runtime:
         self.sleep = sleep
         self.breaker = breaker if breaker is not None else ModelBreaker()
         self.model_configs = model_configs or {}
-        """Model spec → its fields a run fixes (runner.fixed_model_fields), recorded in each
+        """Model spec → its fields a run fixes (resume.fixed_model_fields), recorded in each
         TrajectoryStarted."""
         self.recorded_originals = recorded_originals or {}
         """Sample id → the original's state hash an earlier invocation of the run recorded."""

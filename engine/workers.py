@@ -51,17 +51,14 @@ import structlog
 from adapters.datasets.base import Sample
 from engine.config import RunConfig
 from engine.ids import run_id_for
+from engine.resume import check_joined_models, check_samples_unchanged, started_samples
+from engine.run_header import run_identity, write_run_header
 from engine.runner import (
     RunResult,
     StoppedModel,
     build_jobs,
-    check_joined_models,
-    check_samples_unchanged,
     first_error,
     make_spend_cap,
-    run_identity,
-    started_samples,
-    write_run_header,
 )
 from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
 from engine.spend import SpendShare

@@ -225,13 +225,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     from engine.ids import run_id_for
-    from engine.runner import (
-        ENGINE_VERSION,
-        build_jobs,
-        make_adapters,
-        nearest_other_run,
-        run_identity,
-    )
+    from engine.run_header import nearest_other_run, run_identity
+    from engine.runner import ENGINE_VERSION, build_jobs, make_adapters
 
     if config.workers > 1 and not args.dry_run:
         from engine.workers import warm_up

@@ -30,16 +30,15 @@ from engine.conversation import RequestSpec, build_request
 from engine.ids import run_id_for
 from engine.parsing import get_dialect
 from engine.printable import printable
-from engine.run_lock import LOCK_NAME
-from engine.runner import (
-    build_jobs,
+from engine.resume import (
     check_joined_models,
     check_resume,
     check_samples_unchanged,
-    nearest_other_run,
-    run_identity,
     started_samples,
 )
+from engine.run_header import nearest_other_run, run_identity
+from engine.run_lock import LOCK_NAME
+from engine.runner import build_jobs
 from engine.states import load_original
 from store import StoreError, open_store
 from store.events import run_stream

@@ -18,7 +18,8 @@ from adapters.models.base import ModelReply, ModelRequest, TextPart, Usage
 from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
-from engine.runner import run_identity, run_jobs
+from engine.run_header import run_identity
+from engine.runner import run_jobs
 from store import MemoryStore, RunStarted, Step, TrajectoryFinished
 from store.events import run_stream
 
@@ -119,7 +120,7 @@ def test_the_flag_is_read_and_a_bad_value_is_one_line(tmp_path, capsys) -> None:
 
 
 async def test_a_new_run_for_another_cap_names_it_as_the_difference() -> None:
-    from engine.runner import nearest_other_run
+    from engine.run_header import nearest_other_run
 
     config = _config(cot_max_tokens=None)
     samples, _ = load_dataset(config.dataset, limit=1, seed=config.seed)

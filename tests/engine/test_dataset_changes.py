@@ -17,7 +17,7 @@ from PIL import Image
 
 from engine.cli import main
 from engine.config import RunConfig
-from engine.runner import run_identity
+from engine.run_header import run_identity
 
 
 def _png(colour: tuple[int, int, int]) -> bytes:

@@ -157,13 +157,13 @@ async def test_a_named_run_is_not_resumed_with_another_token_limit() -> None:
 async def test_a_named_run_is_not_resumed_with_other_prompts(monkeypatch) -> None:
     # A named run keeps its id whatever its options: an edited prompt (or another vaot) would
     # ask half its trajectories in other words, with the header naming the old prompts.
-    import engine.runner
+    import engine.resume
 
     config = _run_config(run_name="prompted", limit=1)
     samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
     store = MemoryStore()
     await run_jobs(config, store, samples, adapters={SPEC: FirstThenNothing()})
-    monkeypatch.setattr(engine.runner, "PROMPTS_VERSION", "0123456789ab")
+    monkeypatch.setattr(engine.resume, "PROMPTS_VERSION", "0123456789ab")
     with pytest.raises(ConfigError, match=r"started with the prompts' version '[0-9a-f]{12}', "
                                           r"not '0123456789ab'"):
         await run_jobs(config, store, samples, adapters={SPEC: FirstThenNothing()})

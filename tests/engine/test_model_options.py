@@ -83,7 +83,7 @@ def test_a_path_that_is_not_utf8_is_recorded_apart_from_one_spelled_with_a_backs
 def test_the_run_header_names_prompt_cache_only_when_it_is_on() -> None:
     # Headers written before the option existed have no such key: resuming one of their runs
     # must read the same header, not append a second one that differs by a default.
-    from engine.runner import _model_header
+    from engine.run_header import _model_header
 
     assert "prompt_cache" not in _model_header(ModelConfig("anthropic:claude-x"))
     assert _model_header(ModelConfig("anthropic:claude-x", prompt_cache=True))["prompt_cache"]

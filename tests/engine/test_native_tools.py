@@ -24,7 +24,9 @@ from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.conversation import HistoryStep, RequestSpec, build_request
 from engine.parsing.dialects.openai_tools import TOOL, TOOL_SPEC
 from engine.prompts import PROMPTS_VERSION, prompt_for
-from engine.runner import fixed_model_fields, run_id_for, run_identity, write_run_header
+from engine.resume import fixed_model_fields
+from engine.run_header import run_identity, write_run_header
+from engine.runner import run_id_for
 from store import RunStarted, open_store
 
 ZOOM = '{"type": "zoom", "target": [250, 250, 750, 750]}'

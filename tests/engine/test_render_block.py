@@ -23,7 +23,8 @@ from adapters.renderers.pillow_renderer import render
 from engine.commands.tail import describe
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
-from engine.runner import ENGINE_VERSION, open_run_store, run_identity, run_jobs
+from engine.run_header import run_identity
+from engine.runner import ENGINE_VERSION, open_run_store, run_jobs
 from store import MemoryStore, RunStarted, Step, StoredEvent, TrajectoryStarted
 from store.actions import Highlight, Zoom
 from store.events import run_stream

@@ -615,7 +615,7 @@ def test_a_models_table_is_found_by_place_past_arrays_and_spaced_headers(tmp_pat
 def test_extra_written_in_another_order_is_the_same_reading() -> None:
     # Compared as encoded JSON, the same extra keys in another order were refused on resume.
     from engine.config import ConfigError, ModelConfig, RunConfig
-    from engine.runner import _refuse_changed_model
+    from engine.resume import _refuse_changed_model
 
     model = ModelConfig("openai:m", extra={"top_p": 0.9, "seed": 1})
     config = RunConfig(models=(model,))

@@ -23,7 +23,8 @@ from adapters.models.cassette import CassetteAdapter
 from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
 from engine.config import ModelConfig, RunConfig
 from engine.ids import run_id_for
-from engine.runner import build_jobs, run_identity, run_jobs
+from engine.run_header import run_identity
+from engine.runner import build_jobs, run_jobs
 from store import (
     CallFailed,
     MemoryStore,

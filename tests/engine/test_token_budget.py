@@ -17,7 +17,8 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import ModelCallError, ModelReply, ModelRequest, TextPart, Usage
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
-from engine.runner import run_identity, run_jobs
+from engine.run_header import run_identity
+from engine.runner import run_jobs
 from store import MemoryStore, RunStarted, Step, TrajectoryFinished
 from store.events import run_stream
 
