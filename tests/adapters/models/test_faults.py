@@ -59,8 +59,10 @@ async def test_fault_is_classified(serve, provider, fault, retry, kind, retry_af
         retry_after_s=RETRY_AFTER,
         hang_s=5.0,
         # Short only where the fault is the wait: on a loaded host a 500 once took over 0.2 s
-        # to arrive and was read as a timeout.
-        adapter_options={"timeout_s": 0.2 if fault == "timeout" else 30.0},
+        # to arrive and was read as a timeout, and a request once took over 0.2 s to reach the
+        # server at all (the call timed out before the fault under test was served). A second
+        # is far beyond both and far below the server's hang.
+        adapter_options={"timeout_s": 1.0 if fault == "timeout" else 30.0},
     )
     with pytest.raises(ModelCallError) as info:
         await adapter.generate(vaot_request())
