@@ -69,7 +69,7 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
         from engine.prompts import PROMPTS_VERSION
-        from engine.runner import ENGINE_VERSION
+        from engine.version import ENGINE_VERSION
 
         print(f"vaot {_version()} ({ENGINE_VERSION}, prompts {PROMPTS_VERSION})")  # as argparse's
         parser.exit()

@@ -20,6 +20,7 @@ from adapters.datasets.base import PAPER_GROUPS, Sample
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
 from adapters.renderers.images import ImageLoadError
+from engine import version  # read at each use: tests change it there
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.driver import sample_meta
 from engine.prompts import NATIVE_TOOLS_VERSION, PROMPTS_VERSION
@@ -163,15 +164,14 @@ def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
     Finished trajectories would be skipped with the old reading and unfinished ones continued
     with the new one. (Adding a model, a setting or more samples to a run is fine.)
     """
-    from engine.runner import ENGINE_VERSION  # at call time: engine.runner imports this module
     header = next((s.event for s in header_events if isinstance(s.event, RunStarted)), None)
     if header is None:
         return
-    if header.engine_version and header.engine_version != ENGINE_VERSION:
+    if header.engine_version and header.engine_version != version.ENGINE_VERSION:
         raise ConfigError(
             f"run {run_id} in this store was recorded by {header.engine_version}, and this is "
-            f"{ENGINE_VERSION}, which renders or corrupts some steps differently; resuming would "
-            "mix the two in one run. Finish it with the version that started it, or start a "
+            f"{version.ENGINE_VERSION}, which renders or corrupts some steps differently; "
+            "resuming would mix the two in one run. Finish it with the version that started it, or start a "
             "separate run with " + ("another --run-name" if config.run_name else "--run-name NAME"))
     # A named run (--run-name) keeps its id whatever its options: these must not change under
     # it (the dataset may: more samples, or the same file reached by another path).

@@ -18,6 +18,7 @@ import msgspec
 from adapters.datasets.base import Sample
 from adapters.datasets.loading import dataset_identity
 from adapters.renderers.pillow_renderer import RENDERER_VERSION
+from engine import version  # read at each use: tests change it there
 from engine.config import ModelConfig, RunConfig
 from engine.context import Context
 from engine.ids import recorded_text
@@ -36,7 +37,6 @@ __all__ = ["nearest_other_run", "run_identity", "write_run_header"]
 
 def run_identity(config: RunConfig) -> dict:
     """What makes two invocations the same run (and so resumable): not limits or concurrency."""
-    from engine.runner import ENGINE_VERSION  # at call time: engine.runner imports this module
     if config.run_name:
         return {"name": config.run_name}
     return {
@@ -52,7 +52,7 @@ def run_identity(config: RunConfig) -> dict:
         # A run of reference agents alone (the demo) costs nothing to redo: after an engine
         # upgrade it starts afresh instead of being refused as a mix of two engines (a run
         # that pays for its replies is refused, and says how to go on: check_resume).
-        **({"engine": ENGINE_VERSION} if _reference_only(m.spec for m in config.models)
+        **({"engine": version.ENGINE_VERSION} if _reference_only(m.spec for m in config.models)
            else {}),
     }
 
@@ -66,7 +66,6 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
     Rerunning a command with one option changed (--max-steps, --seed …) starts another run in
     the same store and pays for every trajectory again: the user should hear it.
     """
-    from engine.runner import ENGINE_VERSION  # at call time: engine.runner imports this module
     if config.run_name or store.head(run_stream(run_id)) is not None:
         return None
     ours = {"dataset": recorded_text(dataset_identity(config.dataset)), "seed": config.seed,
@@ -75,7 +74,7 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
             "cot_max_tokens": config.cot_max_tokens, "shape": config.shape,
             "image_history": config.image_history,
             "render_base": config.render_base, "prompts_version": PROMPTS_VERSION,
-            "engine_version": ENGINE_VERSION}
+            "engine_version": version.ENGINE_VERSION}
     best: tuple[str, list] | None = None
     for other in store.run_ids():
         header = next((s.event for s in store.read_trajectory(run_stream(other))
@@ -115,7 +114,6 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     skipped): how many of each group, with the models, settings and epochs, are the
     trajectories it asked for, so ``vaot report`` can count those a stopped run never started.
     """
-    from engine.runner import ENGINE_VERSION  # at call time: engine.runner imports this module
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
     native = [m for m in config.models if m.native_tools]
@@ -134,7 +132,7 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         "max_tokens": config.max_tokens, "temperature": config.temperature,
         **({"cot_max_tokens": config.cot_max_tokens} if config.cot_max_tokens is not None
            else {}),
-        "engine_version": ENGINE_VERSION, "run_name": config.run_name,
+        "engine_version": version.ENGINE_VERSION, "run_name": config.run_name,
         "flags": {"cumulative_canvas": config.render_base == "current",
                   "wrong_render_schedule": "all"},
         # Only when a model declares the tool: the headers of the runs before stay as they were.
@@ -155,10 +153,10 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         if _canonical(header) != _canonical(last):
             await store.append([RunStarted(traj=header_stream, pos=head[0] + 1, at=ctx.now(),
                                            run_id=run_id, config=header,
-                                           engine_version=ENGINE_VERSION)])
+                                           engine_version=version.ENGINE_VERSION)])
         return False
     await store.append([RunStarted(traj=header_stream, pos=0, at=ctx.now(), run_id=run_id,
-                                   config=header, engine_version=ENGINE_VERSION)])
+                                   config=header, engine_version=version.ENGINE_VERSION)])
     return True
 
 

@@ -226,7 +226,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from engine.ids import run_id_for
     from engine.run_header import nearest_other_run, run_identity
-    from engine.runner import ENGINE_VERSION, build_jobs, make_adapters
+    from engine.runner import build_jobs, make_adapters
+    from engine.version import ENGINE_VERSION
 
     if config.workers > 1 and not args.dry_run:
         from engine.workers import warm_up

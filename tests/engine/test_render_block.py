@@ -24,7 +24,8 @@ from engine.commands.tail import describe
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.ids import run_id_for
 from engine.run_header import run_identity
-from engine.runner import ENGINE_VERSION, open_run_store, run_jobs
+from engine.runner import open_run_store, run_jobs
+from engine.version import ENGINE_VERSION
 from store import MemoryStore, RunStarted, Step, StoredEvent, TrajectoryStarted
 from store.actions import Highlight, Zoom
 from store.events import run_stream

@@ -151,7 +151,7 @@ def test_version(capsys) -> None:
         main(["--version"])
     out = capsys.readouterr().out
     # The engine's version too: a run of reference agents alone starts afresh when it changes.
-    from engine.runner import ENGINE_VERSION
+    from engine.version import ENGINE_VERSION
 
     assert stop.value.code == 0 and out.startswith("vaot ") and f"({ENGINE_VERSION}, " in out
 
@@ -630,17 +630,17 @@ def test_an_engine_upgrade_that_starts_a_reference_run_afresh_is_said_as_such(
         tmp_path, capsys, monkeypatch) -> None:
     # Before, the note said "To resume that run, give its options back": no option gives an
     # engine version back.
-    from engine import runner
+    from engine import version
     from engine.cli import main
 
     store = str(tmp_path / "run.lmdb")
     base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
             "--model", "reference:calibrated", "--store", store, "--no-progress"]
-    now = runner.ENGINE_VERSION
-    monkeypatch.setattr(runner, "ENGINE_VERSION", "vaot-engine/0")
+    now = version.ENGINE_VERSION
+    monkeypatch.setattr(version, "ENGINE_VERSION", "vaot-engine/0")
     assert main(base) == 0
     capsys.readouterr()
-    monkeypatch.setattr(runner, "ENGINE_VERSION", now)
+    monkeypatch.setattr(version, "ENGINE_VERSION", now)
     assert main(base) == 0
     err = capsys.readouterr().err
     assert f"made by vaot-engine/0 (this is {now})" in err

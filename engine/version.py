@@ -1,0 +1,45 @@
+"""The engine's version: which reading of replies and which rendering a run was recorded with.
+
+Its own module so the run header, the resume checks and ``vaot --version`` read one value
+without importing the runner (tests change it through this module).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ENGINE_VERSION"]
+
+ENGINE_VERSION = "vaot-engine/10"
+"""Bumped when a recorded run's events would come out differently for the same replies (what
+is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
+version that started it. 2: whole action blocks rendered, render seed without the setting,
+audited wrong_render corruptions, chat turns replayed as they were sent. 3: replies read as the
+December parser reads them (actions after a line of text in a fence, answers beside an action
+that are no answers, earlier steps a reply restates, answer markers added since 2). 4: DeepEyes
+boxes read on the original image, zooms bounded to the original's pixel count, outlines and
+points on the canvas's last pixel, colours given as fractions scaled, the mirrored corruption
+marked, an image index naming no image and a label the font cannot draw warned, earlier
+replies sent back without their <think> blocks, under --image-history original+last:0 the
+actions drawn on the original the model was shown, an invalid action also said not executed.
+5: a reply concluding "Therefore, the answer is …" answered, "the final answer is" in a
+supposition or a doubt ("what the final answer is", "…is not yet clear") no answer. 6: a reply
+concluding "I think the answer is …", "So the answer: …", "The correct option is …" or "所以答案是
+…", or ending on an "Ans:" line, answered; "the answer is between …"/"to zoom …", and a bare
+"Answer:" line saying what comes next ("Let me zoom in first.", "pending"), no answer. 7: a
+reply concluding "I'd say B", "I'd go with B", "I would say the answer is …", "答案应该是 …",
+"故选C", "所以应该选B" or "Here is the answer: …" answered; "Final Answer: B. The zoom will
+confirm this." read as B, and a marked answer no longer cut short at the word "answer" in it.
+8: a reply concluding "I'll go with B", "I'm going with B", "I'd say it's B", "我选B",
+"我的答案是B", "所以最终答案是B" or "Here is the answer to the question: …" answered; a choice
+for the next step ("下一步，应该选C") and a concluding "the answer is 3 probably" no answer; a
+hedge after a marked number or letter dropped ("Final Answer: 3 probably" gives 3); "Final
+Answer: C. I'm not sure" and "B. I think so" keep their text; an option chosen for an action
+("I'll go with option A to crop the image"), a choice under a next-step heading or after "So
+next,", and "我的答案是：先放大看看" (a step still to take) no answer. 9: a reply concluding
+'I'll go with "B"', "I'd say it's definitely B", "我选择的答案是B" or "The answer to question 2
+is B." answered, a quoted letter read as its option under every form ('Final Answer: "B"',
+"「B」"), a Chinese hedge after a marked answer dropped ("最终答案：B 可能" and "B 很可能" give B),
+and a choice right after a next-step word that opens its sentence ("下一步，故选B", "Next step.
+I'll go with B."), a hedged "所以答案是B 可能" and "答案是否正确…" no answer. 10: a line
+asking whether the final answer is right ("最终答案是否正确？", "最终答案是不是B？") no answer, and a
+next-step heading closed by an exclamation mark or an ellipsis ("下一步！故选B", "Next step...
+I'll go with B.") heads the step's choice as one closed by a colon or a full stop does."""
