@@ -97,6 +97,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, LINE_LEAD, start)
+        if m.group("sep") is None and text.startswith(("?", "？"), m.end()):
+            continue  # "Final answer? Let me check." asks, as 最终答案是否正确？ does
         if m.group("sep") is None and not at_line_start:
             # "…before giving the final answer we…" is prose, not a marker; but a whole "Final
             # Answer" written as one ("B **Final Answer** C", "B 最终答案 C") still ends the

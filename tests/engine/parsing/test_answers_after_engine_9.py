@@ -1,7 +1,8 @@
 """Answers misread by engine 9 (engine 10).
 
 最终答案是否正确？ ("is the final answer right?"), a model checking itself, opened a line with the
-marker 最终答案是 and was recorded as the answer "否正确？…": its trajectory ended on a question.
+marker 最终答案是 and was recorded as the answer "否正确？…": its trajectory ended on a question;
+"Final answer? Let me check." was recorded as the answer "? Let me check.".
 A next-step heading closed by an exclamation mark or an ellipsis ("下一步！故选B", "Next step...
 I'll go with B.") did not head the choice after it, as a colon or a full stop did, so the next
 step's choice was read as the answer.
@@ -33,6 +34,16 @@ def test_asking_whether_the_final_answer_is_right_is_thought(last) -> None:
     assert _read(last) == (None, None)
 
 
+@pytest.mark.parametrize("last", [
+    "Final answer?",
+    "Final answer? Let me check the zoom first.",
+    "**Final Answer?** Not yet.",
+    "最终答案？再看看。",
+])
+def test_a_final_answer_marker_asked_as_a_question_is_thought(last) -> None:
+    assert _read(last) == (None, None)
+
+
 @pytest.mark.parametrize(("last", "read"), [
     # 否 alone, or 否定, is the answer "no"; 不 then not 是 is a word of the answer.
     ("最终答案是否", ("否", None)),
@@ -42,6 +53,8 @@ def test_asking_whether_the_final_answer_is_right_is_thought(last) -> None:
     ("最终答案是B", ("B", "B")),
     ("最终答案为（C）", ("（C）", "C")),
     ("最终答案：是否正确都不影响，选B", ("是否正确都不影响，选B", None)),
+    # A question mark after the marker's separator is the answer's own.
+    ("Final Answer: B?", ("B?", None)),
 ])
 def test_the_final_answer_marker_still_reads_its_answer(last, read) -> None:
     assert _read(last) == read
