@@ -29,7 +29,6 @@ which with LMDB's default sync settings means they are on disk.
 from __future__ import annotations
 
 import contextlib
-import errno
 import glob
 import os
 import queue
@@ -70,7 +69,8 @@ def _drop_abandoned_stagings(path: Path) -> None:
     Looked for at every open that may create the store, not only when it is made: a maker
     killed while another process made the store (alive when that one looked) left its folder
     beside a store no one would make again."""
-    for staging in path.parent.glob(f".{glob.escape(path.name)}.creating-*-*"):
+    beside = _beside(path)
+    for staging in beside.parent.glob(f".{glob.escape(beside.name)}.creating-*-*"):
         pid = staging.name.rsplit("-", 2)[-2]
         if not pid.isdigit():
             continue
@@ -78,8 +78,14 @@ def _drop_abandoned_stagings(path: Path) -> None:
             os.kill(int(pid), 0)
         except ProcessLookupError:
             shutil.rmtree(staging, ignore_errors=True)
-        except OSError:
-            pass  # alive, someone else's
+        except (OSError, OverflowError):
+            pass  # alive and someone else's, or no number a process could have: not ours
+
+
+def _beside(path: Path) -> Path:
+    """``path`` made absolute (not resolved), so a store named ``.`` or ``runs/..`` has a name
+    and a parent to be made beside."""
+    return Path(os.path.abspath(path))
 
 
 class LmdbStore(LmdbWriter, Recorder):
@@ -175,16 +181,23 @@ class LmdbStore(LmdbWriter, Recorder):
                 env.set_mapsize(env.info()["map_size"] * 2)
 
     def _create_elsewhere_then_move(self, map_size: int) -> None:
-        """Make the new store beside its path, then rename it there.
+        """Make the new store beside its path, then move it there.
 
         A store made in place is an empty LMDB environment for a moment: a reader opening it
         then (``vaot report`` or ``vaot tail`` just as ``vaot run`` starts) was told it is "not
-        a vaot store". Renamed once whole, the path holds no store or a whole one. Two runs
-        creating the same store at once: the second rename finds the first's store there and
+        a vaot store". Moved once whole, the path holds no store or a whole one. Two runs
+        creating the same store at once: the second move finds the first's store there and
         its own is dropped, so both open one store.
+
+        A path that does not exist gets the whole folder, renamed. An empty folder already
+        there (made for the store, a link to one, a mount point, ``.``) is kept with its owner,
+        mode and ACLs: the store's data file is linked into it, which fails rather than replace
+        another maker's. Where neither can be done (another file system, links not supported),
+        the store is made in place, as before.
         """
-        path = self.path
-        staging = path.parent / f".{path.name}.creating-{os.getpid()}-{threading.get_ident()}"
+        beside = _beside(self.path)
+        staging = beside.parent / f".{beside.name}.creating-{os.getpid()}-{threading.get_ident()}"
+        into_folder = self.path.is_dir()
         shutil.rmtree(staging, ignore_errors=True)
         try:
             env = lmdb.open(os.fsencode(staging), map_size=map_size, max_dbs=8, subdir=True,
@@ -198,11 +211,15 @@ class LmdbStore(LmdbWriter, Recorder):
             with env:
                 self._check_meta_growing(env, create=True)
             try:
-                # Replaces an empty directory (a folder made for the store), never a full one.
-                os.rename(staging, path)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                    raise
+                if into_folder:
+                    # lock.mdb is left behind: the first to open the store makes its own.
+                    os.link(staging / "data.mdb", self.path / "data.mdb")
+                else:
+                    os.rename(staging, self.path)
+            except OSError:
+                # Exists: another maker's store, whole, is there; open it. Anything else
+                # (EXDEV, EBUSY, no hard links): made in place by the open that follows.
+                pass
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -170,6 +170,58 @@ def test_a_maker_killed_after_another_made_the_store_leaves_nothing_once_it_is_o
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.lmdb"]
 
 
+def test_a_staging_named_by_no_process_number_is_left_alone(tmp_path) -> None:
+    # Too big for a process number: judged by no one, and no traceback for every opening.
+    path = tmp_path / "s.lmdb"
+    odd = tmp_path / ".s.lmdb.creating-99999999999999999999-1"
+    odd.mkdir()
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0)])
+    with LmdbStore(path) as store:
+        assert store.last_seq() == 0
+    assert odd.exists()
+
+
+def test_a_store_made_in_an_empty_folder_keeps_the_folder(tmp_path) -> None:
+    # A folder made for the store (a group's shared folder, say) keeps its mode: the store's
+    # data file is linked into it, not the folder replaced by another.
+    path = tmp_path / "shared"
+    path.mkdir()
+    path.chmod(0o2750)
+    inode = path.stat().st_ino
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0)])
+    assert path.stat().st_ino == inode and path.stat().st_mode & 0o7777 == 0o2750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]  # nothing left beside it
+    with LmdbStore(path, create=False) as store:
+        assert verify(store).ok and store.last_seq() == 0
+
+
+def test_a_store_made_through_a_link_to_an_empty_folder(tmp_path) -> None:
+    # Renaming a folder onto a link fails (ENOTDIR): the run was refused.
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with LmdbStore(link) as store:
+        store.append_sync([step("a", 0)])
+    assert link.is_symlink() and (target / "data.mdb").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "target"]
+    with LmdbStore(target, create=False) as store:
+        assert store.last_seq() == 0
+
+
+def test_a_store_named_dot_is_made_in_the_current_folder(tmp_path, monkeypatch) -> None:
+    # "." has no name to be made beside: the staging went into the folder itself.
+    folder = tmp_path / "here"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    with LmdbStore(".") as store:
+        store.append_sync([step("a", 0)])
+    assert sorted(p.name for p in folder.iterdir()) == ["data.mdb", "lock.mdb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]
+
+
 def test_a_missing_path_without_create(tmp_path: Path) -> None:
     path = tmp_path / "nowhere"
     with pytest.raises(NotAStoreError, match=str(path)) as info:
