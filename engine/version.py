@@ -40,7 +40,8 @@ is B." answered, a quoted letter read as its option under every form ('Final Ans
 "「B」"), a Chinese hedge after a marked answer dropped ("最终答案：B 可能" and "B 很可能" give B),
 and a choice right after a next-step word that opens its sentence ("下一步，故选B", "Next step.
 I'll go with B."), a hedged "所以答案是B 可能" and "答案是否正确…" no answer. 10: a line
-asking whether the final answer is right ("最终答案是否正确？", "最终答案是不是B？", "Final answer?
-Let me check.") no answer, and a
-next-step heading closed by an exclamation mark or an ellipsis ("下一步！故选B", "Next step...
-I'll go with B.") heads the step's choice as one closed by a colon or a full stop does."""
+asking about the final answer ("最终答案是否正确？", "最终答案是B吗？", "最终答案是什么？", "Final
+answer? Let me check.") or putting it off ("最终答案还不确定", "Final answer not yet clear") after
+a marker with no colon no answer, and a
+next-step heading closed by exclamation marks or an ellipsis ("下一步！故选B", "Next step...
+I'll go with B.", "下一步。。。故选B") heads the step's choice as one closed by a colon or a full stop does."""

@@ -25,9 +25,11 @@ from engine.parsing.scan import finditer_from
 __all__ = ["FoundAnswer", "boxed_contents", "choice_letter", "find_final_answer"]
 
 _EMPH = r"(?:\*\*|__|\*|_)?"
-# After 最终答案是, the question "whether" (是否正确, "is it right") or "is it … or not"
-# (是不是B): the line asks about the answer, it gives none (否 alone, or 否定, is "no").
-_ASKS_WHETHER = r"(?:否(?!定)[\u4e00-\u9fff]|不是(?=[^\s，,。.!！]))"
+# After 最终答案是, the question "whether" (是否正确, "is it right"): the line asks about the
+# answer, it gives none (否 alone is "no", and 否定, 否认, 否决 are words of an answer).
+_ASKS_WHETHER = r"否(?![定认决])[\u4e00-\u9fff]"
+# Where the first sentence after a marker ends (a decimal point does not end it).
+_SENTENCE_END = re.compile(r"[。!！?？]|\.(?!\d)")
 _MARKER = re.compile(
     rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*+{_EMPH}[ \t]*+[:：])|答案)|最终(?:答案|回答)(?![是为]{_ASKS_WHETHER})[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
@@ -86,6 +88,19 @@ _PROSE_AFTER = re.compile(r"[ \t*_]*(?:is|was|were|are|would|will|must|should|co
                           re.IGNORECASE)
 
 
+def _asks_or_defers(text: str, pos: int) -> bool:
+    """Whether what follows a marker written with no separator, at ``pos``, asks a question in
+    its first sentence or plainly gives no answer yet: the line is about the answer, not it."""
+    # A window, not the whole line: a line repeating a marker thousands of times must cost
+    # its length to read, not its length squared. A first sentence that asks is short.
+    line_end = text.find("\n", pos, pos + 240)
+    line = text[pos : min(len(text), pos + 240) if line_end < 0 else line_end]
+    end = _SENTENCE_END.search(line)
+    if end is not None and end.group() in "?？":
+        return True
+    return gives_none_yet(clean_answer(line))
+
+
 def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
     whether it opens its line) of each answer marker."""
@@ -97,8 +112,8 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, LINE_LEAD, start)
-        if m.group("sep") is None and text.startswith(("?", "？"), m.end()):
-            continue  # "Final answer? Let me check." asks, as 最终答案是否正确？ does
+        if m.group("sep") is None and _asks_or_defers(text, m.end()):
+            continue  # "Final answer? Let me check.", "最终答案是B吗？", "最终答案还不确定"
         if m.group("sep") is None and not at_line_start:
             # "…before giving the final answer we…" is prose, not a marker; but a whole "Final
             # Answer" written as one ("B **Final Answer** C", "B 最终答案 C") still ends the

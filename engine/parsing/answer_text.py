@@ -165,7 +165,10 @@ _NOT_GIVEN_YET = re.compile(
     r"[ \t]+to|will[ \t]+[a-z]|must[ \t]+[a-z]|should[ \t]+[a-z]|have[ \t]+to|am[ \t]+going))"
     r"|[Nn]eed[ \t]+to[ \t]+[a-z]|to[ \t]+be[ \t]+(?:determined|decided|confirmed|found)"
     r"|(?i:tbd)\b|pending\b|not[ \t]+(?:sure|yet|clear)\b|unclear\b"
-    r"|[?？]|_{2,}|…|\.{2,}|待定|不确定|看不清|无法(?:确定|判断|看清|识别|确认)|让我|需要(?:放大|裁剪|确认|再)"
+    r"|[?？]|_{2,}|…|\.{2,}"
+    # Not yet, still (还不确定): a doubt put off is still a doubt.
+    r"|(?:还|仍然?|尚|暂时|目前)?(?:待定|不确定|不能确定|看不清|无法(?:确定|判断|看清|识别|确认))"
+    r"|让我|需要(?:放大|裁剪|确认|再)"
     # A step put first or later ("先放大看看", "我需要先放大", "稍后给出"): 放大镜 is an answer.
     r"|(?:我们?)?(?:需要|要|得|会|将|先|再|稍后|之后|随后)+(?:放大|裁剪|确认|查看|看看|给出))"
 )

@@ -383,11 +383,11 @@ _NEXT_STEP = re.compile(
 _CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
 # The next step as a heading of its own, the line before the choice ("**Next step:**", "### Next",
 # "下一步："), or the sentence right before it on its line ("Next step. I'll go with B.",
-# "下一步。故选B"): a colon, a full stop, an exclamation mark or an ellipsis closes it alike
-# ("下一步！故选B", "Next step... I'll go with B.").
+# "下一步。故选B"): a colon, a full stop, an exclamation mark or an ellipsis closes it alike, a
+# few of them too ("下一步！故选B", "Next step... I'll go with B.", "Next step!! …", "下一步。。。").
 _NEXT_HEADING = re.compile(
     r"[ \t>#*_-]*(?:next(?:[ \t]+(?:step|action|move))?|下一步|接下来)[ \t*_]*"
-    r"(?:[:：。!！]|\.{1,3}|…{1,2})?[ \t*_]*",
+    r"[:：.。!！…]{0,4}[ \t*_]*",
     re.IGNORECASE)
 
 
@@ -425,7 +425,10 @@ def _under_next_heading(text: str, begin: int) -> bool:
         if step := _STEP_LEAD.match(text, head, begin):
             head = step.end()
         breaks = list(SENTENCE_END.finditer(text, head, begin))
-        before = breaks[-2].end() if len(breaks) > 1 else head
+        last = len(breaks) - 1
+        while last > 0 and breaks[last - 1].end() == breaks[last].start():
+            last -= 1  # marks written together ("。。。", "!!") end one sentence
+        before = breaks[last - 1].end() if last > 0 else head
         return _NEXT_HEADING.fullmatch(text, before, begin) is not None
     if line_start == 0:
         return False

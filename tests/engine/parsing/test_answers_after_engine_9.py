@@ -39,6 +39,19 @@ def test_asking_whether_the_final_answer_is_right_is_thought(last) -> None:
     "Final answer? Let me check the zoom first.",
     "**Final Answer?** Not yet.",
     "最终答案？再看看。",
+    # The same question in other words or spellings (a review found each read as the answer).
+    "**最终答案**是否正确？让我再检查一下。",
+    "最终答案 是否正确？让我再检查一下。",
+    "最终答案是什么？让我们放大看看。",
+    "最终答案是B吗？让我再确认一下。",
+    "最终答案是否？让我再检查一下。",
+    "最终答案为何？",
+    "最终答案是多少？",
+    "最终答案到底是什么？",
+    # No separator, and no answer yet.
+    "最终答案还不确定，需要放大。",
+    "最终答案待定",
+    "Final answer not yet clear, let me zoom in.",
 ])
 def test_a_final_answer_marker_asked_as_a_question_is_thought(last) -> None:
     assert _read(last) == (None, None)
@@ -51,6 +64,14 @@ def test_a_final_answer_marker_asked_as_a_question_is_thought(last) -> None:
     ("最终答案是否定的", ("否定的", None)),
     ("最终答案是不对称", ("不对称", None)),
     ("最终答案是B", ("B", "B")),
+    # 不是 then a statement, and words that begin with 否, are answers (engine 9 read them so).
+    ("最终答案是不是同一个人。", ("不是同一个人。", None)),
+    ("最终答案是不是的", ("不是的", None)),
+    ("最终答案是否认的", ("否认的", None)),
+    ("最终答案为否决", ("否决", None)),
+    # A decimal point ends no sentence; with a separator, the answer's own question mark stays.
+    ("最终答案是3.5", ("3.5", None)),
+    ("最终答案：B吗？", ("B吗？", None)),
     ("最终答案为（C）", ("（C）", "C")),
     ("最终答案：是否正确都不影响，选B", ("是否正确都不影响，选B", None)),
     # A question mark after the marker's separator is the answer's own.
@@ -67,6 +88,10 @@ def test_the_final_answer_marker_still_reads_its_answer(last, read) -> None:
     "Next step… I'll go with B.",
     "Next step! I'll go with B.",
     "**Next step!** I'll go with B.",
+    "Next step!! I'll go with B.",
+    "Next step:... I'll go with B.",
+    "下一步。。。故选B",
+    "下一步！！故选B",
 ])
 def test_a_next_step_heading_closed_by_any_mark_heads_the_steps_choice(last) -> None:
     assert _read(last) == (None, None)
@@ -76,6 +101,8 @@ def test_a_next_step_heading_closed_by_any_mark_heads_the_steps_choice(last) -> 
     ("看清楚了！故选B", ("B", "B")),
     ("The zoom settles it... I'll go with B.", ("B", "B")),
     ("The next step is done! I'll go with B.", ("B", "B")),
+    ("看清楚了。。。故选B", ("B", "B")),
+    ("The zoom settles it!! I'll go with B.", ("B", "B")),
 ])
 def test_a_choice_after_another_sentence_so_closed_is_the_answer(last, read) -> None:
     assert _read(last) == read
