@@ -242,7 +242,7 @@ def _validate_model(model: ModelConfig) -> None:
         raise ConfigError(f"{where}: max_tokens_field {model.max_tokens_field!r} is not "
                           "'max_tokens' or 'max_completion_tokens'",
                           model=model.spec, field="max_tokens_field")
-    if model.prompt_cache and not model.spec.startswith("anthropic:"):
+    if model.prompt_cache and _served_by(model.spec) != "anthropic":
         raise ConfigError(f"{where}: prompt_cache is for anthropic models, which cache only what "
                           "they are asked to; OpenAI and Gemini cache long prompts on their own",
                           model=model.spec, field="prompt_cache")
@@ -262,7 +262,7 @@ def _validate_model(model: ModelConfig) -> None:
                               "visual_action tool native_tools declares; leave it out (extra "
                               "may still set tool_choice or toolConfig)",
                               model=model.spec, field="extra")
-    provider = model.spec.partition(":")[0]
+    provider = _served_by(model.spec)
     for field in ("detail", "max_tokens_field"):
         if getattr(model, field) is not None and provider != "openai":
             # Said, not ignored: only the OpenAI adapter sends them, and "detail = low" on
@@ -297,8 +297,17 @@ _TEMPERATURE_MAX = {"anthropic": 1.0, "gemini": 2.0, "openai": 2.0}
 speaks the same protocol sets its own range, so only the provider's own API is held to it)."""
 
 
+def _served_by(spec: str) -> str:
+    """The provider whose API a model's requests are built for: for a cassette, the recorded
+    model's (cassette:openai:gpt-4o records and replays OpenAI requests, detail and all)."""
+    provider, _, rest = spec.partition(":")
+    while provider == "cassette" and rest:
+        provider, _, rest = rest.partition(":")
+    return provider
+
+
 def _validate_temperature(model: ModelConfig, temperature: float | None) -> None:
-    provider = model.spec.partition(":")[0]
+    provider = _served_by(model.spec)
     high = _TEMPERATURE_MAX.get(provider) if model.base_url is None else None
     if temperature is not None and high is not None and temperature > high:
         raise ConfigError(f"--temperature: {temperature:g} is above {high:g}, the most "

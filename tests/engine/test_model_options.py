@@ -37,6 +37,17 @@ def test_openai_only_options_are_refused_for_other_models(spec, field, value) ->
     assert info.value.field == field
 
 
+def test_a_cassette_takes_the_options_of_the_model_it_records() -> None:
+    # A cassette records and replays the requests of the model it names: an OpenAI model's
+    # detail and an Anthropic model's prompt_cache are theirs, not refused as the cassette's.
+    for model in (ModelConfig("cassette:openai:gpt-4o", detail="low",
+                              max_tokens_field="max_completion_tokens"),
+                  ModelConfig("cassette:anthropic:claude-x", prompt_cache=True)):
+        RunConfig(models=(model,)).validate()
+    with pytest.raises(ConfigError, match="detail is for openai models"):
+        RunConfig(models=(ModelConfig("cassette:gemini:gemini-x", detail="low"),)).validate()
+
+
 def test_prompt_cache_reaches_an_anthropic_adapter_and_is_refused_for_others(
         monkeypatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-options-test")
