@@ -18,8 +18,8 @@ from adapters.models.anthropic import AnthropicAdapter
 from adapters.models.base import AdapterOptions, ImagePart, ToolCall, request_hash
 from adapters.models.gemini import GeminiAdapter
 from adapters.models.openai import OpenAIAdapter
-from engine.commands.run import add_arguments
 from engine.commands.run_config import config_from
+from engine.commands.run_flags import add_arguments
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.conversation import HistoryStep, RequestSpec, build_request
 from engine.parsing.dialects.openai_tools import TOOL, TOOL_SPEC

@@ -294,9 +294,9 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
         '[[models]]\nspec = "reference:blind"\n')
     _, subs = build_parser()
     parser = subs["run"]
-    from engine.commands import run as run_command
+    from engine.commands.run_flags import add_arguments
 
-    run_command.add_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(["--config", str(config), "--model", "openai:x",
                               "--store", "~/runs/x.lmdb"])
     made = _config_from(args)
@@ -313,12 +313,12 @@ def test_a_model_flag_keeps_what_the_config_says_of_that_model(tmp_path) -> None
 
 def test_settings_given_twice_the_last_counts_and_help_says_so() -> None:
     from engine.cli import build_parser
-    from engine.commands import run as run_command
     from engine.commands.run_config import config_from as _config_from
+    from engine.commands.run_flags import add_arguments
 
     _, subs = build_parser()
     parser = subs["run"]
-    run_command.add_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(["--settings", "vaot", "--settings", "cot,no_render"])
     assert _config_from(args).settings == ("cot", "no_render")  # a base command, overridden
     assert "the last counts" in " ".join(parser.format_help().split())
@@ -326,12 +326,12 @@ def test_settings_given_twice_the_last_counts_and_help_says_so() -> None:
 
 def test_dialect_and_convention_flags_leave_the_reference_agents_alone() -> None:
     from engine.cli import build_parser
-    from engine.commands import run as run_command
     from engine.commands.run_config import config_from as _config_from
+    from engine.commands.run_flags import add_arguments
 
     _, subs = build_parser()
     parser = subs["run"]
-    run_command.add_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(["--model", "reference:calibrated", "--model", "openai:x",
                               "--base-url", "http://127.0.0.1:8000/v1", "--dialect", "openai",
                               "--convention", "yxyx"])
@@ -576,15 +576,15 @@ TWO_TABLES = ('limit = 2\n[[models]]\nspec = "openai:a"\nbase_url = "http://127.
 ])
 def test_a_bad_models_table_field_is_named_with_its_line(extra, flags, named, tmp_path) -> None:
     from engine.cli import build_parser
-    from engine.commands import run as run_command
     from engine.commands.run_config import config_from
+    from engine.commands.run_flags import add_arguments
     from engine.config import ConfigError
 
     config = tmp_path / "run.toml"
     config.write_text(TWO_TABLES + extra)
     _, subs = build_parser()
     parser = subs["run"]
-    run_command.add_arguments(parser)
+    add_arguments(parser)
     with pytest.raises(ConfigError) as caught:
         config_from(parser.parse_args(["--config", str(config), *flags]))
     assert str(caught.value) == f"--config {config}: {named}" or named in str(caught.value)
@@ -595,8 +595,8 @@ def test_a_models_table_is_found_by_place_past_arrays_and_spaced_headers(tmp_pat
     # Review: a spec given twice pointed at the first table, and an array value continued on
     # a line starting with "[" was taken for the next table; both lost the key's name.
     from engine.cli import build_parser
-    from engine.commands import run as run_command
     from engine.commands.run_config import config_from
+    from engine.commands.run_flags import add_arguments
     from engine.config import ConfigError
 
     config = tmp_path / "run.toml"
@@ -605,7 +605,7 @@ def test_a_models_table_is_found_by_place_past_arrays_and_spaced_headers(tmp_pat
                       'extra.logit_bias = [\n  [50256, -100],\n]\nmax_concurrency = "four"\n')
     _, subs = build_parser()
     parser = subs["run"]
-    run_command.add_arguments(parser)
+    add_arguments(parser)
     with pytest.raises(ConfigError) as caught:
         config_from(parser.parse_args(["--config", str(config)]))
     assert str(caught.value).startswith(

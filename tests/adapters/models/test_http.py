@@ -5,7 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from adapters.models._http import JsonClient, classify_status, error_message, parse_retry_after
+from adapters.models._http import JsonClient
+from adapters.models._http_errors import classify_status, error_message, parse_retry_after
 from adapters.models.base import AdapterError
 
 

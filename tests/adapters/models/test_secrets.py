@@ -125,7 +125,7 @@ def test_stdlib_logging_filter() -> None:
 
 @pytest.mark.parametrize("cut_at", [470, 490, 500, 280, 300])
 def test_a_key_across_the_cut_of_an_error_message_is_never_shown_in_part(cut_at) -> None:
-    from adapters.models._http import error_message
+    from adapters.models._http_errors import error_message
 
     key = "sk-cut-test-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
     register_secret(key, "CUT_TEST_KEY")

@@ -1,0 +1,319 @@
+"""Classifying a failed HTTP reply from a model provider: a non-2xx status and its body and
+headers turned into a :class:`ModelCallError` that says what happened, whether a retry can cure
+it, and how long the server asks to wait.
+
+Shared by every HTTP provider adapter through :class:`~adapters.models._http.JsonClient`; it
+never sleeps or retries (that is the engine's job, engine/retry.py).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+
+import msgspec
+
+from adapters.models._secrets import redact
+from adapters.models.base import ModelCallError
+
+__all__ = [
+    "classify_status",
+    "error_message",
+    "parse_retry_after",
+    "ratelimit_reset",
+    "retry_info_delay",
+]
+
+# Phrases providers use when the prompt does not fit: OpenAI/vLLM/SGLang, Anthropic, Gemini, Ollama.
+_CONTEXT_LENGTH_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "exceeds the maximum number of tokens",
+    "input token count",
+)
+
+# 408/409 are what OpenAI documents as safe to retry; 529 is Anthropic's "overloaded".
+_TRANSIENT_4XX = {408, 409}
+
+
+def parse_retry_after(
+    headers: Mapping[str, str], now: Callable[[], float] = time.time
+) -> float | None:
+    """Seconds to wait from ``Retry-After`` (seconds or HTTP-date) or ``retry-after-ms``.
+
+    An HTTP-date is measured against the response's own ``Date`` header when present, so clock skew
+    between us and the server does not matter; otherwise against ``now()``.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis:
+        seconds = _finite(millis)
+        if seconds is not None:
+            return max(seconds / 1000.0, 0.0)
+    value = headers.get("Retry-After")
+    if not value:
+        return None
+    value = value.strip()
+    seconds = _finite(value)
+    if seconds is not None:
+        return max(seconds, 0.0)
+    if _NUMBERISH.fullmatch(value):  # "nan", "inf", "-1e999": a number, but no wait
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    reference = now()
+    date = headers.get("Date")
+    if date:
+        try:
+            reference = email.utils.parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError):
+            pass
+    return max(when - reference, 0.0)
+
+
+_NUMBERISH = re.compile(r"[+-]?(?:nan|inf(?:inity)?|[\d.]+(?:e[+-]?\d+)?)", re.IGNORECASE)
+
+
+def _finite(text: str) -> float | None:
+    """``text`` as a finite number of seconds, or None (``float`` reads "nan" and "inf")."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_text(text: str) -> str:
+    """An error body that is not JSON, on one line: an HTML page (a proxy's "502 Bad Gateway")
+    by its title, or its text without tags."""
+    if text.lstrip()[:1] == "<":
+        title = _HTML_TITLE.search(text)
+        text = title.group(1) if title else _HTML_TAG.sub(" ", text)
+    return " ".join(text.split())
+
+
+def error_message(body: bytes) -> str:
+    """The human part of a provider error body (``error.message`` in all three formats), redacted."""
+    text = ""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            text = str(err.get("message") or err.get("type") or "")
+        elif isinstance(err, str):
+            text = err
+        if not text and isinstance(data.get("message"), str):
+            text = data["message"]
+    limit = 500
+    if not text:  # no message field: the start of the body itself, on one line
+        text, limit = _page_text(body[:65536].decode("utf-8", "replace")), 300
+    text = " ".join(text.split())  # a multi-line message stays one line in a log or terminal
+    # Redacted before it is cut: a key across the cut would no longer match, and half of it
+    # would be shown.
+    text = redact(text)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return text
+
+
+_GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m(?!s))?"
+                          r"(?:(\d+(?:\.\d*)?)s)?(?:(\d+(?:\.\d*)?)ms)?")
+
+
+def ratelimit_reset(headers: Mapping[str, str]) -> float | None:
+    """Seconds until an exhausted OpenAI rate-limit window resets, if the headers say.
+
+    OpenAI sends ``x-ratelimit-remaining-{requests,tokens}`` and ``x-ratelimit-reset-…`` (a
+    duration such as ``1s``, ``6m0s`` or ``20ms``) with every reply, and not always a
+    ``Retry-After`` with a 429; the windows that are used up say how long to wait.
+    """
+    waits = []
+    for window in ("requests", "tokens"):
+        if headers.get(f"x-ratelimit-remaining-{window}", "").strip() != "0":
+            continue
+        match = _GO_DURATION.fullmatch(headers.get(f"x-ratelimit-reset-{window}", "").strip())
+        if match and any(match.groups()):
+            h, m, s, ms = (float(g) if g else 0.0 for g in match.groups())
+            waits.append(3600 * h + 60 * m + s + ms / 1000)
+    return max(waits) if waits else None
+
+
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?)s\s*")
+
+
+def _first_known(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def retry_info_delay(body: bytes) -> float | None:
+    """Seconds to wait from a ``google.rpc.RetryInfo`` detail in an error body, if there is one.
+
+    Google's APIs (Gemini among them) send their back-off hint this way, in the JSON body of a
+    429, not as a ``Retry-After`` header: ``{"error": {"details": [{"@type": "…RetryInfo",
+    "retryDelay": "30s"}]}}`` (a protobuf Duration: seconds with an ``s``).
+    """
+    try:
+        data = msgspec.json.decode(body)
+        details = data["error"]["details"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, dict) and detail.get("@type") == _RETRY_INFO:
+            match = _DURATION.fullmatch(str(detail.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    return None
+
+
+# Faults every call of the model would meet, which no wait cures: (statuses, error codes,
+# message markers, kind, what to say). Out of credit: OpenAI sends a 429 with its code,
+# Anthropic a 400 ("credit balance is too low"); not "exceeded your current quota", which
+# Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
+# field (a temperature a reasoning model does not take, an unknown Gemini field): a 400.
+_UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, str], ...] = (
+    (frozenset({400, 402, 403, 429}),
+     frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}),
+     ("credit balance is too low",), "quota",
+     "the account has no quota or credit left (HTTP {status}): {detail}. Add credit or raise "
+     "the spending limit, then rerun"),
+    (frozenset({400}),
+     frozenset({"unsupported_parameter", "unsupported_value", "unknown_parameter"}),
+     ("unsupported parameter", "unsupported value",
+      "invalid json payload received. unknown name"), "unsupported_parameter",
+     "the model refuses a request parameter (HTTP {status}): {detail}. Leave that option out "
+     "for this model (say --temperature, or a field of extra)"),
+)
+
+
+def _daily_quota(body: bytes) -> bool:
+    """Whether a 429 says a per-day quota is used up (Gemini: a ``QuotaFailure`` detail whose
+    ``quotaId`` names ``PerDay``): no wait within a run cures it, and each retry of each
+    trajectory would meet it again."""
+    try:
+        details = msgspec.json.decode(body)["error"]["details"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return False
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("QuotaFailure"):
+            for violation in detail.get("violations") or ():
+                if isinstance(violation, dict) and "PerDay" in str(violation.get("quotaId", "")):
+                    return True
+    return False
+
+
+def _error_codes(body: bytes) -> set[str]:
+    """The machine-readable names an error body gives (``error.type``, ``error.code``)."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return set()
+    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(err, dict):
+        return set()
+    return {str(err[k]) for k in ("type", "code", "status") if isinstance(err.get(k), str)}
+
+
+def classify_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str,
+    model: str,
+    url: str,
+    key_env: str | None,
+    now: Callable[[], float] = time.time,
+) -> ModelCallError:
+    """Map a non-2xx HTTP reply to a classified :class:`ModelCallError`."""
+    detail = error_message(body)
+    where = f"{provider}:{model}"
+    codes = _error_codes(body[:65536])
+    said = detail.lower()
+    for statuses, known_codes, markers, kind, text in _UNCURABLE:
+        if status in statuses and (codes & known_codes or any(m in said for m in markers)):
+            # The text goes on after the detail with its own sentence: no ".." between them.
+            said_so = detail.rstrip().removesuffix(".")
+            return ModelCallError(f"{where}: " + text.format(status=status, detail=said_so),
+                                  retry="no", kind=kind, status=status)
+    if status == 429 and _daily_quota(body[:65536]):
+        return ModelCallError(
+            f"{where}: the daily request quota is used up (HTTP 429): {detail}. It resets once "
+            "a day (Gemini: midnight Pacific time); rerun then, or raise the quota",
+            retry="no", kind="quota", status=status)
+    if "model_not_found" in codes:  # OpenAI says so with a 403 or a 404, not only a 404
+        return ModelCallError(
+            f"{where}: model not found (HTTP {status}) at {url}: {detail}. Check the model "
+            "name, and that the key's project may use it",
+            retry="no", kind="not_found", status=status)
+    if status == 429:
+        return ModelCallError(
+            f"{where}: rate limited (HTTP 429): {detail}",
+            retry="rate_limit",
+            kind="http_429",
+            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
+            # Only a floor: the 429 may come from a limit these headers do not describe.
+            wait_at_least=ratelimit_reset(headers),
+            status=status,
+        )
+    if status >= 500 or status in _TRANSIENT_4XX:
+        return ModelCallError(
+            f"{where}: server error (HTTP {status}) at {url}: {detail}",
+            retry="transient",
+            kind=f"http_{status}",
+            retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
+            status=status,
+        )
+    # Gemini says a key is wrong with 400 INVALID_ARGUMENT; only the reason names the key.
+    if status in (401, 403) or (status == 400 and b"API_KEY_INVALID" in body[:65536]):
+        if key_env:
+            hint = f"the API key read from ${key_env} was rejected; check that variable"
+        else:
+            hint = ("no API key was sent; name the variable holding one with --api-key-env "
+                    "(api_key_env in a config file)")
+        return ModelCallError(
+            f"{where}: not authorised (HTTP {status}) at {url}: {hint}. Server said: {detail}",
+            retry="no",
+            kind="auth",
+            status=status,
+        )
+    lowered = detail.lower() + body[:2000].decode("utf-8", "replace").lower()
+    if status in (400, 413) and any(m in lowered for m in _CONTEXT_LENGTH_MARKERS):
+        return ModelCallError(
+            f"{where}: the request does not fit the model's context window (HTTP {status}): "
+            f"{detail}. Send fewer images (image history last-k) or lower max_tokens.",
+            retry="no",
+            kind="context_length",
+            status=status,
+        )
+    if status == 404:
+        return ModelCallError(
+            f"{where}: not found (HTTP 404) at {url}: {detail}. Check the model name and base_url.",
+            retry="no",
+            kind="not_found",
+            status=status,
+        )
+    return ModelCallError(
+        f"{where}: request rejected (HTTP {status}) at {url}: {detail}",
+        retry="no",
+        kind="bad_request" if status == 400 else f"http_{status}",
+        status=status,
+    )
