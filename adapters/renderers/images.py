@@ -36,9 +36,9 @@ warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
 DEFAULT_MAX_PIXELS = 40_000_000
+"""Larger images are refused: 40 MP is above any benchmark image and 120 MB as RGB."""
 # How Pillow's decompression-bomb error and warning count an image: "Image size (N pixels) …".
 _PILLOW_BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
-"""Larger images are refused: 40 MP is above any benchmark image and 120 MB as RGB."""
 
 
 class RenderError(Exception):
@@ -185,7 +185,10 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
         # (Pillow's message quotes its limit, larger than ours and set nowhere in vaot).
         counted = _PILLOW_BOMB_PIXELS.search(str(exc))
         size = f"{int(counted.group(1)):,} pixels" if counted else "its size"
-        raise ImageLoadError(label, f"{size} exceeds the limit of {max_pixels:,} (possible "
+        # A caller's limit above Pillow's (none of vaot's options sets one) meets Pillow's.
+        pillows = 2 * (Image.MAX_IMAGE_PIXELS or 0)
+        limit = min(max_pixels, pillows) if pillows else max_pixels
+        raise ImageLoadError(label, f"{size} exceeds the limit of {limit:,} (possible "
                              "decompression bomb)") from None
     except UnidentifiedImageError:
         raise ImageLoadError(label, "not a recognised image format") from None
