@@ -7,7 +7,7 @@ import re
 
 import msgspec
 
-from engine.parsing.answer_label import label_only
+from engine.parsing.answer_label import SENTENCE_END, label_only
 from engine.parsing.answer_text import (
     LINE_LEAD,
     NEXT_LINE,
@@ -28,8 +28,6 @@ _EMPH = r"(?:\*\*|__|\*|_)?"
 # After 最终答案是, the question "whether" (是否正确, "is it right"): the line asks about the
 # answer, it gives none (否 alone is "no", and 否定, 否认, 否决 are words of an answer).
 _ASKS_WHETHER = r"否(?![定认决])[\u4e00-\u9fff]"
-# Where the first sentence after a marker ends (a decimal point does not end it).
-_SENTENCE_END = re.compile(r"[。!！?？]|\.(?!\d)")
 _MARKER = re.compile(
     rf"(?:final[ \t]+answer|(?P<bare>final|answer|\bans\b(?=[ \t]*+{_EMPH}[ \t]*+[:：])|答案)|最终(?:答案|回答)(?![是为]{_ASKS_WHETHER})[是为]?)[ \t]*{_EMPH}[ \t]*"
     rf"(?P<sep>[:：]|[-–—](?=\s)|=)?[ \t]*{_EMPH}",
@@ -95,8 +93,8 @@ def _asks_or_defers(text: str, pos: int) -> bool:
     # its length to read, not its length squared. A first sentence that asks is short.
     line_end = text.find("\n", pos, pos + 240)
     line = text[pos : min(len(text), pos + 240) if line_end < 0 else line_end]
-    end = _SENTENCE_END.search(line)
-    if end is not None and end.group() in "?？":
+    end = SENTENCE_END.search(line)  # a decimal point ends no sentence
+    if end is not None and end.group()[0] in "?？":
         return True
     return gives_none_yet(clean_answer(line))
 
