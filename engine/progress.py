@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,7 +18,24 @@ from engine.printable import printable
 from engine.prompts import SETTINGS
 from engine.runtime import Outcome, TrajectoryJob
 
-__all__ = ["RunProgress", "summary_tables", "with_unstarted"]
+__all__ = ["RunProgress", "dataset_progress", "summary_tables", "with_unstarted"]
+
+
+@contextlib.contextmanager
+def dataset_progress(console: Console, spec: str, enabled: bool = True
+                     ) -> Iterator[Callable[[], None]]:
+    """A line counting the rows read while a dataset loads, cleared when it has: drawing the
+    synthetic benchmark or checking a file's images takes seconds to minutes, with nothing
+    else on the screen. Yields the callback to call per row."""
+    drawn = spec.strip().startswith("synthetic")
+    bar = Progress(TextColumn(("drawing " if drawn else "reading ") + "{task.description}"),
+                   TextColumn(("samples" if drawn else "rows") + " {task.completed:,.0f}"),
+                   TimeElapsedColumn(),
+                   console=console, transient=True,
+                   disable=not (enabled and console.is_terminal))
+    task = bar.add_task(escape(spec), total=None)
+    with bar:
+        yield lambda: bar.advance(task)
 
 
 class RunProgress:

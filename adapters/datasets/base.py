@@ -254,16 +254,26 @@ def in_order(jobs: Iterator[Callable[[], _T]], *, room: Callable[[], int]) -> It
                 future.cancel()
 
 
+def _told(outcomes: Iterator[_T], on_row: Callable[[], None]) -> Iterator[_T]:
+    for outcome in outcomes:
+        on_row()
+        yield outcome
+
+
 class CachedLoader(abc.ABC):
     """A file-backed loader's shell: ``_load`` runs once, on first use, and reports unusable rows
     by appending them to ``_skipped``.
 
     Args:
         limit: stop after this many usable samples (later rows are not read or checked).
+        on_row: called after each row is read and checked, kept or skipped (a caller's progress
+            display: checking a big dataset's images takes a while).
     """
 
-    def __init__(self, *, limit: int | None = None) -> None:
+    def __init__(self, *, limit: int | None = None,
+                 on_row: Callable[[], None] | None = None) -> None:
         self.limit = limit
+        self.on_row = on_row
         self._samples: list[Sample] | None = None
         self._skipped: list[SkippedRow] = []
 
@@ -282,8 +292,11 @@ class CachedLoader(abc.ABC):
     def _in_order(self, jobs: Iterator[Callable[[], _T]], samples: list[Sample]) -> Iterator[_T]:
         """:func:`in_order` for this loader's rows: no row is taken once ``samples`` (those
         kept so far) reaches the limit."""
-        return in_order(jobs, room=lambda: (sys.maxsize if self.limit is None
-                                            else self.limit - len(samples)))
+        outcomes = in_order(jobs, room=lambda: (sys.maxsize if self.limit is None
+                                                else self.limit - len(samples)))
+        if self.on_row is None:
+            return outcomes
+        return _told(outcomes, self.on_row)
 
     @abc.abstractmethod
     def _load(self) -> list[Sample]:

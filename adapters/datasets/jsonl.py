@@ -74,8 +74,9 @@ class JsonlLoader(CachedLoader):
         limit: stop after this many usable samples (later lines are not read or checked).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, limit: int | None = None) -> None:
-        super().__init__(limit=limit)
+    def __init__(self, path: str | os.PathLike[str], *, limit: int | None = None,
+                 on_row: Callable[[], None] | None = None) -> None:
+        super().__init__(limit=limit, on_row=on_row)
         self.path = Path(path)
 
     def _load(self) -> list[Sample]:

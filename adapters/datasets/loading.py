@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from adapters.datasets.base import DatasetError, Sample, SkippedRow
@@ -19,7 +20,8 @@ _VALID = "valid forms: " + ", ".join(DATASET_FORMS)
 
 
 def load_dataset(
-    spec: str, *, limit: int | None = None, seed: int = 0
+    spec: str, *, limit: int | None = None, seed: int = 0,
+    on_row: Callable[[], None] | None = None,
 ) -> tuple[list[Sample], list[SkippedRow]]:
     """Load the samples a dataset spec names, with the rows that were skipped.
 
@@ -36,6 +38,8 @@ def load_dataset(
         limit: keep at most this many samples (the first ones, in the order above); rows after the
             limit in a file are neither read nor reported.
         seed: the synthetic generator's seed; file datasets do not use it.
+        on_row: called after each row is read (kept or skipped) or each synthetic sample drawn,
+            for a progress display.
 
     Raises:
         DatasetError: an unknown form, a malformed ``N``, a missing or unreadable file; the message
@@ -45,7 +49,8 @@ def load_dataset(
         raise DatasetError(f"dataset limit must be >= 0, got {limit}")
     scheme, colon, argument = spec.strip().partition(":")
     if scheme == "synthetic":
-        return _synthetic(spec, argument if colon else None, limit=limit, seed=seed), []
+        return _synthetic(spec, argument if colon else None, limit=limit, seed=seed,
+                          on_row=on_row), []
     if scheme in ("see2think", "jsonl"):
         if not argument.strip():
             raise DatasetError(f"dataset spec {spec!r} names no file; {_VALID}")
@@ -55,7 +60,8 @@ def load_dataset(
             # A relative path is read from the current folder (a config file's too): say where.
             where = path if path.is_absolute() else f"{path} (looked for {path.absolute()})"
             raise DatasetError(f"dataset spec {spec!r}: {what}: {where}; {_VALID}")
-        loader = (See2ThinkLoader if scheme == "see2think" else JsonlLoader)(path, limit=limit)
+        loader = (See2ThinkLoader if scheme == "see2think" else JsonlLoader)(
+            path, limit=limit, on_row=on_row)
         return loader.samples(), list(loader.skipped)
     raise DatasetError(f"unknown dataset spec {spec!r}{_meant(spec)}; {_VALID}")
 
@@ -90,7 +96,8 @@ MAX_SYNTHETIC_PER_FAMILY = 10_000
 """The most ``synthetic:N`` draws per family (every sample's image is held in memory)."""
 
 
-def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int) -> list[Sample]:
+def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int,
+               on_row: Callable[[], None] | None = None) -> list[Sample]:
     """Synthetic samples, interleaved by family, generating no more than ``limit`` needs."""
     n_per_family: int | None = None
     if argument is not None:
@@ -116,6 +123,8 @@ def _synthetic(spec: str, argument: str | None, *, limit: int | None, seed: int)
     kwargs = (
         {"seed": seed} if n_per_family is None else {"seed": seed, "n_per_family": n_per_family}
     )
+    if on_row is not None:
+        kwargs["on_sample"] = on_row
     samples = _interleave(synthetic.generate(**kwargs))
     return samples if limit is None else samples[:limit]
 

@@ -157,8 +157,9 @@ class See2ThinkLoader(CachedLoader):
         limit: stop after this many usable samples (rows after that are not read or checked).
     """
 
-    def __init__(self, task_list: str | os.PathLike[str], *, limit: int | None = None) -> None:
-        super().__init__(limit=limit)
+    def __init__(self, task_list: str | os.PathLike[str], *, limit: int | None = None,
+                 on_row: Callable[[], None] | None = None) -> None:
+        super().__init__(limit=limit, on_row=on_row)
         self.task_list = Path(task_list)
         self._data_files: dict[Path, list[tuple[int, Any]] | _Unreadable] = {}
 

@@ -73,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
     except AdapterError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
+    from engine.progress import dataset_progress
+
     try:
-        samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+        with dataset_progress(err, config.dataset, enabled=not args.no_progress) as on_row:
+            samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed,
+                                            on_row=on_row)
     except DatasetError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2

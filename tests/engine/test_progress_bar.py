@@ -58,3 +58,27 @@ def test_settling_counts_the_logged_ends_no_outcome_told_of_once() -> None:
     assert task.completed == 3
     assert "failed 1" in _stats(progress, "vaot") and "acc  33.3%" in _stats(progress, "vaot")
     assert "new tok 500" in _stats(progress, "vaot")
+
+
+def test_a_dataset_load_counts_its_rows_on_a_terminal_and_is_silent_elsewhere() -> None:
+    from engine.progress import dataset_progress
+
+    out = io.StringIO()
+    terminal = Console(file=out, force_terminal=True, width=100)
+    with dataset_progress(terminal, "jsonl:val.jsonl") as on_row:
+        for _ in range(3):
+            on_row()
+    drawn = out.getvalue()
+    assert "reading jsonl:val.jsonl" in drawn and "rows 3" in drawn
+    assert drawn.endswith("\x1b[1A\x1b[2K")  # transient: the line is cleared when done
+
+    out = io.StringIO()
+    with dataset_progress(Console(file=out, force_terminal=True), "synthetic:2") as on_row:
+        on_row()
+    assert "drawing synthetic:2" in out.getvalue() and "samples 1" in out.getvalue()
+
+    for console, enabled in ((Console(file=io.StringIO(), force_terminal=False), True),
+                             (Console(file=io.StringIO(), force_terminal=True), False)):
+        with dataset_progress(console, "jsonl:val.jsonl", enabled=enabled) as on_row:
+            on_row()
+        assert console.file.getvalue() == ""

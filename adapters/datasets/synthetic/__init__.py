@@ -11,7 +11,7 @@ depends only on (seed, family, index), so growing ``n_per_family`` never changes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -63,15 +63,25 @@ DEFAULT_PER_FAMILY = 20
 
 
 def generate(
-    n_per_family: int = DEFAULT_PER_FAMILY, seed: int = 0, families: Iterable[str] | None = None
+    n_per_family: int = DEFAULT_PER_FAMILY, seed: int = 0, families: Iterable[str] | None = None,
+    on_sample: Callable[[], None] | None = None,
 ) -> list[Sample]:
-    """``n_per_family`` samples of each family (all families by default), family by family."""
+    """``n_per_family`` samples of each family (all families by default), family by family.
+
+    ``on_sample`` is called after each one is drawn (drawing takes tens of ms a sample, so a
+    large benchmark takes a while: a caller may show its progress)."""
     if n_per_family < 0:
         raise DatasetError(f"n_per_family must be >= 0, got {n_per_family}")
     names = list(FAMILIES) if families is None else list(families)
     for name in names:
         _family(name)
-    return [make_sample(name, i, seed) for name in names for i in range(n_per_family)]
+    samples = []
+    for name in names:
+        for i in range(n_per_family):
+            samples.append(make_sample(name, i, seed))
+            if on_sample is not None:
+                on_sample()
+    return samples
 
 
 def _family(name: str) -> Family:

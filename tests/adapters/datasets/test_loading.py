@@ -150,3 +150,21 @@ def test_a_limit_never_makes_the_synthetic_set_larger() -> None:
     default_size = DEFAULT_PER_FAMILY * len(FAMILIES)
     assert len(load_dataset("synthetic", limit=10 * default_size)[0]) == default_size
     assert len(load_dataset("synthetic:1", limit=10 * default_size)[0]) == len(FAMILIES)
+
+
+def test_every_row_read_is_told_for_a_progress_display(tmp_path: Path, family_count: int) -> None:
+    (tmp_path / "a.png").write_bytes(png())
+    rows = [{"id": str(i), "image": "a.png", "question": "q", "answer": "a", "category": "c",
+             "group": "2D"} for i in range(3)]
+    lines = [json.dumps(row) for row in rows] + ['{"id": "broken"']
+    (tmp_path / "d.jsonl").write_text("\n".join(lines) + "\n")
+    told: list[int] = []
+    samples, skipped = load_dataset(f"jsonl:{tmp_path / 'd.jsonl'}",
+                                    on_row=lambda: told.append(1))
+    assert (len(samples), len(skipped), len(told)) == (3, 1, 4)
+
+    drawn: list[int] = []
+    samples, _ = load_dataset("synthetic:1", on_row=lambda: drawn.append(1))
+    assert len(drawn) == len(samples) == family_count
+    # Without a callback nothing changes (the loaders' own tests run that way).
+    assert [s.id for s in load_dataset("synthetic:1")[0]] == [s.id for s in samples]

@@ -402,3 +402,16 @@ def test_an_element_whose_image_cannot_be_used_names_the_task_entry_too(tmp_path
     assert [s.id for s in loader.samples()] == ["data.json::0"]
     [row] = loader.skipped
     assert "'gone.png' not found" in row.reason and row.reason.endswith("(task entry 1)")
+
+
+def test_each_task_read_is_told_kept_or_skipped(dataset: Path) -> None:
+    tasks = json.loads(dataset.read_text())
+    tasks.append(task("a/data.json", 99, "2D", "counting", 7))  # no such index: skipped
+    write_array(dataset, tasks)
+    told: list[int] = []
+    loader = See2ThinkLoader(dataset, on_row=lambda: told.append(len(told)))
+    assert len(loader.samples()) == 6 and len(loader.skipped) == 1
+    assert len(told) == 7
+    limited: list[int] = []
+    See2ThinkLoader(dataset, limit=2, on_row=lambda: limited.append(1)).samples()
+    assert len(limited) == 2  # rows past the limit are not read, so not told
