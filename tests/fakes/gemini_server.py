@@ -9,7 +9,9 @@ carrying the ``thoughtSignature`` this fake gave it (Gemini 3 signs only that on
 ``functionResponse`` parts, by name and id, in the user turn right after, a turn holding
 nothing else (text and images follow in a user turn of their own) — and answers in the real
 reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
-``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``.
+``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``, ``429_no_quota``
+(a quota of 0: the free tier's answer for a model it does not serve, with a retry delay all
+the same).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ _CONFIG_FIELDS = {
 }  # fmt: skip
 
 register_extra_faults(
-    ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "bad_key"])
+    ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "429_no_quota",
+     "bad_key"])
 
 
 class FakeGemini(FakeServer):
@@ -320,6 +323,20 @@ class FakeGemini(FakeServer):
                      "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo",
                  "retryDelay": f"{self.retry_after_s}s"},
+            ]
+            return web.json_response(body, status=429)
+        if fault == "429_no_quota":
+            metric = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+            body = self._error_body(429, "You exceeded your current quota, please check your "
+                                    f"plan and billing details.\n* Quota exceeded for metric: "
+                                    f"{metric}, limit: 0, model: fake\nPlease retry in 21.5s.", "")
+            body["error"]["details"] = [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": metric,
+                     "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                     "quotaDimensions": {"location": "global", "model": "fake"},
+                     "quotaValue": "0"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "21s"},
             ]
             return web.json_response(body, status=429)
         return None
