@@ -198,6 +198,23 @@ def test_gemini_thinking_through_the_whole_budget_is_an_empty_reply_cut_at_lengt
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (900, 2048)
 
 
+def test_gemini_usage_counts_every_documented_part(monkeypatch) -> None:
+    # totalTokenCount = prompt + candidates + thoughts + tool-use prompt; the cached tokens are
+    # part of the prompt's.
+    reply = _gemini(monkeypatch).parse_reply({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "weighing the bars", "thought": True}, {"text": "Final Answer: B"}]},
+            "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 900, "cachedContentTokenCount": 512,
+                          "candidatesTokenCount": 5, "thoughtsTokenCount": 40,
+                          "toolUsePromptTokenCount": 300, "totalTokenCount": 1245},
+    })
+    assert reply.text == "Final Answer: B"
+    usage = reply.usage
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens) == (1200, 512, 45)
+    assert usage.input_tokens + usage.output_tokens == 1245
+
+
 def test_gemini_extra_generation_config_is_merged_not_replaced(monkeypatch) -> None:
     adapter = _gemini(monkeypatch, extra={"generationConfig": {"thinkingConfig": {
         "thinkingBudget": 512}}})
