@@ -38,6 +38,7 @@ _CONTEXT_LENGTH_MARKERS = (
     "too many tokens",
     "exceeds the maximum number of tokens",
     "input token count",
+    "exceed context limit",  # Anthropic: the prompt and max_tokens together
 )
 
 # 408/409 are what OpenAI documents as safe to retry; 529 is Anthropic's "overloaded".

@@ -128,6 +128,7 @@ def test_503_retry_after_is_kept() -> None:
     [
         b'{"error": {"message": "maximum context length is 8192 tokens", "code": "context_length_exceeded"}}',
         b'{"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 300000 tokens > 200000 maximum"}}',
+        b'{"type": "error", "error": {"type": "invalid_request_error", "message": "input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again"}}',
         b'{"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}',
     ],
 )
