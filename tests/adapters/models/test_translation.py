@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from adapters.models.base import ToolCall
+from adapters.models.base import ToolCall, Usage
 from tests.adapters.models.conftest import KEYS, image, vaot_request
 
 
@@ -487,6 +487,25 @@ def test_anthropic_context_window_full_is_a_reply_cut_at_length(monkeypatch) -> 
         "stop_reason": "model_context_window_exceeded",
         "usage": {"input_tokens": 5, "output_tokens": 1}})
     assert reply.finish_reason == "length"
+
+
+def test_anthropic_thinking_blocks_are_not_the_answer(monkeypatch) -> None:
+    # Extended thinking (asked for through extra) comes back as thinking and redacted_thinking
+    # blocks before the text; its tokens are in output_tokens, as the API bills them.
+    from adapters.models.anthropic import create
+    from adapters.models.base import AdapterOptions
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    reply = create("claude-x", AdapterOptions()).parse_reply({
+        "content": [{"type": "thinking", "thinking": "The left bar is longer.", "signature": "c2ln"},
+                    {"type": "redacted_thinking", "data": "ZW5j"},
+                    {"type": "text", "text": "Final Answer: A"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "cache_read_input_tokens": 2000,
+                  "cache_creation_input_tokens": 300, "output_tokens": 420}})
+    assert (reply.text, reply.finish_reason) == ("Final Answer: A", "stop")
+    assert reply.usage == Usage(input_tokens=2310, output_tokens=420, cached_input_tokens=2000,
+                                cache_write_input_tokens=300)
 
 
 def test_anthropic_refuses_images_larger_than_the_api_takes(monkeypatch) -> None:
