@@ -190,8 +190,9 @@ def retry_info_delay(body: bytes) -> float | None:
 # whose code says which (its type may be insufficient_quota or not); Anthropic a 429
 # rate_limit_error with no retry-after whose details name its monthly cap, a 400 ("credit
 # balance is too low", or a spend limit of the account's own: "you have reached your
-# specified … usage limits") or a 402 billing_error; not "exceeded your current quota", which
-# Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
+# specified … usage limits") or a 402 billing_error; Gemini, its prepaid credit spent, a 402
+# (a 429 before) saying "prepayment credits are depleted"; not "exceeded your current quota",
+# which Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
 # field (a temperature a reasoning model does not take, an unknown Gemini field): a 400.
 _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, str], ...] = (
     (frozenset({400, 402, 403, 429}),
@@ -199,7 +200,8 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
                 "credit_balance_exhausted", "organization_spend_limit_exceeded",
                 "project_spend_limit_exceeded", "organization_usage_limit_exceeded",
                 "enforced_spend_limit_reached", "billing_error"}),
-     ("credit balance is too low", "you have reached your specified"), "quota",
+     ("credit balance is too low", "you have reached your specified",
+      "prepayment credits are depleted"), "quota",
      "the account has no quota or credit left (HTTP {status}): {detail}. Add credit or raise "
      "the spending limit, then rerun"),
     (frozenset({400}),

@@ -11,7 +11,7 @@ nothing else (text and images follow in a user turn of their own) — and answer
 reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
 ``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``, ``429_no_quota``
 (a quota of 0: the free tier's answer for a model it does not serve, with a retry delay all
-the same).
+the same), ``prepay_depleted`` (HTTP 402: the project's prepaid credit is spent).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ _CONFIG_FIELDS = {
 
 register_extra_faults(
     ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "429_no_quota",
-     "bad_key"])
+     "prepay_depleted", "bad_key"])
 
 
 class FakeGemini(FakeServer):
@@ -60,7 +60,8 @@ class FakeGemini(FakeServer):
         return request.headers.get("x-goog-api-key") or request.query.get("key") or None
 
     def _error_body(self, status: int, message: str, etype: str) -> dict:
-        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 402: "RESOURCE_EXHAUSTED",
+                 403: "PERMISSION_DENIED",
                  404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
                  504: "DEADLINE_EXCEEDED"}  # fmt: skip
         if "context length" in message:
@@ -325,6 +326,10 @@ class FakeGemini(FakeServer):
                  "retryDelay": f"{self.retry_after_s}s"},
             ]
             return web.json_response(body, status=429)
+        if fault == "prepay_depleted":
+            return web.json_response(self._error_body(
+                402, "Your prepayment credits are depleted. Please go to AI Studio at "
+                "https://ai.studio/projects to manage your project and billing.", ""), status=402)
         if fault == "429_no_quota":
             metric = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
             body = self._error_body(429, "You exceeded your current quota, please check your "

@@ -42,6 +42,7 @@ SPECIFIC = {
         "empty_candidates": ("transient", "empty_reply", None),
         "429_retry_info": ("rate_limit", "http_429", RETRY_AFTER),
         "429_no_quota": ("no", "quota", None),
+        "prepay_depleted": ("no", "quota", None),
         "bad_key": ("no", "auth", None),
     },
     "anthropic": {

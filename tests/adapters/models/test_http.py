@@ -160,6 +160,11 @@ def test_context_length_in_each_dialect(body) -> None:
               b'2027-01-01 at 00:00 UTC."}}'),
         (402, b'{"type": "error", "error": {"type": "billing_error", "message": "There is an '
               b'issue with your billing."}}'),
+        # Gemini's prepaid credit spent: a 402 now, a 429 before (retried as a rate limit).
+        (402, b'{"error": {"code": 402, "message": "Your prepayment credits are depleted. Please '
+              b'go to AI Studio.", "status": "RESOURCE_EXHAUSTED"}}'),
+        (429, b'{"error": {"code": 429, "message": "Your prepayment credits are depleted.", '
+              b'"status": "RESOURCE_EXHAUSTED"}}'),
     ],
 )
 def test_an_account_out_of_credit_is_not_a_rate_limit(status, body) -> None:
