@@ -38,6 +38,7 @@ _CONTEXT_LENGTH_MARKERS = (
     "too many tokens",
     "exceeds the maximum number of tokens",
     "input token count",
+    "exceed context limit",  # Anthropic: the prompt and max_tokens together
 )
 
 # 408/409 are what OpenAI documents as safe to retry; 529 is Anthropic's "overloaded".
@@ -185,14 +186,22 @@ def retry_info_delay(body: bytes) -> float | None:
 
 
 # Faults every call of the model would meet, which no wait cures: (statuses, error codes,
-# message markers, kind, what to say). Out of credit: OpenAI sends a 429 with its code,
-# Anthropic a 400 ("credit balance is too low"); not "exceeded your current quota", which
-# Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
+# message markers, kind, what to say). Out of credit or over a spend limit: OpenAI sends a 429
+# whose code says which (its type may be insufficient_quota or not); Anthropic a 429
+# rate_limit_error with no retry-after whose details name its monthly cap, a 400 ("credit
+# balance is too low", or a spend limit of the account's own: "you have reached your
+# specified … usage limits") or a 402 billing_error; Gemini, its prepaid credit spent, a 402
+# (a 429 before) saying "prepayment credits are depleted"; not "exceeded your current quota",
+# which Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
 # field (a temperature a reasoning model does not take, an unknown Gemini field): a 400.
 _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, str], ...] = (
     (frozenset({400, 402, 403, 429}),
-     frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}),
-     ("credit balance is too low",), "quota",
+     frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active",
+                "credit_balance_exhausted", "organization_spend_limit_exceeded",
+                "project_spend_limit_exceeded", "organization_usage_limit_exceeded",
+                "enforced_spend_limit_reached", "billing_error"}),
+     ("credit balance is too low", "you have reached your specified",
+      "prepayment credits are depleted"), "quota",
      "the account has no quota or credit left (HTTP {status}): {detail}. Add credit or raise "
      "the spending limit, then rerun"),
     (frozenset({400}),
@@ -204,24 +213,37 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
 )
 
 
-def _daily_quota(body: bytes) -> bool:
-    """Whether a 429 says a per-day quota is used up (Gemini: a ``QuotaFailure`` detail whose
-    ``quotaId`` names ``PerDay``): no wait within a run cures it, and each retry of each
-    trajectory would meet it again."""
+_NO_LIMIT = re.compile(r"\blimit: 0(?![\d.])")
+
+
+def _quota_no_wait_cures(body: bytes) -> str | None:
+    """What a 429 says of a quota no wait within a run cures, if it does (each retry of each
+    trajectory would meet it again): ``"none"`` for a quota of 0, the model having none on the
+    key's tier (Gemini: a ``QuotaFailure`` violation's ``quotaValue`` "0", its message
+    "limit: 0", as its free tier answers for models it does not serve); ``"daily"`` for a
+    per-day quota used up (a violation whose ``quotaId`` names ``PerDay``)."""
     try:
-        details = msgspec.json.decode(body)["error"]["details"]
+        error = msgspec.json.decode(body)["error"]
+        details = error["details"]
     except (msgspec.DecodeError, KeyError, TypeError):
-        return False
-    for detail in details if isinstance(details, list) else ():
-        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("QuotaFailure"):
-            for violation in detail.get("violations") or ():
-                if isinstance(violation, dict) and "PerDay" in str(violation.get("quotaId", "")):
-                    return True
-    return False
+        return None
+    violations = [violation for detail in (details if isinstance(details, list) else ())
+                  if isinstance(detail, dict)
+                  and str(detail.get("@type", "")).endswith("QuotaFailure")
+                  for violation in detail.get("violations") or ()
+                  if isinstance(violation, dict)]
+    if any(str(v.get("quotaValue", "")).strip() == "0" for v in violations) or (
+            violations and _NO_LIMIT.search(str(error.get("message", "")))):
+        return "none"
+    if any("PerDay" in str(v.get("quotaId", "")) for v in violations):
+        return "daily"
+    return None
 
 
 def _error_codes(body: bytes) -> set[str]:
-    """The machine-readable names an error body gives (``error.type``, ``error.code``)."""
+    """The machine-readable names an error body gives (``error.type``, ``error.code``, and
+    Anthropic's ``error.details.error_code``, which alone tells its spend cap from a rate
+    limit: both are a 429 ``rate_limit_error``)."""
     try:
         data = msgspec.json.decode(body)
     except msgspec.DecodeError:
@@ -229,7 +251,11 @@ def _error_codes(body: bytes) -> set[str]:
     err = data.get("error") if isinstance(data, dict) else None
     if not isinstance(err, dict):
         return set()
-    return {str(err[k]) for k in ("type", "code", "status") if isinstance(err.get(k), str)}
+    codes = {str(err[k]) for k in ("type", "code", "status") if isinstance(err.get(k), str)}
+    details = err.get("details")
+    if isinstance(details, dict) and isinstance(details.get("error_code"), str):
+        codes.add(details["error_code"])
+    return codes
 
 
 def classify_status(
@@ -254,7 +280,13 @@ def classify_status(
             said_so = detail.rstrip().removesuffix(".")
             return ModelCallError(f"{where}: " + text.format(status=status, detail=said_so),
                                   retry="no", kind=kind, status=status)
-    if status == 429 and _daily_quota(body[:65536]):
+    no_wait_cures = _quota_no_wait_cures(body[:65536]) if status == 429 else None
+    if no_wait_cures == "none":
+        return ModelCallError(
+            f"{where}: the key's tier has no quota for this model (HTTP 429, limit 0): "
+            f"{detail}. No wait cures it; enable billing for the key's project, or use a "
+            "model its tier serves", retry="no", kind="quota", status=status)
+    if no_wait_cures == "daily":
         return ModelCallError(
             f"{where}: the daily request quota is used up (HTTP 429): {detail}. It resets once "
             "a day (Gemini: midnight Pacific time); rerun then, or raise the quota",

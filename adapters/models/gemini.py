@@ -154,7 +154,11 @@ class GeminiAdapter(HttpAdapter):
             if tool_calls
             else _FINISH.get(raw_finish, raw_finish.lower()),
             usage=Usage(
-                input_tokens=int(usage.get("promptTokenCount") or 0),
+                # What built-in tools (Google Search, code execution …, asked for through
+                # extra) fed the model is input counted apart from promptTokenCount; the
+                # API's total adds the two, as this does.
+                input_tokens=int(usage.get("promptTokenCount") or 0)
+                + int(usage.get("toolUsePromptTokenCount") or 0),
                 # Part of promptTokenCount (implicit caching, or a cachedContent).
                 cached_input_tokens=int(usage.get("cachedContentTokenCount") or 0),
                 # Thinking tokens are billed as output.

@@ -5,7 +5,9 @@ Validates what the real API requires — ``x-api-key`` and ``anthropic-version``
 turn, ``text``/``image`` blocks with base64 sources of a supported media type, no empty text; the
 ``tools`` list's shape, ``tool_use``/``tool_result`` blocks only when tools are declared, each
 ``tool_use`` answered by a ``tool_result`` at the start of the next user turn and none without
-one — and answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 529), ``refusal``.
+one — and answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 529), ``refusal``,
+``spend_limit`` (the monthly spend cap: a 429 ``rate_limit_error`` without ``retry-after``, told
+from a rate limit only by ``error.details.error_code``).
 
 Prompt caching as the API documents it: blocks marked ``cache_control`` (at most four,
 ``ephemeral``) are breakpoints; a prefix through a breakpoint of at least :data:`MIN_CACHED`
@@ -36,7 +38,7 @@ from tests.fakes.server import (
 
 __all__ = ["FakeAnthropic"]
 
-register_extra_faults(["overloaded", "refusal"])
+register_extra_faults(["overloaded", "refusal", "spend_limit"])
 
 MIN_CACHED = 1024
 """The shortest prefix the API caches (Sonnet's; shorter ones are sent on, not cached)."""
@@ -273,6 +275,11 @@ class FakeAnthropic(FakeServer):
             return web.json_response(
                 self._error_body(529, "Overloaded", "overloaded_error"), status=529
             )
+        if fault == "spend_limit":
+            body = self._error_body(429, "You have reached your organization's monthly usage "
+                                    "limit.", "rate_limit_error")
+            body["error"]["details"] = {"error_code": "enforced_spend_limit_reached"}
+            return web.json_response(body, status=429)
         if fault == "refusal":
             return web.json_response(
                 {

@@ -9,7 +9,9 @@ carrying the ``thoughtSignature`` this fake gave it (Gemini 3 signs only that on
 ``functionResponse`` parts, by name and id, in the user turn right after, a turn holding
 nothing else (text and images follow in a user turn of their own) — and answers in the real
 reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
-``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``.
+``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``, ``429_no_quota``
+(a quota of 0: the free tier's answer for a model it does not serve, with a retry delay all
+the same), ``prepay_depleted`` (HTTP 402: the project's prepaid credit is spent).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ _CONFIG_FIELDS = {
 }  # fmt: skip
 
 register_extra_faults(
-    ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "bad_key"])
+    ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "429_no_quota",
+     "prepay_depleted", "bad_key"])
 
 
 class FakeGemini(FakeServer):
@@ -57,7 +60,8 @@ class FakeGemini(FakeServer):
         return request.headers.get("x-goog-api-key") or request.query.get("key") or None
 
     def _error_body(self, status: int, message: str, etype: str) -> dict:
-        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 402: "RESOURCE_EXHAUSTED",
+                 403: "PERMISSION_DENIED",
                  404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
                  504: "DEADLINE_EXCEEDED"}  # fmt: skip
         if "context length" in message:
@@ -320,6 +324,24 @@ class FakeGemini(FakeServer):
                      "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo",
                  "retryDelay": f"{self.retry_after_s}s"},
+            ]
+            return web.json_response(body, status=429)
+        if fault == "prepay_depleted":
+            return web.json_response(self._error_body(
+                402, "Your prepayment credits are depleted. Please go to AI Studio at "
+                "https://ai.studio/projects to manage your project and billing.", ""), status=402)
+        if fault == "429_no_quota":
+            metric = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+            body = self._error_body(429, "You exceeded your current quota, please check your "
+                                    f"plan and billing details.\n* Quota exceeded for metric: "
+                                    f"{metric}, limit: 0, model: fake\nPlease retry in 21.5s.", "")
+            body["error"]["details"] = [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": metric,
+                     "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                     "quotaDimensions": {"location": "global", "model": "fake"},
+                     "quotaValue": "0"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "21s"},
             ]
             return web.json_response(body, status=429)
         return None

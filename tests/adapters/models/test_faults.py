@@ -41,11 +41,14 @@ SPECIFIC = {
         "finish_safety": ("no", "safety_block", None),
         "empty_candidates": ("transient", "empty_reply", None),
         "429_retry_info": ("rate_limit", "http_429", RETRY_AFTER),
+        "429_no_quota": ("no", "quota", None),
+        "prepay_depleted": ("no", "quota", None),
         "bad_key": ("no", "auth", None),
     },
     "anthropic": {
         "overloaded": ("transient", "http_529", None),
         "refusal": ("no", "safety_block", None),
+        "spend_limit": ("no", "quota", None),
     },
 }
 CASES = [(p, f, *want) for p in PROVIDERS for f, want in {**GENERIC, **SPECIFIC[p]}.items()]

@@ -128,6 +128,7 @@ def test_503_retry_after_is_kept() -> None:
     [
         b'{"error": {"message": "maximum context length is 8192 tokens", "code": "context_length_exceeded"}}',
         b'{"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 300000 tokens > 200000 maximum"}}',
+        b'{"type": "error", "error": {"type": "invalid_request_error", "message": "input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again"}}',
         b'{"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}',
     ],
 )
@@ -145,6 +146,25 @@ def test_context_length_in_each_dialect(body) -> None:
               b'"code": "insufficient_quota"}}'),
         (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": "Your '
               b'credit balance is too low to access the Anthropic API."}}'),
+        # OpenAI names the cause in error.code; its type need not be insufficient_quota.
+        (429, b'{"error": {"message": "You exceeded your current quota.", "type": null, '
+              b'"code": "credit_balance_exhausted"}}'),
+        (429, b'{"error": {"message": "Project spend limit reached.", "type": "requests", '
+              b'"code": "project_spend_limit_exceeded"}}'),
+        # Anthropic's monthly cap: a rate_limit_error with no retry-after, told apart only by
+        # its details; a spend limit the account set itself; a billing_error.
+        (429, b'{"type": "error", "error": {"type": "rate_limit_error", "message": "Monthly '
+              b'usage limit reached.", "details": {"error_code": "enforced_spend_limit_reached"}}}'),
+        (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": "You '
+              b'have reached your specified API usage limits. You will regain access on '
+              b'2027-01-01 at 00:00 UTC."}}'),
+        (402, b'{"type": "error", "error": {"type": "billing_error", "message": "There is an '
+              b'issue with your billing."}}'),
+        # Gemini's prepaid credit spent: a 402 now, a 429 before (retried as a rate limit).
+        (402, b'{"error": {"code": 402, "message": "Your prepayment credits are depleted. Please '
+              b'go to AI Studio.", "status": "RESOURCE_EXHAUSTED"}}'),
+        (429, b'{"error": {"code": 429, "message": "Your prepayment credits are depleted.", '
+              b'"status": "RESOURCE_EXHAUSTED"}}'),
     ],
 )
 def test_an_account_out_of_credit_is_not_a_rate_limit(status, body) -> None:
@@ -276,6 +296,27 @@ def test_a_daily_quota_429_is_no_rate_limit() -> None:
     per_minute = body.replace(b"PerDay", b"PerMinute")
     assert (classify(429, per_minute).retry, classify(429, per_minute).kind) == (
         "rate_limit", "http_429")
+
+
+@pytest.mark.parametrize("violation", [
+    {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "quotaValue": "0"},
+    {"quotaId": "GenerateContentInputTokensPerModelPerMinute-FreeTier"},  # said in the message
+])
+def test_a_quota_of_zero_is_no_rate_limit(violation) -> None:
+    # Gemini's free tier for a model it does not serve: a per-minute quota of 0, and a retry
+    # delay all the same, which no number of retries would ever get past.
+    message = ("You exceeded your current quota.\n* Quota exceeded for metric: generativelanguage"
+               ".googleapis.com/generate_content_free_tier_requests, limit: 0, model: gemini-x\n"
+               "Please retry in 45.5s.")
+    body = msgspec.json.encode({"error": {
+        "code": 429, "status": "RESOURCE_EXHAUSTED", "message": message, "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "45s"}]}})
+    error = classify(429, body)
+    assert (error.retry, error.kind) == ("no", "quota") and "limit 0" in str(error)
+    # A quota of 20 per minute used up is a rate limit: a wait cures it.
+    some = body.replace(b'"0"', b'"20"').replace(b"limit: 0,", b"limit: 20,")
+    assert (classify(429, some).retry, classify(429, some).retry_after) == ("rate_limit", 45.0)
 
 
 def test_model_not_found_in_a_403_is_not_a_bad_key() -> None:

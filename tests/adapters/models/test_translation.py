@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from adapters.models.base import ToolCall
+from adapters.models.base import ToolCall, Usage
 from tests.adapters.models.conftest import KEYS, image, vaot_request
 
 
@@ -196,6 +196,23 @@ def test_gemini_thinking_through_the_whole_budget_is_an_empty_reply_cut_at_lengt
     })
     assert (reply.text, reply.finish_reason) == ("", "length")
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (900, 2048)
+
+
+def test_gemini_usage_counts_every_documented_part(monkeypatch) -> None:
+    # totalTokenCount = prompt + candidates + thoughts + tool-use prompt; the cached tokens are
+    # part of the prompt's.
+    reply = _gemini(monkeypatch).parse_reply({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "weighing the bars", "thought": True}, {"text": "Final Answer: B"}]},
+            "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 900, "cachedContentTokenCount": 512,
+                          "candidatesTokenCount": 5, "thoughtsTokenCount": 40,
+                          "toolUsePromptTokenCount": 300, "totalTokenCount": 1245},
+    })
+    assert reply.text == "Final Answer: B"
+    usage = reply.usage
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens) == (1200, 512, 45)
+    assert usage.input_tokens + usage.output_tokens == 1245
 
 
 def test_gemini_extra_generation_config_is_merged_not_replaced(monkeypatch) -> None:
@@ -470,6 +487,25 @@ def test_anthropic_context_window_full_is_a_reply_cut_at_length(monkeypatch) -> 
         "stop_reason": "model_context_window_exceeded",
         "usage": {"input_tokens": 5, "output_tokens": 1}})
     assert reply.finish_reason == "length"
+
+
+def test_anthropic_thinking_blocks_are_not_the_answer(monkeypatch) -> None:
+    # Extended thinking (asked for through extra) comes back as thinking and redacted_thinking
+    # blocks before the text; its tokens are in output_tokens, as the API bills them.
+    from adapters.models.anthropic import create
+    from adapters.models.base import AdapterOptions
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    reply = create("claude-x", AdapterOptions()).parse_reply({
+        "content": [{"type": "thinking", "thinking": "The left bar is longer.", "signature": "c2ln"},
+                    {"type": "redacted_thinking", "data": "ZW5j"},
+                    {"type": "text", "text": "Final Answer: A"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "cache_read_input_tokens": 2000,
+                  "cache_creation_input_tokens": 300, "output_tokens": 420}})
+    assert (reply.text, reply.finish_reason) == ("Final Answer: A", "stop")
+    assert reply.usage == Usage(input_tokens=2310, output_tokens=420, cached_input_tokens=2000,
+                                cache_write_input_tokens=300)
 
 
 def test_anthropic_refuses_images_larger_than_the_api_takes(monkeypatch) -> None:
