@@ -305,8 +305,12 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         else:
             # Ended, not cut short, with nothing in it: paid for and teaching nothing, and if
             # every reply is so (a server that puts the text in another field), stopped too.
-            why = (f"no text (finish_reason {reply.finish_reason!r}); its server may put the "
-                   "text in another field, or the model may need another --dialect or --shape")
+            why = f"no text (finish_reason {reply.finish_reason!r})"
+            if reply.finish_reason in ("stop", ""):
+                # Said to have ended normally: then the text went somewhere else. Another
+                # reason (Gemini's malformed_function_call, say) is the provider's own account.
+                why += ("; its server may put the text in another field, or the model may need "
+                        "another --dialect or --shape")
             if cached is None:
                 _tell_fault(rt, job.model, EMPTY_REPLY, f"{job.model}: a reply came back with "
                             f"{why}", retried=False)
