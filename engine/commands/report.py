@@ -21,7 +21,7 @@ from rich.console import Console
 
 from analysis.coverage import Coverage, coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
-from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
+from analysis.tables import ALL, accuracy_table, exposure_by_model, paired_exposed_accuracy
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from engine.commands.run_report import count, print_exposure, usage_of
 from engine.config import ConfigError, load_toml
@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "said how many samples they ran); accuracy cells per model, group and "
                         "setting (ended, correct, failed, unfinished with the never started, "
                         "accuracy as a fraction 0-1; the row 'all' with aggregate true); "
-                        "shown_a_render, paired_exposed_accuracy, and usage per model (cost "
+                        "shown_a_render (and shown_a_render_by_model), "
+                        "paired_exposed_accuracy, and usage per model (cost "
                         "null when not priced; priced says whether a price table was given)")
 
 
@@ -180,7 +181,7 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     by_model = list(dict.fromkeys([*models, *sorted({r.model for r in tabled})]))
     for table in summary_tables(tabled, settings, by_model):
         console.print(table)
-    print_exposure(console, records)
+    print_exposure(console, records, by_model)
     tally = usage_of(records)
     if tally.lines():
         console.print("tokens of every reply recorded:" if prices is None else
@@ -208,6 +209,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         paired = {model: msgspec.to_builtins(cell)
                   for model, cell in paired_exposed_accuracy(ours).items()}
         ended = [r for r in ours if r.status is not None]
+        seen = exposure_by_model(ours)
         out[run_id] = {
             "options": headers[-1],
             "trajectories": len(ours),
@@ -222,7 +224,10 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
                  "planned": c.planned, "started": c.started, "never_started": c.never_started}
                 for c in planned],
             "accuracy": table,
-            "shown_a_render": {s: msgspec.to_builtins(e) for s, e in exposure(ours).items()},
+            "shown_a_render": {s: msgspec.to_builtins(e) for s, e in seen.pop(ALL, {}).items()},
+            "shown_a_render_by_model": {
+                model: {s: msgspec.to_builtins(e) for s, e in settings.items()}
+                for model, settings in sorted(seen.items())},
             "paired_exposed_accuracy": paired,
             "usage": [msgspec.to_builtins(line) for line in tally.lines(prices)],
         }

@@ -18,7 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.records import project
-from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
+from analysis.tables import (
+    ALL,
+    accuracy_table,
+    exposure,
+    exposure_by_model,
+    paired_exposed_accuracy,
+)
 from engine.commands.run_report import usage_of
 from store.events import (
     CallFailed,
@@ -120,10 +126,11 @@ def _expected(log: list):
         misleading = [s for s in seen if s.policy.policy.startswith("corrupt")
                       and not s.policy.detail.get("weak")]
         if start.setting in ("vaot", "wrong_render") and status in ("answered", "max_steps"):
-            counts = shown[start.setting]
-            counts[0] += 1
-            counts[1] += bool(seen)
-            counts[2] += sum(bool(s.policy and s.policy.detail.get("weak")) for s in steps)
+            for key in (start.setting, (start.model, start.setting)):
+                counts = shown[key]
+                counts[0] += 1
+                counts[1] += bool(seen)
+                counts[2] += sum(bool(s.policy and s.policy.detail.get("weak")) for s in steps)
             settled[(start.model, start.sample_id, start.epoch, start.setting)] = (
                 bool(seen), bool(misleading), last.answer == TRUTH)
     paired = defaultdict(lambda: [0, 0, 0])
@@ -151,6 +158,11 @@ def test_every_printed_figure_is_the_events_folded_plainly(trajectories, order) 
     assert {line.model: [line.calls, line.input_tokens, line.output_tokens]
             for line in usage_of(records).lines()} == tokens
     assert {setting: [e.finished, e.shown, e.weak]
-            for setting, e in exposure(records).items()} == shown
+            for setting, e in exposure(records).items()} == {
+        k: v for k, v in shown.items() if isinstance(k, str)}
+    assert {(model, setting): [e.finished, e.shown, e.weak]
+            for model, cells in exposure_by_model(records).items() if model is not ALL
+            for setting, e in cells.items()} == {
+        k: v for k, v in shown.items() if isinstance(k, tuple)}
     assert {model: [c.n, c.vaot_correct, c.wrong_render_correct]
             for model, c in paired_exposed_accuracy(records).items() if c.n} == paired
