@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "setting (ended, correct, failed, unfinished with the never started, "
                         "accuracy as a fraction 0-1; the row 'all' with aggregate true); "
                         "shown_a_render (and shown_a_render_by_model), "
-                        "paired_exposed_accuracy, and usage per model (cost "
+                        "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
+                        "without token counts, whose cost is not in it; cost "
                         "null when not priced; priced says whether a price table was given)")
 
 

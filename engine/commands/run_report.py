@@ -234,7 +234,8 @@ def usage_of(records) -> UsageTally:
     for r in records:
         if r.steps:
             tally.add(r.model, Usage(r.input_tokens, r.output_tokens, r.cached_input_tokens,
-                                     r.cache_write_input_tokens), calls=r.steps)
+                                     r.cache_write_input_tokens), calls=r.steps,
+                      uncounted=r.uncounted_steps)
     return tally
 
 

@@ -97,7 +97,7 @@ def _expected(log: list):
     for event in log:
         by_traj[event.traj].append(event)
     cells = defaultdict(lambda: [0, 0, 0, 0])  # ended, correct, failed, unfinished
-    tokens = defaultdict(lambda: [0, 0, 0])  # replies, input, output
+    tokens = defaultdict(lambda: [0, 0, 0, 0])  # replies, input, output, without counts
     shown = defaultdict(lambda: [0, 0, 0])  # finished, shown a render, weak renders
     settled = {}
     for events in by_traj.values():
@@ -121,6 +121,7 @@ def _expected(log: list):
             line[0] += 1
             line[1] += s.usage.input_tokens
             line[2] += s.usage.output_tokens
+            line[3] += s.usage.input_tokens == 0  # no real request is without input
         # A render is seen by the call after it: any later step of the trajectory.
         seen = [s for s in steps[:-1] if s.returned_state is not None]
         misleading = [s for s in seen if s.policy.policy.startswith("corrupt")
@@ -155,7 +156,7 @@ def test_every_printed_figure_is_the_events_folded_plainly(trajectories, order) 
             for key, c in accuracy_table(records).items()} == cells
     for cell in accuracy_table(records).values():
         assert cell.accuracy is None if cell.n == 0 else cell.accuracy == cell.correct / cell.n
-    assert {line.model: [line.calls, line.input_tokens, line.output_tokens]
+    assert {line.model: [line.calls, line.input_tokens, line.output_tokens, line.uncounted_calls]
             for line in usage_of(records).lines()} == tokens
     assert {setting: [e.finished, e.shown, e.weak]
             for setting, e in exposure(records).items()} == {
