@@ -26,6 +26,8 @@ class Cell(msgspec.Struct):
     correct: int = 0
     failed: int = 0
     """Of ``n``, the failed ones (a rerun with ``--retry-failed`` tries them again)."""
+    max_steps: int = 0
+    """Of ``n``, the ones out of steps (or of token budget) before an answer: wrong too."""
     unfinished: int = 0
     """Not ended (interrupted, or its model stopped): outside ``n`` until a rerun ends them."""
 
@@ -49,6 +51,7 @@ def accuracy_table(records: Iterable[TrajectoryRecord], by: str = "group"
             if r.status == "failed":
                 cell.failed += 1
             else:
+                cell.max_steps += r.status == "max_steps"
                 cell.correct += int(bool(r.correct))
     return dict(cells)
 

@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "unfinished counts; planned and never_started, with coverage per "
                         "model, setting and group (null for runs recorded before headers "
                         "said how many samples they ran); accuracy cells per model, group and "
-                        "setting (ended, correct, failed, unfinished with the never started, "
+                        "setting (ended, correct, failed, max_steps, unfinished with the "
+                        "never started, "
                         "accuracy as a fraction 0-1; the row 'all' with aggregate true); "
                         "shown_a_render (and shown_a_render_by_model), "
                         "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
@@ -201,7 +202,8 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         table = [
             {"model": model, "group": "all" if group is ALL else group, "setting": setting,
              "aggregate": group is ALL, "ended": cell.n, "correct": cell.correct,
-             "failed": cell.failed, "unfinished": cell.unfinished, "accuracy": cell.accuracy}
+             "failed": cell.failed, "max_steps": cell.max_steps, "unfinished": cell.unfinished,
+             "accuracy": cell.accuracy}
             for (model, group, setting), cell in sorted(
                 cells.items(), key=lambda kv: (kv[0][0], kv[0][1] is ALL, kv[0][1] or "",
                                                kv[0][2]))

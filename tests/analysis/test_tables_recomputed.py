@@ -96,7 +96,7 @@ def _expected(log: list):
     by_traj = defaultdict(list)
     for event in log:
         by_traj[event.traj].append(event)
-    cells = defaultdict(lambda: [0, 0, 0, 0])  # ended, correct, failed, unfinished
+    cells = defaultdict(lambda: [0, 0, 0, 0, 0])  # ended, correct, failed, unfinished, max_steps
     tokens = defaultdict(lambda: [0, 0, 0, 0])  # replies, input, output, without counts
     shown = defaultdict(lambda: [0, 0, 0])  # finished, shown a render, weak renders
     settled = {}
@@ -116,6 +116,7 @@ def _expected(log: list):
                 cell[0] += 1
                 cell[2] += status == "failed"
                 cell[1] += status != "failed" and last.answer == TRUTH
+                cell[4] += status == "max_steps"
         for s in steps:
             line = tokens[start.model]
             line[0] += 1
@@ -152,7 +153,7 @@ def test_every_printed_figure_is_the_events_folded_plainly(trajectories, order) 
     log = _events(trajectories, order)
     cells, tokens, shown, paired = _expected(log)
     records = list(project(log).values())
-    assert {key: [c.n, c.correct, c.failed, c.unfinished]
+    assert {key: [c.n, c.correct, c.failed, c.unfinished, c.max_steps]
             for key, c in accuracy_table(records).items()} == cells
     for cell in accuracy_table(records).values():
         assert cell.accuracy is None if cell.n == 0 else cell.accuracy == cell.correct / cell.n
