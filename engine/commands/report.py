@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
                         "its options (the last header); trajectories, ended, failed and "
-                        "unfinished counts; planned and never_started, with coverage per "
+                        "unfinished counts; skipped_rows (dataset rows its last invocation "
+                        "left out at load); planned and never_started, with coverage per "
                         "model, setting and group (null for runs recorded before headers "
                         "said how many samples they ran); accuracy cells per model, group and "
                         "setting (ended, correct, failed, max_steps, unfinished with the "
@@ -159,6 +160,10 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     missing = "" if planned is None else (
         f", {sum(c.never_started for c in planned)} never started (of "
         f"{count(sum(c.planned for c in planned), 'trajectory', 'trajectories')} asked for)")
+    if header.get("skipped_rows"):
+        # As `vaot run` said at its end: the tables below are not of the whole dataset file.
+        missing += (f"; {count(header['skipped_rows'], 'dataset row')} skipped at load by its "
+                    "last invocation, left out of these results")
     # In the order the run's invocations first named them, as the settings below.
     models = [m.get("spec", "?") for h in headers for m in h.get("models", [])
               if isinstance(m, dict)]
@@ -219,6 +224,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),
             "unfinished": len(ours) - len(ended),
+            "skipped_rows": headers[-1].get("skipped_rows", 0),
             "planned": None if planned is None else sum(c.planned for c in planned),
             "never_started": (None if planned is None
                               else sum(c.never_started for c in planned)),

@@ -189,3 +189,30 @@ def test_the_text_and_the_json_give_the_same_figures_and_each_model_its_renders_
              f"{100 * c['correct'] / c['ended']:.1f} ({c['correct']}/{c['ended']})"
              for c in run["accuracy"]}
     assert tables == cells
+
+
+def test_report_says_the_rows_the_run_skipped_at_load_as_the_run_did(tmp_path) -> None:
+    # `vaot run` ended "1 dataset row skipped at load … the results above leave it out" with
+    # exit status 4; `vaot report` on the same store showed the tables as if of the whole file.
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    rows = [{"id": "a", "image": "a.png"}, {"id": "b", "image": "gone.png"}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "question": "q", "answer": "x", "category": "c",
+                                        "group": "2D"}) + "\n" for row in rows))
+    store = str(tmp_path / "s.lmdb")
+    base = ("run", "--no-progress", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--model", "scripted:a", "--store", store)
+    ran = _vaot(*base)
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    said = "1 dataset row skipped at load by its last invocation, left out of these results"
+    assert said in " ".join(_vaot("report", store).stdout.split())
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    assert run["skipped_rows"] == 1
+    # The row fixed and the run resumed: nothing is left out any more.
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "gone.png")
+    assert _vaot(*base).returncode == 0
+    assert "skipped" not in _vaot("report", store).stdout
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    assert run["skipped_rows"] == 0
