@@ -87,12 +87,18 @@ def _unit(word: str | None) -> str:
     return "°" if word in ("°", "degree", "degrees", "deg") else (word or "")
 
 
+# Words after a number that scale it: "3 dozen" is 36, so "3" does not meet it.
+_SCALES = frozenset({"dozen", "dozens", "hundred", "hundreds", "thousand", "thousands",
+                     "million", "millions", "billion", "billions", "trillion", "score"})
+
+
 def _same_measure(given: str, expected: str) -> bool:
-    """A truth with a unit ("45°", "3 cm") met by its number, written bare or in that unit
-    ("45", "45 degrees", "3cm"); not in another unit ("3 m")."""
+    """A truth with a unit ("45°", "3 cm") or a counted noun ("3 cats") met by its number,
+    written bare or with that word ("45", "45 degrees", "3cm", "3 cats"); not with another
+    unit or noun ("3 m", "3 dogs")."""
     measured = _MEASURE.fullmatch(expected)
-    if measured is None or _unit(measured.group(2)) not in _UNIT_WORDS:
-        return False  # "3 cats" is no measure: "3 dogs" must not meet it
+    if measured is None or measured.group(2) in _SCALES:
+        return False
     truth, unit = _as_float(measured.group(1)), _unit(measured.group(2))
     given = _GLUED_UNIT.sub(r"\1 \2", given)  # "3cm" is "3 cm"; "2nd" stays
     # The one number the answer gives (none for "3 or 4 cm", "3-4 cm", "3, 4 cm")…

@@ -61,6 +61,9 @@ class TrajectoryRecord(msgspec.Struct):
     """Of ``input_tokens``, those written into the provider's prompt cache."""
     output_tokens: int = 0
     hit_max_steps: bool = False
+    uncounted_steps: int = 0
+    """Steps whose reply came with no token counts (recorded as 0 input tokens; every real
+    request has input): their tokens and cost are unknown."""
 
 
 def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str, ...]] | None = None
@@ -120,6 +123,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             record.cached_input_tokens += event.usage.cached_input_tokens
             record.cache_write_input_tokens += event.usage.cache_write_input_tokens
             record.output_tokens += event.usage.output_tokens
+            record.uncounted_steps += event.usage.input_tokens == 0
         elif isinstance(event, CallFailed):
             record.call_failures += 1
         elif isinstance(event, TrajectoryFinished):

@@ -10,7 +10,7 @@ import msgspec
 from analysis.records import TrajectoryRecord
 
 __all__ = ["ALL", "Cell", "Exposure", "PairedCell", "accuracy_table", "exposure",
-           "paired_exposed_accuracy"]
+           "exposure_by_model", "paired_exposed_accuracy"]
 
 ALL = None
 """The row key of the aggregate over every group: not a string, so a dataset group spelled
@@ -26,6 +26,8 @@ class Cell(msgspec.Struct):
     correct: int = 0
     failed: int = 0
     """Of ``n``, the failed ones (a rerun with ``--retry-failed`` tries them again)."""
+    max_steps: int = 0
+    """Of ``n``, the ones out of steps (or of token budget) before an answer: wrong too."""
     unfinished: int = 0
     """Not ended (interrupted, or its model stopped): outside ``n`` until a rerun ends them."""
 
@@ -49,6 +51,7 @@ def accuracy_table(records: Iterable[TrajectoryRecord], by: str = "group"
             if r.status == "failed":
                 cell.failed += 1
             else:
+                cell.max_steps += r.status == "max_steps"
                 cell.correct += int(bool(r.correct))
     return dict(cells)
 
@@ -73,14 +76,24 @@ def exposure(records: Iterable[TrajectoryRecord]) -> dict[str, Exposure]:
     image: its vaot and wrong_render trajectories measure the same thing, and a comparison of
     the two settings should know how many such pairs it holds.
     """
-    out: dict[str, Exposure] = {}
+    return exposure_by_model(records).get(ALL, {})
+
+
+def exposure_by_model(records: Iterable[TrajectoryRecord]) -> dict[str | None, dict[str, Exposure]]:
+    """:func:`exposure` per model, and over every model under :data:`ALL`.
+
+    Summed over models, the counts hide the model that never saw a render: four models, one
+    of them blind, read "vaot 21/28", as if each saw three renders in four.
+    """
+    out: dict[str | None, dict[str, Exposure]] = {}
     for r in records:
         if r.setting not in RENDERING_SETTINGS or r.status in (None, "failed"):
             continue
-        cell = out.setdefault(r.setting, Exposure())
-        cell.finished += 1
-        cell.shown += r.images_shown > 0
-        cell.weak += r.weak_corruptions
+        for model in (r.model, ALL):
+            cell = out.setdefault(model, {}).setdefault(r.setting, Exposure())
+            cell.finished += 1
+            cell.shown += r.images_shown > 0
+            cell.weak += r.weak_corruptions
     return out
 
 

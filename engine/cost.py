@@ -113,6 +113,9 @@ class CostLine(msgspec.Struct, frozen=True):
     """Of ``input_tokens``, those served from the provider's prompt cache."""
     cache_write_input_tokens: int = 0
     """Of ``input_tokens``, those written into the provider's prompt cache."""
+    uncounted_calls: int = 0
+    """Of ``calls``, the replies that came with no token counts (the log records 0): the
+    tokens and the cost are those of the others, so the cost is a lower bound."""
 
 
 class UsageTally:
@@ -121,23 +124,28 @@ class UsageTally:
     def __init__(self) -> None:
         self._totals: dict[str, list[int]] = {}
 
-    def add(self, model: str, usage: Usage, calls: int = 1) -> None:
-        """Count the usage of one call (or of ``calls`` calls together)."""
-        totals = self._totals.setdefault(model, [0, 0, 0, 0, 0])
+    def add(self, model: str, usage: Usage, calls: int = 1, uncounted: int | None = None
+            ) -> None:
+        """Count the usage of one call (or of ``calls`` calls together, ``uncounted`` of them
+        replies without token counts; by default all of them when no input token is counted,
+        as every real request has input)."""
+        totals = self._totals.setdefault(model, [0, 0, 0, 0, 0, 0])
         totals[0] += calls
         totals[1] += usage.input_tokens
         totals[2] += usage.output_tokens
         totals[3] += usage.cached_input_tokens
         totals[4] += usage.cache_write_input_tokens
+        totals[5] += (calls if usage.input_tokens == 0 else 0) if uncounted is None else uncounted
 
     def lines(self, table: PriceTable | None = None) -> list[CostLine]:
         """One line per model, sorted by model."""
         out = []
         for model in sorted(self._totals):
-            calls, tin, tout, cached, written = self._totals[model]
+            calls, tin, tout, cached, written, uncounted = self._totals[model]
             price = table.lookup(model) if table is not None else None
             # Replies with no input tokens at all: the server sent no counts (every real
-            # request has input), so what they cost is unknown, not zero.
+            # request has input), so what they cost is unknown, not zero. When only some
+            # came so, the cost is of the others: a lower bound, said as one.
             cost = (price.cost(tin, tout, cached, written)
                     if price is not None and (tin or not calls) else None)
             out.append(
@@ -150,6 +158,7 @@ class UsageTally:
                     currency=table.currency if table is not None else "USD",
                     cached_input_tokens=cached,
                     cache_write_input_tokens=written,
+                    uncounted_calls=min(uncounted, calls),
                 )
             )
         return out
@@ -161,16 +170,20 @@ def format_cost_lines(lines: Iterable[CostLine], priced: bool = True) -> str:
     lines = list(lines)
     rows = []
     for line in lines:
-        row = (f"{printable(line.model)}: {line.calls} {'reply' if line.calls == 1 else 'replies'}, "
+        # Some replies without counts: the tokens and cost below are the others', at least.
+        partly = 0 < line.uncounted_calls < line.calls
+        row = (f"{printable(line.model)}: {line.calls} {'reply' if line.calls == 1 else 'replies'}"
+               + (f" ({line.uncounted_calls} without token counts)" if partly else "") + ", "
                f"{line.input_tokens:,} in{_cache_note(line)} / {line.output_tokens:,} out tokens")
         if priced:
-            row += ", " + (f"{line.cost:.4f} {line.currency}" if line.cost is not None
-                           else "cost unknown (no token counts)"
+            row += ", " + (f"{'at least ' if partly else ''}{line.cost:.4f} {line.currency}"
+                           if line.cost is not None else "cost unknown (no token counts)"
                            if line.calls and not line.input_tokens else "cost unknown")
         rows.append(row)
     if priced and lines and all(line.cost is not None for line in lines):
         total = sum(line.cost or 0.0 for line in lines)
-        rows.append(f"total: {total:.4f} {lines[0].currency}")
+        floor = any(line.uncounted_calls for line in lines)
+        rows.append(f"total: {'at least ' if floor else ''}{total:.4f} {lines[0].currency}")
     return "\n".join(rows)
 
 

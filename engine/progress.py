@@ -14,6 +14,7 @@ from rich.table import Table
 from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
 from analysis.tables import ALL, accuracy_table
+from engine.figure_cell import FigureCell
 from engine.printable import printable
 from engine.prompts import SETTINGS
 from engine.runtime import Outcome, TrajectoryJob
@@ -164,9 +165,11 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
     for model in models:
         table = Table(title=f"{escape(printable(model))}: accuracy % (correct/ended, failed = "
                       "wrong)", title_justify="left")
-        table.add_column("group")
+        # Too narrow, a cell folds rather than ends in "…": a count cut short ("(68/16…") is a
+        # wrong figure, and group names with a common start would read as one.
+        table.add_column("group", overflow="fold")
         for setting in settings:
-            table.add_column(setting, justify="right")
+            table.add_column(setting, justify="right", overflow="fold")
         for group in groups:
             # The dataset's text, not rich markup.
             row = [everything if group is ALL else escape(printable(group))]
@@ -180,7 +183,7 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
                     parts.append(f"[red]{cell.failed} failed[/red]")
                 if cell.unfinished:
                     parts.append(f"[yellow]{cell.unfinished} open[/yellow]")
-                row.append(" ".join(parts))
+                row.append(FigureCell(parts))
             table.add_row(*row, end_section=group == groups[-2])
         table.caption = _unequal_settings(model, cells, settings)
         table.caption_justify = "left"

@@ -106,13 +106,15 @@ def _reference_only(specs) -> bool:
 
 
 async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
-                           samples: Sequence[Sample]) -> bool:
+                           samples: Sequence[Sample], skipped_rows: int = 0) -> bool:
     """Append the run's ``RunStarted`` event unless the store already holds it; returns whether
     it did (False: a resume, checked against the header first).
 
     ``samples`` are the ones this invocation runs (after ``--limit`` and the rows its dataset
     skipped): how many of each group, with the models, settings and epochs, are the
     trajectories it asked for, so ``vaot report`` can count those a stopped run never started.
+    ``skipped_rows``: the dataset rows it left out at load (a bad image, field or id), recorded
+    when there are some, so ``vaot report`` says its results leave them out as ``vaot run`` did.
     """
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)
@@ -140,6 +142,8 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
             "native_tools_version": NATIVE_TOOLS_VERSION} if native else {}),
         "samples": len(samples), "groups": dict(Counter(s.group for s in samples)),
         "epochs": config.epochs,
+        # Only when some were: the headers of the runs before read the same.
+        **({"skipped_rows": skipped_rows} if skipped_rows else {}),
     }
     head = store.head(header_stream)
     if head is not None:

@@ -204,8 +204,11 @@ async def run_jobs(
     shared_pauses: Sequence[SharedCell] | None = None,
     spend_share: SpendShare | None = None,
     header_written: bool = False,
+    skipped_rows: int = 0,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
+
+    ``skipped_rows``: the dataset rows left out at load, for the header.
 
     ``header_written``: the caller wrote the run's header (a worker's parent does, with the
     limits as configured; a worker's config holds only its share of them, which is no change
@@ -232,7 +235,7 @@ async def run_jobs(
         if attach is not None:
             attach(store)
     fresh = (False if header_written
-             else await write_run_header(config, store, run_id, samples))
+             else await write_run_header(config, store, run_id, samples, skipped_rows))
     jobs = build_jobs(config, run_id, samples)
     if recorded_originals is None:
         if not fresh:

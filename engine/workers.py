@@ -156,6 +156,7 @@ def run_in_workers(
     on_outcome: Callable[[TrajectoryJob, Outcome], None] | None = None,
     on_fault: Callable[[str, str, str, bool], None] | None = None,
     on_stop: Callable[[StoppedModel], None] | None = None,
+    skipped_rows: int = 0,
 ) -> RunResult:
     """Run (or resume) ``config`` in ``config.workers`` processes; blocks until all are done.
 
@@ -171,7 +172,7 @@ def run_in_workers(
     workers = worker_count(config, len(samples))
     run_id = run_id_for(run_identity(config))
     # Written here, once: workers racing to write it would conflict on the header stream.
-    fresh = asyncio.run(write_run_header(config, store, run_id, samples))
+    fresh = asyncio.run(write_run_header(config, store, run_id, samples, skipped_rows))
     all_jobs = build_jobs(config, run_id, samples)
     # Here, before any worker starts, rather than in each worker's share; each worker gets what
     # the run recorded of its samples' originals, and does not read the started events again.

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from analysis.coverage import Coverage, coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
-from analysis.tables import ALL, accuracy_table, exposure, paired_exposed_accuracy
+from analysis.tables import ALL, accuracy_table, exposure_by_model, paired_exposed_accuracy
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from engine.commands.run_report import count, print_exposure, usage_of
 from engine.config import ConfigError, load_toml
@@ -49,12 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
                         "its options (the last header); trajectories, ended, failed and "
-                        "unfinished counts; planned and never_started, with coverage per "
+                        "unfinished counts; skipped_rows (dataset rows its last invocation "
+                        "left out at load); planned and never_started, with coverage per "
                         "model, setting and group (null for runs recorded before headers "
                         "said how many samples they ran); accuracy cells per model, group and "
-                        "setting (ended, correct, failed, unfinished with the never started, "
+                        "setting (ended, correct, failed, max_steps, unfinished with the "
+                        "never started, "
                         "accuracy as a fraction 0-1; the row 'all' with aggregate true); "
-                        "shown_a_render, paired_exposed_accuracy, and usage per model (cost "
+                        "shown_a_render (and shown_a_render_by_model), "
+                        "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
+                        "without token counts, whose cost is not in it; cost "
                         "null when not priced; priced says whether a price table was given)")
 
 
@@ -156,6 +160,10 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     missing = "" if planned is None else (
         f", {sum(c.never_started for c in planned)} never started (of "
         f"{count(sum(c.planned for c in planned), 'trajectory', 'trajectories')} asked for)")
+    if header.get("skipped_rows"):
+        # As `vaot run` said at its end: the tables below are not of the whole dataset file.
+        missing += (f"; {count(header['skipped_rows'], 'dataset row')} skipped at load by its "
+                    "last invocation, left out of these results")
     # In the order the run's invocations first named them, as the settings below.
     models = [m.get("spec", "?") for h in headers for m in h.get("models", [])
               if isinstance(m, dict)]
@@ -180,7 +188,7 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     by_model = list(dict.fromkeys([*models, *sorted({r.model for r in tabled})]))
     for table in summary_tables(tabled, settings, by_model):
         console.print(table)
-    print_exposure(console, records)
+    print_exposure(console, records, by_model)
     tally = usage_of(records)
     if tally.lines():
         console.print("tokens of every reply recorded:" if prices is None else
@@ -199,7 +207,8 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         table = [
             {"model": model, "group": "all" if group is ALL else group, "setting": setting,
              "aggregate": group is ALL, "ended": cell.n, "correct": cell.correct,
-             "failed": cell.failed, "unfinished": cell.unfinished, "accuracy": cell.accuracy}
+             "failed": cell.failed, "max_steps": cell.max_steps, "unfinished": cell.unfinished,
+             "accuracy": cell.accuracy}
             for (model, group, setting), cell in sorted(
                 cells.items(), key=lambda kv: (kv[0][0], kv[0][1] is ALL, kv[0][1] or "",
                                                kv[0][2]))
@@ -208,12 +217,14 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         paired = {model: msgspec.to_builtins(cell)
                   for model, cell in paired_exposed_accuracy(ours).items()}
         ended = [r for r in ours if r.status is not None]
+        seen = exposure_by_model(ours)
         out[run_id] = {
             "options": headers[-1],
             "trajectories": len(ours),
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),
             "unfinished": len(ours) - len(ended),
+            "skipped_rows": headers[-1].get("skipped_rows", 0),
             "planned": None if planned is None else sum(c.planned for c in planned),
             "never_started": (None if planned is None
                               else sum(c.never_started for c in planned)),
@@ -222,7 +233,10 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
                  "planned": c.planned, "started": c.started, "never_started": c.never_started}
                 for c in planned],
             "accuracy": table,
-            "shown_a_render": {s: msgspec.to_builtins(e) for s, e in exposure(ours).items()},
+            "shown_a_render": {s: msgspec.to_builtins(e) for s, e in seen.pop(ALL, {}).items()},
+            "shown_a_render_by_model": {
+                model: {s: msgspec.to_builtins(e) for s, e in settings.items()}
+                for model, settings in sorted(seen.items())},
             "paired_exposed_accuracy": paired,
             "usage": [msgspec.to_builtins(line) for line in tally.lines(prices)],
         }

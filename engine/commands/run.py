@@ -219,10 +219,11 @@ def run(args: argparse.Namespace) -> int:
                         if config.workers > 1:
                             result = run_in_workers(config, store, samples,
                                                     on_outcome=on_outcome, on_fault=on_fault,
-                                                    on_stop=on_stop)
+                                                    on_stop=on_stop, skipped_rows=len(skipped))
                         else:
                             result = asyncio.run(_run(config, store, samples, adapters,
-                                                      on_outcome, on_fault, on_stop, terminated))
+                                                      on_outcome, on_fault, on_stop, terminated,
+                                                      len(skipped)))
                     spent = result.spent
                 except KeyboardInterrupt:
                     interrupted = True
@@ -418,13 +419,13 @@ async def _close(adapters) -> None:
 
 
 async def _run(config, store, samples, adapters, on_outcome, on_fault, on_stop,
-               terminated: _SigtermStops):
+               terminated: _SigtermStops, skipped_rows: int = 0):
     from engine.runner import run_jobs
 
     terminated.task = asyncio.current_task()
     try:
         return await run_jobs(config, store, samples, on_outcome=on_outcome, on_fault=on_fault,
-                              adapters=adapters, on_stop=on_stop)
+                              adapters=adapters, on_stop=on_stop, skipped_rows=skipped_rows)
     finally:
         await _close(adapters)
 

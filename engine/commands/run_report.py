@@ -4,13 +4,18 @@ and its exit status.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from adapters.models.base import Usage
 from analysis.records import TrajectoryRecord
 from analysis.tables import (
+    ALL,
     RENDERING_SETTINGS,
+    Exposure,
     exposure,
+    exposure_by_model,
     paired_exposed_accuracy,
 )
 from engine.breaker import (
@@ -98,7 +103,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         + _cache_said(cached, written) + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)
-    print_exposure(console, records)
+    print_exposure(console, records, [m.spec for m in config.models])
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
         err.print(printable(f"{what}: {job.model} {job.setting} sample {job.sample.id}: "
@@ -191,19 +196,36 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     return 1 if errors or failed else 3 if capped else SKIPPED_ROWS if end.skipped else 0
 
 
-def print_exposure(console, records) -> None:
-    """How many rendering trajectories were shown a render, and the paired vaot/wrong_render
+def print_exposure(console, records, models: Sequence[str] = ()) -> None:
+    """How many rendering trajectories were shown a render (in all, then per model when
+    several ran, in the order of ``models`` and then by name), and the paired vaot/wrong_render
     accuracy over the samples where both could depend on one."""
-    seen = exposure(records)
+    by_model = exposure_by_model(records)
+    seen = by_model.pop(ALL, {})
     if not seen:
         return
+    console.print("shown a render (finished trajectories): " + _exposed(seen), markup=False)
+    order = _in_order(by_model, models)
+    if len(order) > 1:
+        for model in order:
+            console.print(f"  {printable(model)}: {_exposed(by_model[model], short=True)}",
+                          markup=False)
+    print_exposed_accuracy(console, records, seen, order)
+
+
+def _exposed(seen: dict[str, Exposure], short: bool = False) -> str:
     parts = [f"{setting} {e.shown}/{e.finished}" for setting, e in sorted(seen.items())]
     weak = sum(e.weak for e in seen.values())
-    console.print("shown a render (finished trajectories): " + ", ".join(parts)
-                  + (f"; {count(weak, 'wrong_render image', 'wrong_render images')} "
-                     "changed too little to mislead (policy detail 'weak')" if weak else ""),
-                  markup=False)
-    print_exposed_accuracy(console, records, seen)
+    if not weak:
+        return ", ".join(parts)
+    return ", ".join(parts) + (f"; {weak} weak" if short else (
+        f"; {count(weak, 'wrong_render image', 'wrong_render images')} changed too little to "
+        "mislead (policy detail 'weak')"))
+
+
+def _in_order(found, models: Sequence[str]) -> list[str]:
+    """The models of ``found`` in the order of ``models`` (the tables'), the others by name."""
+    return [m for m in dict.fromkeys([*models, *sorted(found)]) if m in found]
 
 
 def usage_of(records) -> UsageTally:
@@ -212,17 +234,20 @@ def usage_of(records) -> UsageTally:
     for r in records:
         if r.steps:
             tally.add(r.model, Usage(r.input_tokens, r.output_tokens, r.cached_input_tokens,
-                                     r.cache_write_input_tokens), calls=r.steps)
+                                     r.cache_write_input_tokens), calls=r.steps,
+                      uncounted=r.uncounted_steps)
     return tally
 
 
-def print_exposed_accuracy(console, records, seen) -> None:
+def print_exposed_accuracy(console, records, seen, models: Sequence[str] = ()) -> None:
     """Per model that ran both rendering settings, their accuracy over the same samples: those
     where vaot was shown a render and wrong_render a corruption that could mislead (the
     contrast the table's columns blur with trajectories that saw nothing to depend on)."""
     if set(RENDERING_SETTINGS) - set(seen):
         return
-    for name, cell in paired_exposed_accuracy(records).items():
+    paired = paired_exposed_accuracy(records)
+    for name in _in_order(paired, models):
+        cell = paired[name]
         model = printable(name)  # from the log: a foreign store's names may hold controls
         if not cell.n:
             console.print(f"{model}: no sample where vaot was shown a render and wrong_render a "

@@ -443,6 +443,14 @@ def test_reasoning_before_a_final_marker_does_not_change_the_answer(texts, data)
     ("3cm", "3 cm", (), True),
     ("3 m", "3 cm", (), False),  # another unit
     ("3 cats", "3 cm", (), False),
+    ("3", "3 cats", (), True),  # a count and its noun, met by the number
+    ("There are 3 cats.", "3 cats", (), True),
+    ("7", "7 units", (), True),
+    ("3 dogs", "3 cats", (), False),  # another noun
+    ("3 cm", "3 cats", (), False),
+    ("4", "3 cats", (), False),
+    ("3", "3 dozen", (), False),  # a scale, not a noun: 36
+    ("3", "3 thousand", (), False),
     ("−5", "-5", (), True),  # the minus sign
     ("Therefore, the answer is 3.", "3", (), True),
     ("The correct answer is (B).", "B", ("cat", "dog"), True),

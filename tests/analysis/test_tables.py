@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
@@ -43,3 +44,28 @@ def test_a_group_called_all_is_not_added_into_the_aggregate() -> None:
     lines = out.getvalue().replace("│", " ").replace("┃", " ").splitlines()
     assert any(line.split()[:3] == ["all", "25.0", "(1/4)"] for line in lines), lines
     assert any(line.split()[:4] == ["all", "groups", "62.5", "(5/8)"] for line in lines), lines
+
+
+def test_a_narrow_terminal_breaks_a_cell_between_its_figures_and_cuts_none() -> None:
+    # At 80 columns (what a pipe gets) a cell with failures and open trajectories used to wrap
+    # at any space: "41.3 (50/121) 21" above "failed 24" above "open".
+    records = []
+    for i in range(200):
+        for setting in ("cot", "no_render", "vaot", "wrong_render"):
+            status = "failed" if i % 7 == 0 else "answered" if i % 5 else None
+            records.append(record(i, setting, status, i % 2 == 0,
+                                  group=f"a-long-group-name-{i % 2}"))
+    # The accuracy may stand above its counts; a count never apart from what it counts.
+    figure = re.compile(r"\d+\.\d(?: \(\d+/\d+\))?|\(\d+/\d+\)|\d+ failed|\d+ open")
+    for width in (80, 66):
+        out = io.StringIO()
+        for table in summary_tables(records, ["cot", "no_render", "vaot", "wrong_render"]):
+            Console(file=out, width=width, color_system=None).print(table)
+        body = [line.split("│")[1:-1] for line in out.getvalue().splitlines()
+                if line.startswith("│")]
+        assert body and "…" not in out.getvalue()
+        assert "".join(row[0].strip() for row in body).startswith(
+            "a-long-group-name-0a-long-group-name-1all")  # folded, not cut to "a-long-gro…"
+        for row in body:
+            for cell in row[1:]:
+                assert not cell.strip() or figure.fullmatch(cell.strip()), (width, cell)

@@ -127,3 +127,20 @@ def test_a_model_name_with_control_characters_prints_as_one_visible_line() -> No
     tally.add("openai:\x1b[31mx\nfake", Usage(input_tokens=10, output_tokens=1))
     text = format_cost_lines(tally.lines(), priced=False)
     assert "\x1b" not in text and "\n" not in text and "\\x1b[31mx\\nfake" in text
+
+
+def test_some_replies_without_token_counts_make_the_cost_a_lower_bound() -> None:
+    # Three of ten replies came with no counts (a proxy that drops usage now and then): the
+    # cost of the other seven was printed as the model's, with no word of the three.
+    table = PriceTable.from_config({"openai:*": {"input_per_mtok": 1, "output_per_mtok": 1}})
+    tally = UsageTally()
+    for n in range(10):
+        tally.add("openai:x", Usage(input_tokens=0 if n < 3 else 1000, output_tokens=10))
+    tally.add("openai:y", Usage(input_tokens=500, output_tokens=10), calls=2, uncounted=0)
+    (x, y) = tally.lines(table)
+    assert (x.calls, x.uncounted_calls, y.uncounted_calls) == (10, 3, 0)
+    text = format_cost_lines([x, y])
+    assert ("openai:x: 10 replies (3 without token counts), 7,000 in / 100 out tokens, "
+            "at least 0.0071 USD") in text
+    assert "openai:y: 2 replies, 500 in / 10 out tokens, 0.0005 USD" in text
+    assert "total: at least 0.0076 USD" in text

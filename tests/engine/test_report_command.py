@@ -154,3 +154,65 @@ def test_models_are_tabled_in_the_order_the_run_first_named_them(tmp_path) -> No
         assert ran.returncode == 0, ran.stdout + ran.stderr
     out = _vaot("report", store).stdout
     assert out.index("reference:ignore: accuracy") < out.index("reference:calibrated: accuracy")
+
+
+def test_the_text_and_the_json_give_the_same_figures_and_each_model_its_renders_shown(
+        tmp_path) -> None:
+    # Summed over models, "vaot 2/4" hid that one of the two models never saw a render.
+    store = str(tmp_path / "two.lmdb")
+    ran = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2",
+                "--settings", "cot,vaot,wrong_render", "--model", "reference:blind",
+                "--model", "reference:calibrated", "--store", store)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    text = _vaot("report", store).stdout
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    shown = run["shown_a_render_by_model"]
+    for model in ("reference:blind", "reference:calibrated"):
+        figures = ", ".join(f"{s} {e['shown']}/{e['finished']}" for s, e in shown[model].items())
+        assert f"\n  {model}: {figures}" in text and f"\n  {model}: {figures}" in ran.stdout
+    assert shown["reference:blind"]["vaot"] == {"finished": 2, "shown": 0, "weak": 0}
+    assert shown["reference:calibrated"]["vaot"]["shown"] == 2
+    # The paired lines in the tables' order, as the models were named.
+    assert text.index("reference:blind: no sample") < text.index("reference:calibrated, over")
+    # Every cell of the text tables is the JSON's.
+    tables, title = {}, ": accuracy % (correct/ended, failed = wrong)"
+    for line in text.splitlines():
+        cells = [c.strip() for c in line[1:-1].split(line[:1])]
+        if line.endswith(title):
+            model = line.removesuffix(title)
+        elif line.startswith("┃"):
+            head = cells
+        elif line.startswith("│"):
+            tables.update({(model, cells[0], setting): cell
+                           for setting, cell in zip(head[1:], cells[1:], strict=True)})
+    cells = {(c["model"], c["group"], c["setting"]):
+             f"{100 * c['correct'] / c['ended']:.1f} ({c['correct']}/{c['ended']})"
+             for c in run["accuracy"]}
+    assert tables == cells
+
+
+def test_report_says_the_rows_the_run_skipped_at_load_as_the_run_did(tmp_path) -> None:
+    # `vaot run` ended "1 dataset row skipped at load … the results above leave it out" with
+    # exit status 4; `vaot report` on the same store showed the tables as if of the whole file.
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    rows = [{"id": "a", "image": "a.png"}, {"id": "b", "image": "gone.png"}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "question": "q", "answer": "x", "category": "c",
+                                        "group": "2D"}) + "\n" for row in rows))
+    store = str(tmp_path / "s.lmdb")
+    base = ("run", "--no-progress", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--model", "scripted:a", "--store", store)
+    ran = _vaot(*base)
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    said = "1 dataset row skipped at load by its last invocation, left out of these results"
+    assert said in " ".join(_vaot("report", store).stdout.split())
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    assert run["skipped_rows"] == 1
+    # The row fixed and the run resumed: nothing is left out any more.
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "gone.png")
+    assert _vaot(*base).returncode == 0
+    assert "skipped" not in _vaot("report", store).stdout
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    assert run["skipped_rows"] == 0
