@@ -22,11 +22,11 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
-from engine.breaker import EMPTY_KINDS, NO_USAGE
 from engine.commands._store_arg import missing_folder
+from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
-from engine.commands.run_report import RunEnd, report, run_line, stop_reason
+from engine.commands.run_report import RunEnd, report, run_line
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for
 from engine.printable import printable
@@ -245,8 +245,8 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
     with lock, store, terminated:
         try:
             with RunProgress(console, totals, enabled=show_progress) as progress:
-                on_outcome, on_fault, on_stop = _callbacks(err, log, config, progress,
-                                                           session_failures, stopped)
+                on_outcome, on_fault, on_stop = callbacks(err, log, config, progress,
+                                                          session_failures, stopped)
                 spent, interrupted = _run_all(config, store, samples, adapters, on_outcome,
                                               on_fault, on_stop, terminated)
                 # Read before the bars close: a stop leaves the last trajectories' ends queued,
@@ -283,55 +283,6 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
     return _Ran(records=records, calls=max(calls_seen[0], progress.calls), started=started,
                 interrupted=interrupted, terminated=terminated, spent=spent,
                 session_failures=session_failures, stopped=stopped)
-
-
-def _callbacks(err, log, config: RunConfig, progress, session_failures: list, stopped: list):
-    """The runner's ``on_outcome``, ``on_fault`` and ``on_stop``: what the bars, the log and
-    the terminal are told while the run goes on, rather than only in the summary."""
-
-    def on_outcome(job, outcome):
-        progress.update(job, outcome)
-        if outcome.status == "failed" and not outcome.skipped:
-            session_failures.append((job, outcome))
-        if outcome.status == "failed":
-            log.warning("trajectory_failed", traj=job.traj, model=job.model,
-                        setting=job.setting, sample=job.sample.id, error=outcome.error)
-
-    told: set[tuple[str, str]] = set()
-
-    def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
-        if kind == NO_USAGE:  # a reply, not a fault: said once per model
-            if (model, kind) not in told:
-                told.add((model, kind))
-                log.warning("no_token_counts", model=model, message=message)
-                err.print(f"{printable(message)} (said once for this model)",
-                          markup=False)
-            return
-        # Every fault to the log; the first of each kind to the terminal, at once:
-        # a wrong URL or key shows in seconds, not when every retry has run out.
-        log.warning("call_fault", model=model, kind=kind, message=message,
-                    retried=retried)
-        if (model, kind) not in told:
-            told.add((model, kind))
-            named = printable(message if message.startswith(f"{model}:") else (
-                f"{model}: {message}"))  # a server's words
-            if kind in EMPTY_KINDS:  # a reply, recorded as its step
-                err.print(f"{named} (the first such reply; each is recorded as an "
-                          "empty step)", markup=False)
-                return
-            then = "retrying within bounds" if retried else "not retried"
-            err.print(f"{named} (first '{kind}' fault: {then}; every fault is "
-                      "recorded)", markup=False)
-
-    def on_stop(model) -> None:
-        # At once: the run goes on with the other models, perhaps for hours.
-        stopped.append(model)
-        rest = ("the run goes on without it" if len(stopped) < len(config.models)
-                else "no model is left, so the run ends")
-        err.print(f"stopped {model.model}: {stop_reason(model)}; {rest}",
-                  markup=False)
-
-    return on_outcome, on_fault, on_stop
 
 
 def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, on_stop,
