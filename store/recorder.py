@@ -229,6 +229,9 @@ class Recorder(abc.ABC):
     def get_blob_record(self, key: bytes) -> bytes | None:
         ...
 
+    @abc.abstractmethod
+    def blob_count(self) -> int:
+        ...
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -77,6 +77,7 @@ def _verify(
     max_problems: int = 100,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> VerifyReport:
+    """Each part of the store checked in turn; the problems are reported in this order."""
     report = VerifyReport()
     tell = progress or _silent
 
@@ -85,6 +86,24 @@ def _verify(
         if len(report.problems) < max_problems:
             report.problems.append(Problem(where, what))
 
+    # Blobs first, so each event's images are checked as it is read: a set of 32-byte keys is
+    # all that is kept, not a record of every image every event names.
+    stored_blobs = _check_blobs(store, pixel_hasher, problem, report, tell)
+    _check_cache(store, problem, report)
+    heads, by_seq, undecodable, first_run_started = _check_chains(store, stored_blobs, problem,
+                                                                  report, tell)
+    _check_index(store, by_seq, undecodable, problem)
+    _check_stream_index(store, heads, problem)
+    _check_runs(store, first_run_started, undecodable, problem, report)
+    _check_heads(store, heads, by_seq, undecodable, problem)
+    return report
+
+
+def _check_blobs(store: Recorder, pixel_hasher: Callable[[bytes], bytes] | None,
+                 problem: Callable[[str, str], None], report: VerifyReport,
+                 tell: Callable[[str, int, int], None]) -> set[bytes]:
+    """Every blob's record against its sha256 and, with a ``pixel_hasher``, its pixels against
+    its key; the keys of the blobs stored, for the events' image names."""
     stored_blobs: set[bytes] = set()
     # Decoding every image is most of a verify's time; the decoder and the hash release the GIL,
     # so a thread per core decodes in parallel. A few blobs per thread in flight at most: the
@@ -128,6 +147,12 @@ def _verify(
         while in_flight:
             check_pixels(*in_flight.popleft())
     tell("blobs", report.blobs, report.blobs)
+    return stored_blobs
+
+
+def _check_cache(store: Recorder, problem: Callable[[str, str], None],
+                 report: VerifyReport) -> None:
+    """Every reply-cache entry against its checksum (older entries have none: counted)."""
     for key, record in store.iter_cache_records():
         report.cache_entries += 1
         try:
@@ -137,8 +162,15 @@ def _verify(
                     "again for it)")
             continue
         report.cache_unchecked += not cache_record_checksummed(record)
-    # Blobs first, so each event's images are checked as it is read: a set of 32-byte keys is
-    # all that is kept, not a record of every image every event names.
+
+
+def _check_chains(store: Recorder, stored_blobs: set[bytes],
+                  problem: Callable[[str, str], None], report: VerifyReport,
+                  tell: Callable[[str, int, int], None]):
+    """Every event in log order: it decodes, extends its stream's hash chain at the next
+    position, and names only stored images. What the indexes are checked against after: each
+    stream's head (position, record hash), each seq's (stream, position, record hash), the seqs
+    that did not decode, and each run's first RunStarted seq."""
     heads: dict[str, tuple[int, bytes]] = {}
     last_where: dict[str, str] = {}
     by_seq: dict[int, tuple[str, int, bytes]] = {}
@@ -183,7 +215,12 @@ def _verify(
         by_seq[seq] = (event.traj, event.pos, digest)
     tell("events", report.events, report.events)
     report.streams = len(heads)
+    return heads, by_seq, undecodable, first_run_started
 
+
+def _check_index(store: Recorder, by_seq: dict[int, tuple[str, int, bytes]],
+                 undecodable: set[int], problem: Callable[[str, str], None]) -> None:
+    """The (stream, position) → seq index against the log: one entry per event, each right."""
     indexed = 0
     for traj, pos, seq in store.iter_index():
         indexed += 1
@@ -196,6 +233,11 @@ def _verify(
             problem(f"trajectory {traj} pos {pos}", f"index points to seq {seq} of another event")
     if indexed != len(by_seq) + len(undecodable):
         problem("index", f"{len(by_seq) + len(undecodable)} events but {indexed} index entries")
+
+
+def _check_stream_index(store: Recorder, heads: dict[str, tuple[int, bytes]],
+                        problem: Callable[[str, str], None]) -> None:
+    """The streams index, where the store has one (LMDB), against the log's streams."""
     stream_index = getattr(store, "iter_stream_index", None)
     if stream_index is not None:
         # The streams index picks the chain a read returns and an append extends: every entry
@@ -215,7 +257,12 @@ def _verify(
         if named != len(heads):
             problem("streams index", f"{len(heads)} streams in the log but {named} index "
                     "entries that name their own head")
-    _check_runs(store, first_run_started, undecodable, problem, report)
+
+
+def _check_heads(store: Recorder, heads: dict[str, tuple[int, bytes]],
+                 by_seq: dict[int, tuple[str, int, bytes]], undecodable: set[int],
+                 problem: Callable[[str, str], None]) -> None:
+    """The recorded stream heads against the heads the log's chains end at."""
     recorded_heads = {traj: (pos, digest) for traj, pos, digest in store.iter_heads()}
     for traj in recorded_heads.keys() - heads.keys():
         if not undecodable:  # else its events may be the ones that did not decode
@@ -232,8 +279,6 @@ def _verify(
             problem(f"trajectory {traj} pos {pos} (seq {seq})",
                     "its hash differs from the stream's recorded head: its bytes changed, or "
                     "the head did")
-
-    return report
 
 
 def _silent(_part: str, _done: int, _total: int) -> None:

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -21,11 +22,11 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
-from engine.breaker import EMPTY_KINDS, NO_USAGE
 from engine.commands._store_arg import missing_folder
+from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
-from engine.commands.run_report import RunEnd, report, run_line, stop_reason
+from engine.commands.run_report import RunEnd, report, run_line
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for
 from engine.printable import printable
@@ -51,6 +52,12 @@ class _RunConsole(Console):
 
 
 def run(args: argparse.Namespace) -> int:
+    """``vaot run``: each step refuses what cannot go on before the next has side effects.
+
+    Models and dataset are checked before anything is opened; the store is opened and locked
+    before the run's first line; the lock is held while the jobs run; the summary is printed
+    once the store is closed. The exit status is that of the step that ended the command.
+    """
     console = _RunConsole(stderr=False, highlight=False, emoji=False, soft_wrap=True)
     err = _RunConsole(stderr=True, highlight=False, emoji=False, soft_wrap=True)
     try:
@@ -59,41 +66,14 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
     from engine.ids import run_id_for
-    from engine.run_header import nearest_other_run, run_identity
-    from engine.runner import build_jobs, make_adapters
-    from engine.version import ENGINE_VERSION
-
-    if config.workers > 1 and not args.dry_run:
-        from engine.workers import warm_up
-
-        warm_up()  # the workers' process imports the engine while the dataset is read
-    # Models first: a bad spec or a missing key is reported before a dataset is read.
-    try:
-        adapters = make_adapters(config)
-    except AdapterError as exc:
-        err.print(f"vaot run: {exc}", markup=False)
-        return 2
-    from engine.progress import dataset_progress
+    from engine.run_header import run_identity
+    from engine.runner import build_jobs
 
     try:
-        with dataset_progress(err, config.dataset, enabled=not args.no_progress) as on_row:
-            samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed,
-                                            on_row=on_row)
-    except DatasetError as exc:
+        adapters, samples, skipped = _models_and_samples(config, err, dry_run=args.dry_run,
+                                                         show_progress=not args.no_progress)
+    except _Refused as exc:
         err.print(f"vaot run: {exc}", markup=False)
-        return 2
-    # A few, when the run goes on (all are logged once it starts, beside the store); more when
-    # nothing is usable, as no run starts and no log is written: the terminal is all there is.
-    shown = 5 if samples else 50
-    for row in skipped[:shown]:
-        err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
-    if len(skipped) > shown:
-        log_file = log_path_for(config.store)
-        where = (f" (all listed in {log_file})" if samples and log_file and not args.dry_run
-                 else "")
-        err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
-    if not samples:
-        err.print(f"vaot run: dataset {config.dataset!r} has no usable samples", markup=False)
         return 2
     if args.dry_run:
         from engine.commands.run_plan import print_plan
@@ -116,121 +96,165 @@ def run(args: argparse.Namespace) -> int:
         ours.add(job.traj)
     console.print(run_line(run_id, config, len(samples), len(ours)), markup=False)
     if made is not None:
-        # Made rather than refused (runs/ on a fresh clone, a batch job's new folder), but not
-        # in silence: a mistyped folder would otherwise hold a fresh store no one looks for.
-        # The default store's runs/ is no typo: a new user's first `vaot run` is not told.
-        below = "" if made == Path(config.store).parent else " (with the folders below it)"
-        if config.store != DEFAULT_STORE:
-            err.print(f"note: a new store; the folder {made} did not exist and was made{below}",
-                      markup=False)
-        log.info("store_folder_made", folder=str(made), store=config.store)
-    other = nearest_other_run(config, store, run_id)
-    if other is not None:
-        other_id, diff = other
-        reference_apart = diff[0][0] == "--model"
-        changes = ", ".join(f"{name} ({_short(theirs)} there, {_short(ours_)} here)"
-                            for name, theirs, ours_ in diff)
-        engine_only = all(ours_ == ENGINE_VERSION for _, _, ours_ in diff)
-        if engine_only:
-            # No option gives an engine version back: say what happened, not how to undo it.
-            err.print(f"note: a new run; {config.store} holds run {other_id}, made by "
-                      f"{_short(diff[0][1])} (this is {_short(diff[0][2])}). A run of reference "
-                      "agents alone starts afresh after an engine upgrade, since the engine "
-                      "itself writes their replies; none of its trajectories count here",
-                      markup=False)
-        elif reference_apart:
-            err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
-                      f"it in {changes}: a run of reference agents alone is kept apart (it starts "
-                      "afresh after an engine upgrade), and none of its trajectories count here. "
-                      "To see both in one table, give every model with --model in one command",
-                      markup=False)
-        else:
-            err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
-                      f"it in {changes}, and none of its trajectories count here. To resume that "
-                      "run, give its options back; to keep runs apart on purpose, name them with "
-                      "--run-name", markup=False)
-        log.info("new_run_beside", run_id=run_id, other=other_id,
-                 differs={name: [theirs, ours_] for name, theirs, ours_ in diff})
+        _note_folder_made(err, log, config, made)
+    _note_run_beside(err, log, config, store, run_id)
     log.info("run_start", run_id=run_id, samples=len(samples), skipped=len(skipped),
              models=[m.spec for m in config.models], settings=list(config.settings),
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
-    from engine.gc_tuning import tuned_gc
-    from engine.progress import RunProgress, summary_tables, with_unstarted
+    ran = _run_jobs(console, err, log, config, store, lock, samples, adapters, run_id, ours,
+                    totals, show_progress=not args.no_progress, skipped_rows=len(skipped))
+    if isinstance(ran, int):
+        return ran
+    return _summary(console, err, log, config, run_id, jobs, ours, skipped, ran)
+
+
+def _models_and_samples(config: RunConfig, err: Console, *, dry_run: bool,
+                        show_progress: bool = True):
+    """The run's adapters, its samples and the dataset rows skipped (the first few told).
+
+    Models first: a bad spec or a missing key is reported before a dataset is read.
+
+    Raises:
+        _Refused: a model cannot be made, the dataset cannot be read, or no row is usable.
+    """
+    from engine.runner import make_adapters
+
+    if config.workers > 1 and not dry_run:
+        from engine.workers import warm_up
+
+        warm_up()  # the workers' process imports the engine while the dataset is read
+    try:
+        adapters = make_adapters(config)
+    except AdapterError as exc:
+        raise _Refused(str(exc)) from None
+    from engine.progress import dataset_progress
+
+    try:
+        with dataset_progress(err, config.dataset, enabled=show_progress) as on_row:
+            samples, skipped = load_dataset(config.dataset, limit=config.limit, seed=config.seed,
+                                            on_row=on_row)
+    except DatasetError as exc:
+        raise _Refused(str(exc)) from None
+    _tell_skipped(err, config, skipped, any_usable=bool(samples), dry_run=dry_run)
+    if not samples:
+        raise _Refused(f"dataset {config.dataset!r} has no usable samples")
+    return adapters, samples, skipped
+
+
+def _tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable: bool,
+                  dry_run: bool) -> None:
+    """Tell the first dataset rows skipped at load, and how many more there were.
+
+    A few when the run goes on (all are logged once it starts, beside the store); more when
+    nothing is usable, as no run starts and no log is written: the terminal is all there is.
+    """
+    shown = 5 if any_usable else 50
+    for row in skipped[:shown]:
+        err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
+    if len(skipped) > shown:
+        log_file = log_path_for(config.store)
+        where = (f" (all listed in {log_file})" if any_usable and log_file and not dry_run
+                 else "")
+        err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
+
+
+def _note_folder_made(err: Console, log, config: RunConfig, made: Path) -> None:
+    """Say that the store's folder was made, and log it.
+
+    Made rather than refused (runs/ on a fresh clone, a batch job's new folder), but not in
+    silence: a mistyped folder would otherwise hold a fresh store no one looks for. The default
+    store's runs/ is no typo: a new user's first `vaot run` is not told.
+    """
+    below = "" if made == Path(config.store).parent else " (with the folders below it)"
+    if config.store != DEFAULT_STORE:
+        err.print(f"note: a new store; the folder {made} did not exist and was made{below}",
+                  markup=False)
+    log.info("store_folder_made", folder=str(made), store=config.store)
+
+
+def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -> None:
+    """When the store holds another run that is nearly this one, say how they differ and that
+    its trajectories do not count here: a changed option would otherwise start afresh unseen."""
+    from engine.run_header import nearest_other_run
+    from engine.version import ENGINE_VERSION
+
+    other = nearest_other_run(config, store, run_id)
+    if other is None:
+        return
+    other_id, diff = other
+    reference_apart = diff[0][0] == "--model"
+    changes = ", ".join(f"{name} ({_short(theirs)} there, {_short(ours_)} here)"
+                        for name, theirs, ours_ in diff)
+    engine_only = all(ours_ == ENGINE_VERSION for _, _, ours_ in diff)
+    if engine_only:
+        # No option gives an engine version back: say what happened, not how to undo it.
+        err.print(f"note: a new run; {config.store} holds run {other_id}, made by "
+                  f"{_short(diff[0][1])} (this is {_short(diff[0][2])}). A run of reference "
+                  "agents alone starts afresh after an engine upgrade, since the engine "
+                  "itself writes their replies; none of its trajectories count here",
+                  markup=False)
+    elif reference_apart:
+        err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
+                  f"it in {changes}: a run of reference agents alone is kept apart (it starts "
+                  "afresh after an engine upgrade), and none of its trajectories count here. "
+                  "To see both in one table, give every model with --model in one command",
+                  markup=False)
+    else:
+        err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
+                  f"it in {changes}, and none of its trajectories count here. To resume that "
+                  "run, give its options back; to keep runs apart on purpose, name them with "
+                  "--run-name", markup=False)
+    log.info("new_run_beside", run_id=run_id, other=other_id,
+             differs={name: [theirs, ours_] for name, theirs, ours_ in diff})
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Ran:
+    """What the summary needs of a run that was not broken off (a Ctrl-C may have stopped it)."""
+
+    records: list
+    """The log's records of the command's trajectories, those not started yet left out."""
+    calls: int
+    started: float
+    """``time.monotonic()`` when the jobs started: the summary's wall time counts from it."""
+    interrupted: bool
+    terminated: _SigtermStops
+    spent: float | None
+    """With --max-cost: what the run's replies have cost."""
+    session_failures: list
+    stopped: list
+    """Models that cannot be used, in the order they were stopped."""
+
+
+def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapters,
+              run_id: str, ours: set[str], totals: dict[str, int],
+              *, show_progress: bool, skipped_rows: int = 0) -> _Ran | int:
+    """Run the jobs with the store's lock held and the progress bars drawn, and read back what
+    the log holds of them; the exit status instead when the run broke off or was stopped while
+    its log was read.
+
+    The store and its lock are closed here, before the summary is printed: every write is
+    durable by then.
+    """
+    from engine.progress import RunProgress
     from engine.runner import first_error
     from engine.runtime import SampleChangedError
-    from engine.workers import WorkerError, run_in_workers
+    from engine.workers import WorkerError
 
     started = time.monotonic()
     started_at = time.time()  # Step events are stamped with the wall clock
-    interrupted = False
-    spent: float | None = None  # with --max-cost: what the run's replies have cost
     stopped: list = []  # models that cannot be used, in the order they were stopped
     session_failures: list = []
     terminated = _SigtermStops()
     with lock, store, terminated:
         try:
-            with RunProgress(console, totals, enabled=not args.no_progress) as progress:
-                def on_outcome(job, outcome):
-                    progress.update(job, outcome)
-                    if outcome.status == "failed" and not outcome.skipped:
-                        session_failures.append((job, outcome))
-                    if outcome.status == "failed":
-                        log.warning("trajectory_failed", traj=job.traj, model=job.model,
-                                    setting=job.setting, sample=job.sample.id, error=outcome.error)
-
-                told: set[tuple[str, str]] = set()
-
-                def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
-                    if kind == NO_USAGE:  # a reply, not a fault: said once per model
-                        if (model, kind) not in told:
-                            told.add((model, kind))
-                            log.warning("no_token_counts", model=model, message=message)
-                            err.print(f"{printable(message)} (said once for this model)",
-                                      markup=False)
-                        return
-                    # Every fault to the log; the first of each kind to the terminal, at once:
-                    # a wrong URL or key shows in seconds, not when every retry has run out.
-                    log.warning("call_fault", model=model, kind=kind, message=message,
-                                retried=retried)
-                    if (model, kind) not in told:
-                        told.add((model, kind))
-                        named = printable(message if message.startswith(f"{model}:") else (
-                            f"{model}: {message}"))  # a server's words
-                        if kind in EMPTY_KINDS:  # a reply, recorded as its step
-                            err.print(f"{named} (the first such reply; each is recorded as an "
-                                      "empty step)", markup=False)
-                            return
-                        then = "retrying within bounds" if retried else "not retried"
-                        err.print(f"{named} (first '{kind}' fault: {then}; every fault is "
-                                  "recorded)", markup=False)
-
-                def on_stop(model) -> None:
-                    # At once: the run goes on with the other models, perhaps for hours.
-                    stopped.append(model)
-                    rest = ("the run goes on without it" if len(stopped) < len(config.models)
-                            else "no model is left, so the run ends")
-                    err.print(f"stopped {model.model}: {stop_reason(model)}; {rest}",
-                              markup=False)
-
-                try:
-                    with tuned_gc():
-                        if config.workers > 1:
-                            result = run_in_workers(config, store, samples,
-                                                    on_outcome=on_outcome, on_fault=on_fault,
-                                                    on_stop=on_stop, skipped_rows=len(skipped))
-                        else:
-                            result = asyncio.run(_run(config, store, samples, adapters,
-                                                      on_outcome, on_fault, on_stop, terminated,
-                                                      len(skipped)))
-                    spent = result.spent
-                except KeyboardInterrupt:
-                    interrupted = True
-                except asyncio.CancelledError:
-                    if not terminated.seen:
-                        raise
-                    interrupted = True  # a SIGTERM with SIGINT ignored cancelled the main task
+            with RunProgress(console, totals, enabled=show_progress) as progress:
+                on_outcome, on_fault, on_stop = callbacks(err, log, config, progress,
+                                                          session_failures, stopped)
+                spent, interrupted = _run_all(config, store, samples, adapters, on_outcome,
+                                              on_fault, on_stop, terminated, skipped_rows)
                 # Read before the bars close: a stop leaves the last trajectories' ends queued,
                 # committed only by the sync here, after their outcomes could be told; the
                 # bars' last drawing counted one or two fewer than the table under them.
@@ -262,26 +286,65 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
+    return _Ran(records=records, calls=max(calls_seen[0], progress.calls), started=started,
+                interrupted=interrupted, terminated=terminated, spent=spent,
+                session_failures=session_failures, stopped=stopped)
+
+
+def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, on_stop,
+             terminated: _SigtermStops, skipped_rows: int = 0) -> tuple[float | None, bool]:
+    """Run every job, in worker processes or on this process's event loop; what the replies
+    cost (with --max-cost) and whether a Ctrl-C or SIGTERM stopped the run, which is no error:
+    the summary is printed for what was done."""
+    from engine.gc_tuning import tuned_gc
+    from engine.workers import run_in_workers
+
+    try:
+        with tuned_gc():
+            if config.workers > 1:
+                result = run_in_workers(config, store, samples,
+                                        on_outcome=on_outcome, on_fault=on_fault,
+                                        on_stop=on_stop, skipped_rows=skipped_rows)
+            else:
+                result = asyncio.run(_run(config, store, samples, adapters,
+                                          on_outcome, on_fault, on_stop, terminated,
+                                          skipped_rows))
+        return result.spent, False
+    except KeyboardInterrupt:
+        return None, True
+    except asyncio.CancelledError:
+        if not terminated.seen:
+            raise
+        return None, True  # a SIGTERM with SIGINT ignored cancelled the main task
+
+
+def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[str],
+             skipped: list, ran: _Ran) -> int:
+    """Print the tables and the lines under them; the run's exit status.
+
+    A SIGTERM here stops the report as a Ctrl-C does (the resume hint said, the end logged);
+    without the handler held again, it killed the process at once.
+    """
+    from engine.progress import summary_tables, with_unstarted
+
     end: RunEnd | None = None
-    # Held again: a SIGTERM during the report stops it as a Ctrl-C does (the resume hint said,
-    # the end logged); it killed the process at once there.
-    with terminated:
+    with ran.terminated:
         try:
             # Those not started yet are open too: the table covers the same trajectories as
             # the counts.
-            records = with_unstarted(records, jobs)
-            wall = time.monotonic() - started
+            records = with_unstarted(ran.records, jobs)
+            wall = time.monotonic() - ran.started
             for table in summary_tables(records, list(config.settings),
                                         [m.spec for m in config.models]):
                 console.print(table)
             end = RunEnd(
                 run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
-                calls=max(calls_seen[0], progress.calls), session_failures=session_failures,
-                stopped=stopped, interrupted=interrupted, terminated=terminated.seen,
-                spent=spent)
+                calls=ran.calls, session_failures=ran.session_failures,
+                stopped=ran.stopped, interrupted=ran.interrupted, terminated=ran.terminated.seen,
+                spent=ran.spent)
             return report(console, err, log, config, end)
         except KeyboardInterrupt:
-            return _report_interrupted(err, log, config, run_id, terminated.seen,
+            return _report_interrupted(err, log, config, run_id, ran.terminated.seen,
                                        logged=end is not None and end.logged)
 
 

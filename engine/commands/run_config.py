@@ -48,18 +48,41 @@ def _check_config_keys(raw: dict, path: str) -> None:
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
-    for flag in ("config", "base_url", "api_key_env", "dialect"):
-        # An empty value is an unset shell variable (--base-url "$URL"), not "the default":
-        # dropped, it would send the run to the provider's own API, or read no config file.
-        value = getattr(args, flag)
-        if value is not None and not value.strip():
-            raise ConfigError(f"--{flag.replace('_', '-')}: empty; give a value, or leave the "
-                              "flag out")
+    """The run's configuration: the ``--config`` file's options, the flags given over them.
+
+    Raises:
+        ConfigError: a value is missing, wrong or in the wrong place; said as the user wrote
+            it (the flag, or the file's key and line).
+    """
+    _refuse_empty_values(args)
     raw: dict = load_toml(args.config) if args.config else {}
     if args.config:
         _check_config_keys(raw, args.config)
     in_file = set(raw)  # the options the file sets (a flag given overrides one)
     models = raw.pop("models", None)
+    _put_flags(args, raw, in_file)
+    tables, model_tables = _model_tables(args, models)
+    api_tables = [t for t in model_tables if not str(t.get("spec", "")).startswith("reference:")]
+    _refuse_api_options_of_reference_agents(args, tables, model_tables, api_tables)
+    _put_model_flags(args, api_tables)
+    raw["models"] = model_tables
+    config = _converted(args, raw, in_file, tables, model_tables)
+    return _validated(args, config, in_file, tables)
+
+
+def _refuse_empty_values(args: argparse.Namespace) -> None:
+    """An empty value is an unset shell variable (--base-url "$URL"), not "the default":
+    dropped, it would send the run to the provider's own API, or read no config file."""
+    for flag in ("config", "base_url", "api_key_env", "dialect"):
+        value = getattr(args, flag)
+        if value is not None and not value.strip():
+            raise ConfigError(f"--{flag.replace('_', '-')}: empty; give a value, or leave the "
+                              "flag out")
+
+
+def _put_flags(args: argparse.Namespace, raw: dict, in_file: set[str]) -> None:
+    """The run-wide flags given, over the file's options in ``raw``; what they override is no
+    longer ``in_file`` (an error in it is the flag's, not the file's)."""
     flags = {
         "dataset": args.dataset, "store": args.store, "limit": args.limit,
         "concurrency": args.concurrency, "workers": args.workers, "max_steps": args.max_steps,
@@ -73,7 +96,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         "retry_failed": args.retry_failed or None,
     }
     raw.update({k: v for k, v in flags.items() if v is not None})
-    in_file -= {k for k, v in flags.items() if v is not None}
+    in_file.difference_update(k for k, v in flags.items() if v is not None)
     if args.settings is not None:
         in_file.discard("settings")
     if args.models or args.base_url or args.api_key_env or args.dialect or args.convention:
@@ -82,6 +105,11 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
     if args.settings is not None:  # "" is a mistake to report, not "all settings"
         raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
+
+
+def _model_tables(args: argparse.Namespace, models: object) -> tuple[list[dict], list[dict]]:
+    """The file's model tables (a spec alone made a table), and those of the models that run:
+    the --model ones, else the file's, else the demo's reference agents."""
     if models is not None and (not isinstance(models, list)
                                or not all(isinstance(m, dict | str) for m in models)):
         shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"
@@ -101,7 +129,14 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         model_tables = tables
     else:
         model_tables = [{"spec": spec} for spec in DEMO_MODELS]
-    api_tables = [t for t in model_tables if not str(t.get("spec", "")).startswith("reference:")]
+    return tables, model_tables
+
+
+def _refuse_api_options_of_reference_agents(args: argparse.Namespace, tables: list[dict],
+                                            model_tables: list[dict],
+                                            api_tables: list[dict]) -> None:
+    """Refuse an option of the models called through an API given for the reference agents,
+    as a flag when no other model runs, or in a reference agent's table."""
     if not api_tables:
         # The reference agents run in-process and write their own format: these flags would
         # be dropped without a word (a forgotten --model), or break the control (a dialect).
@@ -127,6 +162,11 @@ def config_from(args: argparse.Namespace) -> RunConfig:
                               f"{', '.join(ignored)}: only models called through an API use "
                               f"{'it' if len(ignored) == 1 else 'them'}; the reference agents "
                               "run in-process and write their own format")
+
+
+def _put_model_flags(args: argparse.Namespace, api_tables: list[dict]) -> None:
+    """The per-model flags given, into the tables of the models called through an API (over
+    what the file says); one that no model of the run can take is refused, not ignored."""
     for table in api_tables:  # a flag given overrides what the config says
         if args.base_url:
             table["base_url"] = args.base_url
@@ -153,9 +193,14 @@ def config_from(args: argparse.Namespace) -> RunConfig:
                               "in-process); name one with --model")
         for table in api_tables:  # a model that cannot use them is refused when validated
             table["native_tools"] = True
-    raw["models"] = model_tables
+
+
+def _converted(args: argparse.Namespace, raw: dict, in_file: set[str], tables: list[dict],
+               model_tables: list[dict]) -> RunConfig:
+    """``raw`` as a RunConfig, a wrong type or unknown key said where it was written (the
+    file's key and line, or a [[models]] table) rather than as msgspec's path."""
     try:
-        config = msgspec.convert(raw, RunConfig)
+        return msgspec.convert(raw, RunConfig)
     except msgspec.ValidationError as exc:
         what = str(exc).split(" - at ")[0]
         table = re.search(r"at `\$\.models\[(\d+)\](?:\.(\w+))?", str(exc))
@@ -182,6 +227,12 @@ def config_from(args: argparse.Namespace) -> RunConfig:
                               f"{what}") from None
         where = f" in {args.config}" if args.config else ""
         raise ConfigError(f"bad configuration{where}: {exc}") from None
+
+
+def _validated(args: argparse.Namespace, config: RunConfig, in_file: set[str],
+               tables: list[dict]) -> RunConfig:
+    """``config`` as :meth:`RunConfig.validate` checks it, its error said where the value
+    was written."""
     try:
         return config.validate()
     except ConfigError as exc:
