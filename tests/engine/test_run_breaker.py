@@ -349,6 +349,7 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
         def __init__(self) -> None:
             self.calls = 0
             self.all_asked = asyncio.Event()  # the four first calls are all on the wire
+            self.model_stopped = asyncio.Event()  # set by the run's on_stop hook
 
         async def generate(self, request):
             self.calls += 1
@@ -359,7 +360,12 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
             if mine <= 3:
                 raise ModelCallError("openai:m: not authorised (HTTP 401)", retry="no",
                                      kind="auth", status=401)
-            await asyncio.sleep(0.3)
+            # The reply comes back once the stop has happened, not after a fixed 0.3 s: the
+            # three rejections are judged only after their trajectories' writes settle, which
+            # on a loaded host can outlast any fixed wait, and a reply that arrives first
+            # tells the breaker the model works (no stop, and the trajectory asks again). The
+            # ceiling only bounds a hang should the stop never come.
+            await asyncio.wait_for(self.model_stopped.wait(), 60)
             return ModelReply(text="Step 1 (Text): Looking at the image.", usage=Usage(5, 5))
 
         async def aclose(self) -> None:
@@ -371,7 +377,8 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
     samples, _ = load_dataset(config.dataset, limit=config.limit)
     adapter = RejectsThreeThenSlow()
     with open_run_store(config.store) as store:
-        result = await run_jobs(config, store, samples, adapters={"openai:m": adapter})
+        result = await run_jobs(config, store, samples, adapters={"openai:m": adapter},
+                                on_stop=lambda _stopped: adapter.model_stopped.set())
         events = [stored.event for stored in store.iter_events()]
     assert [m.model for m in result.stopped] == ["openai:m"] and result.stopped[0].count == 3
     assert adapter.calls == 4  # the slow one's reply ends its asking
