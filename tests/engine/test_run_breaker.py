@@ -61,7 +61,8 @@ def _finishes_after_the_fix(store: Path, log: Path, *extra: str) -> None:
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_an_unreachable_endpoint_stops_the_run_and_a_rerun_finishes_it(tmp_path, workers) -> None:
     store = tmp_path / "run.lmdb"
-    typo = _run(store, f"http://127.0.0.1:{closed_port()}/v1", "--workers", workers)
+    with closed_port() as port:
+        typo = _run(store, f"http://127.0.0.1:{port}/v1", "--workers", workers)
     assert typo.returncode == 1, typo.stdout + typo.stderr
     assert "stopped: openai:fake-model cannot be used as configured" in typo.stderr, typo.stderr
     assert "'connect' on 3 trajectories in a row" in typo.stderr
@@ -298,7 +299,8 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
             timeout=120,
         )  # fmt: skip
 
-    dead = both(f"http://127.0.0.1:{closed_port()}/v1")
+    with closed_port() as port:
+        dead = both(f"http://127.0.0.1:{port}/v1")
     assert dead.returncode == 1, dead.stdout + dead.stderr
     said = dead.stderr.splitlines()
     assert any(line.startswith("stopped openai:fake-model: cannot connect")
@@ -316,7 +318,8 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
     # fewer when no other call of it was left running) are now recorded as failed ("failed so
     # before"); the others' faults came after the stop, so they count afresh and stop it
     # again, rather than a flood of failed trajectories.
-    again = both(f"http://127.0.0.1:{closed_port()}/v1")
+    with closed_port() as port:
+        again = both(f"http://127.0.0.1:{port}/v1")
     assert again.returncode == 1 and "stopped: openai:fake-model" in again.stderr, again.stderr
     last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
     failed = [t for t, f in last.items() if f.status == "failed"]
