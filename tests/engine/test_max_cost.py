@@ -131,14 +131,28 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
 
 
 class FailsFirst(FixedUsage):
-    """The first call fails for good (a refused connection) a little after the others."""
+    """The first call fails for good (a refused connection) once the two others have been
+    answered, and so paid for: FixedUsage answers without awaiting, and the driver pays for a
+    reply in the same turn it gets it.
+
+    It used to fail 0.3 s after it began: a bet that the others are answered by then. Were
+    they not (their trajectories slow to reach their calls on a loaded host), their replies,
+    not the cap, would decide the breaker's wait, and the test would pass without testing the
+    cap. Waiting for them makes the order the test needs hold by construction."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.others_answered = asyncio.Event()
 
     async def generate(self, request: ModelRequest) -> ModelReply:
         if self.calls == 0:
             self.calls += 1
-            await asyncio.sleep(0.3)
+            await asyncio.wait_for(self.others_answered.wait(), 60)  # a ceiling on a hang
             raise ModelCallError("connection refused", retry="no", kind="connect")
-        return await super().generate(request)
+        reply = await super().generate(request)
+        if self.calls == 3:
+            self.others_answered.set()
+        return reply
 
 
 async def test_a_trajectory_waiting_for_the_breaker_is_decided_when_the_cap_stops_the_run(

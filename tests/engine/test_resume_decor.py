@@ -58,10 +58,14 @@ async def test_resumed_trajectory_does_not_draw_decor_twice(tmp_path) -> None:
     with open_store(resumed.store) as store:
         first = asyncio.create_task(run_jobs(resumed, store, samples,
                                              adapters={SPEC: StopsAtStep2("decor", SCRIPT)}))
-        for _ in range(500):
+        # Cancelled once every trajectory's step 1 is committed. The wait used to end after 500
+        # polls (about 5 s) whether or not they were: on a loaded host the run was cancelled
+        # before any step, nothing was resumed, and the test passed without testing a resume.
+        deadline = asyncio.get_running_loop().time() + 60
+        while sum(isinstance(e.event, Step) for e in store.iter_events()) < len(samples):
+            assert not first.done(), first
+            assert asyncio.get_running_loop().time() < deadline, "no step 1 within 60 s"
             await asyncio.sleep(0.01)
-            if sum(isinstance(e.event, Step) for e in store.iter_events()) == len(samples):
-                break
         first.cancel()
         await asyncio.gather(first, return_exceptions=True)
         # A new run_jobs has a new, empty state cache: what a new process would start with.

@@ -61,7 +61,8 @@ def _finishes_after_the_fix(store: Path, log: Path, *extra: str) -> None:
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_an_unreachable_endpoint_stops_the_run_and_a_rerun_finishes_it(tmp_path, workers) -> None:
     store = tmp_path / "run.lmdb"
-    typo = _run(store, f"http://127.0.0.1:{closed_port()}/v1", "--workers", workers)
+    with closed_port() as port:
+        typo = _run(store, f"http://127.0.0.1:{port}/v1", "--workers", workers)
     assert typo.returncode == 1, typo.stdout + typo.stderr
     assert "stopped: openai:fake-model cannot be used as configured" in typo.stderr, typo.stderr
     assert "'connect' on 3 trajectories in a row" in typo.stderr
@@ -298,7 +299,8 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
             timeout=120,
         )  # fmt: skip
 
-    dead = both(f"http://127.0.0.1:{closed_port()}/v1")
+    with closed_port() as port:
+        dead = both(f"http://127.0.0.1:{port}/v1")
     assert dead.returncode == 1, dead.stdout + dead.stderr
     said = dead.stderr.splitlines()
     assert any(line.startswith("stopped openai:fake-model: cannot connect")
@@ -316,7 +318,8 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
     # fewer when no other call of it was left running) are now recorded as failed ("failed so
     # before"); the others' faults came after the stop, so they count afresh and stop it
     # again, rather than a flood of failed trajectories.
-    again = both(f"http://127.0.0.1:{closed_port()}/v1")
+    with closed_port() as port:
+        again = both(f"http://127.0.0.1:{port}/v1")
     assert again.returncode == 1 and "stopped: openai:fake-model" in again.stderr, again.stderr
     last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
     failed = [t for t, f in last.items() if f.status == "failed"]
@@ -349,6 +352,7 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
         def __init__(self) -> None:
             self.calls = 0
             self.all_asked = asyncio.Event()  # the four first calls are all on the wire
+            self.model_stopped = asyncio.Event()  # set by the run's on_stop hook
 
         async def generate(self, request):
             self.calls += 1
@@ -359,7 +363,12 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
             if mine <= 3:
                 raise ModelCallError("openai:m: not authorised (HTTP 401)", retry="no",
                                      kind="auth", status=401)
-            await asyncio.sleep(0.3)
+            # The reply comes back once the stop has happened, not after a fixed 0.3 s: the
+            # three rejections are judged only after their trajectories' writes settle, which
+            # on a loaded host can outlast any fixed wait, and a reply that arrives first
+            # tells the breaker the model works (no stop, and the trajectory asks again). The
+            # ceiling only bounds a hang should the stop never come.
+            await asyncio.wait_for(self.model_stopped.wait(), 60)
             return ModelReply(text="Step 1 (Text): Looking at the image.", usage=Usage(5, 5))
 
         async def aclose(self) -> None:
@@ -371,7 +380,8 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
     samples, _ = load_dataset(config.dataset, limit=config.limit)
     adapter = RejectsThreeThenSlow()
     with open_run_store(config.store) as store:
-        result = await run_jobs(config, store, samples, adapters={"openai:m": adapter})
+        result = await run_jobs(config, store, samples, adapters={"openai:m": adapter},
+                                on_stop=lambda _stopped: adapter.model_stopped.set())
         events = [stored.event for stored in store.iter_events()]
     assert [m.model for m in result.stopped] == ["openai:m"] and result.stopped[0].count == 3
     assert adapter.calls == 4  # the slow one's reply ends its asking

@@ -116,7 +116,8 @@ def test_a_verdict_after_a_finish_leaves_it_finished() -> None:
 
 
 def test_the_first_fault_of_each_kind_is_told_at_once(tmp_path) -> None:
-    done = _run(tmp_path / "run.lmdb", f"http://127.0.0.1:{closed_port()}/v1", "--workers", "2")
+    with closed_port() as port:
+        done = _run(tmp_path / "run.lmdb", f"http://127.0.0.1:{port}/v1", "--workers", "2")
     assert done.returncode == 1
     told = [line for line in done.stderr.splitlines() if "first 'connect' fault" in line]
     assert len(told) == 1 and told[0].startswith("openai:fake-model: cannot connect"), done.stderr

@@ -118,10 +118,11 @@ def test_the_cost_lines_cover_the_trajectories_of_the_table(tmp_path) -> None:
 def test_trajectories_not_started_are_open_in_the_table(tmp_path) -> None:
     # A model that cannot be reached is stopped after three trajectories in a row; the other
     # five were never started, and are as unfinished as those three.
-    done = _vaot("run", "--model", "openai:fake-model", "--base-url",
-                 f"http://127.0.0.1:{closed_port()}/v1", "--dataset", "synthetic:2", "--limit",
-                 "8", "--settings", "cot", "--max-attempts", "1", "--concurrency", "1",
-                 "--store", str(tmp_path / "run.lmdb"), "--no-progress")
+    with closed_port() as port:
+        done = _vaot("run", "--model", "openai:fake-model", "--base-url",
+                     f"http://127.0.0.1:{port}/v1", "--dataset", "synthetic:2", "--limit", "8",
+                     "--settings", "cot", "--max-attempts", "1", "--concurrency", "1",
+                     "--store", str(tmp_path / "run.lmdb"), "--no-progress")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "trajectories 0/8 finished" in done.stdout
     rows = [line for line in done.stdout.splitlines() if line.startswith("│")]

@@ -35,8 +35,16 @@ def fake_server_process(provider: str, *args: str) -> Iterator[int]:
             proc.wait(timeout=30)
 
 
-def closed_port() -> int:
-    """A local port nothing listens on (bound, then released): a typo'd base URL."""
+@contextlib.contextmanager
+def closed_port() -> Iterator[int]:
+    """A local port nothing listens on, for the block: a typo'd base URL.
+
+    Bound and held, never listening, so every connection to it is refused. Released at once (as
+    before), the port was free again for the test's whole run: a fake server of a test running
+    beside it, bound to port 0, could be given it, and the "closed" endpoint answered. While a
+    socket holds it, no other bind gets it, nor does a connect pick it as its own port (a
+    connection to itself would succeed).
+    """
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        yield sock.getsockname()[1]

@@ -65,3 +65,19 @@ async def test_subprocess_server(provider, keys, tmp_path) -> None:
     assert KEYS[provider] not in dumped  # auth headers are masked in what the server reports
     assert "sha256:" in dumped  # image payloads are summarised, not repeated
     assert len(log.read_text().splitlines()) == 2
+
+
+def test_a_closed_port_is_refused_and_given_to_no_one_else_while_held() -> None:
+    # The "typo'd base URL" of the breaker and summary tests: released as soon as it was picked,
+    # the port could go to a fake server of a test running beside them, which then answered.
+    import errno
+    import socket
+
+    from tests.fakes.process import closed_port
+
+    with closed_port() as port:
+        with socket.socket() as other, pytest.raises(OSError) as taken:
+            other.bind(("127.0.0.1", port))
+        assert taken.value.errno == errno.EADDRINUSE
+        with socket.socket() as client, pytest.raises(ConnectionRefusedError):
+            client.connect(("127.0.0.1", port))
