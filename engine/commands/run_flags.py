@@ -171,7 +171,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the trajectories that ended failed in an earlier invocation "
                    "(say, after fixing a base URL or a key); their failure stays in the log")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars: neither the bars per setting nor the line that "
+                   "counts the dataset's rows while it loads")
     p.add_argument("--dry-run", action="store_true",
                    help="check the options, dataset and keys, then print what the run would "
                    "do and exit: its id, how far the store already got with it, each model's "
