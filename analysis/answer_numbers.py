@@ -71,6 +71,8 @@ def _truth_number(text: str | None) -> float | None:
 _MEASURE = re.compile(rf"({_DECIMAL})\s*({_UNITISH})")
 # Each number of an answer with the word written after it ("3 m", "45°", "5 dogs").
 _NUMBER_AND_WORD = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(°|%|[a-zµ]+)?")
+# The word written after a number word ("three cats", "three"): as after digits.
+_WORD_AFTER = re.compile(r"\s*(°|%|[a-zµ]+)?")
 
 
 _UNIT_WORDS = frozenset({
@@ -109,6 +111,9 @@ def _same_measure(given: str, expected: str) -> bool:
     # unit anywhere ("It is 3 m"); other words after it are the reason ("3 cm, since 3 is …").
     words = {_unit(m.group(2)) for m in _NUMBER_AND_WORD.finditer(given)
              if abs(_as_float(m.group(1)) - value) < 1e-9}
+    if not words:  # the number in words ("three cats"), read as the answer's digits would be
+        words = {_unit(_WORD_AFTER.match(given, m.end()).group(1))
+                 for m in _NUMBER_WORD.finditer(given) if _truth_number(m.group()) == value}
     return bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
 
 

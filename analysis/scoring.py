@@ -377,8 +377,16 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
             picked = _picked(given, options)
         if picked is not None:
             return picked == truth_at
-        return _same_value(given, expected) or _same_measure(hedged, expected)
+        return _same_value(given, expected) or (
+            _same_measure(hedged, expected) and _measure_of_one_option(hedged, truth_at, options))
     return _without_choices(hedged, expected) or _without_choices(given, expected)
+
+
+def _measure_of_one_option(given: str, truth_at: int, options: list[_Option]) -> bool:
+    """Whether the true option is the only one whose measure or count ("3 cats", "3 cm") the
+    answer's number meets: with "3 cats" and "3 dogs" both offered, "3" picks neither."""
+    met = [i for i, option in enumerate(options) if _same_measure(given, option.text)]
+    return met == [truth_at]
 
 
 def _leads_with_option(text: str, options: list[_Option]) -> bool:

@@ -86,6 +86,12 @@ async def drive_trajectory(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, Pe
         rt.breaker.leave(job.model)
 
 
+# Finish reasons that say a reply ended normally: the adapters' "stop", and the words some
+# OpenAI-compatible servers pass on unmapped (TGI's "eos_token", an Anthropic-style
+# "end_turn"), whose servers are the likeliest to put the text in a field of their own.
+_ENDED_NORMALLY = frozenset({"stop", "", "eos", "eos_token", "end_turn", "stop_sequence"})
+
+
 async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrites]:
     store = rt.store
     state = TrajectoryState.from_events(job.traj, store.read_trajectory(job.traj))
@@ -306,7 +312,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             # Ended, not cut short, with nothing in it: paid for and teaching nothing, and if
             # every reply is so (a server that puts the text in another field), stopped too.
             why = f"no text (finish_reason {reply.finish_reason!r})"
-            if reply.finish_reason in ("stop", ""):
+            if reply.finish_reason in _ENDED_NORMALLY:
                 # Said to have ended normally: then the text went somewhere else. Another
                 # reason (Gemini's malformed_function_call, say) is the provider's own account.
                 why += ("; its server may put the text in another field, or the model may need "

@@ -281,14 +281,16 @@ def classify_status(
             return ModelCallError(f"{where}: " + text.format(status=status, detail=said_so),
                                   retry="no", kind=kind, status=status)
     no_wait_cures = _quota_no_wait_cures(body[:65536]) if status == 429 else None
+    # The text goes on after the detail with its own sentence: no ".." between them.
+    said_so = detail.rstrip().removesuffix(".")
     if no_wait_cures == "none":
         return ModelCallError(
             f"{where}: the key's tier has no quota for this model (HTTP 429, limit 0): "
-            f"{detail}. No wait cures it; enable billing for the key's project, or use a "
+            f"{said_so}. No wait cures it; enable billing for the key's project, or use a "
             "model its tier serves", retry="no", kind="quota", status=status)
     if no_wait_cures == "daily":
         return ModelCallError(
-            f"{where}: the daily request quota is used up (HTTP 429): {detail}. It resets once "
+            f"{where}: the daily request quota is used up (HTTP 429): {said_so}. It resets once "
             "a day (Gemini: midnight Pacific time); rerun then, or raise the quota",
             retry="no", kind="quota", status=status)
     if "model_not_found" in codes:  # OpenAI says so with a 403 or a 404, not only a 404

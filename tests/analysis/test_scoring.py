@@ -451,6 +451,19 @@ def test_reasoning_before_a_final_marker_does_not_change_the_answer(texts, data)
     ("4", "3 cats", (), False),
     ("3", "3 dozen", (), False),  # a scale, not a noun: 36
     ("3", "3 thousand", (), False),
+    # The number in words, as "three" meets the truth "3".
+    ("three", "3 cats", (), True),
+    ("Three cats.", "3 cats", (), True),
+    ("three dogs", "3 cats", (), False),
+    ("thirteen cats", "3 cats", (), False),
+    ("three", "3 cm", (), True),
+    ("three meters", "3 cm", (), False),
+    # A number two options share picks neither of them.
+    ("3", "3 cats", ("3 cats", "3 dogs"), False),
+    ("3", "3 dogs", ("3 cats", "3 dogs"), False),
+    ("3", "3 cm", ("3 cm", "3 m"), False),
+    ("3", "3 cats", ("3 cats", "4 cats"), True),
+    ("3 cats", "3 cats", ("3 cats", "3 dogs"), True),
     ("−5", "-5", (), True),  # the minus sign
     ("Therefore, the answer is 3.", "3", (), True),
     ("The correct answer is (B).", "B", ("cat", "dog"), True),

@@ -269,6 +269,8 @@ def test_the_cli_stops_a_model_whose_replies_end_with_no_text(tmp_path) -> None:
     ("gemini", "v1beta", "STOP", "no text (finish_reason 'stop')"),
     ("gemini", "v1beta", "MALFORMED_FUNCTION_CALL",
      "no text (finish_reason 'malformed_function_call')"),
+    # An OpenAI-compatible server's own word for a normal end (TGI's): ended normally too.
+    ("openai", "v1", "eos_token", "no text (finish_reason 'eos_token')"),
 ])
 def test_empty_replies_of_every_provider_are_empty_steps_paid_once(
         tmp_path, provider, path, finish, said) -> None:
@@ -280,7 +282,7 @@ def test_empty_replies_of_every_provider_are_empty_steps_paid_once(
     assert f"stopped {provider}:fake-silent: replies " in done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr
     # The guess that the text went elsewhere is for a reply that says it ended normally.
-    assert ("another field" in done.stderr) == (finish in ("STOP", "end_turn"))
+    assert ("another field" in done.stderr) == (finish in ("STOP", "end_turn", "eos_token"))
     with open_store(store, create=False) as opened:
         events = [s.event for s in opened.iter_events()]
     steps = [e for e in events if isinstance(e, Step)]

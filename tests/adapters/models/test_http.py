@@ -293,6 +293,7 @@ def test_a_daily_quota_429_is_no_rate_limit() -> None:
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}]}})
     error = classify(429, body)
     assert (error.retry, error.kind) == ("no", "quota") and "daily request quota" in str(error)
+    assert "current quota. It resets" in str(error)  # the server's full stop, not a second one
     per_minute = body.replace(b"PerDay", b"PerMinute")
     assert (classify(429, per_minute).retry, classify(429, per_minute).kind) == (
         "rate_limit", "http_429")
@@ -314,6 +315,7 @@ def test_a_quota_of_zero_is_no_rate_limit(violation) -> None:
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "45s"}]}})
     error = classify(429, body)
     assert (error.retry, error.kind) == ("no", "quota") and "limit 0" in str(error)
+    assert "45.5s. No wait cures it" in str(error)  # the server's full stop, not a second one
     # A quota of 20 per minute used up is a rate limit: a wait cures it.
     some = body.replace(b'"0"', b'"20"').replace(b"limit: 0,", b"limit: 20,")
     assert (classify(429, some).retry, classify(429, some).retry_after) == ("rate_limit", 45.0)
