@@ -213,7 +213,11 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
 )
 
 
-_NO_LIMIT = re.compile(r"\blimit: 0(?![\d.])")
+# Gemini lists each quota exceeded as "…, limit: 0, model: …": the list's own field, not any
+# "limit: 0" a sentence may hold ("remaining limit: 0" would say nothing of the tier).
+_NO_LIMIT = re.compile(r"(?:^|,)[ \t]*limit: 0(?![\d.])", re.MULTILINE)
+# The server's own advice to wait, quoted in a stop that says no wait cures it.
+_RETRY_IN = re.compile(r"\s*Please retry in [\d.]+\s*m?s\b\.?", re.IGNORECASE)
 
 
 def _quota_no_wait_cures(body: bytes) -> str | None:
@@ -281,8 +285,9 @@ def classify_status(
             return ModelCallError(f"{where}: " + text.format(status=status, detail=said_so),
                                   retry="no", kind=kind, status=status)
     no_wait_cures = _quota_no_wait_cures(body[:65536]) if status == 429 else None
-    # The text goes on after the detail with its own sentence: no ".." between them.
-    said_so = detail.rstrip().removesuffix(".")
+    # The text goes on after the detail with its own sentence: no ".." between them. A quota
+    # no wait cures drops the server's "Please retry in 21.5s", which would contradict it.
+    said_so = (_RETRY_IN.sub("", detail) if no_wait_cures else detail).rstrip().removesuffix(".")
     if no_wait_cures == "none":
         return ModelCallError(
             f"{where}: the key's tier has no quota for this model (HTTP 429, limit 0): "

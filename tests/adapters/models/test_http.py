@@ -315,10 +315,27 @@ def test_a_quota_of_zero_is_no_rate_limit(violation) -> None:
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "45s"}]}})
     error = classify(429, body)
     assert (error.retry, error.kind) == ("no", "quota") and "limit 0" in str(error)
-    assert "45.5s. No wait cures it" in str(error)  # the server's full stop, not a second one
+    # The server's advice to wait is left out of a stop that says no wait cures it, and its
+    # sentence ends with one full stop.
+    assert "Please retry" not in str(error) and "gemini-x. No wait cures it" in str(error)
     # A quota of 20 per minute used up is a rate limit: a wait cures it.
     some = body.replace(b'"0"', b'"20"').replace(b"limit: 0,", b"limit: 20,")
     assert (classify(429, some).retry, classify(429, some).retry_after) == ("rate_limit", 45.0)
+
+
+def test_only_the_quota_list_s_own_limit_of_zero_stops_the_model() -> None:
+    # "limit: 0" inside a sentence is no quota of 0 for the tier: still a rate limit.
+    message = ("You exceeded your current quota; the remaining limit: 0 requests this minute.\n"
+               "Please retry in 45.5s.")
+    body = msgspec.json.encode({"error": {
+        "code": 429, "status": "RESOURCE_EXHAUSTED", "message": message, "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "45s"}]}})
+    assert (classify(429, body).retry, classify(429, body).retry_after) == ("rate_limit", 45.0)
+    listed = body.replace(b"the remaining limit: 0 requests this minute.",
+                          b"Quota exceeded for metric: m,\\nlimit: 0, model: x")
+    assert classify(429, listed).kind == "quota"
 
 
 def test_model_not_found_in_a_403_is_not_a_bad_key() -> None:
