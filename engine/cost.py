@@ -20,7 +20,7 @@ a write to its default five-minute cache.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Protocol
 
 import msgspec
@@ -137,10 +137,12 @@ class UsageTally:
         totals[4] += usage.cache_write_input_tokens
         totals[5] += (calls if usage.input_tokens == 0 else 0) if uncounted is None else uncounted
 
-    def lines(self, table: PriceTable | None = None) -> list[CostLine]:
-        """One line per model, sorted by model."""
+    def lines(self, table: PriceTable | None = None, order: Sequence[str] = ()) -> list[CostLine]:
+        """One line per model: those of ``order`` in its order (the tables' above them), then
+        the others sorted by name."""
         out = []
-        for model in sorted(self._totals):
+        for model in dict.fromkeys([*(m for m in order if m in self._totals),
+                                    *sorted(self._totals)]):
             calls, tin, tout, cached, written, uncounted = self._totals[model]
             price = table.lookup(model) if table is not None else None
             # Replies with no input tokens at all: the server sent no counts (every real

@@ -193,8 +193,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     if tally.lines():
         console.print("tokens of every reply recorded:" if prices is None else
                       "tokens and cost of every reply recorded:", markup=False)
-        console.print(format_cost_lines(tally.lines(prices), priced=prices is not None),
-                      markup=False)
+        console.print(format_cost_lines(tally.lines(prices, order=by_model),
+                                        priced=prices is not None), markup=False)
 
 
 def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],

@@ -128,7 +128,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                           "above, every reply recorded for them in this session and earlier "
                           "ones:", markup=False)
             if usage.lines():
-                console.print(format_cost_lines(usage.lines(prices)), markup=False)
+                console.print(format_cost_lines(
+                    usage.lines(prices, order=[m.spec for m in config.models])), markup=False)
             else:
                 console.print("no replies recorded", markup=False)
     fields = dict(run_id=end.run_id, finished=len(finished), failed=failed, calls=calls,

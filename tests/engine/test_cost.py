@@ -144,3 +144,13 @@ def test_some_replies_without_token_counts_make_the_cost_a_lower_bound() -> None
             "at least 0.0071 USD") in text
     assert "openai:y: 2 replies, 500 in / 10 out tokens, 0.0005 USD" in text
     assert "total: at least 0.0076 USD" in text
+
+
+def test_cost_lines_follow_the_tables_order_then_the_names() -> None:
+    tally = UsageTally()
+    for model in ("zeta:m", "alpha:m", "mid:m"):
+        tally.add(model, Usage(10, 5))
+    assert [line.model for line in tally.lines()] == ["alpha:m", "mid:m", "zeta:m"]
+    # The tables' order first (a model it names that replied nothing is left out), then the rest.
+    ordered = tally.lines(order=["zeta:m", "gone:m", "mid:m"])
+    assert [line.model for line in ordered] == ["zeta:m", "mid:m", "alpha:m"]
