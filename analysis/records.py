@@ -48,7 +48,8 @@ class TrajectoryRecord(msgspec.Struct):
     what the settings showed (vaot vs wrong_render) keeps the records where this is above 0."""
     weak_corruptions: int = 0
     """Corrupted renders that changed too little of their target to mislead (the policy
-    detail says ``weak``): the model saw an image close to the faithful one."""
+    detail says ``weak``) and that the model was shown: it saw an image close to the faithful
+    one. (A render after the trajectory's last call was never seen, weak or not.)"""
     misleading_shown: int = 0
     """Corrupted renders that were not weak and that the model was shown (a later call of the
     trajectory saw them): the ones that could have misled it."""
@@ -74,9 +75,9 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
     trajectory recorded of its sample are used (runs before they were recorded have none).
     """
     records: dict[str, TrajectoryRecord] = {}
-    # Trajectories whose last step returned an image: whether that image could mislead (a
-    # corruption that is not weak).
-    unseen_render: dict[str, bool] = {}
+    # Trajectories whose last step returned an image not yet shown: whether that image could
+    # mislead (a corruption that is not weak), and whether it is a weak corruption.
+    unseen_render: dict[str, tuple[bool, bool]] = {}
     # Runs whose requests omit every returned image: their renders are never shown.
     hides_renders: set[str] = set()
     recorded_choices: dict[str, tuple[str, ...]] = {}
@@ -110,15 +111,15 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             record.actions += 1 if event.actions else 0
             record.actions_executed += 1 if event.faithful_state is not None else 0
             weak = event.policy is not None and bool(event.policy.detail.get("weak"))
-            if weak:
-                record.weak_corruptions += 1
             if event.traj in unseen_render:  # this call was shown the last step's render
+                misleading, weak_shown = unseen_render.pop(event.traj)
                 record.images_shown += 1
-                record.misleading_shown += unseen_render.pop(event.traj)
+                record.misleading_shown += misleading
+                record.weak_corruptions += weak_shown
             if event.returned_state is not None and record.run_id not in hides_renders:
                 unseen_render[event.traj] = (
                     event.policy is not None and event.policy.policy not in _NOT_CORRUPTING
-                    and not weak)
+                    and not weak, weak)
             record.input_tokens += event.usage.input_tokens
             record.cached_input_tokens += event.usage.cached_input_tokens
             record.cache_write_input_tokens += event.usage.cache_write_input_tokens

@@ -80,8 +80,8 @@ def test_misleading_renders_are_counted_when_a_later_call_saw_them() -> None:
                     policy=PolicyDetail("corrupt:modify_key", 7, detail))
 
     # Step 1's strong corruption was seen by call 2; step 2's weak one by call 3; step 3's
-    # (strong) never, the trajectory ending there.
-    events = [start, step(1, False), step(2, True), step(3, False),
+    # (weak too) never, the trajectory ending there: it is no weak render the model saw.
+    events = [start, step(1, False), step(2, True), step(3, True),
               TrajectoryFinished(traj="t", pos=4, at=0.0, status="max_steps", answer=None)]
     record = project(events)["t"]
     assert (record.images_shown, record.misleading_shown, record.weak_corruptions) == (2, 1, 1)

@@ -132,7 +132,7 @@ def _expected(log: list):
                 counts = shown[key]
                 counts[0] += 1
                 counts[1] += bool(seen)
-                counts[2] += sum(bool(s.policy and s.policy.detail.get("weak")) for s in steps)
+                counts[2] += sum(bool(s.policy and s.policy.detail.get("weak")) for s in seen)
             settled[(start.model, start.sample_id, start.epoch, start.setting)] = (
                 bool(seen), bool(misleading), last.answer == TRUTH)
     paired = defaultdict(lambda: [0, 0, 0])
