@@ -78,8 +78,14 @@ def seen(port: int) -> list[dict]:
 
 
 def log_lines(log: Path) -> list[dict]:
-    """A fake server's ``--requests-log``, one dict per request it finished with."""
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    """A fake server's ``--requests-log``, one dict per request it finished with.
+
+    Only whole lines: the server may be writing one as this reads (a line longer than its
+    file buffer goes out in several writes), and a request half logged is not logged yet."""
+    if not log.exists():
+        return []
+    text = log.read_text()
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
 
 
 class StoreWatch:
