@@ -206,12 +206,23 @@ def print_exposure(console, records, models: Sequence[str] = ()) -> None:
     if not seen:
         return
     console.print("shown a render (finished trajectories): " + _exposed(seen), markup=False)
-    order = _in_order(by_model, models)
+    # A model whose every vaot and wrong_render trajectory failed has no figure above: said,
+    # rather than left out of the lines while the others' read as all there is.
+    failed: dict[str, int] = {}
+    for r in records:
+        if r.setting in RENDERING_SETTINGS and r.status == "failed" and r.model not in by_model:
+            failed[r.model] = failed.get(r.model, 0) + 1
+    order = _in_order({**by_model, **failed}, models)
     if len(order) > 1:
         for model in order:
-            console.print(f"  {printable(model)}: {_exposed(by_model[model], short=True)}",
-                          markup=False)
-    print_exposed_accuracy(console, records, seen, order)
+            console.print(f"  {printable(model)}: " + (
+                _exposed(by_model[model], short=True) if model in by_model else
+                f"none finished but as failed ({failed[model]} failed)"), markup=False)
+    print_exposed_accuracy(console, records, seen, [m for m in order if m in by_model])
+    for model in order:
+        if model not in by_model:
+            console.print(f"{printable(model)}: every vaot and wrong_render trajectory failed, so "
+                          "its columns cannot show whether it used the images", markup=False)
 
 
 def _exposed(seen: dict[str, Exposure], short: bool = False) -> str:

@@ -173,3 +173,31 @@ def test_skipped_dataset_rows_have_their_own_exit_status_and_the_last_word() -> 
         "3 dataset rows skipped at load (listed at the start): the results above leave them out")
     code, err = end(1, "failed")  # a failure says more than a skip
     assert code == 1 and "1 dataset row skipped at load" in err
+
+
+def test_a_model_whose_every_rendering_trajectory_failed_is_named_under_the_tables() -> None:
+    import io
+
+    from rich.console import Console
+
+    from analysis.records import TrajectoryRecord
+    from engine.commands.run_report import print_exposure
+
+    def record(model: str, setting: str, status: str, sample: str) -> TrajectoryRecord:
+        return TrajectoryRecord(traj=f"{model}{setting}{sample}", run_id="r", sample_id=sample,
+                                model=model, setting=setting, status=status,
+                                images_shown=1 if status == "answered" else 0,
+                                misleading_shown=1 if setting == "wrong_render" else 0,
+                                correct=True)
+
+    records = [record(model, setting, "answered" if model == "good" else "failed", sample)
+               for model in ("good", "broken") for setting in ("vaot", "wrong_render")
+               for sample in ("a", "b")]
+    out = io.StringIO()
+    print_exposure(Console(file=out, width=200), records, ["broken", "good"])
+    lines = out.getvalue().splitlines()
+    # Before, "broken" was in no line: the render lines read as if "good" had run alone.
+    assert "  broken: none finished but as failed (4 failed)" in lines
+    assert "  good: vaot 2/2, wrong_render 2/2" in lines
+    assert lines[-1].startswith("broken: every vaot and wrong_render trajectory failed")
+    assert any(line.startswith("good, over the 2 samples") for line in lines)
