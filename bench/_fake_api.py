@@ -25,6 +25,8 @@ import time
 import msgspec
 from aiohttp import web
 
+from engine import event_loop
+
 _STEP = re.compile(rb"Now write Step (\d+)\.")
 _encoder = msgspec.json.Encoder()
 
@@ -99,7 +101,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--stamp", action="store_true",
                         help="add the handler's start and end times to every reply")
-    asyncio.run(serve(parser.parse_args()))
+    event_loop.run(serve(parser.parse_args()))
 
 
 if __name__ == "__main__":

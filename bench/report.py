@@ -35,6 +35,7 @@ import msgspec
 
 from adapters.datasets.synthetic import FAMILIES, make_sample
 from adapters.renderers.canvas import CanvasState
+from engine import event_loop
 from engine.config import ModelConfig, RunConfig
 from engine.context import derive_seed
 from engine.driver import sample_meta
@@ -280,7 +281,7 @@ def main() -> None:
     try:
         store = root / "run.lmdb"
         start = time.perf_counter()
-        n_events, n_blobs, n_samples = asyncio.run(
+        n_events, n_blobs, n_samples = event_loop.run(
             build(store, args.trajectories, args.originals, args.in_flight, args.batch))
         t_build = time.perf_counter() - start
         size = (store / "data.mdb").stat().st_size

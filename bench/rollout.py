@@ -47,6 +47,7 @@ from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import encode_png, image_hash
 from adapters.renderers.images import load_image
 from adapters.renderers.pillow_renderer import render
+from engine import event_loop
 from engine.config import ModelConfig, RunConfig
 from engine.gc_tuning import tuned_gc
 from engine.runner import RunResult, make_adapters, open_run_store, run_jobs
@@ -191,7 +192,7 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
         if args.workers > 1:
             result = run_in_workers(config, store, samples)
         else:
-            result = asyncio.run(run_and_close(config, store, samples, adapters))
+            result = event_loop.run(run_and_close(config, store, samples, adapters))
         wall = time.time() - start
         cpu = engine_cpu() - cpu0  # this process and the workers it has joined
         threads.__exit__()
@@ -327,7 +328,7 @@ def floor_phase(args, samples: list[Sample]) -> dict:
         return start, cpu
 
     try:
-        start, cpu = asyncio.run(go())
+        start, cpu = event_loop.run(go())
         server_cpu = process_cpu(proc.pid)
     finally:
         proc.terminate()

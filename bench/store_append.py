@@ -22,6 +22,7 @@ from pathlib import Path
 
 import lmdb
 
+from engine import event_loop
 from store import LmdbStore, Step, TokenUsage
 from store.actions import Zoom, canonicalize
 from store.chain import prepare_events
@@ -132,8 +133,8 @@ def main() -> None:
         # each round's ratio compares two runs made seconds apart; the median round is reported.
         for r in range(args.rounds):
             t_raw = raw(root / f"raw{r}", records, args.batch)
-            t_ours = asyncio.run(ours(root / f"ours{r}", events, args.batch, args.depth))
-            t_seq = asyncio.run(ours(root / f"seq{r}", events, args.batch, 1))
+            t_ours = event_loop.run(ours(root / f"ours{r}", events, args.batch, args.depth))
+            t_seq = event_loop.run(ours(root / f"seq{r}", events, args.batch, 1))
             rounds.append((t_raw, t_ours, t_seq))
             shutil.rmtree(root / f"raw{r}")
             shutil.rmtree(root / f"seq{r}")

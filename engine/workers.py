@@ -49,6 +49,7 @@ import msgspec
 import structlog
 
 from adapters.datasets.base import Sample
+from engine import event_loop
 from engine.config import RunConfig
 from engine.ids import run_id_for
 from engine.resume import check_joined_models, check_samples_unchanged, started_samples
@@ -172,7 +173,7 @@ def run_in_workers(
     workers = worker_count(config, len(samples))
     run_id = run_id_for(run_identity(config))
     # Written here, once: workers racing to write it would conflict on the header stream.
-    fresh = asyncio.run(write_run_header(config, store, run_id, samples, skipped_rows))
+    fresh = event_loop.run(write_run_header(config, store, run_id, samples, skipped_rows))
     all_jobs = build_jobs(config, run_id, samples)
     # Here, before any worker starts, rather than in each worker's share; each worker gets what
     # the run recorded of its samples' originals, and does not read the started events again.
@@ -384,7 +385,7 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         samples, originals = pickle.loads(Path(shard).read_bytes())  # our own file
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
-                calls = asyncio.run(_run_share(config, store, samples, originals, messages,
+                calls = event_loop.run(_run_share(config, store, samples, originals, messages,
                                                parent, pauses, spend, life))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks

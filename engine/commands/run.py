@@ -22,6 +22,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
+from engine import event_loop
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
@@ -65,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         err.print(f"vaot run: {exc}", markup=False)
         return 2
+    try:
+        event_loop.loop_factory()  # a bad VAOT_EVENT_LOOP is refused before any work
+    except (ValueError, ImportError) as exc:
+        err.print(f"vaot run: {exc}", markup=False)
+        return 2
     from engine.ids import run_id_for
     from engine.run_header import run_identity
     from engine.runner import build_jobs
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             return print_plan(console, err, config, samples, adapters)
         finally:
-            asyncio.run(_close(adapters))
+            event_loop.run(_close(adapters))
     try:
         store, lock, log, made = _open_for_run(config)
     except _Refused as exc:
@@ -98,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if made is not None:
         _note_folder_made(err, log, config, made)
     _note_run_beside(err, log, config, store, run_id)
-    log.info("run_start", run_id=run_id, samples=len(samples), skipped=len(skipped),
+    log.info("run_start", run_id=run_id, event_loop=event_loop.loop_name(), samples=len(samples), skipped=len(skipped),
              models=[m.spec for m in config.models], settings=list(config.settings),
              store=config.store)
     for row in skipped:
@@ -306,7 +312,7 @@ def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, 
                                         on_outcome=on_outcome, on_fault=on_fault,
                                         on_stop=on_stop, skipped_rows=skipped_rows)
             else:
-                result = asyncio.run(_run(config, store, samples, adapters,
+                result = event_loop.run(_run(config, store, samples, adapters,
                                           on_outcome, on_fault, on_stop, terminated,
                                           skipped_rows))
         return result.spent, False

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
 
+from engine import event_loop
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from store.events import (
     CallFailed,
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 out.flush()
 
         try:
-            asyncio.run(follow())
+            event_loop.run(follow())
         except KeyboardInterrupt as exc:
             if type(exc) is not KeyboardInterrupt:
                 raise  # a SIGTERM (the CLI's own subclass): exit 143, as a supervisor expects
