@@ -39,6 +39,7 @@ from adapters.models.base import (
     Usage,
     call_arguments,
 )
+from adapters.models.json_strings import json_string
 
 __all__ = [
     "DEFAULT_API_VERSION",
@@ -133,7 +134,8 @@ class AnthropicAdapter(HttpAdapter):
                 if isinstance(p, TextPart)
                 else {
                     "type": "image",
-                    "source": {"type": "base64", "media_type": p.media_type, "data": p.b64},
+                    "source": {"type": "base64", "media_type": p.media_type,
+                               "data": json_string(p.b64)},
                 }
                 for p in message.content
                 # The API rejects empty text blocks.

@@ -25,6 +25,7 @@ from adapters.models.base import (
     Usage,
     call_arguments,
 )
+from adapters.models.json_strings import json_string
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "GeminiAdapter", "create"]
 
@@ -177,7 +178,7 @@ def _part(part: TextPart | ImagePart | ToolResultPart) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"text": part.text}
     if isinstance(part, ImagePart):
-        return {"inline_data": {"mime_type": part.media_type, "data": part.b64}}
+        return {"inline_data": {"mime_type": part.media_type, "data": json_string(part.b64)}}
     response: dict[str, Any] = {"name": part.name, "response": {"result": part.text}}
     if part.call_id and not part.call_id.startswith(MADE_UP_CALL_ID):
         response["id"] = part.call_id

@@ -24,6 +24,7 @@ from adapters.models.base import (
     Usage,
     call_arguments,
 )
+from adapters.models.json_strings import json_string
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "OpenAIAdapter", "create"]
 
@@ -67,7 +68,7 @@ class OpenAIAdapter(HttpAdapter):
     # -- translation (pure; tested directly) -------------------------------------------------
 
     def _image(self, part: ImagePart) -> dict[str, Any]:
-        image_url: dict[str, Any] = {"url": f"data:{part.media_type};base64,{part.b64}"}
+        image_url: dict[str, Any] = {"url": json_string(part.b64, f"data:{part.media_type};base64,")}
         if self.options.detail:
             image_url["detail"] = self.options.detail
         return {"type": "image_url", "image_url": image_url}
