@@ -437,7 +437,8 @@ def main() -> None:
         shutil.rmtree(root)
     ideal = args.in_flight / (args.latency_ms / 1000)
     print(f"{args.trajectories} trajectories x {args.steps} calls, {args.in_flight} in flight, "
-          f"{args.latency_ms:g} ms latency, 512x512 images, {args.workers} engine process(es)")
+          f"{args.latency_ms:g} ms latency, 512x512 images, {args.workers} engine process(es), "
+          f"event loop {event_loop.loop_name()}")
     if a is not None:
         print(f"A cached images: {a['calls']} calls in {a['wall']:.2f} s; while all slots busy "
               f"{a['full_rate']:,.0f} calls/s vs ideal {ideal:,.0f}: ratio {a['full_rate'] / ideal:.2f}"
