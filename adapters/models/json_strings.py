@@ -8,12 +8,14 @@ loop's thread. Made once here as ``msgspec.Raw``, a later body only copies the b
 Keyed by the base64 string object itself, which the engine's state cache hands out for a state
 again and again (``engine/states.py``): its ``id`` while this cache holds a reference to it, so
 an ``id`` is never reused for another string while its entry lives. A string made afresh for
-each request is a miss every time and costs one copy more than encoding it in the body would.
-Bounded by bytes: least recently used entries go first.
+each request is a miss every time and costs two copies more than encoding it in the body would.
+Bounded by the bytes an entry keeps alive, its JSON and the string it is keyed by (which the state
+cache may have let go): least recently used entries go first.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 
@@ -22,7 +24,8 @@ import msgspec
 __all__ = ["DEFAULT_MAX_BYTES", "JsonStrings", "json_string"]
 
 DEFAULT_MAX_BYTES = 64 << 20
-"""About 160 photos of 400 kB, or 2,500 synthetic 512² images: the images a run has in flight."""
+"""About 80 photos of 400 kB, or 1,200 synthetic 512² images (each held twice: its base64 string
+and its JSON): the images a run has in flight."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -56,15 +59,18 @@ class JsonStrings:
                 return entry[1]
         # Encoded, not quoted by hand: a string that is not base64 still makes valid JSON.
         data = _encoder.encode(prefix + text if prefix else text)
-        raw = msgspec.Raw(data)
-        if len(data) > self.max_bytes:
-            return raw
+        cost = len(data) + sys.getsizeof(text)
+        if cost > self.max_bytes:
+            return msgspec.Raw(data)
+        # The encoder's buffer is about 1.5 times the length it returns, and a bytes object never
+        # gives the rest back: kept as it came, an entry held half as much again as it counted.
+        raw = msgspec.Raw(bytes(memoryview(data)))
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
                 self.size -= old[2]
-            self._entries[key] = (text, raw, len(data))
-            self.size += len(data)
+            self._entries[key] = (text, raw, cost)
+            self.size += cost
             while self.size > self.max_bytes:
                 _, (_, _, n) = self._entries.popitem(last=False)
                 self.size -= n

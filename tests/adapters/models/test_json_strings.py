@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import os
+import sys
+import tracemalloc
 
 import msgspec
 from hypothesis import given
@@ -38,19 +40,37 @@ def test_a_string_held_again_is_not_encoded_again() -> None:
 
 
 def test_bounded_by_bytes_least_recently_used_first() -> None:
-    strings = [base64.b64encode(os.urandom(750)).decode() for _ in range(5)]  # 1,002 B each
-    cache = JsonStrings(max_bytes=3100)
+    strings = [base64.b64encode(os.urandom(750)).decode() for _ in range(5)]
+    entry = 1002 + sys.getsizeof(strings[0])  # its JSON, and the string it keeps alive
+    cache = JsonStrings(max_bytes=3 * entry + 100)
     for s in strings[:3]:
         cache.get(s)
     cache.get(strings[0])  # used again: the second is now the oldest
     cache.get(strings[3])
     assert [cache.holds(s) for s in strings] == [True, False, True, True, False]
-    assert cache.size == 3 * 1002
+    assert cache.size == 3 * entry
     kept = cache.get(strings[0])
     assert cache.get(strings[0]) is kept
-    too_big = "x" * 4000
+    too_big = "x" * (2 * entry)
     assert bytes(cache.get(too_big)) == _encoder.encode(too_big)
-    assert cache.size <= 3100
+    assert not cache.holds(too_big)
+    assert cache.size <= cache.max_bytes
+
+
+def test_what_the_cache_keeps_alive_stays_within_its_bound() -> None:
+    """Counted were the JSON's length only: the strings it holds by their ids (the state cache
+    may have let them go) and the encoder's spare buffer kept 2.4 times the bound alive."""
+    cache = JsonStrings(max_bytes=4 << 20)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(40):  # each string's only holder, after this line, is the cache
+            cache.get(base64.b64encode(os.urandom(225_000)).decode(), "data:image/png;base64,")
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(cache) >= 5
+    assert held <= cache.max_bytes + (64 << 10)  # and the entries' bookkeeping
 
 
 def test_an_adapter_reuses_an_image_string_across_requests() -> None:
