@@ -94,3 +94,10 @@ def test_ctrl_c_on_uvloop_cancels_the_main_task_and_raises_keyboard_interrupt(tm
     finally:
         proc.kill()
     assert json.loads(out) == ["cancelled", "keyboard_interrupt"]
+
+
+async def test_the_suites_async_tests_run_on_the_loop_a_run_uses() -> None:
+    """tests/conftest.py hands pytest-asyncio the run's loop factory: in-process tests meet
+    the loop users meet, not only the subprocess ones."""
+    running = type(asyncio.get_running_loop()).__module__
+    assert running.startswith("uvloop") == (event_loop.loop_name() == "uvloop")
