@@ -11,9 +11,7 @@ milliseconds before a kill -9 is asked again, the price of not waiting for a dis
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
 import hashlib
 
 import msgspec
@@ -30,28 +28,16 @@ from engine.breaker import (
 )
 from engine.context import Context, derive_seed
 from engine.conversation import build_request, parse_image_history
-from engine.observation import (
-    action_frames,
-    block_on,
-    render_and_observe,
-    tiny_regions,
-    undrawable_labels,
-    weak_corruption,
-)
-from engine.parsing import get_dialect, parse_step
+from engine.parsing import get_dialect
 from engine.retry import CallAbandoned, CallFailedInfo, call_with_retries
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
 from engine.spend import SpendCapReached
+from engine.step_recorder import StepRecorder
 from engine.trajectory import TrajectoryState
-from interventions.policies import SETTING_POLICY
-from store.actions import Frame, canonicalize
+from store.actions import Frame
 from store.errors import CacheEntryDamagedError
 from store.events import (
     CallFailed,
-    PolicyDetail,
-    Step,
-    TokenUsage,
-    ToolCallRecord,
     TrajectoryFinished,
     TrajectoryStarted,
 )
@@ -108,8 +94,8 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
     adapter = rt.adapters[job.model]
     limiter = rt.limiters.get(job.model)
     dialect, convention = rt.dialects.get(job.model, ("vaot", "xyxy"))
-    policy = SETTING_POLICY[job.setting]
     max_steps = 1 if job.setting == "cot" else rt.max_steps
+    recorder = StepRecorder(rt, job, state, ctx, writes, original, dialect, convention, max_steps)
     original_size = None
     if getattr(get_dialect(dialect), "PIXEL_BOXES", False):
         original_size = (await rt.states.canvas(original, Frame(), False, original)).size
@@ -165,9 +151,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         latency_ms = (ctx.monotonic() - started_at) * 1000.0
         tokens += reply.usage.input_tokens + reply.usage.output_tokens
         spent += reply.usage.input_tokens + reply.usage.output_tokens
-        await _record_step(rt, state, job, ctx, reply, request_hash.hex(), step_no, max_steps,
-                           current, original, dialect, convention, policy, latency_ms,
-                           from_cache, writes)
+        await recorder.record(reply, request_hash.hex(), step_no, current, latency_ms, from_cache)
         if empty or unpriced:
             await writes.settle()  # the empty step is durable; the rerun continues after it
             raise _stopped_error(rt, job)
@@ -440,114 +424,6 @@ def _check_text(rt: Runtime, job: TrajectoryJob, reply: ModelReply, request,
         job.model, job.traj, f"{job.model}: replies come back with {why}", kind=EMPTY_REPLY)
 
 
-async def _record_step(rt, state, job, ctx, reply: ModelReply, request_hash, step_no, max_steps,
-                       current, original, dialect, convention, policy, latency_ms,
-                       from_cache, writes: PendingWrites) -> None:
-    current_hex = current[0]
-    canvas = None
-    canvas_size = None
-    # A dialect whose boxes are in the original image's pixels (DeepEyes) is converted with
-    # the original's size, whatever the model zoomed into since.
-    boxes_on = getattr(get_dialect(dialect), "BOXES_ON", "current")
-    if dialect != "vaot":
-        sized = current if boxes_on == "current" else _source_state(state, boxes_on, current,
-                                                                     original)
-        canvas = await rt.states.canvas(*sized, original)
-        canvas_size = canvas.size
-    parsed = parse_step(reply.text, dialect=dialect, convention=convention,
-                        canvas_size=canvas_size, tool_calls=reply.tool_calls,
-                        expected_step=step_no)
-    warnings = list(parsed.warnings)
-    answer = parsed.final_answer
-    if answer is None and step_no >= max_steps and job.setting == "cot":
-        warnings.append("no final answer in the one CoT reply" + (
-            "; it was cut at its token cap (raise --cot-max-tokens)"
-            if reply.finish_reason == "length" else ""))
-    if parsed.actions and job.setting == "cot":
-        # The reply is kept as it came (actions_raw), but nothing of it is drawn: say so, as an
-        # analysis counting actions from the raw text would otherwise take them as executed.
-        warnings.append(f"cot: {len(parsed.actions)} proposed action(s) not executed "
-                        "(the CoT setting renders nothing)")
-    acting = bool(parsed.actions) and job.setting != "cot" and answer is None
-    faithful = returned = None
-    returned_frame = None
-    returned_decorated = False
-    detail: PolicyDetail | None = None
-    render_ms = 0.0
-    canonical = ()
-    if parsed.actions and job.setting != "cot":
-        # Some dialects point at an earlier image ("original", "observation_2"); coordinates are
-        # on that image's frame, and that is the canvas the action is drawn on.
-        canvases = {}
-        # In the order the actions name them (a set's order changes from process to process
-        # with string hashing, and the warnings below are part of the recorded Step).
-        for source in dict.fromkeys(parsed.action_sources) or ("current",):
-            hex_key, src_frame, src_decorated = _source_state(state, source, current, original)
-            missing = _missing_observation(state, source)
-            if missing is not None:
-                warnings.append(missing)
-            elif source not in ("current", boxes_on) and hex_key != current_hex:
-                warnings.append(f"action refers to the {source.replace('_', ' ')} image")
-            canvases[source] = await rt.states.canvas(hex_key, src_frame, src_decorated,
-                                                      original)
-        sources = parsed.action_sources or ("current",) * len(parsed.actions)
-        frames = action_frames(parsed.actions, sources, canvases)
-        canonical = tuple(canonicalize(a, f) for a, f in zip(parsed.actions, frames, strict=False))
-        canvas = canvases[sources[0]]
-        # The whole block is rendered, on the canvas its first action names (engine/observation.py).
-        base = canvas.initial() if rt.render_base == "original" else canvas
-        block, left_out = block_on(base, parsed.actions, frames)
-        warnings.extend(left_out)
-        warnings.extend(tiny_regions(block, base))
-        warnings.extend(undrawable_labels(block))
-    if acting and policy != "none":
-        # The render seed names neither the model nor the setting: vaot and wrong_render draw
-        # the same marks (jitter included) for the same action, and differ by the policy alone.
-        # The policy seed comes from the sample too, not the trajectory id (which names the
-        # model): every model is shown the same corruption for the same proposed action, and a
-        # cassette replay reproduces them.
-        seed = derive_seed(rt.seed, "render", job.sample.id, job.epoch, step_no)
-        policy_seed = derive_seed(rt.seed, "policy", job.sample.id, job.setting, job.epoch,
-                                  step_no)
-        t0 = ctx.monotonic()
-        loop = asyncio.get_running_loop()
-        work = functools.partial(render_and_observe, base, block, parsed.global_style, seed,
-                                 policy, policy_seed)
-        enc_faithful, shown, enc_shown, detail = await loop.run_in_executor(rt.render_pool, work)
-        render_ms = (ctx.monotonic() - t0) * 1000.0
-        faithful = writes.own(*rt.states.add_encoded(enc_faithful))
-        if shown is not None:
-            returned = faithful
-            if enc_shown is not None:
-                returned = writes.own(*rt.states.add_encoded(enc_shown))
-            f = shown.frame
-            returned_frame = (f.x1, f.y1, f.x2, f.y2)
-            returned_decorated = shown.decorated
-        if detail.detail.get("weak"):
-            warnings.append(weak_corruption(detail.detail))
-        if detail.policy not in ("faithful", "none"):
-            # A corruption redraws the block's marks with the render seed: recorded beside the
-            # policy's own seed, so the image can be rebuilt from the log alone.
-            detail = msgspec.structs.replace(detail, detail={**detail.detail, "render_seed": seed})
-    elif acting:
-        detail = PolicyDetail(policy)
-    step = Step(
-        traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
-        request_hash=request_hash, raw_text=reply.text, thought=parsed.thought,
-        actions_raw=parsed.raw_actions, actions=canonical, parse_warnings=tuple(warnings),
-        final_answer=answer, faithful_state=faithful, returned_state=returned, policy=detail,
-        usage=TokenUsage(reply.usage.input_tokens, reply.usage.output_tokens,
-                         reply.usage.cached_input_tokens, reply.usage.cache_write_input_tokens),
-        latency_ms=round(latency_ms, 3), finish_reason=reply.finish_reason, from_cache=from_cache,
-        returned_frame=returned_frame, render_ms=round(render_ms, 3),
-        returned_decorated=returned_decorated,
-        tool_calls=tuple(ToolCallRecord(c.name, c.arguments, c.id, c.signature)
-                         for c in reply.tool_calls),
-    )
-    writes.add(rt.store.append_nowait([step]))
-    state.steps.append(step)
-
-
 def sample_meta(sample: Sample) -> dict:
     """What a trajectory records of its sample for scoring and grouping, and of what it was
     asked; a resume checks that the dataset still says the same (engine/resume.py). The
@@ -576,33 +452,6 @@ def _image_name(sample: Sample) -> str:
         return (f"sample {sample.id} (inline image at line {inline.line} of {inline.path}, "
                 "read again at its first step)")
     return f"sample {sample.id} (file {sample.image_path}, read again at its first step)"
-
-
-def _source_state(state: TrajectoryState, source: str, current: tuple, original: str):
-    """(state hash, frame, carries decor) of the image an action's coordinates refer to."""
-    if source == "original":
-        return original, Frame(), False
-    if source.startswith("observation_"):
-        index = source.removeprefix("observation_")
-        returned = [s for s in state.steps if s.returned_state is not None]
-        if index.isdigit() and 1 <= int(index) <= len(returned):
-            step = returned[int(index) - 1]
-            box = step.returned_frame
-            return step.returned_state, Frame(*box) if box else Frame(), step.returned_decorated
-    return current
-
-
-def _missing_observation(state: TrajectoryState, source: str) -> str | None:
-    """Why an action's image index names no image the trajectory returned (then the current
-    image is used), or None."""
-    if not source.startswith("observation_"):
-        return None
-    returned = sum(1 for s in state.steps if s.returned_state is not None)
-    index = source.removeprefix("observation_")
-    if index.isdigit() and 1 <= int(index) <= returned:
-        return None
-    return (f"action refers to {source.replace('_', ' ')}, which does not exist ({returned} "
-            "image(s) returned so far); drawn on the current image")
 
 
 def _stopped_error(rt: Runtime, job: TrajectoryJob) -> ModelUnusableError:

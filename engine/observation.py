@@ -4,7 +4,7 @@ is drawn on, rendered, passed through the setting's observation policy, encoded.
 The whole block is rendered, on the canvas its first action names; an action written on another
 view (an earlier image, or the zoomed view under ``--render-base original``) is moved onto that
 canvas first, so what is drawn is what the log records. :func:`render_and_observe` is the
-CPU-bound part: the driver runs it in the render pool.
+CPU-bound part: the step recorder (engine/step_recorder.py) runs it in the render pool.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The box is in absolute pixels of the original image: DeepEyes' own tool always cuts from the
 first image of the conversation and checks the box against that image's size, whatever it
-zoomed into before. So every action it proposes has source ``original`` (the driver passes the
-original's size as ``canvas_size``, see :data:`BOXES_ON`); without a size the call is recorded
-but cannot become an action.
+zoomed into before. So every action it proposes has source ``original`` (the step recorder,
+engine/step_recorder.py, passes the original's size as ``canvas_size``, see :data:`BOXES_ON`);
+without a size the call is recorded but cannot become an action.
 """
 
 from __future__ import annotations
