@@ -161,7 +161,9 @@ class OpenAIAdapter(HttpAdapter):
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise self._reply_error("reply has no choices[0].message", "bad_reply") from None
         refusal = message.get("refusal")
-        if not text and not tool_calls and isinstance(refusal, str) and refusal.strip():
+        if not (isinstance(refusal, str) and refusal.strip()):
+            refusal = _refusal_parts(message.get("content"))
+        if not text and not tool_calls and refusal.strip():
             # The model declined in its own words: kept in the failure's message, where a
             # reader of the log finds it, rather than recorded as an empty step.
             raise self._reply_error(f"the model refused: {' '.join(refusal.split())[:300]}",
@@ -203,6 +205,16 @@ def _content_text(content: Any) -> str:
                        if isinstance(part, dict) and part.get("type") in ("text", "output_text")
                        and isinstance(part.get("text"), str))
     raise TypeError(f"message content is a {type(content).__name__}")
+
+
+def _refusal_parts(content: Any) -> str:
+    """The refusal parts of a list of content parts (``{"type": "refusal", "refusal": …}``,
+    the API's own part for it), as servers that answer in parts send a refusal; else ''."""
+    if not isinstance(content, list):
+        return ""
+    return " ".join(part["refusal"] for part in content
+                    if isinstance(part, dict) and part.get("type") == "refusal"
+                    and isinstance(part.get("refusal"), str))
 
 
 def _arguments(arguments: Any) -> str:

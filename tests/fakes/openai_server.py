@@ -38,7 +38,9 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # ``refusal``: no content, the model's refusal in its own field. ``content_parts``: a good reply
 # whose content is a list of parts (text and a reasoning part), as Mistral's servers send it.
 # ``no_usage``: a good reply ("Final Answer: B") with no token counts, as some proxies send.
-register_extra_faults(["content_filter", "refusal", "content_parts", "no_usage"])
+# ``refusal_part``: the refusal as a part of a content list (the API's refusal content part),
+# which servers that answer in parts send instead of the message's own field.
+register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -303,6 +305,14 @@ class FakeOpenAI(FakeServer):
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": None,
                                          "refusal": REFUSAL}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19},
+            })
+        if fault == "refusal_part":
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": [
+                                 {"type": "refusal", "refusal": REFUSAL}]}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19},
             })
         if fault == "no_usage":

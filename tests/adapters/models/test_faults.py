@@ -35,7 +35,8 @@ GENERIC = {
 }
 SPECIFIC = {
     "openai": {"content_filter": ("no", "safety_block", None),
-               "refusal": ("no", "safety_block", None)},
+               "refusal": ("no", "safety_block", None),
+               "refusal_part": ("no", "safety_block", None)},
     "gemini": {
         "safety_block": ("no", "safety_block", None),
         "finish_safety": ("no", "safety_block", None),

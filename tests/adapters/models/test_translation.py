@@ -388,12 +388,15 @@ async def test_openai_content_as_a_list_of_parts_is_its_text_parts_joined(serve)
     assert reply.text == "".join(PARTS_TEXT)  # the reasoning part is not the answer's text
 
 
-async def test_openai_refusal_is_a_failure_that_quotes_it(serve) -> None:
+@pytest.mark.parametrize("fault", ["refusal", "refusal_part"])
+async def test_openai_refusal_is_a_failure_that_quotes_it(serve, fault: str) -> None:
+    """In the message's own field or as a part of its content: a refusal with no text is the
+    model declining, not an empty reply (which would stop the model for the whole run)."""
     from adapters.models.base import ModelCallError
     from tests.fakes.faults import FaultPlan
     from tests.fakes.openai_server import REFUSAL
 
-    _, adapter = await serve("openai", faults=FaultPlan(["refusal"]))
+    _, adapter = await serve("openai", faults=FaultPlan([fault]))
     with pytest.raises(ModelCallError) as info:
         await adapter.generate(vaot_request())
     assert info.value.kind == "safety_block" and info.value.retry == "no"
