@@ -411,7 +411,8 @@ def _check_text(rt: Runtime, job: TrajectoryJob, reply: ModelReply, request,
         return rt.breaker.empty_reply(job.model, job.traj, f"{job.model}: replies reach {why}")
     # Ended, not cut short, with nothing in it: paid for and teaching nothing, and if every
     # reply is so (a server that puts the text in another field), stopped too.
-    why = f"no text (finish_reason {reply.finish_reason!r})"
+    why = f"no text (finish_reason {reply.finish_reason!r}" + (
+        f": {reply.finish_message[:300]})" if reply.finish_message else ")")
     if reply.finish_reason in _ENDED_NORMALLY:
         # Said to have ended normally: then the text went somewhere else. Another reason
         # (Gemini's malformed_function_call, say) is the provider's own account.

@@ -143,6 +143,9 @@ class ModelReply(msgspec.Struct, frozen=True):
     usage_reported: bool = True
     """False when the server sent no token counts (``usage`` is then zeros, not a count): what
     the reply cost is unknown, and a ``--max-cost`` cap cannot count it."""
+    finish_message: str = ""
+    """The provider's own words on why the reply ended, when it says more than the reason
+    (Gemini's ``finishMessage``: what was malformed in a function call, say)."""
 
 
 OFFLINE_CHARS_PER_TOKEN = 4

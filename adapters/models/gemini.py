@@ -120,6 +120,7 @@ class GeminiAdapter(HttpAdapter):
         try:
             candidate = candidates[0]
             raw_finish = candidate.get("finishReason") or "STOP"
+            finish_message = " ".join(str(candidate.get("finishMessage") or "").split())
             parts = (candidate.get("content") or {}).get("parts") or []
             # Thought summaries are not part of the answer.
             text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
@@ -143,8 +144,9 @@ class GeminiAdapter(HttpAdapter):
         if raw_finish in _BLOCKED:
             # Also with text: a reply blocked part-way is no step to score or to send back.
             said = (f"; it had begun: {' '.join(text.split())[:200]!r}" if text.strip() else "")
+            why = f": {finish_message[:300]}" if finish_message else ""
             raise self._reply_error(
-                f"the reply was blocked (finishReason={raw_finish}){said}", "safety_block",
+                f"the reply was blocked (finishReason={raw_finish}{why}){said}", "safety_block",
                 retry="no")
         # Any other empty candidate (a thinking model that spent the whole output budget
         # thinking, say) is what the model did and was paid for: returned as it is, the engine
@@ -171,6 +173,7 @@ class GeminiAdapter(HttpAdapter):
             model=str(data.get("modelVersion") or self.model),
             usage_reported=isinstance(usage, dict)
             and isinstance(usage.get("promptTokenCount"), int),
+            finish_message=finish_message[:1000],
         )
 
 

@@ -106,10 +106,11 @@ async def test_empty_replies_after_a_reply_with_text_are_answers_not_a_stop() ->
 
 
 def _run_against(tmp_path, provider: str, model: str, path: str, finish_reason: str,
-                 *extra: str) -> subprocess.CompletedProcess[str]:
+                 *extra: str, finish_message: str = "") -> subprocess.CompletedProcess[str]:
     """`vaot run` against a fake ``provider`` whose every reply is empty, ending so."""
     script = tmp_path / "replies.json"
-    script.write_text(json.dumps([{"text": "", "finish_reason": finish_reason}] * 200))
+    script.write_text(json.dumps([{"text": "", "finish_reason": finish_reason,
+                                   "finish_message": finish_message}] * 200))
     with fake_server_process(provider, "--script", str(script)) as port:
         return subprocess.run(
             [sys.executable, "-m", "engine", "run", "--model", f"{provider}:{model}",
@@ -261,6 +262,17 @@ def test_the_cli_stops_a_model_whose_replies_end_with_no_text(tmp_path) -> None:
         steps = [s.event for s in opened.iter_events() if isinstance(s.event, Step)]
     assert EMPTY_THRESHOLD <= len(steps) < EMPTY_THRESHOLD + 8  # the calls in flight at most
     assert {(s.raw_text, s.finish_reason) for s in steps} == {("", "stop")}
+
+
+def test_geminis_own_words_on_an_empty_reply_are_in_the_stop(tmp_path) -> None:
+    """Gemini says what was wrong with a malformed function call in finishMessage: the one
+    clue to fix the dialect or the tool declaration, dropped before."""
+    said = "Malformed function call: visual_action(box=[10, 20, 30])"
+    done = _run_against(tmp_path, "gemini", "fake-silent", "v1beta", "MALFORMED_FUNCTION_CALL",
+                        finish_message=said)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (f"replies come back with no text (finish_reason 'malformed_function_call': {said})"
+            in " ".join(done.stderr.split()))
 
 
 @pytest.mark.parametrize(("provider", "path", "finish", "said"), [

@@ -266,6 +266,8 @@ class FakeGemini(FakeServer):
             "finishReason": finish,
             "index": 0,
         }
+        if spec.finish_message:
+            candidate["finishMessage"] = spec.finish_message
         if view.wants_logprobs:
             entries = logprobs_for(spec, view.top_logprobs)
             candidate["logprobsResult"] = {

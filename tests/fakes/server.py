@@ -83,6 +83,8 @@ class ReplySpec(msgspec.Struct):
     cached_prompt_tokens: int = 0
     """Prompt tokens said to come from the provider's prompt cache, in its own fields (at
     most the prompt's tokens)."""
+    finish_message: str = ""
+    """The provider's words on why the reply ended (Gemini's ``finishMessage``), if any."""
 
 
 class SeenRequest(msgspec.Struct):

@@ -539,3 +539,22 @@ def test_anthropic_refuses_images_larger_than_the_api_takes(monkeypatch) -> None
     adapter.build_body(with_images(*[ImagePart(sha=f"{i:064x}", b64=mid) for i in range(20)]))
     with pytest.raises(ModelCallError, match="at most 2000 a side in over 20 images"):
         adapter.build_body(with_images(*[ImagePart(sha=f"{i:064x}", b64=mid) for i in range(21)]))
+
+
+@pytest.mark.parametrize("finish", ["SAFETY", "MALFORMED_FUNCTION_CALL"])
+def test_gemini_finish_message_is_kept(monkeypatch, finish: str) -> None:
+    """Gemini's finishMessage says more than its finishReason: in a blocked reply's error, and
+    on an empty reply for the engine's stop line."""
+    from adapters.models.base import ModelCallError
+
+    candidate = {"finishReason": finish, "index": 0,
+                 "finishMessage": "Malformed function call:\n  visual_action(box=[1, 2])"}
+    adapter = _gemini(monkeypatch)
+    if finish == "SAFETY":
+        with pytest.raises(ModelCallError, match=r"finishReason=SAFETY: Malformed function call: "
+                                                 r"visual_action\(box=\[1, 2\]\)\)"):
+            adapter.parse_reply({"candidates": [candidate]})
+    else:
+        reply = adapter.parse_reply({"candidates": [candidate]})
+        assert reply.text == ""
+        assert reply.finish_message == "Malformed function call: visual_action(box=[1, 2])"
