@@ -109,21 +109,52 @@ def _stopped(exc: KeyboardInterrupt) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The process's entry point (``vaot``, ``python -m engine``) when ``argv`` is None."""
     # A SIGTERM (kill, timeout, a scheduler) stops any command as a Ctrl-C does, one line and
     # no traceback, also while its modules import; before, it killed the process there.
     previous = None
     with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, _raise_terminated)
+    held = False
     try:
-        return _main(argv)
+        try:
+            status = _main(argv)
+        except KeyboardInterrupt as exc:
+            # Ctrl-C while a command's modules are still importing (the first tenth of a
+            # second): nothing has been written yet; say so in the same line as later.
+            status = _stopped(exc)
+        held = argv is None and _ignore_stops()
+        return status
     except KeyboardInterrupt as exc:
-        # Ctrl-C while a command's modules are still importing (the first tenth of a second):
-        # nothing has been written yet; say so in the same line as later.
+        # A stop as the command ended, often the second Ctrl-C of a stopped run: it has said
+        # what it had to (or was cut short saying it); this line ends it.
+        if argv is None:
+            with contextlib.suppress(KeyboardInterrupt):  # one more, just before the first
+                held = _ignore_stops()
         return _stopped(exc)
     finally:
-        if previous is not None:
+        if previous is not None and not held:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _ignore_stops() -> bool:
+    """Ignore Ctrl-C and SIGTERM for the rest of the process, its exit included; True.
+
+    The command has ended and said so; what is left is the interpreter's exit (thread joins,
+    atexit handlers, module teardown), where nothing catches a KeyboardInterrupt: a second
+    Ctrl-C there printed "Exception ignored … KeyboardInterrupt" with a traceback, or killed
+    the process by SIGINT, instead of it exiting with the command's status. Ignored (for the
+    whole process: another thread may be the one the signal is delivered to, and Python's
+    teardown keeps an ignored signal ignored), it changes nothing: the command's status is
+    the process's.
+
+    Raises:
+        KeyboardInterrupt: a stop that arrived just before, raised as the handler is changed.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return True
 
 
 def _main(argv: list[str] | None) -> int:

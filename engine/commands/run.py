@@ -51,6 +51,12 @@ class _RunConsole(Console):
             os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
             os.close(devnull)
 
+    def drop_cut_short(self) -> None:
+        """Forget what a print a Ctrl-C cut short left in the buffer: rich empties it only
+        after writing and flushing it, so a stop landing between the two had the next print
+        write the line again (the resume hint said two or three times)."""
+        del self._buffer[:]
+
 
 def run(args: argparse.Namespace) -> int:
     """``vaot run``: each step refuses what cannot go on before the next has side effects.
@@ -364,6 +370,7 @@ def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool,
     """A Ctrl-C (or SIGTERM) during the end report, often the second of two: the rest of the
     report is skipped, but the run's end is logged (once) and the resume hint said, which the
     user needs most."""
+    err.drop_cut_short()
     if not logged:
         log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a stop")
     how = "terminated (SIGTERM)" if sigterm else "interrupted"

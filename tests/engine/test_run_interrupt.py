@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -196,3 +198,85 @@ def test_the_bars_last_drawing_counts_what_the_summary_table_does_after_a_stop(t
     with open_store(store, create=False) as s:
         assert verify(s).ok
     assert sum(28 - left for left, _, _ in bars.values()) == _finished(store) >= 5
+
+
+# `vaot` as the process's entry point (main() with no argv), whose exit waits, in an atexit
+# handler, for a line on its standard input: a moment inside the interpreter's exit the test
+# can send a Ctrl-C at, and know it arrived there.
+_ENTRY_WITH_A_SLOW_EXIT = """
+import atexit, sys
+def at_exit():
+    print("exiting", file=sys.stderr, flush=True)
+    sys.stdin.readline()
+atexit.register(at_exit)
+from engine.cli import main
+sys.argv = ["vaot", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def _lines(proc: subprocess.Popen) -> queue.Queue:
+    """The process's output lines as they come, as ("out" | "err", line); (name, None) at
+    each stream's end."""
+    lines: queue.Queue = queue.Queue()
+
+    def pump(stream, name: str) -> None:
+        for line in stream:
+            lines.put((name, line))
+        lines.put((name, None))
+
+    for stream, name in ((proc.stdout, "out"), (proc.stderr, "err")):
+        threading.Thread(target=pump, args=(stream, name), daemon=True).start()
+    return lines
+
+
+@pytest.mark.parametrize("moment", ["tables", "resume hint", "exit"])
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_second_ctrl_c_as_the_run_ends_is_no_traceback(tmp_path, moment, loop):
+    # The first Ctrl-C stops the run; a second one while the summary is printed, once it was,
+    # or while the interpreter exits (its thread joins and atexit handlers) raised a
+    # KeyboardInterrupt nothing caught: "Exception ignored … KeyboardInterrupt" and a traceback,
+    # or the process killed by SIGINT, instead of `vaot run` exiting 130 with its own lines.
+    store = tmp_path / "s.lmdb"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120", "VAOT_EVENT_LOOP": loop}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ENTRY_WITH_A_SLOW_EXIT, *_run(store)[3:]], cwd=ROOT, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint(signal.SIG_DFL))
+    lines = _lines(proc)
+    said: list[tuple[str, str]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (store / "data.mdb").exists() and _finished(store) >= 5:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        ended = 0
+        while ended < 2:
+            name, line = lines.get(timeout=60)
+            if line is None:
+                ended += 1
+                continue
+            said.append((name, line))
+            if ((moment == "tables" and name == "out" and line.startswith("┏"))
+                    or (moment == "resume hint" and name == "err" and "committed work" in line)
+                    or (moment == "exit" and name == "err" and line == "exiting\n")):
+                proc.send_signal(signal.SIGINT)
+                proc.stdin.close()  # the exit goes on
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    err = "".join(line for name, line in said if name == "err")
+    assert proc.returncode == 130, err  # -2: killed by the SIGINT
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "Exception ignored" not in err, err
+    assert "interrupted: committed work is kept" in err, err
+    assert _finished(store) >= 5
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
