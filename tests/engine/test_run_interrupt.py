@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import re
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import structlog
 
 from engine import cli
 from store import Step, TrajectoryFinished, open_store
@@ -280,3 +282,30 @@ def test_a_second_ctrl_c_as_the_run_ends_is_no_traceback(tmp_path, moment, loop)
     assert _finished(store) >= 5
     with open_store(store, create=False) as s:
         assert verify(s).ok
+
+
+class _CutAtFlush(io.StringIO):
+    """A stream whose first flush is where a Ctrl-C lands: after the text was written."""
+
+    cut = True
+
+    def flush(self) -> None:
+        if self.cut:
+            self.cut = False
+            raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_as_the_resume_hint_is_flushed_does_not_have_it_said_again(tmp_path):
+    # rich empties its buffer only after writing and flushing it: the next print, the resume
+    # hint of the stop that cut the first short, wrote the cut line again before its own.
+    from engine.commands import run
+    from engine.config import RunConfig
+
+    stream = _CutAtFlush()
+    err = run._RunConsole(file=stream, highlight=False, emoji=False, soft_wrap=True)
+    with pytest.raises(KeyboardInterrupt):
+        err.print("the line a stop cut short", markup=False)
+    config = RunConfig(store=str(tmp_path / "s.lmdb"))
+    assert run._report_interrupted(err, structlog.get_logger(), config, "r", False) == 130
+    assert stream.getvalue().count("the line a stop cut short") == 1
+    assert stream.getvalue().count("interrupted: committed work is kept") == 1
