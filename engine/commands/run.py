@@ -54,8 +54,10 @@ class _RunConsole(Console):
     def drop_cut_short(self) -> None:
         """Forget what a print a Ctrl-C cut short left in the buffer: rich empties it only
         after writing and flushing it, so a stop landing between the two had the next print
-        write the line again (the resume hint said two or three times)."""
-        del self._buffer[:]
+        write the line again (the resume hint said two or three times). rich's own buffer:
+        should a later rich keep it elsewhere, the line may be said twice, nothing worse."""
+        with contextlib.suppress(AttributeError, TypeError):
+            del self._buffer[:]
 
 
 def run(args: argparse.Namespace) -> int:
