@@ -40,6 +40,17 @@ def _finished(store: Path) -> int:
         return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
 
 
+def _wait_for_some_finished(proc: subprocess.Popen, store: Path) -> None:
+    """Return once some trajectories have finished (the store exists and holds some), the run
+    still going, so that a stop then lands mid-run."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (store / "data.mdb").exists() and _finished(store) >= 5:
+            break
+        time.sleep(0.05)  # polling a file another process writes: no event to wait on
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+
+
 @pytest.mark.parametrize(("stop", "status", "said", "extra"), [
     (signal.SIGINT, 130, "interrupted", ()),
     # kill, timeout, a batch scheduler's end of job: before, the run died at once with no hint
@@ -61,13 +72,7 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=_sigint(signal.SIG_IGN if background else signal.SIG_DFL))
     try:
-        # Interrupt once some trajectories have finished (the store exists and holds some).
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (store / "data.mdb").exists() and _finished(store) >= 5:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the run ended before it could be interrupted"
+        _wait_for_some_finished(proc, store)
         proc.send_signal(stop)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -248,12 +253,7 @@ def test_a_second_ctrl_c_as_the_run_ends_is_no_traceback(tmp_path, moment, loop)
     lines = _lines(proc)
     said: list[tuple[str, str]] = []
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (store / "data.mdb").exists() and _finished(store) >= 5:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the run ended before it could be interrupted"
+        _wait_for_some_finished(proc, store)
         proc.send_signal(signal.SIGINT)
         ended = 0
         while ended < 2:
