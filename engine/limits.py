@@ -237,7 +237,11 @@ class ConnectionLimiter:
             if self._tpm is not None and tokens:
                 wait = max(wait, self._tpm.reserve(tokens))
             if wait > 0:
-                await self._sleep(wait)
+                # Until the reserved moment, however the loop's timer rounds: uvloop's can end
+                # a sleep a millisecond early, and a call started then is over the rate.
+                until = self._clock() + wait
+                while (wait := until - self._clock()) > 0:
+                    await self._sleep(wait)
         except BaseException:
             self._release_slot()
             raise

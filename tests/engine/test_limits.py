@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -46,6 +47,23 @@ async def test_requests_per_minute_spaces_calls() -> None:
             starts.append(clock.now)
     # 2 per second, capacity 1: the first goes at once, then one every half second.
     assert starts == pytest.approx([0.0, 0.5, 1.0, 1.5, 2.0])
+
+
+async def test_a_timer_that_wakes_early_does_not_start_a_call_early() -> None:
+    """uvloop's timers may end a sleep about a millisecond early: a call the rate allows at
+    0.5 s must not start at 0.499 s (an endpoint counting strictly answers that with a 429)."""
+    clock = FakeClock()
+
+    async def wakes_early(delay: float) -> None:  # a millisecond early, a short one in time
+        await clock.sleep(delay - 0.001 if delay > 0.002 else delay)
+
+    limiter = ConnectionLimiter(
+        "k", LimitConfig(requests_per_minute=120, burst_s=0.5), clock=clock, sleep=wakes_early)
+    starts = []
+    for _ in range(3):
+        async with limiter.slot():
+            starts.append(clock.now)
+    assert all(later >= earlier + 0.5 - 1e-9 for earlier, later in itertools.pairwise(starts))
 
 
 async def test_tokens_per_minute_is_corrected_by_usage() -> None:
