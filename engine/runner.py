@@ -23,6 +23,7 @@ from adapters.datasets.base import Sample
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
 from engine.breaker import ModelUnusableError
+from engine.cache_budget import cache_budgets
 from engine.config import RunConfig
 from engine.conversation import RequestSpec, parse_image_history
 from engine.cost import PriceTable
@@ -205,6 +206,7 @@ async def run_jobs(
     spend_share: SpendShare | None = None,
     header_written: bool = False,
     skipped_rows: int = 0,
+    memory_share: float = 1.0,
 ) -> RunResult:
     """Run (or resume) every trajectory of ``config`` over ``samples`` into ``store``.
 
@@ -213,6 +215,9 @@ async def run_jobs(
     ``header_written``: the caller wrote the run's header (a worker's parent does, with the
     limits as configured; a worker's config holds only its share of them, which is no change
     of the run to record, and two workers appending it raced for one position).
+
+    ``memory_share``: the part of the machine's memory budget for caches this process has (1/N
+    for each of ``--workers N``; engine/cache_budget.py).
 
     ``shared_pauses``: see :func:`make_limiters`, and ``spend_share``: see
     :func:`make_spend_cap` (a worker of :func:`engine.workers.run_in_workers`).
@@ -246,8 +251,10 @@ async def run_jobs(
         recorded_originals = {sid: ev.input_state for sid, ev in earlier.items()}
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")
+    canvas_budget, b64_budget = cache_budgets(memory_share)
     states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),
-                        canvas_capacity=2 * config.concurrency + 16)
+                        canvas_capacity=2 * config.concurrency + 16,
+                        canvas_budget=canvas_budget, b64_budget=b64_budget)
     runtime = Runtime(
         store=store, states=states, adapters=adapters, limiters=make_limiters(config, adapters, shared_pauses),
         dialects={m.spec: (m.dialect, m.convention) for m in config.models},

@@ -14,8 +14,10 @@ import hashlib
 import os
 import struct
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
@@ -24,6 +26,7 @@ from adapters.models.base import ImagePart
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import encode_png, image_hash, plain_png_bytes
 from adapters.renderers.images import ImageLoadError, load_image, load_image_upright
+from engine.cache_budget import cache_budgets
 from store.actions import Frame
 from store.recorder import Recorder
 
@@ -104,9 +107,16 @@ def _succeeded(future: asyncio.Future) -> bool:
 
 
 class _Lru(OrderedDict):
-    def __init__(self, capacity: int) -> None:
+    """Least recently used first out, bounded by a count and, with ``weigh``, by the bytes
+    its values hold (the newest entry is kept whatever its size: it is in use)."""
+
+    def __init__(self, capacity: int, max_bytes: int | None = None,
+                 weigh: Callable[[Any], int] | None = None) -> None:
         super().__init__()
         self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._weigh = weigh
+        self.bytes = 0
 
     def get_touch(self, key):
         value = self.get(key)
@@ -115,23 +125,42 @@ class _Lru(OrderedDict):
         return value
 
     def put(self, key, value) -> None:
+        if self._weigh is not None:
+            old = self.get(key)
+            self.bytes += self._weigh(value) - (0 if old is None else self._weigh(old))
         self[key] = value
         self.move_to_end(key)
-        while len(self) > self.capacity:
-            self.popitem(last=False)
+        while len(self) > self.capacity or (
+                self.max_bytes is not None and self.bytes > self.max_bytes and len(self) > 1):
+            _, gone = self.popitem(last=False)
+            if self._weigh is not None:
+                self.bytes -= self._weigh(gone)
+
+
+def _canvas_bytes(canvas: CanvasState) -> int:
+    """What a decoded canvas holds: Pillow keeps an RGB pixel in 4 bytes."""
+    image = canvas.image
+    return image.width * image.height * (1 if image.mode in ("L", "P", "1") else 4)
 
 
 class StateCache:
     """Canvases and base64 strings by hex hash, backed by the store's blobs."""
 
     def __init__(self, store: Recorder, executor: Executor | None, capacity: int = 1024,
-                 canvas_capacity: int | None = None) -> None:
+                 canvas_capacity: int | None = None, canvas_budget: int | None = None,
+                 b64_budget: int | None = None) -> None:
         self.store = store
         self.executor = executor
-        # Decoded canvases are big (a 512² RGB canvas is 768 KiB): keep about two per trajectory
+        # Decoded canvases are big (a 512² RGB canvas is 1 MiB): keep about two per trajectory
         # in flight; base64 strings are a few dozen KiB and are re-sent every step, keep more.
-        self._canvases: _Lru = _Lru(canvas_capacity or capacity)
-        self._b64: _Lru = _Lru(capacity)
+        # Both are also bounded by bytes (engine/cache_budget.py): a dataset of 12-megapixel
+        # photos holds 48 MB a canvas and some 25 MB a base64 string.
+        if canvas_budget is None or b64_budget is None:
+            canvas_default, b64_default = cache_budgets()
+            canvas_budget = canvas_budget or canvas_default
+            b64_budget = b64_budget or b64_default
+        self._canvases: _Lru = _Lru(canvas_capacity or capacity, canvas_budget, _canvas_bytes)
+        self._b64: _Lru = _Lru(capacity, b64_budget, len)
         # Hashes known to be stored (or queued): bounded, as a miss only costs a store lookup.
         self._persisted: _Lru = _Lru(4 * capacity)
         self._unsettled: dict[str, asyncio.Future] = {}
@@ -214,7 +243,9 @@ class StateCache:
         source_key = (b"held:" + digest if digest and isinstance(source, bytes)
                       else _source_key(source))
         known = self._originals.get_touch(source_key)
-        if known is not None and known in self._canvases:
+        if known is not None and (known in self._canvases or known in self._persisted):
+            # Loaded before: a canvas dropped from the cache is decoded from its blob when
+            # asked for, not read, converted and encoded again from the dataset's file.
             return known
         loading = self._loading.get(source_key)
         if loading is not None:  # another trajectory of the same sample is loading it now

@@ -207,7 +207,7 @@ def run_in_workers(
             shard.write_bytes(pickle.dumps((share, originals), protocol=pickle.HIGHEST_PROTOCOL))
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
-                args=(i, share_of(config, workers, i), str(shard), messages, os.getpid(),
+                args=(i, workers, share_of(config, workers, i), str(shard), messages, os.getpid(),
                       dict(os.environ), pauses,
                       SpendShare(cap.earlier, cells, i) if cap is not None else None, life)))
         result = _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
@@ -366,7 +366,7 @@ def _die_with_run(index: int, run: int) -> None:
         os._exit(1)
 
 
-def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: int,
+def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messages, parent: int,
                  environ: dict[str, str], pauses, spend: SpendShare | None,
                  life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
@@ -386,7 +386,7 @@ def _worker_main(index: int, config: RunConfig, shard: str, messages, parent: in
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
                 calls = event_loop.run(_run_share(config, store, samples, originals, messages,
-                                               parent, pauses, spend, life))
+                                               parent, pauses, spend, life, 1 / workers))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
                 # for now must not kill this process while its last message holds the queue's
@@ -420,7 +420,7 @@ def _describe(exc: BaseException) -> str:
 
 async def _run_share(config: RunConfig, store, samples, originals: dict[str, str], messages,
                      parent: int, pauses, spend: SpendShare | None,
-                     life: multiprocessing.connection.Connection) -> int:
+                     life: multiprocessing.connection.Connection, memory_share: float) -> int:
     from engine.runner import run_jobs
 
     loop = asyncio.get_running_loop()
@@ -460,6 +460,7 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
             header_written=True,  # by the parent, with the limits unsplit
             shared_pauses=pauses,
             spend_share=spend,
+            memory_share=memory_share,  # the caches' budget is the machine's, split N ways
         )
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
