@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import logging
 import queue
+import shutil
 import struct
 import time
 from collections.abc import Sequence
@@ -28,6 +29,22 @@ __all__ = ["LmdbWriter"]
 
 _log = logging.getLogger("vaot.store")
 _log.addHandler(logging.NullHandler())  # a library: to the app's log if it has one, else nowhere
+
+_LOW_SPACE = 64 << 20
+
+
+def writer_failure(path: str, exc: BaseException) -> str:
+    """What a failed write says: the error, and how little room is left when the disk holding
+    the store is (nearly) full. LMDB reports a full tmpfs as an I/O error, not as ENOSPC."""
+    text = f"{path}: writer failed: {exc!r}"
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return text
+    if free < _LOW_SPACE:
+        text += (f"; the disk holding the store has {free / (1 << 20):.1f} MiB free: make room "
+                 "(or move the store), then rerun")
+    return text
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 
@@ -44,7 +61,7 @@ class LmdbWriter:
         if getattr(self, "readonly", False):
             raise StoreClosedError(f"{self.path}: store was opened read-only")
         if self._writer_error is not None:
-            raise StoreClosedError(f"{self.path}: writer failed: {self._writer_error!r}")
+            raise StoreClosedError(writer_failure(self.path, self._writer_error))
 
     def _submit(self, kind: str, items: Sequence) -> concurrent.futures.Future:
         """Queue a job for a thread that will block on the result."""
@@ -180,7 +197,7 @@ class LmdbWriter:
                 except BaseException as exc:
                     # Jobs already taken off the queue would otherwise wait forever.
                     for pending in jobs:
-                        pending.settle(StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+                        pending.settle(StoreClosedError(writer_failure(self.path, exc)))
                     raise
         except BaseException as exc:  # the writer must never die silently
             # Every waiter is told, and every later write refused with it (_check_writable);
@@ -200,7 +217,7 @@ class LmdbWriter:
                 continue
             for one in job if isinstance(job, list) else [job]:
                 one.settle(exc if isinstance(exc, StoreClosedError)
-                           else StoreClosedError(f"{self.path}: writer failed: {exc!r}"))
+                           else StoreClosedError(writer_failure(self.path, exc)))
 
     def _commit(self, jobs: list[Job]) -> None:
         while True:
