@@ -3,7 +3,9 @@ past what its budget allows, and what is dropped comes back, pixel for pixel, fr
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
+import pytest
 from PIL import Image
 
 from adapters.renderers.canvas import CanvasState
@@ -80,3 +82,33 @@ def test_the_budgets_follow_the_memory_this_process_may_use_and_its_share_of_the
     half = cache_budgets(0.5)  # one of two --workers processes
     assert half[0] == max(256 << 20, int(memory * 0.5 * CANVAS_SHARE))
     assert cache_budgets(1e-6) == (256 << 20, 256 << 20)  # never so small a run thrashes
+
+
+@pytest.mark.parametrize("render_base", ["current", "original"])
+async def test_a_run_whose_caches_keep_almost_nothing_records_the_same_events(
+        tmp_path, monkeypatch, render_base) -> None:
+    """Everything dropped is rebuilt from the store: with budgets so small that each cache
+    keeps only its newest entry, a run records what a run with room records (times aside)."""
+    import engine.runner
+    from adapters.datasets.loading import load_dataset
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import run_jobs
+
+    samples = load_dataset("synthetic:1", seed=0)[0][:4]
+
+    async def recorded(name: str) -> list:
+        config = RunConfig(models=(ModelConfig("reference:calibrated"),),
+                           dataset="synthetic:1", store=str(tmp_path / name), concurrency=16,
+                           render_base=render_base)
+        with open_store(config.store) as store:
+            await run_jobs(config, store, samples)
+            events = [e.event for e in store.iter_events()]
+        timeless = [msgspec.structs.replace(e, at=0.0) for e in events]
+        return sorted(msgspec.json.encode(msgspec.structs.replace(e, latency_ms=0.0,
+                                                                   render_ms=0.0))
+                      if hasattr(e, "render_ms") else msgspec.json.encode(e)
+                      for e in timeless)
+
+    roomy = await recorded("roomy")
+    monkeypatch.setattr(engine.runner, "cache_budgets", lambda share=1.0: (1, 1))
+    assert await recorded("tight") == roomy
