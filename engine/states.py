@@ -21,7 +21,7 @@ from typing import Any
 
 from PIL import Image
 
-from adapters.datasets.base import InlineImage, InlineImageError
+from adapters.datasets.base import InlineImage, InlineImageError, content_digest
 from adapters.models.base import ImagePart
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import encode_png, image_hash, plain_png_bytes
@@ -55,17 +55,22 @@ def encode_state(canvas: CanvasState, png: bytes | None = None) -> EncodedState:
                         png if png is not None else encode_png(canvas.image))
 
 
-def _load_encoded(source: bytes | str | InlineImage, name: str) -> tuple[EncodedState, bool]:
+def _load_encoded(source: bytes | str | InlineImage, name: str,
+                  digest: bytes = b"") -> tuple[EncodedState, bool]:
     """:func:`load_original` and :func:`encode_state` in one go (blocking: run it in the pool);
     also whether a PNG had to be made."""
-    image, png = load_original(source, name)
+    image, png = load_original(source, name, digest)
     return encode_state(CanvasState.from_image(image), png), png is None
 
 
-def load_original(source: bytes | str | InlineImage,
-                   name: str) -> tuple[Image.Image, bytes | None]:
+def load_original(source: bytes | str | InlineImage, name: str,
+                  digest: bytes = b"") -> tuple[Image.Image, bytes | None]:
     """A sample's original image, decoded, and its file's bytes when they can be stored and
     sent as they are (blocking: run it in the pool).
+
+    ``digest``: the :func:`content_digest` of a file's bytes when the dataset was loaded; a
+    file that no longer has them is refused, rather than shown to some of the sample's
+    trajectories while the others (and the record of its fingerprint) had the first image.
 
     Raises:
         ImageLoadError: named ``name``, whatever went wrong (an inline image's file included).
@@ -82,6 +87,10 @@ def load_original(source: bytes | str | InlineImage,
             source = Path(source).read_bytes()
         except OSError as exc:
             raise ImageLoadError(name, f"cannot open ({exc.strerror or exc})") from None
+        if digest and content_digest(source) != digest:
+            raise ImageLoadError(name, "the file changed after the dataset was loaded (its "
+                                       "bytes differ from those read then); rerun to load it "
+                                       "again")
     image, turned = load_image_upright(source, name=name)
     # Turned upright from its metadata: the file's bytes, as stored, are not these pixels.
     return image, (None if turned else plain_png_bytes(source))
@@ -256,7 +265,7 @@ class StateCache:
             # One trip to the pool: with two (decode, then hash + encode), every sample's
             # decode queued at a run's start went ahead of the first one's hash, and no
             # trajectory could start until all of them were decoded.
-            encoded, made_png = await self._in_pool(_load_encoded, source, name)
+            encoded, made_png = await self._in_pool(_load_encoded, source, name, digest)
             self.encodes += made_png
             hex_key, _ = self.add_encoded(encoded)  # the write is tracked for whoever names it
         except BaseException as exc:

@@ -291,9 +291,10 @@ def test_an_image_that_fails_to_decode_is_skipped_at_load_not_a_failure(
 
 async def test_an_image_that_breaks_between_load_and_run_ends_its_trajectories_by_an_error(
         tmp_path) -> None:
-    # The load check now catches bad pixel data, so only a file changed after loading reaches
-    # a trajectory broken: that trajectory ends by an error (not recorded as failed: nothing
-    # was decided about the model), and the others of the run go on.
+    # The load check catches bad pixel data, so only a file changed after loading reaches a
+    # trajectory broken: the file's digest from the load tells it changed, that trajectory
+    # ends by an error (not recorded as failed: nothing was decided about the model), and the
+    # others of the run go on.
     from adapters.datasets.loading import load_dataset
     from engine.config import ModelConfig
     from engine.runner import open_run_store, run_jobs
@@ -317,6 +318,7 @@ async def test_an_image_that_breaks_between_load_and_run_ends_its_trajectories_b
     by_sample = {o.traj: o for o in result.outcomes}
     errors = [o for o in by_sample.values() if o.unrecorded]
     assert len(errors) == 1 and "ImageLoadError" in errors[0].error
-    assert "corrupt" in errors[0].error and "b.png" in errors[0].error
+    assert "changed after the dataset was loaded" in errors[0].error
+    assert "b.png" in errors[0].error
     assert errors[0].traj not in finished  # unfinished: a fixed file and a rerun run it
     assert len(finished) == 1

@@ -31,13 +31,13 @@ async def test_the_first_original_is_ready_before_the_last_is_decoded(monkeypatc
     real_load = states.load_original
     first_ready = threading.Event()
 
-    def load_original(source, name):
+    def load_original(source, name, digest=b""):
         events.append(f"decode {name}")
         if name == "s1":
             # Held until the first image is ready. The old order queued s0's second trip
             # behind this decode, so s0 could not be ready: the bound only ends the wait.
             first_ready.wait(timeout=10)
-        return real_load(source, name)
+        return real_load(source, name, digest)
 
     monkeypatch.setattr(states, "load_original", load_original)
     pool = ThreadPoolExecutor(max_workers=1)  # first in, first out
