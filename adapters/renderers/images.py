@@ -256,14 +256,23 @@ def _high_depth_to_l(im: Image.Image) -> Image.Image:
 def to_rgb(im: Image.Image) -> Image.Image:
     """Apply the EXIF orientation and convert any mode to RGB (transparency over white)."""
     im = ImageOps.exif_transpose(im)
-    if im.mode == "RGB":
+    # A colour key (a PNG's tRNS chunk on a palette, grey or RGB image) is transparency too.
+    keyed = "transparency" in im.info
+    if im.mode == "RGB" and not keyed:
         return im.copy()
     if im.mode in ("RGBA", "LA", "PA", "RGBa", "La") or (
-        im.mode == "P" and "transparency" in im.info
+        im.mode in ("P", "1", "L", "RGB") and keyed
     ):
         return _over_white(im)
     if im.mode in ("L", "1", "P", "CMYK", "YCbCr", "LAB", "HSV", "RGBX"):
         return im.convert("RGB")
     if im.mode.startswith("I") or im.mode == "F":
-        return _high_depth_to_l(im).convert("RGB")
+        grey = _high_depth_to_l(im)
+        key = im.info.get("transparency")
+        if isinstance(key, int) and im.mode != "F":
+            # Pillow's own conversion would clip the values, not scale them: keyed here.
+            clear = np.asarray(im) == key
+            if clear.any():
+                grey = Image.fromarray(np.where(clear, np.uint8(255), np.asarray(grey)), "L")
+        return grey.convert("RGB")
     return im.convert("RGB")

@@ -406,3 +406,22 @@ def test_libtiff_says_nothing_on_the_terminal_only_in_the_reason(capfd) -> None:
     with pytest.raises(ImageLoadError, match="libtiff: "):
         load_image(corrupt_images.lzw_tiff(), name="garbled.tif")
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(("mode", "key", "ink"), [
+    ("1", 0, 255), ("L", 0, 90), ("RGB", (0, 0, 0), (200, 10, 10)), ("I;16", 0, 30000)])
+def test_a_transparent_colour_key_is_composited_over_white(mode, key, ink):
+    # A PNG's tRNS chunk on a grey or RGB image (what optimisers write for a logo whose alpha is
+    # all or nothing) makes one colour transparent: it is shown over white, as alpha is, not
+    # as the black stored under it.
+    arr = np.zeros((4, 4, 3) if mode == "RGB" else (4, 4),
+                   dtype=np.uint16 if mode == "I;16" else np.uint8)
+    arr[1, 1] = ink
+    im = Image.fromarray(arr, "RGB") if mode == "RGB" else Image.fromarray(arr)
+    if mode == "1":
+        im = im.convert("1")
+    assert im.mode == mode
+    loaded, unkeyed = load_image(_encode(im, transparency=key)), load_image(_encode(im))
+    assert unkeyed.getpixel((0, 0)) == (0, 0, 0)
+    assert loaded.getpixel((0, 0)) == (255, 255, 255)
+    assert loaded.getpixel((1, 1)) == unkeyed.getpixel((1, 1))
