@@ -9,12 +9,13 @@ Transparent pixels are composited over white (what a viewer shows).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
 import struct
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -231,26 +232,68 @@ def _over_white(im: Image.Image) -> Image.Image:
     return background.convert("RGB")
 
 
+_STRIP_PIXELS = 1 << 18
+"""Pixels of a high-depth image scaled at a time: its float64 temporaries stay a few megabytes."""
+
+
 def _high_depth_to_l(im: Image.Image) -> Image.Image:
-    """16/32-bit integer and float grey to 8-bit, keeping the file's own scale where it has one."""
+    """16/32-bit integer and float grey to 8-bit, keeping the file's own scale where it has one.
+
+    Scaled a strip of rows at a time: converted whole, a 40-megapixel float scan held over a
+    gigabyte of float64 temporaries. Every step is per pixel, so the result is the same."""
     arr = np.asarray(im)
+    rows = max(1, _STRIP_PIXELS // max(1, arr.shape[1]))
+    strips = [slice(top, top + rows) for top in range(0, arr.shape[0], rows)]
+    scale: Callable[[np.ndarray], np.ndarray]
     if im.mode.startswith("I;16"):
-        scaled = arr.astype(np.float64) / 257.0
+        scale = _per_257
     else:
-        arr = arr.astype(np.float64)
-        finite = arr[np.isfinite(arr)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        lo, hi = _finite_range(arr, strips)
         if im.mode == "F" and lo >= 0.0 and hi <= 1.0:
-            scaled = arr * 255.0
+            scale = _times_255
         elif im.mode == "I" and lo >= 0.0 and hi <= 65535.0 and hi > 255.0:
-            scaled = arr / 257.0  # a 16-bit file Pillow widened to 32 bits
+            scale = _per_257  # a 16-bit file Pillow widened to 32 bits
         elif im.mode == "I" and lo >= 0.0 and hi <= 255.0:
-            scaled = arr
-        else:
+            scale = _as_is
+        elif hi > lo:
             # No known scale: stretch the observed range.
-            scaled = (arr - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(arr)
-    scaled = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
-    return Image.fromarray(np.clip(scaled + 0.5, 0, 255).astype(np.uint8), mode="L")
+            factor = 255.0 / (hi - lo)
+            scale = functools.partial(_stretched, lo=lo, factor=factor)
+        else:
+            scale = np.zeros_like
+    out = np.empty(arr.shape, dtype=np.uint8)
+    for strip in strips:
+        scaled = np.nan_to_num(scale(arr[strip].astype(np.float64)), nan=0.0, posinf=255.0,
+                               neginf=0.0)
+        out[strip] = np.clip(scaled + 0.5, 0, 255).astype(np.uint8)
+    return Image.fromarray(out, mode="L")
+
+
+def _per_257(values: np.ndarray) -> np.ndarray:
+    return values / 257.0
+
+
+def _times_255(values: np.ndarray) -> np.ndarray:
+    return values * 255.0
+
+
+def _as_is(values: np.ndarray) -> np.ndarray:
+    return values
+
+
+def _stretched(values: np.ndarray, *, lo: float, factor: float) -> np.ndarray:
+    return (values - lo) * factor
+
+
+def _finite_range(arr: np.ndarray, strips: list[slice]) -> tuple[float, float]:
+    """The least and greatest finite values of ``arr`` (0, 0 when it has none), strip by strip."""
+    lo, hi = np.inf, -np.inf
+    for strip in strips:
+        part = arr[strip].astype(np.float64)
+        finite = part[np.isfinite(part)]
+        if finite.size:
+            lo, hi = min(lo, float(finite.min())), max(hi, float(finite.max()))
+    return (0.0, 0.0) if lo > hi else (lo, hi)
 
 
 def to_rgb(im: Image.Image) -> Image.Image:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from adapters.renderers import CanvasState, ImageLoadError, encode_png, image_hash, load_image
-from adapters.renderers.images import check_image
+from adapters.renderers.images import check_image, to_rgb
 from tests.adapters import _corrupt_images as corrupt_images
 from tests.adapters._corrupt_images import CORRUPT
 
@@ -425,3 +425,30 @@ def test_a_transparent_colour_key_is_composited_over_white(mode, key, ink):
     assert unkeyed.getpixel((0, 0)) == (0, 0, 0)
     assert loaded.getpixel((0, 0)) == (255, 255, 255)
     assert loaded.getpixel((1, 1)) == unkeyed.getpixel((1, 1))
+
+
+@pytest.mark.parametrize("kind", ["I;16", "F"])
+def test_a_high_depth_image_is_brought_to_8_bits_in_bounded_memory(kind):
+    # A 40-megapixel 16-bit or float scan is within the pixel limit; converted whole in float64
+    # it held four or five times its own size in temporaries (about 1.7 GB for a float one),
+    # once per trajectory loading it. Strips keep that to a few megabytes, pixels unchanged.
+    import tracemalloc
+
+    width, height = 1500, 1000
+    ramp = np.arange(width * height, dtype=np.float64).reshape(height, width)
+    arr = ((ramp % 65536).astype(np.uint16) if kind == "I;16"
+           else (ramp / ramp.max() * 3 - 1).astype(np.float32))
+    im = Image.fromarray(arr)
+    assert im.mode == kind
+    tracemalloc.start()
+    try:
+        loaded = to_rgb(im)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    raw = width * height * (2 if kind == "I;16" else 4)
+    assert peak < 2 * raw + 2 * width * height + (8 << 20)
+    wide = arr.astype(np.float64)
+    expected = wide / 257.0 if kind == "I;16" else (wide - wide.min()) * (255.0 / np.ptp(wide))
+    assert np.array_equal(np.asarray(loaded)[..., 0],
+                          np.clip(expected + 0.5, 0, 255).astype(np.uint8))
