@@ -26,22 +26,53 @@ _FLOOR = 256 << 20  # below this a budget would drop entries a run still uses ev
 _UNKNOWN = 8 << 30  # when neither the machine nor its container says
 
 
-def available_memory() -> int:
+def available_memory(cgroups: Path = Path("/sys/fs/cgroup"),
+                     membership: Path = Path("/proc/self/cgroup")) -> int:
     """Bytes of memory this process may use: the machine's, or its control group's limit
-    when that is smaller (a container's memory limit, cgroup v2 or v1)."""
+    when that is smaller (a container's memory limit, cgroup v2 or v1).
+
+    The limit is looked for in the process's own group and every group above it, not only at
+    the hierarchy's root: a batch job (Slurm) or a systemd service is limited in a nested
+    group, and only a container with its own cgroup namespace sees its limit at the root.
+    """
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         total = _UNKNOWN
-    for limit_file in ("/sys/fs/cgroup/memory.max",
-                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    if total <= 0:  # sysconf says -1 when it does not know
+        total = _UNKNOWN
+    for limit_file in _limit_files(cgroups, membership):
         try:
-            text = Path(limit_file).read_text().strip()
-        except OSError:
+            text = limit_file.read_text().strip()
+        except (OSError, ValueError):
             continue
         if text.isdigit() and 0 < int(text) < total:  # "max", or a huge "no limit" value
             total = int(text)
     return total
+
+
+def _limit_files(cgroups: Path, membership: Path) -> list[Path]:
+    """The memory limit files of this process's control groups, its own and their ancestors
+    (cgroup v2's ``memory.max``, v1's ``memory.limit_in_bytes``), roots included."""
+    v2, v1 = cgroups, cgroups / "memory"
+    files = [v2 / "memory.max", v1 / "memory.limit_in_bytes"]
+    try:
+        lines = membership.read_text().splitlines()
+    except (OSError, ValueError):
+        return files
+    for line in lines:  # "hierarchy-id:controllers:path", e.g. "0::/a/b" or "4:memory:/a/b"
+        controllers, _, group = line.partition(":")[2].partition(":")
+        if controllers == "":
+            base, name = v2, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = v1, "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [p for p in group.strip("/").split("/") if p]
+        if ".." in parts:  # a group outside this namespace's view: only its root is seen
+            continue
+        files += [base.joinpath(*parts[:depth], name) for depth in range(len(parts), 0, -1)]
+    return files
 
 
 def cache_budgets(share: float = 1.0) -> tuple[int, int]:
