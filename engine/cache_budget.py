@@ -23,6 +23,7 @@ B64_SHARE = 0.125
 """Of the available memory, what the base64 strings of one run may hold."""
 
 _FLOOR = 256 << 20  # below this a budget would drop entries a run still uses every step
+_MOST = 0.5  # of a process's share of memory, what its caches may hold however small it is
 _UNKNOWN = 8 << 30  # when neither the machine nor its container says
 
 
@@ -79,4 +80,7 @@ def cache_budgets(share: float = 1.0) -> tuple[int, int]:
     """(canvas bytes, base64 bytes) for a process running ``share`` of a run (1/N of it for
     each of ``--workers N``)."""
     memory = available_memory() * share
-    return (max(_FLOOR, int(memory * CANVAS_SHARE)), max(_FLOOR, int(memory * B64_SHARE)))
+    # The floor spares a small share from decoding again every step, but never takes the two
+    # budgets past half of the share: 8 workers in a 4 GiB container must not budget 4 GiB.
+    floor = min(_FLOOR, int(memory * _MOST / 2))
+    return (max(floor, int(memory * CANVAS_SHARE)), max(floor, int(memory * B64_SHARE)))

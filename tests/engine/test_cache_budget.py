@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.cache_budget import available_memory
+from engine.cache_budget import B64_SHARE, CANVAS_SHARE, available_memory, cache_budgets
 
 _MACHINE = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 _NO_LIMIT_V1 = "9223372036854771712"
@@ -57,3 +57,13 @@ def test_no_limit_unreadable_files_and_no_membership_leave_the_machine(tmp_path:
     _write(cgroups / "a" / "memory.max", "max")
     _write(cgroups / "memory" / "b" / "memory.limit_in_bytes", "0")  # not a limit
     assert available_memory(cgroups, membership) == _MACHINE
+
+
+def test_the_floor_never_takes_a_small_share_past_half_of_itself() -> None:
+    """8 workers in a 4 GiB container have 512 MiB each: 256 MiB of canvases and 256 MiB of
+    base64 strings apiece would let their caches alone fill the container."""
+    memory = available_memory()
+    for share in (512 << 20, 100 << 20, 1 << 20):
+        canvases, b64 = cache_budgets(share / memory)
+        assert canvases + b64 <= share // 2 + 2, share
+        assert canvases >= int(share * CANVAS_SHARE) - 1 and b64 >= int(share * B64_SHARE) - 1
