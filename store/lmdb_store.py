@@ -125,6 +125,7 @@ class LmdbStore(LmdbWriter, Recorder):
         self._flush_scheduled = False
         self._closed = False
         self._writer_error: BaseException | None = None
+        self._writer_message = ""  # what a write refused after the writer died says
         self._writer = threading.Thread(target=self._write_loop, name="vaot-store-writer", daemon=True)
         if not readonly:
             self._writer.start()

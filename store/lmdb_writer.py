@@ -39,7 +39,7 @@ def writer_failure(path: str, exc: BaseException) -> str:
     text = f"{path}: writer failed: {exc!r}"
     try:
         free = shutil.disk_usage(path).free
-    except OSError:
+    except Exception:  # a hint, and a failure's message must never fail itself
         return text
     if free < _LOW_SPACE:
         text += (f"; the disk holding the store has {free / (1 << 20):.1f} MiB free: make room "
@@ -61,7 +61,7 @@ class LmdbWriter:
         if getattr(self, "readonly", False):
             raise StoreClosedError(f"{self.path}: store was opened read-only")
         if self._writer_error is not None:
-            raise StoreClosedError(writer_failure(self.path, self._writer_error))
+            raise StoreClosedError(self._writer_message)
 
     def _submit(self, kind: str, items: Sequence) -> concurrent.futures.Future:
         """Queue a job for a thread that will block on the result."""
@@ -195,16 +195,21 @@ class LmdbWriter:
                 try:
                     self._commit(jobs)
                 except BaseException as exc:
+                    # Said once, before anyone is told: the free space when it failed, and no
+                    # filesystem call on the event loop for each write refused afterwards.
+                    self._writer_message = writer_failure(self.path, exc)
                     # Jobs already taken off the queue would otherwise wait forever.
                     for pending in jobs:
-                        pending.settle(StoreClosedError(writer_failure(self.path, exc)))
+                        pending.settle(StoreClosedError(self._writer_message))
                     raise
         except BaseException as exc:  # the writer must never die silently
             # Every waiter is told, and every later write refused with it (_check_writable);
             # re-raising would only add a thread traceback to the user's terminal. The
             # traceback goes to the log (a run's log file), for the bug it may be.
             _log.error("store writer stopped: %r", exc, exc_info=exc)
-            self._writer_error = exc
+            if not self._writer_message:  # it failed outside a commit
+                self._writer_message = writer_failure(self.path, exc)
+            self._writer_error = exc  # after its message, which a refused write reads
             self._fail_pending(exc)
 
     def _fail_pending(self, exc: BaseException) -> None:
@@ -217,7 +222,8 @@ class LmdbWriter:
                 continue
             for one in job if isinstance(job, list) else [job]:
                 one.settle(exc if isinstance(exc, StoreClosedError)
-                           else StoreClosedError(writer_failure(self.path, exc)))
+                           else StoreClosedError(self._writer_message
+                                                 or writer_failure(self.path, exc)))
 
     def _commit(self, jobs: list[Job]) -> None:
         while True:

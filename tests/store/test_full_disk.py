@@ -35,7 +35,7 @@ def small_disk(tmp_path: Path):
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
-def test_a_full_disk_is_named_in_the_writer_error(small_disk: Path) -> None:
+def test_a_full_disk_is_named_in_the_writer_error(small_disk: Path, monkeypatch) -> None:
     store = LmdbStore(small_disk / "s")
     try:
         with pytest.raises(StoreError) as refused:
@@ -43,5 +43,18 @@ def test_a_full_disk_is_named_in_the_writer_error(small_disk: Path) -> None:
                 data = hashlib.shake_256(str(i).encode()).digest(256 << 10)
                 store.put_blob_sync(hashlib.sha256(data).digest(), data)
         assert "MiB free: make room" in str(refused.value)
+
+        # A write refused afterwards says the same, measured when the writer failed: the
+        # event loop makes no filesystem call for it (one could hang on a network mount).
+        import store.lmdb_writer as writer
+
+        monkeypatch.setattr(writer.shutil, "disk_usage", _no_filesystem_call)
+        with pytest.raises(StoreError) as later:
+            store.put_blob_sync(b"\x01" * 32, b"more")
+        assert str(later.value) == str(refused.value)
     finally:
         store.close()
+
+
+def _no_filesystem_call(path):
+    raise AssertionError(f"the free space of {path} was measured again")
