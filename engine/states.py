@@ -147,9 +147,9 @@ class _Lru(OrderedDict):
 
 
 def _canvas_bytes(canvas: CanvasState) -> int:
-    """What a decoded canvas holds: Pillow keeps an RGB pixel in 4 bytes."""
-    image = canvas.image
-    return image.width * image.height * (1 if image.mode in ("L", "P", "1") else 4)
+    """What a decoded canvas holds: canvases are RGB (CanvasState refuses any other mode), and
+    Pillow keeps an RGB pixel in 4 bytes."""
+    return canvas.image.width * canvas.image.height * 4
 
 
 class StateCache:
