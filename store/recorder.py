@@ -226,8 +226,32 @@ class Recorder(abc.ABC):
         ...
 
     @abc.abstractmethod
+    def last_seq(self) -> int:
+        """The newest committed event's sequence number, -1 for an empty log."""
+
+    @abc.abstractmethod
+    def iter_index(self) -> Iterator[tuple[str, int, int]]:
+        """(stream, pos, seq) of every index entry (``verify`` checks it against the log)."""
+
+    @abc.abstractmethod
+    def iter_heads(self) -> Iterator[tuple[str, int, bytes]]:
+        """(stream, last pos, chain hash of its last record) of every stream."""
+
+    @abc.abstractmethod
+    def iter_run_index(self) -> Iterator[tuple[bytes, bytes]]:
+        """Raw (run id, u64 seq of its first ``RunStarted``) of every runs entry."""
+
+    @abc.abstractmethod
     def get_blob_record(self, key: bytes) -> bytes | None:
         ...
+
+    @abc.abstractmethod
+    def iter_blob_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Raw (key, record) of every blob."""
+
+    @abc.abstractmethod
+    def iter_cache_records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Raw (key, record) of every reply-cache entry."""
 
     @abc.abstractmethod
     def blob_count(self) -> int:
