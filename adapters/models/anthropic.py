@@ -21,16 +21,14 @@ OpenAI and Gemini, caches only what it is asked to.
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import msgspec
 
 from adapters.models._http import HttpAdapter, sampling_fields
+from adapters.models._image_limits import ImageLimits, check_image_limits
 from adapters.models.base import (
     AdapterOptions,
-    ImagePart,
-    ModelCallError,
     ModelReply,
     ModelRequest,
     TextPart,
@@ -63,6 +61,10 @@ MAX_SIDE = 8000
 """Pixels per side of any image; over :data:`MANY_IMAGES` images in a request, :data:`MANY_SIDE`."""
 MANY_IMAGES = 20
 MANY_SIDE = 2000
+IMAGE_LIMITS = ImageLimits(
+    api="the Messages API", max_images=MAX_IMAGES, max_request_base64=MAX_REQUEST_BYTES,
+    max_image_base64=MAX_IMAGE_BASE64, max_side=MAX_SIDE, many_images=MANY_IMAGES,
+    many_side=MANY_SIDE)
 
 _STOP = {
     "end_turn": "stop",
@@ -73,17 +75,6 @@ _STOP = {
     # The context window filled while writing: cut short, as at max_tokens.
     "model_context_window_exceeded": "length",
 }
-
-
-def _png_size(b64: str) -> tuple[int, int] | None:
-    """(width, height) from a base64 PNG's header (its first 24 bytes), or None if not a PNG."""
-    try:
-        head = base64.b64decode(b64[:32])
-    except ValueError:
-        return None
-    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
-        return None
-    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
 def _quoted(text: str) -> str:
@@ -119,7 +110,7 @@ class AnthropicAdapter(HttpAdapter):
                 an upload. Images are never resized: what the model is shown is what is logged.
         """
         if self._client.base_url == DEFAULT_BASE_URL:  # another server sets its own limits
-            self._check_limits(request)
+            check_image_limits(self.name, request, IMAGE_LIMITS)
         system: list[str] = []
         messages: list[dict[str, Any]] = []
         for message in request.messages:
@@ -161,41 +152,6 @@ class AnthropicAdapter(HttpAdapter):
         body.update(self.options.extra)
         body.update(request.extra)
         return body
-
-    def _check_limits(self, request: ModelRequest) -> None:
-        images = [p for m in request.messages for p in m.content if isinstance(p, ImagePart)]
-        if len(images) > MAX_IMAGES:
-            raise ModelCallError(
-                f"{self.name}: the request holds {len(images)} images, over the Messages API's "
-                f"{MAX_IMAGES}; send fewer (--image-history original+last:K)",
-                retry="no", kind="request_too_large")
-        side = MANY_SIDE if len(images) > MANY_IMAGES else MAX_SIDE
-        total = 0
-        for part in images:
-            size = _png_size(part.b64)
-            if size is not None and max(size) > side:
-                why = (f"over {MANY_IMAGES} images in one request" if side == MANY_SIDE
-                       else "any request")
-                raise ModelCallError(
-                    f"{self.name}: image {part.sha[:12]} is {size[0]}x{size[1]} pixels; the "
-                    f"Messages API takes at most {side} a side in {why}; use smaller images "
-                    "(vaot never resizes what a model is shown)"
-                    + (" or send fewer (--image-history original+last:K)"
-                       if side == MANY_SIDE else ""),
-                    retry="no", kind="image_too_large")
-            total += len(part.b64)
-            if len(part.b64) > MAX_IMAGE_BASE64:
-                raise ModelCallError(
-                    f"{self.name}: image {part.sha[:12]} is {len(part.b64) / 2**20:.1f} MiB as "
-                    f"base64, over the Messages API's {MAX_IMAGE_BASE64 / 2**20:.0f} MiB per "
-                    "image; use smaller images in the dataset (vaot never resizes what a model "
-                    "is shown)", retry="no", kind="image_too_large")
-        if total > MAX_REQUEST_BYTES:
-            raise ModelCallError(
-                f"{self.name}: the request's images are {total / 2**20:.1f} MiB as base64, over "
-                f"the Messages API's {MAX_REQUEST_BYTES / 2**20:.0f} MiB per request; send fewer "
-                "(--image-history original+last:K) or smaller images",
-                retry="no", kind="request_too_large")
 
     def parse_reply(self, data: Any) -> ModelReply:
         """The :class:`ModelReply` for a decoded 200 body (an empty one too); refusals raise."""
