@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from adapters.models._http import HttpAdapter, sampling_fields
+from adapters.models._image_limits import ImageLimits, check_image_limits
 from adapters.models.base import (
     MADE_UP_CALL_ID,
     AdapterOptions,
@@ -31,6 +32,15 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "GeminiAdapter", "create"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 DEFAULT_KEY_ENV = "GEMINI_API_KEY"
+
+# What the Gemini API documents for inline data: "100 MB per request or payload" (its "File input
+# methods" guide, since the January 2026 change Google's blog announced as 20 MB → 100 MB, base64
+# encoded; its "Image understanding" guide still says 20 MB) and "a maximum of 3,600 image files
+# per request" (the image understanding guide). No limit per image or per side: images are scaled
+# and tiled, not refused. MB read as MiB, the larger reading: a check must never refuse what the
+# API takes.
+IMAGE_LIMITS = ImageLimits(api="the Gemini API", max_images=3600,
+                           max_request_base64=100 * 2**20)
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 # Finish reasons that mean "the provider refused"; retrying the same prompt will not help.
@@ -52,7 +62,14 @@ class GeminiAdapter(HttpAdapter):
     # -- translation (pure; tested directly) -------------------------------------------------
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body for ``request``."""
+        """The JSON body for ``request``.
+
+        Raises:
+            ModelCallError: (not retried) the request is over the Gemini API's documented limits
+                (:data:`IMAGE_LIMITS`), which it would refuse: said before paying for the upload.
+        """
+        if self._client.base_url == DEFAULT_BASE_URL:  # another server sets its own limits
+            check_image_limits(self.name, request, IMAGE_LIMITS)
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []
         for message in request.messages:

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from adapters.models._http import HttpAdapter, sampling_fields
+from adapters.models._image_limits import ImageLimits, check_image_limits
 from adapters.models.base import (
     AdapterOptions,
     ImagePart,
@@ -30,6 +31,16 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_ENV", "OpenAIAdapter", "create"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+# What OpenAI's "Images and vision" guide (its image input requirements) documents for a request:
+# "Up to 512 MB total payload size per request", "Up to 1500 individual image inputs per request"
+# (50 MB and 500 until April 2026). No limit per image or per side: larger images are scaled
+# down, not refused. MB read as MiB, the larger reading: a check must never refuse what the API
+# takes. (The API has been seen to answer 400 "Total image size is 50.56MB, which exceeds the
+# allowed limit of 50MB" to requests under 512 MB, measured on its own rescaled copies of the
+# images, which cannot be computed here: left to the server, whose 400 says so.)
+IMAGE_LIMITS = ImageLimits(api="the Chat Completions API", max_images=1500,
+                           max_request_base64=512 * 2**20)
 
 _FINISH = {
     "stop": "stop",
@@ -108,7 +119,14 @@ class OpenAIAdapter(HttpAdapter):
         return {"role": "user", "content": parts}
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body for ``request``."""
+        """The JSON body for ``request``.
+
+        Raises:
+            ModelCallError: (not retried) the request is over OpenAI's documented limits
+                (:data:`IMAGE_LIMITS`), which it would refuse: said before paying for the upload.
+        """
+        if self._client.base_url == DEFAULT_BASE_URL:  # another server sets its own limits
+            check_image_limits(self.name, request, IMAGE_LIMITS)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [out for m in request.messages for out in self._messages(m)],
