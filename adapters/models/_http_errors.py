@@ -41,6 +41,30 @@ _CONTEXT_LENGTH_MARKERS = (
     "exceed context limit",  # Anthropic: the prompt and max_tokens together
 )
 
+# Phrases of a 400 that refuses a request for its size (a 413 always does): Anthropic
+# ("request_too_large", "Request exceeds the maximum size"), Gemini ("Request payload size
+# exceeds the limit: 20971520 bytes"), OpenAI ("Total image size is 50.56MB, which exceeds the
+# allowed limit of 50MB"), and proxies' own pages ("413 Request Entity Too Large").
+_REQUEST_TOO_LARGE_MARKERS = (
+    "request_too_large",
+    "request exceeds the maximum",
+    "payload size exceeds",
+    "total image size",
+    "request entity too large",
+    "payload too large",
+    "content too large",
+    "maximum request body size",
+)
+# …and of one that refuses one image: Anthropic ("image exceeds 5 MB maximum", "At least one of
+# the image dimensions exceed max allowed size"), servers that say it in other words.
+_IMAGE_TOO_LARGE_MARKERS = (
+    "image exceeds",
+    "image dimensions exceed",
+    "image is too large",
+    "image too large",
+    "image file size exceeds",
+)
+
 # 408/409 are what OpenAI documents as safe to retry; 529 is Anthropic's "overloaded".
 _TRANSIENT_4XX = {408, 409}
 
@@ -262,6 +286,16 @@ def _error_codes(body: bytes) -> set[str]:
     return codes
 
 
+def _too_large(status: int, said: str) -> tuple[str, str] | None:
+    """(what, kind) when a reply refuses the request for its size: any 413, or a 400 whose
+    lowercased ``said`` (message and body) says so; else None."""
+    if any(m in said for m in _IMAGE_TOO_LARGE_MARKERS) and status in (400, 413):
+        return "an image", "image_too_large"
+    if status == 413 or (status == 400 and any(m in said for m in _REQUEST_TOO_LARGE_MARKERS)):
+        return "the request", "request_too_large"
+    return None
+
+
 def classify_status(
     status: int,
     headers: Mapping[str, str],
@@ -341,6 +375,18 @@ def classify_status(
             f"{detail}. Send fewer images (image history last-k) or lower max_tokens.",
             retry="no",
             kind="context_length",
+            status=status,
+        )
+    too_large = _too_large(status, lowered)
+    if too_large is not None:
+        what, kind = too_large
+        said_so = detail.rstrip().removesuffix(".")
+        return ModelCallError(
+            f"{where}: {what} is too large for the API (HTTP {status}): {said_so}. No retry "
+            "cures it: send fewer images (--image-history original+last:K) or smaller ones in "
+            "the dataset (vaot never resizes what a model is shown)",
+            retry="no",
+            kind=kind,
             status=status,
         )
     if status == 404:

@@ -38,7 +38,7 @@ from tests.fakes.server import (
 
 __all__ = ["FakeAnthropic"]
 
-register_extra_faults(["overloaded", "refusal", "spend_limit"])
+register_extra_faults(["overloaded", "refusal", "spend_limit", "413", "too_large_400"])
 
 MIN_CACHED = 1024
 """The shortest prefix the API caches (Sonnet's; shorter ones are sent on, not cached)."""
@@ -292,6 +292,13 @@ class FakeAnthropic(FakeServer):
                     "usage": {"input_tokens": 10, "output_tokens": 0},
                 }
             )
+        if fault == "413":
+            return web.json_response(self._error_body(
+                413, "Request exceeds the maximum size", "request_too_large"), status=413)
+        if fault == "too_large_400":
+            return web.json_response(self._error_body(
+                400, "messages.1.content.1.image.source.base64: image exceeds 5 MB maximum: "
+                "7894984 bytes > 5242880 bytes", "invalid_request_error"), status=400)
         return None
 
 

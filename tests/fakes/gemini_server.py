@@ -43,7 +43,7 @@ _CONFIG_FIELDS = {
 
 register_extra_faults(
     ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "429_no_quota",
-     "prepay_depleted", "bad_key"])
+     "prepay_depleted", "bad_key", "413", "too_large_400"])
 
 
 class FakeGemini(FakeServer):
@@ -346,6 +346,14 @@ class FakeGemini(FakeServer):
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "21s"},
             ]
             return web.json_response(body, status=429)
+        if fault == "413":  # Google's front end, before the API reads the body
+            return web.Response(status=413, content_type="text/html", text=(
+                "<!DOCTYPE html><html lang=en><meta charset=utf-8><title>Error 413 (Request "
+                "Entity Too Large)!!1</title><p><b>413.</b> <ins>That’s an error.</ins><p>Your "
+                "client issued a request that was too large. <ins>That’s all we know.</ins>"))
+        if fault == "too_large_400":
+            return web.json_response(self._error_body(
+                400, "Request payload size exceeds the limit: 20971520 bytes.", ""), status=400)
         return None
 
 

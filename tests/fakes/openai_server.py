@@ -40,7 +40,8 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # ``no_usage``: a good reply ("Final Answer: B") with no token counts, as some proxies send.
 # ``refusal_part``: the refusal as a part of a content list (the API's refusal content part),
 # which servers that answer in parts send instead of the message's own field.
-register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage"])
+register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage",
+                       "413", "too_large_400"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -330,6 +331,15 @@ class FakeOpenAI(FakeServer):
                              "message": {"role": "assistant", "content": parts}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19},
             })
+        if fault == "413":  # from the proxy in front of the API, before it reads the body
+            return web.Response(status=413, content_type="text/html", text=(
+                "<html><head><title>413 Request Entity Too Large</title></head><body><center>"
+                "<h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center>"
+                "</body></html>"))
+        if fault == "too_large_400":
+            return web.json_response(self._error_body(
+                400, "Total image size is 50.56MB, which exceeds the allowed limit of 50MB.",
+                "invalid_request_error"), status=400)
         return None
 
 

@@ -32,11 +32,14 @@ GENERIC = {
     "401": ("no", "auth", None),
     "403": ("no", "auth", None),
     "404": ("no", "not_found", None),
+    # Too large for the API (each server answers as its provider does: see tests/fakes).
+    "413": ("no", "request_too_large", None),
 }
 SPECIFIC = {
     "openai": {"content_filter": ("no", "safety_block", None),
                "refusal": ("no", "safety_block", None),
-               "refusal_part": ("no", "safety_block", None)},
+               "refusal_part": ("no", "safety_block", None),
+               "too_large_400": ("no", "request_too_large", None)},
     "gemini": {
         "safety_block": ("no", "safety_block", None),
         "finish_safety": ("no", "safety_block", None),
@@ -45,11 +48,13 @@ SPECIFIC = {
         "429_no_quota": ("no", "quota", None),
         "prepay_depleted": ("no", "quota", None),
         "bad_key": ("no", "auth", None),
+        "too_large_400": ("no", "request_too_large", None),
     },
     "anthropic": {
         "overloaded": ("transient", "http_529", None),
         "refusal": ("no", "safety_block", None),
         "spend_limit": ("no", "quota", None),
+        "too_large_400": ("no", "image_too_large", None),
     },
 }
 CASES = [(p, f, *want) for p in PROVIDERS for f, want in {**GENERIC, **SPECIFIC[p]}.items()]
@@ -79,6 +84,8 @@ async def test_fault_is_classified(serve, provider, fault, retry, kind, retry_af
         assert KEY_ENVS[provider] in text  # names the variable, never its value
     if kind == "context_length":
         assert "context window" in text
+    if kind.endswith("_too_large"):  # says so, and what to change
+        assert "too large" in text and "--image-history original+last:K" in text, text
 
 
 class FakeSleep:
@@ -129,7 +136,8 @@ async def test_retries_honour_retry_after_then_succeed(serve, provider) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("fault", ["400", "401", "403", "404", "context_length"])
+@pytest.mark.parametrize(
+    "fault", ["400", "401", "403", "404", "context_length", "413", "too_large_400"])
 async def test_no_retry_on_4xx_other_than_429(serve, provider, fault) -> None:
     server, adapter = await serve(provider, faults=FaultPlan([fault]))
     sleep = FakeSleep()
