@@ -68,8 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "script; offline), cassette:PROVIDER:MODEL (the replies --store recorded for "
                    "PROVIDER:MODEL, no network) (default: the four reference agents)")
     p.add_argument("--base-url", metavar="URL",
-                   help="API base URL for the API models (e.g. http://127.0.0.1:8000/v1; "
-                   "default: each provider's own API)")
+                   help="API base URL for the API models, with the API's version path as in "
+                   "the defaults (e.g. http://127.0.0.1:8000/v1; default: each provider's own, "
+                   "https://api.openai.com/v1, https://generativelanguage.googleapis.com/v1beta, "
+                   "https://api.anthropic.com/v1)")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY, "
                    "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; a model at another --base-url "

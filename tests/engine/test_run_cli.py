@@ -33,6 +33,17 @@ def test_help_documents_every_flag() -> None:
         assert flag in done.stdout, flag
 
 
+def test_help_names_each_providers_default_base_url() -> None:
+    # A --base-url replaces the whole root, version path included (Gemini's /v1beta): a proxy
+    # URL without it met a 404 that the help had given no way to foresee.
+    from adapters.models import anthropic, gemini, openai
+
+    done = _vaot("run", "--help")
+    assert done.returncode == 0, done.stderr
+    for adapter in (openai, gemini, anthropic):
+        assert adapter.DEFAULT_BASE_URL in done.stdout, adapter.DEFAULT_BASE_URL
+
+
 BAD_INPUTS = {
     "concurrency 0": (["--concurrency", "0"], "--concurrency"),
     "unknown setting": (["--settings", "vaot,foo"], "foo"),
