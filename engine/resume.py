@@ -255,7 +255,13 @@ def _refuse_changed_model(config: RunConfig, model: ModelConfig, old: dict[str, 
         if msgspec.json.encode(was, order="sorted") != msgspec.json.encode(is_, order="sorted"):
             how = (f"it joined run {run_id} in this store" if joined
                    else f"run {run_id} in this store was started")
+            if isinstance(was, bool):  # a switch (--native-tools): on or off, not True/False
+                flag = "--" + field.replace("_", "-")
+                said, keep = (f"{flag} {'on' if was else 'off'}, not {'on' if is_ else 'off'}",
+                              f"{'keep' if was else 'leave out'} {flag}")
+            else:
+                said, keep = f"{field} {was!r}, not {is_!r}", f"keep {was!r}"
             raise ConfigError(
-                f"model {model.spec}: {how} with {field} {was!r}, not {is_!r}; resuming would mix the two in one run. Keep "
-                f"{was!r}, or start a separate run with "
+                f"model {model.spec}: {how} with {said}; resuming would mix the two in one "
+                f"run. {keep[0].upper() + keep[1:]}, or start a separate run with "
                 + ("another --run-name" if config.run_name else "--run-name NAME"))

@@ -97,7 +97,7 @@ async def test_off_the_run_header_and_identity_are_what_they_were(tmp_path) -> N
         header = next(s.event for s in store.iter_events() if isinstance(s.event, RunStarted))
         assert not any("native" in key for key in header.config)
         assert "native_tools" not in header.config["models"][0]
-        with pytest.raises(ConfigError, match=r"native_tools False, not True"):
+        with pytest.raises(ConfigError, match=r"--native-tools off, not on; .* Leave out --native-tools,"):
             await write_run_header(native, store, run_id, ())
 
 
@@ -114,7 +114,7 @@ async def test_on_the_header_names_it_and_a_resume_without_it_is_refused(tmp_pat
         assert header.config["native_tools_version"]
         plain = msgspec.structs.replace(config, models=(msgspec.structs.replace(
             model, native_tools=False),))
-        with pytest.raises(ConfigError, match=r"native_tools True, not False"):
+        with pytest.raises(ConfigError, match=r"--native-tools on, not off; .* Keep --native-tools,"):
             await write_run_header(plain, store, run_id, ())
     assert fixed_model_fields(model)["native_tools"] is True
 
