@@ -14,8 +14,9 @@ B. *new states*: the model zooms at every step, so each step renders and encodes
 Diagnostics printed beside the ratios: CPU per call of the event loop's thread and of the fake
 server; for B, CPU per rendered step by thread (render pool, loop, store writer) and the
 standalone pixel hash every new state also needs, and the standalone cost again while a second
-process renders on the other core (as the engine's second render thread does). ``--floor`` adds phase A's requests sent from a
-bare aiohttp loop with no engine at all — the most this machine allows; ``--trace`` splits phase
+process renders on the other core (as the engine's second render thread does). ``--floor`` adds each phase's requests sent from a
+bare aiohttp loop with no engine at all — for A the most this machine allows, for B what sending
+a rendered step's images costs before any engine work; ``--trace`` splits phase
 A's calls into the way to the fake server, the server's part and the way back (time spent waiting
 for the engine's event loop shows in the two ways); ``--workers N`` runs the engine as
 ``vaot run --workers N`` does.
@@ -265,12 +266,14 @@ def rates(replies: list[float], finished: list[float], start: float, in_flight: 
     }
 
 
-def floor_phase(args, samples: list[Sample]) -> dict:
+def floor_phase(args, samples: list[Sample], mode: str = "text") -> dict:
     """The same requests from a bare aiohttp loop: no engine, no store, no parsing.
 
-    What this machine allows for phase A at all: the fake server and a client that does nothing
-    but send the engine's request bodies (built by the engine's own code, once, up front) and
-    decode the replies, on the same two cores.
+    What this machine allows at all: the fake server and a client that does nothing but send
+    the engine's request bodies (built by the engine's own code, once, up front) and decode the
+    replies, on the same two cores. For phase A (``mode`` "text") its rate; for phase B ("zoom")
+    its CPU per rendered step: what merely sending each step's images costs, as every later
+    request of a trajectory carries the states rendered before it (the image history "all").
     """
     import aiohttp
     import msgspec
@@ -288,6 +291,7 @@ def floor_phase(args, samples: list[Sample]) -> dict:
             continue
         key = str(len(images))
         images[key] = ImagePart(sha=key, b64=base64.b64encode(sample.image).decode())
+        state = CanvasState.from_image(load_image(sample.image))
         history: list[HistoryStep] = []
         per_step = []
         for step in range(1, args.steps + 1):
@@ -296,10 +300,19 @@ def floor_phase(args, samples: list[Sample]) -> dict:
                 original_state=key, history=history, step=step, max_steps=args.steps + 1,
                 spec=RequestSpec(), image=images.__getitem__)
             per_step.append(encoder.encode(adapter.build_body(request)))
-            history.append(HistoryStep(step, f"Step {step} (Text): Comparing the parts of the "
-                                       "image I have seen so far.", False, None))
+            if mode == "zoom" and step < args.steps:  # the engine's render of this step's zoom
+                state = render(state, [_bench_zoom(step)], None, step)
+                shown = f"{key}.{step}"
+                images[shown] = ImagePart(sha=shown,
+                                          b64=base64.b64encode(encode_png(state.image)).decode())
+                history.append(HistoryStep(step, f"Step {step} (Text): I need a closer look at "
+                                           "this part.", True, shown))
+            else:
+                history.append(HistoryStep(step, f"Step {step} (Text): Comparing the parts of "
+                                           "the image I have seen so far.", False, None))
         bodies[sample.image] = per_step
-    proc, port = start_server("text", args.latency_ms, args.steps)
+    sent = sum(len(b) for sample in samples for b in bodies[sample.image])
+    proc, port = start_server(mode, args.latency_ms, args.steps)
     replies: list[float] = []
     finished: list[float] = []
 
@@ -333,8 +346,15 @@ def floor_phase(args, samples: list[Sample]) -> dict:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    return {"calls": len(replies), "cpu": cpu, "server_cpu": server_cpu,
+    return {"calls": len(replies), "cpu": cpu, "server_cpu": server_cpu, "sent": sent,
+            "rendered": len(samples) * (args.steps - 1) if mode == "zoom" else 0,
             **rates(replies, finished, start, args.in_flight)}
+
+
+def _bench_zoom(step: int) -> Zoom:
+    """The zoom the fake server's zoom mode answers at ``step`` (bench/_fake_api.py)."""
+    k = step % 4
+    return Zoom(target=(100 + 40 * k, 120 + 30 * k, 700 - 20 * k, 760 - 30 * k))
 
 
 def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> tuple[float, float]:
@@ -353,10 +373,8 @@ def standalone_cost(samples: list[Sample], steps: int, n: int = 120) -> tuple[fl
         for canvas in canvases:
             state = canvas
             for step in range(1, steps):
-                k = step % 4
-                action = Zoom(target=(100 + 40 * k, 120 + 30 * k, 700 - 20 * k, 760 - 30 * k))
                 t0 = time.process_time()
-                state = render(state, [action], None, step)
+                state = render(state, [_bench_zoom(step)], None, step)
                 encode_png(state.image)
                 t1 = time.process_time()
                 image_hash(state.image)
@@ -409,8 +427,9 @@ def main() -> None:
     parser.add_argument("--phase", choices=("A", "B", "both"), default="both",
                         help="run one phase only (for profiling)")
     parser.add_argument("--floor", action="store_true",
-                        help="also run phase A's requests from a bare aiohttp loop (no engine): "
-                        "the most this machine allows")
+                        help="also send each phase's requests from a bare aiohttp loop (no "
+                        "engine): for A the most this machine allows, for B the CPU that "
+                        "sending a rendered step's images costs")
     parser.add_argument("--trace", action="store_true",
                         help="phase A, one process: split each call's time into its way to the "
                         "fake server, the server's part and the way back (the server stamps its "
@@ -432,7 +451,9 @@ def main() -> None:
             b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
             after = standalone_cost(samples, args.steps) if args.phase != "A" else None
             contended = contended_cost(args, samples) if args.phase != "A" else None
-            floor = floor_phase(args, samples) if args.floor else None
+            floor = floor_phase(args, samples) if args.floor and args.phase != "B" else None
+            floor_b = (floor_phase(args, samples, "zoom") if args.floor and args.phase != "A"
+                       else None)
     finally:
         shutil.rmtree(root)
     ideal = args.in_flight / (args.latency_ms / 1000)
@@ -482,6 +503,13 @@ def main() -> None:
                 f"{name} {1000 * t.get(key, 0.0) / max(1, b['rendered']):.2f} ms"
                 for name, key in (("render threads", "vaot-render"), ("event loop", "MainThread"),
                                   ("store writer", "vaot-store-writer"))))
+        if floor_b is not None:
+            wire = floor_b["cpu"] / floor_b["rendered"]
+            print(f"B floor, bare aiohttp client sending phase B's request bodies (no engine): "
+                  f"client CPU {1000 * wire:.2f} ms per rendered step "
+                  f"({floor_b['sent'] / floor_b['rendered'] / 1e6:.2f} MB of requests each); with "
+                  f"the pixel hash: floor ratio {(base + hashing + wire) / base:.2f} before any "
+                  f"engine work")
 
 
 if __name__ == "__main__":
