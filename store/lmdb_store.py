@@ -42,6 +42,7 @@ import lmdb
 
 from store.chain import Head
 from store.errors import (
+    BlobMissingError,
     NotAStoreError,
     SchemaVersionError,
     StoreClosedError,
@@ -424,6 +425,25 @@ class LmdbStore(LmdbWriter, Recorder):
         with self._read() as txn:
             value = txn.get(key, db=self._blobs)
             return None if value is None else bytes(value)
+
+    def get_blob(self, key: bytes) -> bytes:
+        """The encoded image stored under ``key``.
+
+        Raises:
+            BlobMissingError: no blob is stored under ``key``.
+            StoreClosedError: none is, and this store's writer has failed: the blob may be one
+                whose write it refused (a full disk), so the error is the writer's, which says
+                what to do; "no blob" would hide the cause.
+        """
+        try:
+            return super().get_blob(key)
+        except BlobMissingError as missing:
+            # The message, not _writer_error: it is set before the refused writes are failed
+            # (when a caller keeping a blob's bytes until its write lands lets go of them);
+            # the writer marks itself dead only after it has logged the failure.
+            if self._writer_message:
+                raise StoreClosedError(self._writer_message) from missing
+            raise
 
     def blob_count(self) -> int:
         with self._read() as txn:

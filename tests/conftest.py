@@ -1,5 +1,10 @@
 """Settings for the whole suite."""
 
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 
 # Property tests check behaviour, never time: hypothesis's default 200 ms per example is a
@@ -17,3 +22,18 @@ def pytest_asyncio_loop_factories(config, item):
     from engine import event_loop
 
     return {"vaot": event_loop.loop_factory() or asyncio.new_event_loop}
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 4 MiB tmpfs: a real full filesystem (needs the right to mount; skipped without it)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, check=False) if os.geteuid() == 0 else None
+    if made is None or made.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import queue
 import threading
 import typing
+from pathlib import Path
 
 from PIL import Image
 
@@ -76,3 +79,22 @@ class LineReader:
         while (line := self.next(timeout)) is not None:
             lines.append(line)
         return lines
+
+
+def fill_disk(folder: Path) -> Path:
+    """Fill the filesystem holding ``folder`` with one file, to its last byte; returns the file
+    (delete it to make room again)."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        for size in (1 << 20, 4096, 1):  # what is left after the big writes is filled too
+            chunk = b"\0" * size
+            try:
+                while True:
+                    os.write(fd, chunk)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+    finally:
+        os.close(fd)
+    return filler

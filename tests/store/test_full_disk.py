@@ -4,35 +4,19 @@ does not tell a researcher to make room and rerun."""
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from store import LmdbStore, StoreError
 from store.lmdb_writer import writer_failure
+from tests.store.helpers import fill_disk, png_blob
 
 
 def test_a_healthy_disk_adds_nothing_to_the_error(tmp_path: Path) -> None:
     text = writer_failure(str(tmp_path), OSError(5, "Input/output error"))
     assert text.endswith("writer failed: OSError(5, 'Input/output error')")
     assert "free" not in text
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path):
-    """A 4 MiB tmpfs: a real full filesystem (needs the right to mount; skipped without it)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, check=False) if os.geteuid() == 0 else None
-    if made is None or made.returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
 def test_a_full_disk_is_named_in_the_writer_error(small_disk: Path, monkeypatch) -> None:
@@ -58,3 +42,27 @@ def test_a_full_disk_is_named_in_the_writer_error(small_disk: Path, monkeypatch)
 
 def _no_filesystem_call(path):
     raise AssertionError(f"the free space of {path} was measured again")
+
+
+def test_a_blob_the_dead_writer_never_wrote_is_asked_for_with_its_failure(small_disk: Path
+                                                                          ) -> None:
+    """A reader asking for the blob (the engine's caches dropped it, and rebuild it from the
+    store) is told the writer's failure, which says what to do, not that a blob is missing."""
+    store = LmdbStore(small_disk / "s")
+    try:
+        kept_key, kept = png_blob(1)
+        store.put_blob_sync(kept_key, kept)
+        fill_disk(small_disk)
+        data = hashlib.shake_256(b"refused").digest(256 << 10)  # needs pages the disk lacks
+        key = hashlib.sha256(data).digest()
+        with pytest.raises(StoreError) as refused:
+            store.put_blob_sync(key, data)
+        assert "MiB free: make room" in str(refused.value)
+
+        with pytest.raises(StoreError) as asked:
+            store.get_blob(key)
+        assert str(asked.value) == str(refused.value)
+        assert not store.has_blob(key)  # a question, not a read: still answered
+        assert store.get_blob(kept_key) == kept  # what was committed reads as it was
+    finally:
+        store.close()
