@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import structlog
@@ -30,6 +31,31 @@ def _traceback_into_line(_logger, _name, event_dict):
     return event_dict
 
 
+class _LogFile(logging.FileHandler):
+    """The run's log file, which lives beside the store, so on the store's disk: when that
+    disk is full (or the file cannot be written for another reason), a run that stops on it
+    says so in one line of its own; stdlib logging would print a "--- Logging error ---"
+    traceback for every line it drops, from every thread. Said once, here, then quiet."""
+
+    _said = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)  # a bug in a formatter: keep logging's report
+            return
+        if not self._said:
+            self._said = True
+            sys.stderr.write(f"vaot: cannot write the log file {self.baseFilename} "
+                             f"({error.strerror or error}); its lines are dropped\n")
+
+    def close(self) -> None:
+        try:
+            super().close()  # closes the file whatever its last flush raised
+        except OSError:
+            pass  # the lines it held are the ones handleError has said are dropped
+
+
 def configure_logging(log_file: Path | None) -> structlog.stdlib.BoundLogger:
     """Send structlog (and stdlib logging, e.g. aiohttp's) to ``log_file`` as JSON lines
     (``None``: nowhere, for a run that keeps nothing)."""
@@ -37,7 +63,7 @@ def configure_logging(log_file: Path | None) -> structlog.stdlib.BoundLogger:
         handler: logging.Handler = logging.NullHandler()
     else:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler = _LogFile(log_file, encoding="utf-8")
     handler.addFilter(RedactingFilter())
     # Every line one JSON object, whoever logged it (structlog, or aiohttp and asyncio through
     # stdlib logging) and with its traceback inside it: a plain Formatter would append the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 from adapters.models import _secrets
 from engine.logs import configure_logging
@@ -41,3 +42,18 @@ def test_every_line_is_one_json_object_with_its_traceback_inside(tmp_path, monke
     assert "RuntimeError: rejected [redacted $VAOT_LOG_KEY]" in lines[3]["exception"]
     assert KEY not in log_file.read_text(encoding="utf-8")
     assert all(line["timestamp"] and line["level"] for line in lines)
+
+
+def test_a_log_file_that_cannot_be_written_is_said_once_without_a_traceback(capfd) -> None:
+    # /dev/full refuses every write with ENOSPC, as the store's full disk does the log beside it.
+    log = configure_logging(Path("/dev/full"))
+    try:
+        log.info("run_start")
+        log.error("worker_failed", worker=0)
+        logging.getLogger("aiohttp.client").error("request failed")
+    finally:
+        configure_logging(None)  # the test's handler off the root logger
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Logging error" not in err, err
+    assert err.count("cannot write the log file /dev/full") == 1, err
+    assert "No space left on device" in err
