@@ -75,6 +75,11 @@ class InvalidIdError(StoreError, ValueError):
 class BlobMissingError(StoreError, KeyError):
     """No blob is stored under this hash."""
 
+    def __str__(self) -> str:
+        # A KeyError shows its argument quoted ('no blob 4a16…'), as a dict's missing key;
+        # this is a sentence.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
 
 class CacheEntryDamagedError(StoreError, ValueError):
     """A reply-cache entry whose bytes no longer match their checksum: not a reply to serve.
