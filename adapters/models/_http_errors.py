@@ -44,7 +44,11 @@ _CONTEXT_LENGTH_MARKERS = (
 # Phrases of a 400 that refuses a request for its size (a 413 always does): Anthropic
 # ("request_too_large", "Request exceeds the maximum size"), Gemini ("Request payload size
 # exceeds the limit: 20971520 bytes"), OpenAI ("Total image size is 50.56MB, which exceeds the
-# allowed limit of 50MB"), and proxies' own pages ("413 Request Entity Too Large").
+# allowed limit of 50MB"), and proxies' own pages ("413 Request Entity Too Large"). Too many
+# images is the request too large by count, as the adapters' own check says it: Anthropic ("too
+# many images and documents: 104 + 1 > 100", "Too much media: 0 document pages + 102 images >
+# 100", from a model with a 200k-token window, under the 600 that check allows any model), vLLM
+# ("At most 5 image(s) may be provided in one request", its --limit-mm-per-prompt).
 _REQUEST_TOO_LARGE_MARKERS = (
     "request_too_large",
     "request exceeds the maximum",
@@ -54,6 +58,9 @@ _REQUEST_TOO_LARGE_MARKERS = (
     "payload too large",
     "content too large",
     "maximum request body size",
+    "too many images",
+    "too much media",
+    "image(s) may be provided",
 )
 # …and of one that refuses one image: Anthropic ("image exceeds 5 MB maximum", "At least one of
 # the image dimensions exceed max allowed size"), servers that say it in other words.

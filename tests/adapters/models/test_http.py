@@ -396,3 +396,35 @@ async def test_a_redirect_that_turns_the_post_into_a_get_names_the_base_url() ->
     error = info.value
     assert (error.retry, error.kind, error.status) == ("no", "redirect", 301)
     assert f"use --base-url http://127.0.0.1:{port}/v2" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (413, b'{"type": "error", "error": {"type": "request_too_large", "message": "Request '
+         b'exceeds the maximum size"}}', "request_too_large"),
+        (400, b'{"error": {"code": 400, "message": "Request payload size exceeds the limit: '
+         b'20971520 bytes.", "status": "INVALID_ARGUMENT"}}', "request_too_large"),
+        (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": '
+         b'"messages.1.content.1.image.source.base64: image exceeds 5 MB maximum: 7894984 bytes '
+         b'> 5242880 bytes"}}', "image_too_large"),
+        (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": '
+         b'"messages.7.content.2.image.source.base64.data: At least one of the image dimensions '
+         b'exceeds max allowed size for many-image requests: 2000 pixels"}}', "image_too_large"),
+        # Too many images is the request too large by count, as the adapters' own check says
+        # it (request_too_large): Anthropic's models with a 200k-token window take 100 images,
+        # under the 600 that check holds every model to; vLLM takes --limit-mm-per-prompt.
+        (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": '
+         b'"too many images and documents: 104 + 1 > 100"}}', "request_too_large"),
+        (400, b'{"type": "error", "error": {"type": "invalid_request_error", "message": '
+         b'"Too much media: 0 document pages + 102 images > 100"}}', "request_too_large"),
+        (400, b'{"object": "error", "message": "At most 5 image(s) may be provided in one '
+         b'request.", "type": "BadRequestError", "param": null, "code": 400}',
+         "request_too_large"),
+    ],
+)
+def test_a_request_refused_for_its_size_says_so(status, body, kind) -> None:
+    error = classify(status, body)
+    assert (error.retry, error.kind) == ("no", kind), str(error)
+    assert "too large" in str(error) and "--image-history original+last:K" in str(error)
+
