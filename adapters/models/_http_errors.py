@@ -377,9 +377,11 @@ def classify_status(
         )
     lowered = detail.lower() + body[:2000].decode("utf-8", "replace").lower()
     if status in (400, 413) and any(m in lowered for m in _CONTEXT_LENGTH_MARKERS):
+        said_so = detail.rstrip().removesuffix(".")
         return ModelCallError(
             f"{where}: the request does not fit the model's context window (HTTP {status}): "
-            f"{detail}. Send fewer images (image history last-k) or lower max_tokens.",
+            f"{said_so}. Send fewer images (--image-history original+last:K) or lower "
+            "--max-tokens",
             retry="no",
             kind="context_length",
             status=status,

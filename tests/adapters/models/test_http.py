@@ -136,6 +136,9 @@ def test_context_length_in_each_dialect(body) -> None:
     error = classify(400, body)
     assert (error.retry, error.kind) == ("no", "context_length")
     assert "context window" in str(error)
+    # The flags as the CLI spells them, and no ".." where the server's sentence ends.
+    assert "--image-history original+last:K" in str(error) and "--max-tokens" in str(error)
+    assert ".." not in str(error)
 
 
 @pytest.mark.parametrize(
