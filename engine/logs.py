@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -46,8 +47,12 @@ class _LogFile(logging.FileHandler):
             return
         if not self._said:
             self._said = True
-            sys.stderr.write(f"vaot: cannot write the log file {self.baseFilename} "
-                             f"({error.strerror or error}); its lines are dropped\n")
+            # stderr may be a file on the same full disk (`vaot run ... > runs/out 2>&1`):
+            # what fails to say it must not escape from the log call, as stdlib's report
+            # does not either.
+            with contextlib.suppress(OSError):
+                sys.stderr.write(f"vaot: cannot write the log file {self.baseFilename} "
+                                 f"({error.strerror or error}); its lines are dropped\n")
 
     def close(self) -> None:
         try:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 from adapters.models import _secrets
 from engine.logs import configure_logging
 
 KEY = "sk-logtest-0123456789"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lines(path) -> list[dict]:
@@ -57,3 +60,20 @@ def test_a_log_file_that_cannot_be_written_is_said_once_without_a_traceback(capf
     assert "Traceback" not in err and "Logging error" not in err, err
     assert err.count("cannot write the log file /dev/full") == 1, err
     assert "No space left on device" in err
+
+
+def test_a_log_call_returns_when_stderr_is_on_the_full_disk_too() -> None:
+    # A long run is often started as `nohup vaot run ... > runs/out.txt 2>&1`: its stderr is a
+    # file on the very disk that filled, so saying the log file is unwritable fails as well.
+    # That failure must stay in the handler (stdlib logging's own report swallows it): raised
+    # from the log call, it would end whatever logged, the store writer's "stopped" line first.
+    code = ("from pathlib import Path\n"
+            "from engine.logs import configure_logging\n"
+            "log = configure_logging(Path('/dev/full'))\n"
+            "log.error('store writer stopped')\n"
+            "print('the log call returned', flush=True)\n")
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=full, timeout=60, check=False)
+    # (Its exit status is Python's 120: the stderr it could not flush at exit.)
+    assert done.stdout == b"the log call returned\n"
