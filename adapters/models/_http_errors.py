@@ -390,10 +390,14 @@ def classify_status(
     if too_large is not None:
         what, kind = too_large
         said_so = detail.rstrip().removesuffix(".")
+        # A 413 may come from a proxy in front of the API or of a server of one's own, whose
+        # limit (nginx's default 1 MiB) is the thing to change, not the experiment.
+        own = ("; a server or proxy of your own at that URL can take more instead (nginx: "
+               "client_max_body_size)") if status == 413 else ""
         return ModelCallError(
-            f"{where}: {what} is too large for the API (HTTP {status}): {said_so}. No retry "
-            "cures it: send fewer images (--image-history original+last:K) or smaller ones in "
-            "the dataset (vaot never resizes what a model is shown)",
+            f"{where}: {what} is too large for the API (HTTP {status}) at {url}: {said_so}. "
+            "No retry cures it: send fewer images (--image-history original+last:K) or smaller "
+            f"ones in the dataset (vaot never resizes what a model is shown){own}",
             retry="no",
             kind=kind,
             status=status,

@@ -431,3 +431,14 @@ def test_a_request_refused_for_its_size_says_so(status, body, kind) -> None:
     assert (error.retry, error.kind) == ("no", kind), str(error)
     assert "too large" in str(error) and "--image-history original+last:K" in str(error)
 
+
+
+def test_a_413_names_the_url_whose_server_may_set_the_limit() -> None:
+    # A proxy in front of a server of one's own refuses a body over its own limit (nginx's
+    # default is 1 MiB: two PNG states): raising that limit is the cure, not fewer images.
+    page = (b"<html><head><title>413 Request Entity Too Large</title></head><body><center>"
+            b"<h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center>"
+            b"</body></html>")
+    text = str(classify(413, page))
+    assert "at http://x/v1" in text and "client_max_body_size" in text, text
+    assert "--image-history original+last:K" in text
