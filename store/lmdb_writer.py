@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import queue
 import shutil
@@ -206,7 +207,10 @@ class LmdbWriter:
             # Every waiter is told, and every later write refused with it (_check_writable);
             # re-raising would only add a thread traceback to the user's terminal. The
             # traceback goes to the log (a run's log file), for the bug it may be.
-            _log.error("store writer stopped: %r", exc, exc_info=exc)
+            # An app's log handler that raises (its disk is the store's, and full) must not
+            # leave the writer dead but unmarked: every later write would wait forever.
+            with contextlib.suppress(Exception):
+                _log.error("store writer stopped: %r", exc, exc_info=exc)
             if not self._writer_message:  # it failed outside a commit
                 self._writer_message = writer_failure(self.path, exc)
             self._writer_error = exc  # after its message, which a refused write reads
