@@ -436,6 +436,9 @@ def main() -> None:
                         "replies; the engine's post is wrapped, which costs a few µs per call)")
     parser.add_argument("--burn", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.steps < 2 and args.phase != "A":
+        parser.error("phase B needs --steps 2 or more: its last call answers, so one call "
+                     "renders nothing")
     if args.burn:
         burn(args, make_samples(args.trajectories, args.distinct_images))
     if args.workers > 1:
