@@ -10,7 +10,10 @@ The contract (tested once, in tests/store/contract.py, against every recorder):
   :class:`~store.errors.SequenceGapError`, and then nothing of that call is written.
 - ``read_trajectory(id)``, ``iter_events(after)``, ``iter_records(after)``, ``last_seq()``,
   ``head(id)``, ``iter_index()`` (stream, pos, seq), ``iter_heads()`` (stream, pos, hash).
-- ``put_blob`` / ``get_blob`` / ``has_blob`` (dedup by key), ``cache_put`` / ``cache_get``
+- ``put_blob`` / ``get_blob`` / ``has_blob`` (dedup by key; ``get_blob`` of a key with no blob
+  raises :class:`~store.errors.BlobMissingError`, or, once the store's writer has failed, the
+  writer's :class:`~store.errors.StoreClosedError`: the blob may be one whose write it
+  refused), ``cache_put`` / ``cache_get``
   (the first reply under a key is kept, unless it is damaged; ``cache_get`` of a damaged entry
   raises :class:`~store.errors.CacheEntryDamagedError`).
 - ``subscribe(after)``: an async iterator of every later event, in order, exactly once.
@@ -300,6 +303,7 @@ class Recorder(abc.ABC):
             yield decode_record(seq, record)
 
     def get_blob(self, key: bytes) -> bytes:
+        """The encoded image stored under ``key``; raises ``BlobMissingError`` if none is."""
         record = self.get_blob_record(key)
         if record is None:
             raise BlobMissingError(f"no blob {key.hex()}")
