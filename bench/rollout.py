@@ -492,6 +492,12 @@ def main() -> None:
               f"standalone render + encode {1000 * base:.2f} ms (mean of {1000 * before[0]:.2f} "
               f"before and {1000 * after[0]:.2f} after): ratio {per_step / base:.2f} "
               f"(goal <= 1.3); failed trajectories {b['failed']}")
+        drift = max(before[0], after[0]) / min(before[0], after[0]) - 1
+        if drift > 0.1:  # the mean then stands for neither side of the run
+            print(f"  NOT A RELIABLE RATIO: the standalone figure moved by {100 * drift:.0f}% "
+                  f"between before and after (the host's speed changed during the run); against "
+                  f"the smaller it is {per_step / min(before[0], after[0]):.2f}: rerun on a "
+                  f"quiet host")
         print(f"  standalone pixel hash {1000 * hashing:.2f} ms per state (the store's address "
               f"of a state, so part of every rendered step: floor ratio "
               f"{(base + hashing) / base:.2f} before any engine or HTTP work)")
