@@ -376,8 +376,8 @@ def classify_status(
             status=status,
         )
     lowered = detail.lower() + body[:2000].decode("utf-8", "replace").lower()
+    said_so = detail.rstrip().removesuffix(".")  # a sentence of ours follows it
     if status in (400, 413) and any(m in lowered for m in _CONTEXT_LENGTH_MARKERS):
-        said_so = detail.rstrip().removesuffix(".")
         return ModelCallError(
             f"{where}: the request does not fit the model's context window (HTTP {status}): "
             f"{said_so}. Send fewer images (--image-history original+last:K) or lower "
@@ -389,7 +389,6 @@ def classify_status(
     too_large = _too_large(status, lowered)
     if too_large is not None:
         what, kind = too_large
-        said_so = detail.rstrip().removesuffix(".")
         # A 413 may come from a proxy in front of the API or of a server of one's own, whose
         # limit (nginx's default 1 MiB) is the thing to change, not the experiment.
         own = ("; a server or proxy of your own at that URL can take more instead (nginx: "
