@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["ENGINE_VERSION"]
 
-ENGINE_VERSION = "vaot-engine/10"
+ENGINE_VERSION = "vaot-engine/11"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -44,4 +44,9 @@ asking about the final answer ("最终答案是否正确？", "最终答案是B�
 answer? Let me check.") or putting it off ("最终答案还不确定", "Final answer not yet clear") after
 a marker with no colon no answer, and a
 next-step heading closed by exclamation marks or an ellipsis ("下一步！故选B", "Next step...
-I'll go with B.", "下一步。。。故选B") heads the step's choice as one closed by a colon or a full stop does."""
+I'll go with B.", "下一步。。。故选B") heads the step's choice as one closed by a colon or a full stop does. 11: a "Final Answer:" that
+names nothing yet, a template's blank ("?", "[your answer]") or an answer put off ("to be
+determined after zooming", "not yet known"), no answer, and a bare "TBD" or "Pending" kept with a
+warning; an answer read from prose warned with the words it followed ("I'd say it's …", "故选 …")
+instead of always "the answer is …"; a pixel box under one grid unit wide (one pixel of a
+4000-pixel panorama) widened to one unit instead of refused as zero area."""

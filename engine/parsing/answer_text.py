@@ -13,6 +13,7 @@ __all__ = [
     "clean_answer",
     "gives_none_yet",
     "in_answer_tag",
+    "placeholder",
     "split_hedge",
 ]
 
@@ -157,7 +158,7 @@ def split_hedge(answer: str) -> tuple[str, str]:
 
 # After a bare "Answer:" / "Final:" / "Ans:" / "答案：" line or a concluding "the answer is", what
 # plainly gives no answer yet: a step still to take, a doubt, a blank to fill. ("Final Answer:"
-# keeps whatever follows it.)
+# keeps whatever follows it, unless it names nothing yet: see placeholder below.)
 # Case matters: a title ("I Will Survive", "Let Me Go") or a status read off the image
 # ("Pending") is an answer; "let me zoom in" and "pending" are not.
 _NOT_GIVEN_YET = re.compile(
@@ -177,6 +178,47 @@ _NOT_GIVEN_YET = re.compile(
 def gives_none_yet(answer: str) -> bool:
     """Whether an answer, made plain, plainly gives none yet: a step to take, a doubt, a blank."""
     return _NOT_GIVEN_YET.match(answer) is not None
+
+
+# A template's blank written where the answer goes: "?", "...", "___", "[your answer]", "<final
+# answer here>", "{answer}", "(insert answer)". No image's text is one.
+_BLANK = re.compile(
+    r"[?？.…_]+|-{2,}|[\[(<{][ \t]*(?:(?:your|the|my|final|insert|write|put|enter)[ \t]+)*"
+    r"answer(?:[ \t]+(?:here|goes[ \t]+here))?[ \t]*[\])>}]", re.IGNORECASE)
+# An answer put off: still to be found ("to be determined after zooming", "will be given after
+# the crop", "not yet known", "TBD once the zoom is back", "pending the zoom").
+_LATER = (r"(?:[ \t]*[,;:(–—-]?[ \t]*(?:after|once|when|until|till|following|pending|upon|by"
+          r"|with|from|in|at|via|through)\b.*)")
+_PUT_OFF = re.compile(
+    r"[(\[]?[ \t]*(?:(?:(?:(?:yet|still)[ \t]+)?to|will|shall|is[ \t]+to)[ \t]+be[ \t]+"
+    r"(?:determined|decided|confirmed|found|given|provided|stated|filled(?:[ \t]+in)?|answered"
+    r"|known|verified|checked|seen|updated|completed)"
+    # "Not sure" or "not clear" with no "yet" is the reply's last word, an answer scored wrong.
+    r"|not[ \t]+(?:yet[ \t]+(?:determined|decided|known|available|clear|certain|confirmed|sure)|(?:determined|decided|known|available|clear|certain|confirmed|sure)[ \t]+yet)"
+    r"|(?:unknown|unclear|undecided|undetermined|uncertain)[ \t]+(?:yet|for[ \t]+now|so[ \t]+far"
+    r"|at[ \t]+this[ \t]+(?:point|stage|step))"
+    r"|tb[dac]|pending(?:[ \t]+(?:the|a|an|further|more|another|next|closer|zoom\w*|crop\w*"
+    r"|confirmation|verification|inspection|analysis|review)\b.*)?)"
+    rf"(?:{_LATER})?[ \t.!)\]]*", re.IGNORECASE | re.DOTALL)
+# What a thing in an image may be called as it is: a release "To be determined", a status "TBD"
+# or "Pending". Said with nothing after it, such an answer is kept, with a warning.
+_MAY_BE_READ = re.compile(r"(?:to[ \t]+be[ \t]+(?:determined|decided|confirmed|announced)|tb[dac]"
+                          r"|pending)[ \t.!]*", re.IGNORECASE)
+
+
+def placeholder(answer: str) -> str | None:
+    """What a "Final Answer:" that names nothing yet says instead: ``"blank"`` (a template's
+    blank: "?", "[your answer]"), ``"put off"`` (the answer is still to come: "to be determined
+    after zooming", "not yet known"), ``"maybe"`` (words an image may also say: a bare "To be
+    determined", "TBD", "Pending"), or None for an answer."""
+    answer = clean_answer(answer)
+    if _BLANK.fullmatch(answer):
+        return "blank"
+    if _MAY_BE_READ.fullmatch(answer):
+        return "maybe"
+    if _PUT_OFF.fullmatch(answer):
+        return "put off"
+    return None
 
 
 def in_answer_tag(answer: str) -> bool:

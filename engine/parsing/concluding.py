@@ -67,7 +67,7 @@ def said_answer(text: str, said: list[re.Match[str]]) -> tuple[int, int, str, st
     for last in dict.fromkeys(tried[-1] for tried in (said, worded) if tried):
         if last.group("bare") is not None and (concluded := _concluding(text, last)) is not None:
             start, end, answer = concluded
-            return start, end, answer, _SAID_INSTEAD.format("the answer is")
+            return start, end, answer, _said_instead(text[start:last.end()])
     said = [m for m in said if m.group("bare") is None]
     if said:
         m = said[-1]
@@ -85,11 +85,19 @@ def said_answer(text: str, said: list[re.Match[str]]) -> tuple[int, int, str, st
                            or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
                            or (mark and _asks(mark.group()))):
             return (m.start(), stop.end(), label_only(clean_answer(stop.group().rstrip("."))),
-                    _SAID_INSTEAD.format("the final answer is"))
+                    _said_instead(m.group()))
     return None
 
 
-_SAID_INSTEAD = "no 'Final Answer:' marker; took the answer from '{} …'"
+def _said_instead(phrase: str) -> str:
+    """The warning for an answer read from prose, quoting the words it was read after ("So
+    I'd say it's …", "故选 …"): a reader checking the reading sees the words the reply used."""
+    phrase = " ".join(phrase.replace("*", " ").replace("_", " ").split()).rstrip(":：")
+    if len(phrase) > 48:  # its end, from a word's start: "…in the chart, I would say it is"
+        tail = phrase[-44:]
+        phrase = "…" + (tail.split(" ", 1)[1] if " " in tail[1:] else tail)
+    return f"no 'Final Answer:' marker; took the answer from '{phrase} …'"
+
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
 # asterisks is not tried every way.

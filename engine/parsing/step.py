@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.actions import validate_action, validate_global_style
 from engine.parsing.answer import FoundAnswer, find_final_answer
+from engine.parsing.answer_text import placeholder
 from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
@@ -182,7 +183,23 @@ def _not_an_answer_beside_an_action(answer: FoundAnswer, text: str) -> bool:
         line_start = text.rfind("\n", 0, answer.start) + 1
         if _HEADER_LEAD.fullmatch(text, line_start, answer.start) is None:
             return True
-    return _DEFERRED.match(answer.text) is not None
+    return _DEFERRED.match(answer.text) is not None or placeholder(answer.text) is not None
+
+
+def _placeholder_read(answer: FoundAnswer, kind: str, warnings: list[str]) -> FoundAnswer | None:
+    """A final answer that names nothing yet, with no action beside it: a template's blank
+    ("?", "[your answer]") or an answer put off ("to be determined after zooming") is thought,
+    and the trajectory goes on (taken as the answer, it ended the trajectory scored wrong); a
+    bare "To be determined", "TBD" or "Pending" is kept, as the image may say it, and warned."""
+    shown = answer.text if len(answer.text) <= 60 else answer.text[:57] + "..."
+    if kind == "maybe":
+        warnings.append(f"the final answer {shown!r} reads like a placeholder; kept as the "
+                        "answer (the image may say it)")
+        return answer
+    why = "a template's blank" if kind == "blank" else "the answer put off"
+    warnings.append(f"the final answer {shown!r} names no answer yet ({why}); read as thought, "
+                    "not as the final answer")
+    return None
 
 
 def _parse(
@@ -234,6 +251,8 @@ def _parse(
         warnings.append("an answer marker next to a proposed action, not at a line's start or "
                         "not giving an answer, is read as thought, not as the final answer")
         answer = None
+    elif answer is not None and (kind := placeholder(answer.text)) is not None:
+        answer = _placeholder_read(answer, kind, warnings)
     if answer is not None:
         if answer.source != "boxed":  # \boxed{} sits inside a sentence of the reasoning
             cuts.append((answer.start, answer.end))

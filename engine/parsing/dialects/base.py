@@ -156,7 +156,20 @@ def scaled_box(bbox: Any, sx: float, sy: float, what: str, warnings: list[str],
         warnings.append(f"{what}: bbox_2d {_short(bbox)} given as fractions of the image (0–1); "
                         "read on the 0–1000 grid")
         sx, sy = sx * 1000, sy * 1000
-    return [round_to_grid(v * (sx if i % 2 == 0 else sy)) for i, v in enumerate(values)]  # type: ignore[operator]
+    scaled = [v * (sx if i % 2 == 0 else sy) for i, v in enumerate(values)]  # type: ignore[operator]
+    box = [round_to_grid(v) for v in scaled]
+    for lo, hi in ((0, 2), (1, 3)):
+        # A box under one grid unit wide (one pixel of an image over 1000 pixels wide) rounds to
+        # zero width, which the validator refuses: widened to the one unit it stands on.
+        if box[lo] == box[hi] and scaled[lo] != scaled[hi] and 0 <= box[lo] <= 1000:
+            first, second = (lo, hi) if scaled[lo] < scaled[hi] else (hi, lo)
+            if box[second] < 1000:
+                box[second] += 1
+            else:
+                box[first] -= 1
+            warnings.append(f"{what}: bbox_2d {_short(bbox)} is under one unit of the 0–1000 "
+                            "grid wide or high; widened to one")
+    return box
 
 
 def _short(value: Any) -> str:

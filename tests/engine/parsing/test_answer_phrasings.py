@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.parsing import parse_step
+from tests.engine.parsing.said import said_from
 
 _BARS = "Step 2 (Text): The bars show 3 and 5.\n"
-_SAID = "no 'Final Answer:' marker; took the answer from 'the answer is …'"
 _ZOOM = ('Step 2 (Action Description):\n```json\n{"step": 2, "visual_rationale": "closer", '
          '"action": [{"type": "zoom", "target": [300, 420, 620, 700]}]}\n```')
 
@@ -105,7 +105,7 @@ _READ = {
 @pytest.mark.parametrize(("last", "read"), list(_READ.items()))
 def test_a_choice_named_in_the_last_sentence_is_read(last, read) -> None:
     assert _read(last) == read
-    assert _SAID in parse_step(_BARS + last, expected_step=2).warnings
+    assert said_from(parse_step(_BARS + last, expected_step=2).warnings)
 
 
 _THOUGHT = [

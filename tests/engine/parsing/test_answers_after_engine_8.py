@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 
 from engine.parsing import parse_step
+from tests.engine.parsing.said import said_from
 
 _BARS = "Step 2 (Text): The bars show 3 and 5.\n"
 _HEDGE_DROPPED = "dropped the hedge"
-_SAID = "no 'Final Answer:' marker; took the answer from 'the answer is …'"
 
 
 def _parsed(last: str):
@@ -147,7 +147,7 @@ def test_a_chinese_hedge_elsewhere_keeps_the_rules(last, read) -> None:
 ])
 def test_a_say_with_a_word_of_certainty_is_read(last, read) -> None:
     assert _read(last) == read
-    assert _SAID in _parsed(last).warnings
+    assert said_from(_parsed(last).warnings)
 
 
 @pytest.mark.parametrize("last", [
@@ -266,7 +266,7 @@ def test_the_option_letter_a_quoted_answer_leads_with(answer, letter) -> None:
 ])
 def test_an_answer_named_for_its_question_or_choice_is_read(last, read) -> None:
     assert _read(last) == read
-    assert _SAID in _parsed(last).warnings
+    assert said_from(_parsed(last).warnings)
 
 
 @pytest.mark.parametrize("last", [

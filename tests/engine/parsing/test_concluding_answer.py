@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.parsing import parse_step
+from tests.engine.parsing.said import said_from
 
-_SAID = "no 'Final Answer:' marker; took the answer from 'the answer is …'"
 _ZOOM = ('Step 1 (Action Description):\n```json\n{"step": 1, "visual_rationale": "closer", '
          '"action": [{"type": "zoom", "target": [300, 420, 620, 700]}]}\n```')
 
@@ -44,7 +44,7 @@ _ZOOM = ('Step 1 (Action Description):\n```json\n{"step": 1, "visual_rationale":
 def test_a_concluding_answer_is_read_with_a_warning(text, answer):
     parsed = parse_step(text)
     assert parsed.final_answer == answer
-    assert _SAID in parsed.warnings and "final_answer" in parsed.flags
+    assert said_from(parsed.warnings) and "final_answer" in parsed.flags
 
 
 _BARS = "Step 1: The bars show 3 and 5.\n"
@@ -83,7 +83,7 @@ _BARS = "Step 1: The bars show 3 and 5.\n"
 def test_a_hedged_colon_option_or_chinese_conclusion_is_read(text, answer, choice):
     parsed = parse_step(_BARS + text, dialect="vaot", expected_step=1)
     assert (parsed.final_answer, parsed.answer_choice) == (answer, choice)
-    assert _SAID in parsed.warnings and "final_answer" in parsed.flags
+    assert said_from(parsed.warnings) and "final_answer" in parsed.flags
 
 
 @pytest.mark.parametrize("text", [
@@ -188,7 +188,7 @@ def test_the_answer_is_beside_an_action_is_thought(thought):
 
 def test_a_marker_wins_and_the_conclusion_word_leaves_the_thought():
     parsed = parse_step("Step 2 (Text): So the answer is 3.\nFinal Answer: 4")
-    assert parsed.final_answer == "4" and _SAID not in parsed.warnings
+    assert parsed.final_answer == "4" and said_from(parsed.warnings) is None
     parsed = parse_step("Step 2 (Text): Counting gives three. Therefore, the answer is 3.")
     assert parsed.thought == "Counting gives three."
 

@@ -1,0 +1,120 @@
+"""Replies misread by engine 10 (engine 11).
+
+"Final Answer: to be determined after zooming", "Final Answer: ?" or "Final Answer: [your
+answer]" with no action beside them were recorded as the answer: the trajectory ended there and
+was scored wrong, when the model had said it had no answer yet. An answer read from prose was
+always warned as read after "the answer is …", also when the reply said "I'd say it's B" or
+"故选C". A pixel box one pixel wide on an image over 1000 pixels wide rounded to zero width on
+the 0–1000 grid and was refused.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.parsing import parse_step
+from engine.parsing.answer_text import placeholder
+from store.actions import Zoom
+from tests.engine.parsing.said import said_from
+
+_BARS = "Step 2 (Text): The bars show 3 and 5.\n"
+_ZOOM = '```json\n{"action": [{"type": "zoom", "target": [100, 100, 400, 400]}]}\n```\n'
+
+
+def _parsed(last: str, before: str = _BARS):
+    return parse_step(before + last, expected_step=2)
+
+
+@pytest.mark.parametrize(("last", "kind"), [
+    ("Final Answer: to be determined after zooming in", "the answer put off"),
+    ("Final Answer: (to be filled after zooming)", "the answer put off"),
+    ("Final Answer: will be given after the crop", "the answer put off"),
+    ("Final Answer: not yet known", "the answer put off"),
+    ("Final Answer: TBD once the zoom is back", "the answer put off"),
+    ("Final Answer: pending the zoom", "the answer put off"),
+    ("Final Answer: yet to be determined", "the answer put off"),
+    ("Final Answer: ?", "a template's blank"),
+    ("Final Answer: ...", "a template's blank"),
+    ("Final Answer: ___", "a template's blank"),
+    ("**Final Answer:** [your answer]", "a template's blank"),
+    ("Final Answer: <final answer here>", "a template's blank"),
+])
+def test_a_final_answer_naming_nothing_yet_is_thought(last, kind) -> None:
+    parsed = _parsed(last)
+    assert parsed.final_answer is None and "final_answer" not in parsed.flags
+    assert any(kind in w and "read as thought" in w for w in parsed.warnings), parsed.warnings
+    # Kept in the thought, where a reader of the log sees what the model wrote.
+    assert last.split(":")[-1].strip(" *")[:6] in parsed.thought
+
+
+@pytest.mark.parametrize(("last", "answer"), [
+    ("Final Answer: To be determined", "To be determined"),
+    ("Final Answer: TBD", "TBD"),
+    ("Final Answer: Pending", "Pending"),
+])
+def test_words_an_image_may_say_are_kept_with_a_warning(last, answer) -> None:
+    # A poster's date "TBD", an order's status "Pending": the model may have read them.
+    parsed = _parsed(last)
+    assert parsed.final_answer == answer
+    assert any("reads like a placeholder; kept" in w for w in parsed.warnings), parsed.warnings
+
+
+@pytest.mark.parametrize("answer", [
+    "B", "3.5 cm", "N/A", "unknown", "cannot be determined", "Not yet", "not sure",
+    "pending approval", "Not sure, but B", "B?", "None of the above", "-",
+])
+def test_answers_are_not_placeholders(answer) -> None:
+    assert placeholder(answer) is None
+    parsed = _parsed(f"Final Answer: {answer}")
+    assert parsed.final_answer is not None
+    assert not any("placeholder" in w or "no answer yet" in w for w in parsed.warnings)
+
+
+@pytest.mark.parametrize("last", ["Final Answer: TBD", "Final Answer: Pending",
+                                  "Final Answer: ?", "Final Answer: to be determined later"])
+def test_beside_an_action_a_placeholder_is_thought_and_the_action_runs(last) -> None:
+    parsed = _parsed(_ZOOM + last)
+    assert parsed.final_answer is None and len(parsed.actions) == 1
+
+
+@pytest.mark.parametrize(("last", "words"), [
+    ("I'd say it's B.", "I'd say it's"),
+    ("So I'd go with B.", "So I'd go with"),
+    ("故选C", "故选"),
+    ("所以答案是B。", "所以答案是"),
+    ("So the answer is 4.", "So the answer is"),
+    ("Therefore, **the answer is** 4.", "Therefore, the answer is"),
+    ("The final answer is 7.", "The final answer is"),
+    ("My answer is B.", "My answer is"),
+])
+def test_the_warning_quotes_the_words_an_answer_was_read_after(last, words) -> None:
+    assert said_from(_parsed(last).warnings) == words
+
+
+def test_a_long_lead_in_is_quoted_by_its_end() -> None:
+    last = "Therefore, after comparing all of the bars in the chart, I would say it is definitely B."
+    assert said_from(_parsed(last).warnings) == "…in the chart, I would say it is definitely"
+
+
+def _deepeyes_zoom(box, size):
+    call = json.dumps({"name": "image_zoom_in_tool", "arguments": {"bbox_2d": box}})
+    return parse_step(f"<tool_call>{call}</tool_call>", dialect="deepeyes", canvas_size=size)
+
+
+@pytest.mark.parametrize(("box", "size", "target"), [
+    ([3999, 0, 4000, 1], (4000, 1), (999, 0, 1000, 1000)),  # the last pixel of a panorama
+    ([0, 0, 1, 1], (4000, 3000), (0, 0, 1, 1)),
+    ([2000, 10, 2001, 2990], (4000, 3000), (500, 3, 501, 997)),
+])
+def test_a_box_under_one_grid_unit_is_widened_to_one(box, size, target) -> None:
+    parsed = _deepeyes_zoom(box, size)
+    assert parsed.actions == (Zoom(target=target),), parsed.warnings
+    assert any("under one unit of the 0–1000 grid" in w for w in parsed.warnings)
+
+
+def test_a_box_of_zero_pixels_is_still_refused() -> None:
+    parsed = _deepeyes_zoom([10, 10, 10, 20], (4000, 3000))
+    assert parsed.actions == ()
+    assert any("zero area" in w for w in parsed.warnings), parsed.warnings
