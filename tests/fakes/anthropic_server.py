@@ -9,6 +9,11 @@ one — and answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 
 ``spend_limit`` (the monthly spend cap: a 429 ``rate_limit_error`` without ``retry-after``, told
 from a rate limit only by ``error.details.error_code``).
 
+Extended thinking, when a request asks for it (``"thinking": {"type": "enabled", ...}``): each
+reply starts with a ``thinking`` block signed by this fake, and, as the API does, a request
+whose last turn answers tool calls is refused unless the assistant turn before it starts with
+its thinking blocks, and any thinking block not signed as it came is refused.
+
 Prompt caching as the API documents it: blocks marked ``cache_control`` (at most four,
 ``ephemeral``) are breakpoints; a prefix through a breakpoint of at least :data:`MIN_CACHED`
 tokens is written to the cache, and a later request reads the longest cached prefix ending at a
@@ -18,6 +23,7 @@ breakpoint or at one of the 20 blocks before it. Nothing expires. Tokens are cou
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Any
@@ -36,7 +42,7 @@ from tests.fakes.server import (
     tool_arguments,
 )
 
-__all__ = ["FakeAnthropic"]
+__all__ = ["FakeAnthropic", "thinking_signature"]
 
 register_extra_faults(["overloaded", "refusal", "spend_limit", "413", "too_large_400"])
 
@@ -45,6 +51,7 @@ MIN_CACHED = 1024
 MAX_BREAKPOINTS = 4
 LOOKBACK = 20
 IMAGE_TOKENS = 1600
+_THINKING = ("thinking", "redacted_thinking")
 
 
 class FakeAnthropic(FakeServer):
@@ -93,6 +100,8 @@ class FakeAnthropic(FakeServer):
         if "tools" in body:
             self._check_tools(body["tools"], problems)
         self._check_tool_pairs(messages, bool(body.get("tools")), problems)
+        if _thinks(body):
+            _check_thinking_kept(messages, problems)
         for i, msg in enumerate(messages):
             where = f"messages.{i}"
             role = msg.get("role") if isinstance(msg, dict) else None
@@ -223,6 +232,14 @@ class FakeAnthropic(FakeServer):
                         self._check_block(sub, role, f"{where}.content.{n}", problems)
             elif not isinstance(inner, str):
                 problems.append(f"{where}.content: must be a string or an array of blocks")
+        elif kind in _THINKING:
+            if role != "assistant":
+                problems.append(f"{where}: thinking blocks are only allowed in assistant turns")
+            elif kind == "thinking" and (block.get("signature")
+                                         != thinking_signature(block.get("thinking"))):
+                problems.append(f"{where}: Invalid `signature` in `thinking` block")
+            elif kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+                problems.append(f"{where}.data: Field required")
         elif kind != "tool_use":
             problems.append(f"{where}.type: unknown block type {kind!r}")
 
@@ -245,6 +262,10 @@ class FakeAnthropic(FakeServer):
 
     def _render(self, view: RequestView, spec: ReplySpec) -> dict:
         content: list[dict[str, Any]] = [{"type": "text", "text": spec.text}] if spec.text else []
+        if _thinks(view.body):
+            thought = f"Reply {view.served} of this server: what the image shows next."
+            content.insert(0, {"type": "thinking", "thinking": thought,
+                               "signature": thinking_signature(thought)})
         for n, call in enumerate(spec.tool_calls):
             content.append(
                 {
@@ -338,6 +359,39 @@ class FakeAnthropic(FakeServer):
                 self.prompt_cache.setdefault(digests[mark], tokens[mark])
                 written = max(written, tokens[mark] - read)
         return read, written
+
+
+def _thinks(body: Any) -> bool:
+    thinking = body.get("thinking") if isinstance(body, dict) else None
+    return isinstance(thinking, dict) and thinking.get("type") == "enabled"
+
+
+def thinking_signature(thought: Any) -> str:
+    """The signature this fake gives a thinking text (the API's is opaque, and checked)."""
+    return base64.b64encode(hashlib.sha256(f"fake-thinking:{thought}".encode()).digest()).decode()
+
+
+def _check_thinking_kept(messages: list, problems: list[str]) -> None:
+    """A last turn answering tool calls continues the assistant turn before it, which must
+    start with its thinking (the API checks that turn only: earlier ones it strips)."""
+    def content(msg: Any) -> list:
+        held = msg.get("content") if isinstance(msg, dict) else None
+        return held if isinstance(held, list) else [{"type": "text"}]
+
+    if len(messages) < 2 or not any(isinstance(b, dict) and b.get("type") == "tool_result"
+                                    for b in content(messages[-1])):
+        return
+    i = len(messages) - 2
+    first = content(messages[i])[0]
+    found = first.get("type") if isinstance(first, dict) else None
+    if found not in _THINKING:
+        problems.append(
+            f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but "
+            f"found `{found}`. When `thinking` is enabled, a final `assistant` message must "
+            "start with a thinking block (preceeding the lastmost set of `tool_use` and "
+            "`tool_result` blocks). We recommend you include thinking blocks from previous "
+            "turns. To avoid this requirement, disable `thinking`. Please consult our "
+            "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
 
 
 def _blocks(body: dict) -> list:

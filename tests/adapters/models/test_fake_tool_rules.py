@@ -7,7 +7,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic_server import FakeAnthropic, thinking_signature
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -23,6 +23,11 @@ ANTHROPIC_TOOLS = [{"name": "visual_action", "description": "d",
                     "input_schema": {"type": "object"}}]
 ANTHROPIC_USE = {"role": "assistant", "content": [
     {"type": "tool_use", "id": "toolu_1", "name": "visual_action", "input": {}}]}
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+THOUGHT = {"type": "thinking", "thinking": "Zoom first.",
+           "signature": thinking_signature("Zoom first.")}
+ANTHROPIC_THOUGHT_USE = {"role": "assistant",
+                         "content": [THOUGHT, *ANTHROPIC_USE["content"]]}
 GEMINI_TOOLS = [{"functionDeclarations": [{"name": "visual_action", "description": "d",
                                            "parametersJsonSchema": {"type": "object"}}]}]
 GEMINI_CALL = {"role": "model", "parts": [{"functionCall": {"name": "visual_action",
@@ -82,6 +87,19 @@ CASES = {
          "tool_result blocks must come first"),
         ({"tools": [{"name": "visual_action"}], "messages": [_user()]},
          "input_schema: Field required"),
+        # Extended thinking: the turn whose calls the last turn answers starts with its
+        # thinking, as it came.
+        ({"tools": ANTHROPIC_TOOLS, "thinking": THINKING,
+          "messages": [_user(), ANTHROPIC_THOUGHT_USE, _result()]}, None),
+        ({"tools": ANTHROPIC_TOOLS, "thinking": THINKING,
+          "messages": [_user(), ANTHROPIC_USE, _result()]},
+         "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+         "`tool_use`."),
+        ({"tools": ANTHROPIC_TOOLS, "thinking": THINKING, "messages": [
+            _user(), {"role": "assistant", "content": [
+                {**THOUGHT, "thinking": "Zoom first!"}, *ANTHROPIC_USE["content"]]},
+            _result()]},
+         "messages.1.content.0: Invalid `signature` in `thinking` block"),
     ],
     "gemini": [
         ({"tools": GEMINI_TOOLS, "contents": [_user_g, GEMINI_CALL, _response()]}, None),
