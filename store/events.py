@@ -100,7 +100,8 @@ class ToolCallRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     """The raw JSON text of the arguments."""
     id: str = ""
     signature: str = ""
-    """Gemini's opaque ``thoughtSignature`` of the call, sent back as it came."""
+    """Opaque provider data sent back as it came: Gemini's ``thoughtSignature`` of the call,
+    Anthropic's thinking blocks before it (compact JSON)."""
 
 
 class PolicyDetail(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -17,6 +17,13 @@ the end of a prefix a later call of the trajectory repeats:
 The API looks for an earlier entry up to 20 blocks before a breakpoint, and one step moves a
 breakpoint by three or four. Without ``prompt_cache`` nothing is cached: Anthropic, unlike
 OpenAI and Gemini, caches only what it is asked to.
+
+With extended thinking (asked for through ``extra``) the API wants the assistant turn whose
+``tool_use`` blocks the next turn answers sent back with its ``thinking`` and
+``redacted_thinking`` blocks, unmodified and in place, and refuses it otherwise. A reply's
+thinking blocks before each call travel in that call's ``signature`` as compact JSON (so the log
+keeps them and a resumed run sends them again); the first call's go before the turn's text. A
+reply without calls keeps none: the API does not need them back.
 """
 
 from __future__ import annotations
@@ -77,6 +84,21 @@ _STOP = {
 }
 
 
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _thinking_blocks(call: ToolCall) -> list[dict[str, Any]]:
+    """The thinking blocks that came before ``call`` in its reply, as they came (none for a
+    call without, so a request without thinking is sent as it always was)."""
+    if not call.signature:
+        return []
+    try:
+        blocks = msgspec.json.decode(call.signature)
+    except msgspec.DecodeError:  # not this adapter's (another provider's signature)
+        return []
+    return blocks if isinstance(blocks, list) else []
+
+
 def _quoted(text: str) -> str:
     """Partial text of a refused reply, on one line and short, for the failure's message."""
     return repr(" ".join(text.split())[:200])
@@ -133,8 +155,14 @@ class AnthropicAdapter(HttpAdapter):
                 if not (isinstance(p, TextPart) and not p.text)
                 and not isinstance(p, ToolResultPart)
             ]
-            blocks.extend({"type": "tool_use", "id": c.id, "name": c.name,
-                           "input": call_arguments(c) or {}} for c in message.tool_calls)
+            for n, call in enumerate(message.tool_calls):
+                thinking = _thinking_blocks(call)
+                if n == 0:
+                    blocks[:0] = thinking  # the turn starts with its thinking, as the API wants
+                else:
+                    blocks.extend(thinking)
+                blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                               "input": call_arguments(call) or {}})
             messages.append({"role": message.role, "content": blocks})
         if self.options.prompt_cache:
             _mark_cache_breakpoints(messages, tail=self.options.cache_tail)
@@ -158,15 +186,20 @@ class AnthropicAdapter(HttpAdapter):
         try:
             blocks = data["content"]
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            tool_calls = tuple(
-                ToolCall(
-                    name=b["name"],
-                    arguments=msgspec.json.encode(b.get("input") or {}).decode(),
-                    id=b.get("id") or "",
-                )
-                for b in blocks
-                if b.get("type") == "tool_use"
-            )
+            calls: list[ToolCall] = []
+            thinking: list[dict[str, Any]] = []  # since the call before
+            for b in blocks:
+                if b.get("type") in _THINKING:
+                    thinking.append(b)
+                elif b.get("type") == "tool_use":
+                    calls.append(ToolCall(
+                        name=b["name"],
+                        arguments=msgspec.json.encode(b.get("input") or {}).decode(),
+                        id=b.get("id") or "",
+                        signature=msgspec.json.encode(thinking).decode() if thinking else "",
+                    ))
+                    thinking = []
+            tool_calls = tuple(calls)
             raw_stop = data.get("stop_reason") or "end_turn"
             usage = data.get("usage") or {}
             # Cached prompt tokens are still prompt tokens (billed at their own rate).

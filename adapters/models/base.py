@@ -69,8 +69,9 @@ class ToolCall(msgspec.Struct, frozen=True):
     """The raw JSON text of the arguments, as the provider sent it."""
     id: str = ""
     signature: str = ""
-    """Gemini's ``thoughtSignature`` on the call's part: opaque, and sent back as it came (its
-    thinking models refuse a replayed call without it)."""
+    """Opaque provider data sent back as it came (thinking models refuse a replayed call
+    without it): Gemini's ``thoughtSignature`` on the call's part; Anthropic's thinking blocks
+    before the call, as compact JSON."""
 
 
 def call_arguments(call: ToolCall) -> dict[str, Any] | None:
@@ -271,7 +272,7 @@ def _hashed_part(part: Part) -> Any:
 def request_hash(model: str, request: ModelRequest) -> str:
     """A stable hex digest of what was asked: images by pixel hash, never by their base64;
     native tool calls and declarations only when there are some (none: the hash it always was).
-    A call's Gemini signature is left out: opaque bytes that come with the call it signs."""
+    A call's signature is left out: opaque data that comes with the call it goes with."""
     messages = [
         [m.role, [_hashed_part(p) for p in m.content]]
         + ([[(c.name, c.arguments, c.id) for c in m.tool_calls]] if m.tool_calls else [])

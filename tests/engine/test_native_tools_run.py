@@ -36,20 +36,37 @@ def _script(provider: str) -> list:
     ]
 
 
-def _config(provider: str, base_url: str, shape: str, store: str) -> RunConfig:
+def _config(provider: str, base_url: str, shape: str, store: str,
+            extra: dict | None = None) -> RunConfig:
     model = ModelConfig(f"{provider}:fake-model", base_url=base_url, api_key_env=KEY_ENV,
-                        dialect="openai", native_tools=True)
+                        dialect="openai", native_tools=True, extra=extra or {})
     return RunConfig(models=(model,), dataset="synthetic:1", limit=1, settings=("vaot",),
                      shape=shape, max_steps=3, store=store).validate()
 
 
-async def _run(provider: str, shape: str, store_path, replies) -> tuple[list, object]:
+async def _run(provider: str, shape: str, store_path, replies,
+               extra: dict | None = None) -> tuple[list, object]:
     async with FAKES[provider](replies=replies, api_key=KEY) as server:
-        config = _config(provider, server.base_url, shape, str(store_path))
+        config = _config(provider, server.base_url, shape, str(store_path), extra)
         samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
         with open_store(store_path) as store:
             result = await run_jobs(config, store, samples)
     return server.requests, result
+
+
+def _crash_after(step: int, source_path, target_path) -> None:
+    """Copy a finished run's log as it stood when ``step`` had committed and the next step's
+    reply was never received."""
+    with open_store(source_path, create=False) as source, open_store(target_path) as target:
+        for stored in source.iter_events():
+            event = stored.event
+            if isinstance(event, TrajectoryFinished) or (isinstance(event, Step)
+                                                         and event.step > step):
+                continue
+            target.append_sync([event])
+        for key, record in source.iter_blob_records():
+            fmt, _, data = parse_blob_record(record)
+            target.put_blob_sync(key, data, fmt)
 
 
 def _steps(path) -> list[Step]:
@@ -141,16 +158,7 @@ async def test_a_native_call_is_drawn_answered_and_resumed_without_asking_twice(
     # A crash after step 1 (its step committed, step 2's reply never received): the resumed
     # run asks step 2 once, with the very request first sent, rebuilt from the log alone.
     crashed = tmp_path / "crashed.lmdb"
-    with open_store(whole, create=False) as source, open_store(crashed) as target:
-        for stored in source.iter_events():
-            event = stored.event
-            if isinstance(event, TrajectoryFinished) or (isinstance(event, Step)
-                                                         and event.step == 2):
-                continue
-            target.append_sync([event])
-        for key, record in source.iter_blob_records():
-            fmt, _, data = parse_blob_record(record)
-            target.put_blob_sync(key, data, fmt)
+    _crash_after(1, whole, crashed)
     resumed, result = await _run(provider, shape, crashed, _script(provider)[1:])
     assert [r.problems for r in resumed] == [[]] and result.calls == 1
     assert resumed[0].body_sha256 == seen[1].body_sha256
@@ -212,3 +220,39 @@ async def test_each_call_is_answered_with_what_came_of_it(provider, tmp_path,
     if provider == "gemini":  # parallel calls: the first signed alone, and sent back so
         calls = [p for p in seen[1].body["contents"][1]["parts"] if "functionCall" in p]
         assert [bool(p.get("thoughtSignature")) for p in calls] == [True, False]
+
+
+THINKING = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+
+
+async def test_anthropic_thinking_goes_back_with_the_calls_it_came_with(tmp_path,
+                                                                        monkeypatch) -> None:
+    # With extended thinking on, the API refuses a turn answering tool calls unless the
+    # assistant turn before it starts with that reply's thinking blocks, as they came: kept in
+    # the log with the calls, sent back at each later step, and again by a resumed run.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    script = [ReplySpec(text="Step 1 (Text): The detail is small; I zoom on the centre.",
+                        tool_calls=[{"name": "visual_action", "arguments": ZOOM, "id": "toolu_1"}]),
+              ReplySpec(text="Step 2 (Text): Closer still.",
+                        tool_calls=[{"name": "visual_action", "arguments": ZOOM, "id": "toolu_2"}]),
+              "Step 3 (Text): The zoomed view settles it.\nFinal Answer: B"]
+    whole = tmp_path / "whole.lmdb"
+    seen, result = await _run("anthropic", "chat", whole, script, THINKING)
+    assert [r.problems for r in seen] == [[], [], []] and result.calls == 3
+    replayed = [m["content"] for m in seen[2].body["messages"] if m["role"] == "assistant"]
+    assert [[b["type"] for b in turn] for turn in replayed] == [["thinking", "text", "tool_use"]] * 2
+    assert replayed[0][0]["thinking"] != replayed[1][0]["thinking"]  # each turn its own
+    with open_store(whole, create=False) as store:
+        finished = [s.event for s in store.iter_events()
+                    if isinstance(s.event, TrajectoryFinished)]
+        assert [(f.status, f.answer) for f in finished] == [("answered", "B")]
+
+    again, result = await _run("anthropic", "chat", whole, [], THINKING)
+    assert again == [] and result.calls == 0
+
+    # Resumed after step 2: the thinking comes back from the log, the request as first sent.
+    crashed = tmp_path / "crashed.lmdb"
+    _crash_after(2, whole, crashed)
+    resumed, result = await _run("anthropic", "chat", crashed, script[2:], THINKING)
+    assert [r.problems for r in resumed] == [[]] and result.calls == 1
+    assert resumed[0].body_sha256 == seen[2].body_sha256

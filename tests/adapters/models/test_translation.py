@@ -511,6 +511,70 @@ def test_anthropic_thinking_blocks_are_not_the_answer(monkeypatch) -> None:
                                 cache_write_input_tokens=300)
 
 
+def _anthropic_turn(calls: tuple[ToolCall, ...], text: str = "Zooming."):
+    from adapters.models.base import Message, ModelRequest, TextPart, ToolResultPart
+
+    return ModelRequest(messages=(
+        Message("user", (TextPart("Which bar is longer?"),)),
+        Message("assistant", (TextPart(text),), tool_calls=calls),
+        Message("user", (*(ToolResultPart(c.id, c.name, "Drawn.") for c in calls),
+                         TextPart("Now write Step 2.")))))
+
+
+def test_anthropic_thinking_goes_back_with_its_calls_as_it_came(monkeypatch) -> None:
+    # With thinking on, the API refuses a turn answering calls unless the turn that made them
+    # starts with its thinking blocks, unmodified. Each call carries the blocks before it, the
+    # first call's sent before the text, the others where they came (interleaved thinking).
+    from adapters.models.anthropic import create
+    from adapters.models.base import AdapterOptions
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    adapter = create("claude-x", AdapterOptions())
+    content = [
+        {"type": "thinking", "thinking": "Zoom on the left bar. \u00e9\n", "signature": "c2ln/+="},
+        {"type": "redacted_thinking", "data": "ZW5j"},
+        {"type": "text", "text": "Zooming."},
+        {"type": "tool_use", "id": "toolu_1", "name": "visual_action", "input": {"a": 1}},
+        {"type": "thinking", "thinking": "And the right.", "signature": "c2lnMg=="},
+        {"type": "tool_use", "id": "toolu_2", "name": "visual_action", "input": {"b": 2}},
+        {"type": "thinking", "thinking": "Trailing.", "signature": "c2lnMw=="},
+    ]
+    reply = adapter.parse_reply({"content": content, "stop_reason": "tool_use",
+                                 "usage": {"input_tokens": 9, "output_tokens": 90}})
+    assert (reply.text, reply.finish_reason) == ("Zooming.", "tool_calls")
+    assert [msgspec.json.decode(c.signature) for c in reply.tool_calls] == [content[:2],
+                                                                          [content[4]]]
+    sent = msgspec.json.decode(msgspec.json.encode(
+        adapter.build_body(_anthropic_turn(reply.tool_calls, reply.text))))  # as sent
+    # Byte for byte as received (thinking after the last call is not needed back).
+    assert [msgspec.json.encode(b) for b in sent["messages"][1]["content"]] == [
+        msgspec.json.encode(b) for b in content[:6]]
+    # Without tool calls, the thinking is not kept: the API does not need it back.
+    assert adapter.parse_reply({"content": content[:3], "stop_reason": "end_turn",
+                                "usage": {}}).tool_calls == ()
+
+
+def test_anthropic_calls_without_thinking_are_sent_as_before(monkeypatch) -> None:
+    # Request hashes key the reply cache, and a run without thinking must send the very bytes
+    # it always did.
+    from adapters.models.anthropic import create
+    from adapters.models.base import AdapterOptions
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    adapter = create("claude-x", AdapterOptions())
+    reply = adapter.parse_reply({"content": [
+        {"type": "text", "text": "Zooming."},
+        {"type": "tool_use", "id": "toolu_1", "name": "visual_action", "input": {"a": 1}}],
+        "stop_reason": "tool_use", "usage": {}})
+    assert [c.signature for c in reply.tool_calls] == [""]
+    body = adapter.build_body(_anthropic_turn(reply.tool_calls))
+    assert msgspec.json.encode(body["messages"][1:]) == (
+        b'[{"role":"assistant","content":[{"type":"text","text":"Zooming."},{"type":"tool_use",'
+        b'"id":"toolu_1","name":"visual_action","input":{"a":1}}]},{"role":"user","content":'
+        b'[{"type":"tool_result","tool_use_id":"toolu_1","content":"Drawn."},'
+        b'{"type":"text","text":"Now write Step 2."}]}]')
+
+
 def test_anthropic_refuses_images_larger_than_the_api_takes(monkeypatch) -> None:
     import base64
     import io
