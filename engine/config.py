@@ -165,6 +165,7 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         for model in self.models:
             _validate_model(model)
             _validate_temperature(model, self.temperature)
+            _validate_anthropic_thinking(model, self)
         if self.prices:
             from engine.cost import PriceTable
 
@@ -312,6 +313,43 @@ def _validate_temperature(model: ModelConfig, temperature: float | None) -> None
     if temperature is not None and high is not None and temperature > high:
         raise ConfigError(f"--temperature: {temperature:g} is above {high:g}, the most "
                           f"{provider}'s API takes (model {model.spec})")
+
+
+def _validate_anthropic_thinking(model: ModelConfig, config: RunConfig) -> None:
+    """Anthropic's API refuses, with a 400 on every call, thinking (``extra.thinking``) beside a
+    temperature, a budget under 1,024 tokens or not under the request's ``max_tokens``, and a
+    forced tool choice: said before a run starts, naming the option to change."""
+    thinking = model.extra.get("thinking")
+    if (_served_by(model.spec) != "anthropic" or model.base_url is not None
+            or not isinstance(thinking, dict)
+            or thinking.get("type") not in ("enabled", "adaptive")):
+        return
+    where = f"model {model.spec}: extra.thinking"
+    if config.temperature is not None and config.temperature != 1:
+        raise ConfigError(f"{where} is on, and Anthropic's API takes no --temperature with "
+                          f"thinking ({config.temperature:g} given); leave --temperature out",
+                          model=model.spec, field="extra")
+    choice = model.extra.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        raise ConfigError(f"{where} is on, and Anthropic's API takes no forced tool_choice "
+                          f"({choice.get('type')!r}) with thinking; use 'auto' or leave it out",
+                          model=model.spec, field="extra")
+    if thinking.get("type") != "enabled":
+        return
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024:
+        raise ConfigError(f"{where}.budget_tokens must be a whole number of at least 1024 "
+                          f"(Anthropic's floor), got {budget!r}", model=model.spec, field="extra")
+    caps = [("--max-tokens", config.max_tokens)]
+    if "cot" in config.settings and config.cot_max_tokens is not None:
+        caps.append(("--cot-max-tokens", config.cot_max_tokens))
+    for flag, cap in caps:
+        if budget >= cap:
+            # Thinking tokens are output tokens: the budget is part of max_tokens, not beside it.
+            raise ConfigError(f"{where}.budget_tokens ({budget}) must be under {flag} ({cap}), "
+                              "which counts the thinking too; raise "
+                              f"{flag} above {budget} plus room for the step's text",
+                              model=model.spec, field="extra")
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:

@@ -98,3 +98,42 @@ def test_the_run_header_names_prompt_cache_only_when_it_is_on() -> None:
 
     assert "prompt_cache" not in _model_header(ModelConfig("anthropic:claude-x"))
     assert _model_header(ModelConfig("anthropic:claude-x", prompt_cache=True))["prompt_cache"]
+
+
+_THINKING = {"thinking": {"type": "enabled", "budget_tokens": 4096}}
+
+
+@pytest.mark.parametrize(("extra", "run", "message"), [
+    (_THINKING, {"temperature": 0.2}, "takes no --temperature with thinking"),
+    ({"thinking": {"type": "adaptive"}}, {"temperature": 0.0}, "takes no --temperature"),
+    (_THINKING, {}, r"budget_tokens \(4096\) must be under --max-tokens \(2048\)"),
+    ({"thinking": {"type": "enabled", "budget_tokens": 512}}, {"max_tokens": 8192},
+     "at least 1024"),
+    ({"thinking": {"type": "enabled"}}, {"max_tokens": 8192}, "at least 1024"),
+    ({**_THINKING, "tool_choice": {"type": "any"}}, {"max_tokens": 8192},
+     "no forced tool_choice"),
+    (_THINKING, {"max_tokens": 8192, "cot_max_tokens": 4096},
+     r"must be under --cot-max-tokens \(4096\)"),
+])
+def test_anthropic_thinking_the_api_would_refuse_is_said_before_the_run(extra, run,
+                                                                        message) -> None:
+    # Each of these is a 400 on every call of the run: said once, naming the option to change.
+    model = ModelConfig("anthropic:claude-x", extra=extra)
+    with pytest.raises(ConfigError, match=message) as info:
+        RunConfig(models=(model,), **run).validate()
+    assert (info.value.model, info.value.field) == ("anthropic:claude-x", "extra")
+
+
+@pytest.mark.parametrize(("model", "run"), [
+    (ModelConfig("anthropic:claude-x", extra=_THINKING), {"max_tokens": 8192}),
+    (ModelConfig("anthropic:claude-x", extra=_THINKING), {"max_tokens": 8192, "temperature": 1.0}),
+    # --cot-max-tokens binds only where cot is run.
+    (ModelConfig("anthropic:claude-x", extra=_THINKING),
+     {"max_tokens": 8192, "cot_max_tokens": 2048, "settings": ("vaot",)}),
+    (ModelConfig("anthropic:claude-x", extra={"thinking": {"type": "disabled"}}),
+     {"temperature": 0.2}),
+    # Another server behind the protocol (a proxy, a local model) sets its own rules.
+    (ModelConfig("anthropic:claude-x", base_url="http://127.0.0.1:9/v1", extra=_THINKING), {}),
+])
+def test_anthropic_thinking_the_api_takes_is_accepted(model, run) -> None:
+    RunConfig(models=(model,), **run).validate()
