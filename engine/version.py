@@ -49,4 +49,5 @@ names nothing yet, a template's blank ("?", "[your answer]") or an answer put of
 determined after zooming", "not yet known"), no answer, and a bare "TBD" or "Pending" kept with a
 warning; an answer read from prose warned with the words it followed ("I'd say it's …", "故选 …")
 instead of always "the answer is …"; a pixel box under one grid unit wide (one pixel of a
-4000-pixel panorama) widened to one unit instead of refused as zero area."""
+4000-pixel panorama) widened to one unit instead of refused as zero area; a wrong_render of a
+whole view that mirroring leaves as it was (one pixel wide, or symmetric) turned top to bottom."""

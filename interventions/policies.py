@@ -9,7 +9,8 @@ what it did. The four settings are four policies applied from step 1:
 - ``corrupt:modify_key`` (wrong_render): the block rendered wrongly, still looking like what was
   asked for. For a crop or zoom, a same-size region from elsewhere, cut the same way (when the
   box covers most of a view that is itself a zoom, from elsewhere in the original image; when
-  it covers most of the original, the view is also mirrored). For
+  it covers most of the original, the view is also mirrored, or turned top to bottom when
+  that changes more: a view one pixel wide, or symmetric about its middle). For
   drawings, one of: the marks drawn over content mirrored in place (``mirror``), over content
   brought from elsewhere (``displace``), or at another place of the image (``move_mark``).
   The mark stays visible (the operation is still seen to be done), but the evidence under it
@@ -197,11 +198,13 @@ def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, see
             detail = {"target_px": list(box), "target_original_px": list(target_o),
                       "used_original_px": list(used_o)}
         else:
-            state = _replace(state, ImageOps.mirror(state.image))
+            state, axis = _turned_over(state)
             operation, overlap = "crop_elsewhere_mirrored", 0.0
             # The recorded frame cannot say "turned over": a later action's box on this view
             # maps to the mirror-image place of the original. Said here for analysis.
             detail["mirrored"] = True
+            if axis != "left-right":
+                detail["mirrored_axis"] = axis
     for action in geometry[1:]:
         state = apply_geometry(state, action)
     detail = {"operation": operation, **detail}
@@ -213,6 +216,18 @@ def _cut_elsewhere(policy, base, actions, drawings, geometry, rendered, rng, see
         if audit["changed_in_key"] < VALID_CHANGE:
             detail["weak"] = True
     return state, PolicyDetail(policy, seed, detail)
+
+
+def _turned_over(view: CanvasState) -> tuple[CanvasState, str]:
+    """``view`` turned over left to right; top to bottom instead when that changes more of a
+    view the first leaves much as it was (one pixel wide, or symmetric about its middle)."""
+    mirrored = ImageOps.mirror(view.image)
+    change = view_change(view.image, mirrored)
+    if change < VALID_CHANGE:
+        flipped = ImageOps.flip(view.image)
+        if view_change(view.image, flipped) > change:
+            return _replace(view, flipped), "top-bottom"
+    return _replace(view, mirrored), "left-right"
 
 
 def _from_original(view: CanvasState, box: Box, zoom: bool, rng: np.random.Generator):

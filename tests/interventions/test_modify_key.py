@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageOps
 
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.pillow_renderer import apply_geometry, pixel_box, render
@@ -141,6 +141,22 @@ def test_moving_shapes_on_a_plain_page_is_not_weak() -> None:
         _, _, detail = _corrupt(page, [Zoom(target=(0, 0, 1000, 1000))], seed)
         assert detail["operation"] == "crop_elsewhere_mirrored"
         assert "weak" not in detail, detail
+
+
+@pytest.mark.parametrize("size", [(1, 200), (160, 120)])
+def test_a_view_mirroring_leaves_alone_is_turned_top_to_bottom(size) -> None:
+    # One pixel wide, or a left-right symmetric drawing: mirrored, it looked the same, and the
+    # model was shown the faithful image under the name of a corruption (flagged weak).
+    image = Image.new("RGB", size, (240, 240, 235))
+    draw = ImageDraw.Draw(image)
+    w, h = size
+    draw.rectangle((0, 0, w - 1, h // 4), fill=(20, 40, 200))  # a band across the top
+    draw.ellipse((w // 4, h // 2, w - 1 - w // 4, h - 1), fill=(200, 30, 30))
+    for seed in range(3):
+        _, shown, detail = _corrupt(image, [Zoom(target=(0, 0, 1000, 1000))], seed)
+        assert detail["operation"] == "crop_elsewhere_mirrored"
+        assert detail["mirrored_axis"] == "top-bottom" and "weak" not in detail, detail
+        assert shown.image.tobytes() == ImageOps.flip(image).tobytes()
 
 
 def test_a_blank_view_stays_weak_whatever_is_tried() -> None:
