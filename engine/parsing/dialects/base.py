@@ -160,13 +160,13 @@ def scaled_box(bbox: Any, sx: float, sy: float, what: str, warnings: list[str],
     box = [round_to_grid(v) for v in scaled]
     for lo, hi in ((0, 2), (1, 3)):
         # A box under one grid unit wide (one pixel of an image over 1000 pixels wide) rounds to
-        # zero width, which the validator refuses: widened to the one unit it stands on.
-        if box[lo] == box[hi] and scaled[lo] != scaled[hi] and 0 <= box[lo] <= 1000:
-            first, second = (lo, hi) if scaled[lo] < scaled[hi] else (hi, lo)
-            if box[second] < 1000:
-                box[second] += 1
-            else:
-                box[first] -= 1
+        # zero width, which the validator refuses: widened to the one unit holding its centre.
+        # One off the image (at or past an edge) is left to be clamped and refused, as one
+        # farther out is.
+        low, high = sorted((scaled[lo], scaled[hi]))
+        if box[lo] == box[hi] and low != high and low < 1000 and high > 0:
+            unit = min(999, max(0, math.floor((low + high) / 2)))
+            box[lo], box[hi] = (unit, unit + 1) if scaled[lo] < scaled[hi] else (unit + 1, unit)
             warnings.append(f"{what}: bbox_2d {_short(bbox)} is under one unit of the 0–1000 "
                             "grid wide or high; widened to one")
     return box

@@ -118,3 +118,38 @@ def test_a_box_of_zero_pixels_is_still_refused() -> None:
     parsed = _deepeyes_zoom([10, 10, 10, 20], (4000, 3000))
     assert parsed.actions == ()
     assert any("zero area" in w for w in parsed.warnings), parsed.warnings
+
+
+# The review of engine 11.
+
+@pytest.mark.parametrize(("box", "size"), [
+    ([-2, 10, 0, 20], (4000, 3000)),  # left of the image, touching its edge
+    ([4000, 10, 4001, 20], (4000, 3000)),  # right of it
+    ([4001, 10, 4001.5, 20], (4000, 3000)),
+    ([10, -3, 20, -1], (4000, 3000)),  # above it
+])
+def test_a_sub_unit_box_off_the_image_is_not_widened_onto_it(box, size) -> None:
+    # Widened, it became the edge column, with no word that it lay outside the image; a box
+    # farther out is refused as zero area once clamped, and so is this one.
+    parsed = _deepeyes_zoom(box, size)
+    assert parsed.actions == (), parsed.warnings
+    assert not any("widened" in w for w in parsed.warnings)
+
+
+def test_a_sub_unit_box_off_the_grid_is_not_widened_onto_it() -> None:
+    call = json.dumps({"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [1000.2, 10, 1000.4, 20]}})
+    parsed = parse_step(f"<tool_call>{call}</tool_call>", dialect="qwen3vl")
+    assert parsed.actions == (), parsed.warnings
+
+
+@pytest.mark.parametrize(("box", "size", "target"), [
+    # 1998.5–1999.5 of 4000 pixels is 499.6–499.9 on the grid: the unit 499–500 holds it, the
+    # unit 500–501 (pixels 2000–2004) lies beside it.
+    ([1998.5, 10, 1999.5, 2990], (4000, 3000), (499, 3, 500, 997)),
+    ([1999.5, 10, 1998.5, 2990], (4000, 3000), (499, 3, 500, 997)),  # inverted
+    ([2000.5, 10, 2001.5, 2990], (4000, 3000), (500, 3, 501, 997)),
+    ([-1, 10, 1, 2990], (4000, 3000), (0, 3, 1, 997)),  # straddling the left edge
+    ([3999, 10, 4000.5, 2990], (4000, 3000), (999, 3, 1000, 997)),  # and the right
+])
+def test_a_sub_unit_box_is_widened_to_the_unit_holding_its_centre(box, size, target) -> None:
+    assert _deepeyes_zoom(box, size).actions == (Zoom(target=target),)
