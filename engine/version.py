@@ -45,9 +45,13 @@ answer? Let me check.") or putting it off ("最终答案还不确定", "Final an
 a marker with no colon no answer, and a
 next-step heading closed by exclamation marks or an ellipsis ("下一步！故选B", "Next step...
 I'll go with B.", "下一步。。。故选B") heads the step's choice as one closed by a colon or a full stop does. 11: a "Final Answer:" that
-names nothing yet, a template's blank ("?", "[your answer]") or an answer put off ("to be
-determined after zooming", "not yet known"), no answer, and a bare "TBD" or "Pending" kept with a
-warning; an answer read from prose warned with the words it followed ("I'd say it's …", "故选 …")
-instead of always "the answer is …"; a pixel box under one grid unit wide (one pixel of a
-4000-pixel panorama) widened to one unit instead of refused as zero area; a wrong_render of a
-whole view that mirroring leaves as it was (one pixel wide, or symmetric) turned top to bottom."""
+names nothing yet, a template's blank ("?", "[your answer]") or an answer put off by a step of
+the model's own ("to be determined after zooming", "pending the zoom", "TBD (need to zoom in)",
+"需要放大后确定"), no answer, a blank after an answer ("Final Answer: B" … "Final Answer: ?")
+leaving that answer, and a bare "TBD", "Pending" or "待定" kept with a warning (a status the image
+may show, "Pending review" or "To be determined in 2025", is an answer); an answer read from prose
+warned with the words it followed ("I'd say it's …", "故选 …") instead of always "the answer is
+…"; a pixel box under one grid unit wide (one pixel of a 4000-pixel panorama) widened to the unit
+holding its centre instead of refused as zero area (one off the image still refused); a
+wrong_render of a whole view that mirroring leaves as it was (one pixel wide, or symmetric) turned
+top to bottom."""

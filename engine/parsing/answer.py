@@ -16,6 +16,7 @@ from engine.parsing.answer_text import (
     clean_answer,
     gives_none_yet,
     in_answer_tag,
+    placeholder,
     split_hedge,
 )
 from engine.parsing.blocks import starts_line
@@ -173,7 +174,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     says_final = _FINAL.search(text) is not None
     says_answer = says_final or "答案" in text
     found = _marker_answers(text) if says_answer or "最终" in text else []
-    markers = [marker for marker in found if clean_answer(marker[2])]
+    markers = _named(found, lambda marker: marker[2], warnings, "'Final Answer:'")
     if markers:
         distinct = {split_hedge(label_only(clean_answer(marker[2])))[0] for marker in markers}
         if len(distinct) > 1:
@@ -185,7 +186,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
             answer = label_only(clean_answer(answer))
         return _found(answer, source, start, end, warnings, at_line_start)
-    tags = [m for m in _ANSWER_TAG.finditer(text) if clean_answer(m.group(1))]
+    tags = _named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), warnings, "answer tag")
     if tags:
         m = tags[-1]
         return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
@@ -201,6 +202,22 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         warnings.append(warning)
         return _found(answer, "answer_is", start, end, warnings)
     return None
+
+
+def _named(found: list, written, warnings: list[str], what: str) -> list:
+    """The answers of ``found`` that are not empty; a template's blank last ("Final Answer: ?",
+    "[your answer]") dropped, as an empty one is, when an answer is written before it: the
+    blank names nothing, and the answer before it stands (said in ``warnings``). A blank alone
+    is kept, for the step to read as thought."""
+    named = [each for each in found if clean_answer(written(each))]
+    blanks = 0
+    while blanks < len(named) and placeholder(written(named[-1 - blanks])) == "blank":
+        blanks += 1
+    if 0 < blanks < len(named):
+        shown = clean_answer(written(named[-1]))[:40]
+        warnings.append(f"the last {what} ({shown!r}) is a template's blank; kept the one before")
+        return named[:-blanks]
+    return named
 
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],

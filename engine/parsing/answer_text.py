@@ -181,29 +181,50 @@ def gives_none_yet(answer: str) -> bool:
 
 
 # A template's blank written where the answer goes: "?", "...", "___", "[your answer]", "<final
-# answer here>", "{answer}", "(insert answer)". No image's text is one.
-_BLANK = re.compile(
-    r"[?？.…_]+|-{2,}|[\[(<{][ \t]*(?:(?:your|the|my|final|insert|write|put|enter)[ \t]+)*"
-    r"answer(?:[ \t]+(?:here|goes[ \t]+here))?[ \t]*[\])>}]", re.IGNORECASE)
+# answer here>", "{answer}", "(insert answer)", "[待填写]". No image's text is one.
+_BLANK_WORDS = (r"[?？.…_]++|-{2,}+|[\[(<{【（][ \t]*+(?:(?:your|the|my|final|insert|write|put"
+                r"|enter)[ \t]++)*answer(?:[ \t]++(?:here|goes[ \t]++here))?[ \t]*+[\])>}】）]"
+                r"|[\[(【（][ \t]*+待(?:填写?|补充|回答)[ \t]*+[\])】）]")
+_BLANK = re.compile(_BLANK_WORDS, re.IGNORECASE)
+# A step of the model's own, which an answer put off "in", "by", "with" or "at" must name: "to
+# be determined by zooming in", "in the next step", "with a closer look". Without one it is
+# what the image may say: a fixture "To be determined in 2025", a parcel "Pending at customs".
+_OWN_STEP = (r"(?:zoom|crop|clos(?:er|e[ \t-]*up)|look|inspect|magnif|view|tool|action|next"
+             r"|further|more|another|observation|returned|new[ \t]+image|enlarg|detail)")
 # An answer put off: still to be found ("to be determined after zooming", "will be given after
-# the crop", "not yet known", "TBD once the zoom is back", "pending the zoom").
-_LATER = (r"(?:[ \t]*[,;:(–—-]?[ \t]*(?:after|once|when|until|till|following|pending|upon|by"
-          r"|with|from|in|at|via|through)\b.*)")
+# the crop", "not yet known", "TBD once the zoom is back", "pending the zoom", "TBD later",
+# "TBD (need to zoom in)"). The blanks are possessive: a long run of them is tried once.
+_LATER = (r"(?:[ \t]*+[,;:(（–—-]?[ \t]*+(?:(?:after|once|when|until|till|following|pending"
+          r"|upon)\b.*|(?:by|with|from|in|at|via|through|on)\b.*?\b" + _OWN_STEP + r".*"
+          r"|(?:later|soon|shortly|for[ \t]++now|at[ \t]++this[ \t]++(?:point|stage|step))\b.*"
+          # A remark that says what comes next: "(need to zoom in)", "- let me zoom in".
+          r"|(?:(?:I|we)[ \t]++)?(?:need[ \t]++to|have[ \t]++to|must|will|should|let[ \t]++(?:me"
+          r"|us))[ \t]++(?:first[ \t]++)?(?:zoom|crop|look|check|inspect|examine|verify|confirm"
+          r"|see|view)\b.*))")
 _PUT_OFF = re.compile(
-    r"[(\[]?[ \t]*(?:(?:(?:(?:yet|still)[ \t]+)?to|will|shall|is[ \t]+to)[ \t]+be[ \t]+"
+    r"[(\[（]?[ \t]*+(?:(?:(?:(?:yet|still)[ \t]+)?to|will|shall|is[ \t]+to)[ \t]+be[ \t]+"
     r"(?:determined|decided|confirmed|found|given|provided|stated|filled(?:[ \t]+in)?|answered"
     r"|known|verified|checked|seen|updated|completed)"
     # "Not sure" or "not clear" with no "yet" is the reply's last word, an answer scored wrong.
     r"|not[ \t]+(?:yet[ \t]+(?:determined|decided|known|available|clear|certain|confirmed|sure)|(?:determined|decided|known|available|clear|certain|confirmed|sure)[ \t]+yet)"
     r"|(?:unknown|unclear|undecided|undetermined|uncertain)[ \t]+(?:yet|for[ \t]+now|so[ \t]+far"
     r"|at[ \t]+this[ \t]+(?:point|stage|step))"
-    r"|tb[dac]|pending(?:[ \t]+(?:the|a|an|further|more|another|next|closer|zoom\w*|crop\w*"
-    r"|confirmation|verification|inspection|analysis|review)\b.*)?)"
-    rf"(?:{_LATER})?[ \t.!)\]]*", re.IGNORECASE | re.DOTALL)
+    # "Pending review" or "pending the court's ruling" may be a status the image shows.
+    r"|tb[dac]|pending(?:[ \t]++(?:(?:the|a|an)[ \t]++)?" + _OWN_STEP + r".*)?)"
+    rf"(?:{_LATER})?[ \t.!)\]）]*+"
+    # A blank with a time to come after it: "___ (after zooming)", "? (need to zoom in)".
+    rf"|(?:{_BLANK_WORDS}){_LATER}[ \t.!)\]）]*+"
+    # Put off in Chinese: "需要放大后确定", "（待放大后确定）", "尚未确定", "待放大查看后给出". 不确定
+    # and 无法确定 (not sure, cannot tell) are the reply's last word, as "not sure" is.
+    r"|[(（\[【]?(?:(?:还|仍然?|尚|暂时|目前)?(?:未|没有?)(?:确定|得出|给出|知道)"
+    r"|(?:需要|要|得|待|等)?(?:先|再)?(?:放大|裁剪|缩放|查看|看清|确认)[^\n。]{0,12}?"
+    r"(?:后|之后|以后)[ \t]*+再?(?:确定|给出|回答|判断|确认))[)）\]】]?[。.!！]*+",
+    re.IGNORECASE | re.DOTALL)
 # What a thing in an image may be called as it is: a release "To be determined", a status "TBD"
-# or "Pending". Said with nothing after it, such an answer is kept, with a warning.
+# or "Pending", a Chinese "待定". Said with nothing after it, such an answer is kept, with a
+# warning.
 _MAY_BE_READ = re.compile(r"(?:to[ \t]+be[ \t]+(?:determined|decided|confirmed|announced)|tb[dac]"
-                          r"|pending)[ \t.!]*", re.IGNORECASE)
+                          r"|pending|待定|待确定|未定)[ \t.!。！]*+", re.IGNORECASE)
 
 
 def placeholder(answer: str) -> str | None:

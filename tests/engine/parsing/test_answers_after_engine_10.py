@@ -122,6 +122,87 @@ def test_a_box_of_zero_pixels_is_still_refused() -> None:
 
 # The review of engine 11.
 
+def test_a_placeholder_followed_by_a_long_run_of_blanks_costs_linear_time() -> None:
+    import time
+
+    # Two runs of blanks side by side in the put-off tail ("TBD", blanks, an optional comma,
+    # blanks, "after …") were tried every way: 25,000 blanks took a minute.
+    for text in ["TBD" + " " * 50000 + "x", "pending" + " " * 50000 + "x",
+                 "to be determined" + " \t" * 25000 + "x", "not yet known" + " " * 50000 + "x",
+                 "(to be filled" + " " * 50000 + "x", "待定" + " " * 50000 + "x",
+                 "?" * 50000 + "x", "TBD (" + " " * 50000 + "x", "TBD in " + "the " * 12000,
+                 "pending the " * 8000, "TBD, I need to " * 5000, "需要放大" * 20000 + "后确定x"]:
+        t0 = time.thread_time()
+        placeholder(text)
+        parse_step(f"Step 2 (Text): x\nFinal Answer: {text}", expected_step=2)
+        assert time.thread_time() - t0 < 5.0, text[:20]
+
+
+@pytest.mark.parametrize("answer", [
+    # A status or a date read off the image: an application "Pending review", a parcel "Pending
+    # at customs", a fixture "To be determined in 2025". Only a step of the model's own
+    # ("pending the zoom", "to be determined in the next step") puts an answer off.
+    "Pending review", "Pending confirmation", "Pending verification", "Pending at customs",
+    "Pending with the court", "To be determined in 2025", "TBA in 2025", "TBD in Q3",
+    "To be decided at the AGM", "To be found in the appendix", "Pending the court's ruling",
+])
+def test_a_status_read_off_the_image_is_an_answer(answer) -> None:
+    assert placeholder(answer) is None
+    assert _parsed(f"Final Answer: {answer}").final_answer == answer
+
+
+@pytest.mark.parametrize("last", [
+    "Final Answer: to be determined later", "Final Answer: TBD later",
+    "Final Answer: will be given later", "Final Answer: to be confirmed shortly",
+    "Final Answer: TBD for now", "Final Answer: pending for now",
+    "Final Answer: to be determined by zooming in", "Final Answer: to be determined in the next step",
+    "Final Answer: to be determined with a closer look", "Final Answer: pending further analysis",
+    "Final Answer: pending a closer look", "Final Answer: TBD (need to zoom in)",
+    "Final Answer: ? (need to zoom in first)", "Final Answer: TBD, need to zoom in first",
+    "Final Answer: TBD - let me zoom in", "Final Answer: ___ (after zooming)",
+    "Final Answer: [to be filled after the zoom]",
+    "最终答案：需要放大后确定", "最终答案：放大后确定", "最终答案：（待放大后确定）",
+    "最终答案：尚未确定", "最终答案：[待填写]", "最终答案：待放大查看后给出",
+])
+def test_more_ways_of_putting_the_answer_off_are_thought(last) -> None:
+    parsed = _parsed(last)
+    assert parsed.final_answer is None, parsed.warnings
+    assert any("names no answer yet" in w for w in parsed.warnings), parsed.warnings
+
+
+@pytest.mark.parametrize(("last", "answer"), [
+    ("最终答案：待定", "待定"), ("最终答案：待确定", "待确定"), ("Final Answer: 待定", "待定")])
+def test_a_bare_chinese_tbd_is_kept_with_a_warning(last, answer) -> None:
+    parsed = _parsed(last)
+    assert parsed.final_answer == answer
+    assert any("reads like a placeholder; kept" in w for w in parsed.warnings), parsed.warnings
+
+
+@pytest.mark.parametrize("answer", ["未知", "不确定", "无法确定", "暂无", "放大镜", "待遇"])
+def test_chinese_answers_are_not_placeholders(answer) -> None:
+    assert placeholder(answer) is None
+
+
+@pytest.mark.parametrize(("reply", "answer"), [
+    # A blank names nothing, as an empty marker does: the answer before it stands.
+    ("Final Answer: B\nLet me restate the format.\nFinal Answer: ?", "B"),
+    ("Final Answer: B\n\nFinal Answer: [your answer]", "B"),
+    ("最终答案：C\n最终答案：___", "C"),
+    ("<answer>B</answer>\n<answer>?</answer>", "B"),
+])
+def test_a_blank_after_an_answer_leaves_that_answer(reply, answer) -> None:
+    parsed = _parsed(reply)
+    assert parsed.final_answer == answer, parsed.warnings
+    assert any("template's blank" in w and "kept the one before" in w for w in parsed.warnings)
+
+
+def test_an_answer_put_off_after_an_answer_withdraws_it() -> None:
+    # "…to be determined after zooming" takes the earlier answer back: the model will look again.
+    parsed = _parsed("Final Answer: B\nOn reflection I should check.\n"
+                     "Final Answer: to be determined after zooming")
+    assert parsed.final_answer is None
+
+
 @pytest.mark.parametrize(("box", "size"), [
     ([-2, 10, 0, 20], (4000, 3000)),  # left of the image, touching its edge
     ([4000, 10, 4001, 20], (4000, 3000)),  # right of it
