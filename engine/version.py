@@ -47,7 +47,7 @@ next-step heading closed by exclamation marks or an ellipsis ("下一步！故�
 I'll go with B.", "下一步。。。故选B") heads the step's choice as one closed by a colon or a full stop does. 11: a "Final Answer:" that
 names nothing yet, a template's blank ("?", "[your answer]") or an answer put off by a step of
 the model's own ("to be determined after zooming", "pending the zoom", "TBD (need to zoom in)",
-"需要放大后确定"), no answer, a blank after an answer ("Final Answer: B" … "Final Answer: ?")
+"需要放大后确定"), no answer, a blank after an answer ("Final Answer: B" … "Final Answer: ?", or after a tag or box)
 leaving that answer, and a bare "TBD", "Pending" or "待定" kept with a warning (a status the image
 may show, "Pending review" or "To be determined in 2025", is an answer); an answer read from prose
 warned with the words it followed ("I'd say it's …", "故选 …") instead of always "the answer is

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -170,11 +172,28 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     zoom will confirm this." gives B); a hedge after a lone number or letter is dropped ("3
     probably" gives 3).
     """
+    # A template's blank ("Final Answer: ?", "<answer>[your answer]</answer>") names nothing, as
+    # an empty marker does: the answer written before it, or in a tag or box, stands. A blank
+    # with no other answer is returned, for the step to read as thought and say why.
+    dropped: list[str] = []
+    found = _find(text, dropped)
+    if found is None:
+        return _find(text, None) if dropped else None
+    if dropped:
+        said = (f"the last answer written ({dropped[0]!r}) is a template's blank; read the "
+                "answer before it")
+        found = msgspec.structs.replace(found, warnings=(said, *found.warnings))
+    return found
+
+
+def _find(text: str, dropped: list[str] | None) -> FoundAnswer | None:
+    """:func:`find_final_answer`'s reading: blanks left out (and put in ``dropped``) unless
+    ``dropped`` is None."""
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
     says_answer = says_final or "答案" in text
     found = _marker_answers(text) if says_answer or "最终" in text else []
-    markers = _named(found, lambda marker: marker[2], warnings, "'Final Answer:'")
+    markers = _named(found, lambda marker: marker[2], dropped)
     if markers:
         distinct = {split_hedge(label_only(clean_answer(marker[2])))[0] for marker in markers}
         if len(distinct) > 1:
@@ -186,7 +205,7 @@ def find_final_answer(text: str) -> FoundAnswer | None:
         if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
             answer = label_only(clean_answer(answer))
         return _found(answer, source, start, end, warnings, at_line_start)
-    tags = _named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), warnings, "answer tag")
+    tags = _named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), dropped)
     if tags:
         m = tags[-1]
         return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
@@ -204,20 +223,17 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     return None
 
 
-def _named(found: list, written, warnings: list[str], what: str) -> list:
-    """The answers of ``found`` that are not empty; a template's blank last ("Final Answer: ?",
-    "[your answer]") dropped, as an empty one is, when an answer is written before it: the
-    blank names nothing, and the answer before it stands (said in ``warnings``). A blank alone
-    is kept, for the step to read as thought."""
+def _named(found: list, written: Callable[[Any], str], dropped: list[str] | None) -> list:
+    """The answers of ``found`` that are not empty, nor, unless ``dropped`` is None, a
+    template's blank ("?", "[your answer]"); the last blank after the last answer kept (or
+    with none kept) goes in ``dropped``."""
     named = [each for each in found if clean_answer(written(each))]
-    blanks = 0
-    while blanks < len(named) and placeholder(written(named[-1 - blanks])) == "blank":
-        blanks += 1
-    if 0 < blanks < len(named):
-        shown = clean_answer(written(named[-1]))[:40]
-        warnings.append(f"the last {what} ({shown!r}) is a template's blank; kept the one before")
-        return named[:-blanks]
-    return named
+    if dropped is None:
+        return named
+    kept = [each for each in named if placeholder(written(each)) != "blank"]
+    if named and (not kept or kept[-1] is not named[-1]):
+        dropped.append(clean_answer(written(named[-1]))[:40])
+    return kept
 
 
 def _found(raw: str, source: str, start: int, end: int, warnings: list[str],
