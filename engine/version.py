@@ -54,4 +54,9 @@ warned with the words it followed ("I'd say it's …", "故选 …") instead of 
 …"; a pixel box under one grid unit wide (one pixel of a 4000-pixel panorama) widened to the unit
 holding its centre instead of refused as zero area (one off the image still refused); a
 wrong_render of a whole view that mirroring leaves as it was (one pixel wide, or symmetric) turned
-top to bottom."""
+top to bottom; a concluding sentence with emphasis inside its words ("So, the **answer** is: B"),
+clauses before or after its conclusion word ("…, so the answer is B", "综上所述，…，正确答案是C"), a
+modal ("the answer must be B"), "I conclude", "I'm confident", 可以确定, 本题选C or 答案选C
+answered, "is clearly B" and "is therefore B" read as B, "Otherwise, the answer would be C" no
+answer; a bare "Answer: TBD" or "So the answer is TBD." warned as the placeholder it is; a whole
+"[B]" or "<B>" read as option B."""

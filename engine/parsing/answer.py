@@ -19,6 +19,7 @@ from engine.parsing.answer_text import (
     gives_none_yet,
     in_answer_tag,
     placeholder,
+    placeholder_note,
     split_hedge,
 )
 from engine.parsing.blocks import starts_line
@@ -102,9 +103,10 @@ def _asks_or_defers(text: str, pos: int) -> bool:
     return gives_none_yet(clean_answer(line))
 
 
-def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
+def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bool, bool]]:
     """(start, end, answer as written, whether the marker is a bare ``Final:``/``Answer:``,
-    whether it opens its line) of each answer marker."""
+    whether it opens its line) of each answer marker; a bare last line turned away as a
+    placeholder ("Answer: TBD", "Answer: ?") said in ``notes``."""
     out = []
     markers = []  # (match, start, at_line_start) of each marker set as one, not a word of prose
     bounds = []  # where each answer may end: those markers, and a "Final Answer" with no colon
@@ -152,13 +154,19 @@ def _marker_answers(text: str) -> list[tuple[int, int, str, bool, bool]]:
         if bare and not _ONLY_SPACE_LEFT.match(text, end):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
         if bare and gives_none_yet(clean_answer(answer)):
-            continue  # "Answer: Let me zoom in first." says what comes next, not an answer
+            # "Answer: Let me zoom in first." says what comes next, not an answer. "Answer: TBD"
+            # too (only "Final Answer:" keeps one), but says why.
+            if (kind := placeholder(answer)) is not None:
+                notes.append(placeholder_note(clean_answer(answer), kind, m.group().strip()))
+            continue
         out.append((start, end, answer, bare, at_line_start))
     return out
 
 
-def find_final_answer(text: str) -> FoundAnswer | None:
-    """The final answer of a reply, or ``None``.
+def find_final_answer(text: str, notes: list[str] | None = None) -> FoundAnswer | None:
+    """The final answer of a reply, or ``None`` (and in ``notes``, when given, why a bare
+    answer line or a concluding sentence that named a placeholder was not read: "Answer: TBD",
+    "So the answer is TBD.").
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
     a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
@@ -176,9 +184,14 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     # an empty marker does: the answer written before it, or in a tag or box, stands. A blank
     # with no other answer is returned, for the step to read as thought and say why.
     dropped: list[str] = []
-    found = _find(text, dropped)
+    unread: list[str] = []
+    found = _find(text, dropped, unread)
+    if found is None and dropped:
+        found = _find(text, None, [])
     if found is None:
-        return _find(text, None) if dropped else None
+        if notes is not None:
+            notes.extend(dict.fromkeys(unread))
+        return None
     if dropped:
         said = (f"the last answer written ({dropped[0]!r}) is a template's blank; read the "
                 "answer before it")
@@ -186,13 +199,13 @@ def find_final_answer(text: str) -> FoundAnswer | None:
     return found
 
 
-def _find(text: str, dropped: list[str] | None) -> FoundAnswer | None:
+def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer | None:
     """:func:`find_final_answer`'s reading: blanks left out (and put in ``dropped``) unless
-    ``dropped`` is None."""
+    ``dropped`` is None; placeholders turned away said in ``notes``."""
     warnings: list[str] = []
     says_final = _FINAL.search(text) is not None
     says_answer = says_final or "答案" in text
-    found = _marker_answers(text) if says_answer or "最终" in text else []
+    found = _marker_answers(text, notes) if says_answer or "最终" in text else []
     markers = _named(found, lambda marker: marker[2], dropped)
     if markers:
         distinct = {split_hedge(label_only(clean_answer(marker[2])))[0] for marker in markers}
@@ -216,7 +229,7 @@ def _find(text: str, dropped: list[str] | None) -> FoundAnswer | None:
     said = (list(ANSWER_IS.finditer(text))
             if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
             or _SAY_WORD.search(text) is not None else [])
-    if (prose := said_answer(text, said)) is not None:
+    if (prose := said_answer(text, said, notes)) is not None:
         start, end, answer, warning = prose
         warnings.append(warning)
         return _found(answer, "answer_is", start, end, warnings)

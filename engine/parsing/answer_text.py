@@ -14,6 +14,7 @@ __all__ = [
     "gives_none_yet",
     "in_answer_tag",
     "placeholder",
+    "placeholder_note",
     "split_hedge",
 ]
 
@@ -76,10 +77,18 @@ _QUOTED_LETTER = re.compile(r"\"([A-J])\.?\"|'([A-J])\.?'|“([A-J])\.?”|‘([
                             r"|「([A-J])[.。]?」|『([A-J])[.。]?』", re.I)
 
 
+# A template's slot filled in, as the whole answer: "[B]", "<B>" (a prompt asking for "[letter]"
+# or "<letter>"). analysis/scoring.py scores them as the letter. Only whole: after "[B]" text may
+# follow a citation ("[B] Smith 2020"), and "<b>bold</b>" is markup.
+_SLOT_LETTER = re.compile(r"\[([A-J])\]\.?|<([A-J])>\.?", re.I)
+
+
 def choice_letter(answer: str) -> str | None:
     """The option letter an answer leads with, if any: ``(B) 42``, ``B.``, ``B``, ``Option B``,
-    ``"B"``."""
+    ``"B"``; or is, as a filled slot: ``[B]``, ``<B>``."""
     plain = answer.strip().translate(_FULL_WIDTH_LETTERS)
+    if slot := _SLOT_LETTER.fullmatch(plain):
+        return next(g for g in slot.groups() if g).upper()
     if quoted := _QUOTED_LETTER.match(plain):
         plain = next(g for g in quoted.groups() if g) + plain[quoted.end():]
     m = _CHOICE.match(plain)
@@ -240,6 +249,23 @@ def placeholder(answer: str) -> str | None:
     if _PUT_OFF.fullmatch(answer):
         return "put off"
     return None
+
+
+_PLACEHOLDER_WHY = {
+    "blank": "a template's blank",
+    "put off": "the answer put off",
+    "maybe": "a placeholder; only a 'Final Answer:' keeps one, as the image may say it",
+}
+
+
+def placeholder_note(answer: str, kind: str, after: str) -> str:
+    """The warning for an answer line or concluding sentence turned away because what it gives
+    is a placeholder of ``kind`` (:func:`placeholder`): read silently, a reply ending "Answer:
+    TBD" ran on to its step budget with no word why."""
+    shown = answer if len(answer) <= 60 else answer[:57] + "..."
+    after = " ".join(after.replace("*", " ").replace("_", " ").split())
+    return (f"the answer {shown!r} after {after!r} names no answer yet "
+            f"({_PLACEHOLDER_WHY[kind]}); read as thought, not as the final answer")
 
 
 def in_answer_tag(answer: str) -> bool:

@@ -12,6 +12,8 @@ from engine.parsing.answer_text import (
     choice_letter,
     clean_answer,
     gives_none_yet,
+    placeholder,
+    placeholder_note,
     split_hedge,
 )
 
@@ -32,22 +34,37 @@ __all__ = ["ANSWER_IS", "said_answer"]
 # probably B") stays in the answer, which then names no one option. 我选择的是B is 我选B.
 _CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
             r"|obviously)")
+# Between the words of "the answer is": a blank, with emphasis opening or closing a word at it
+# ("So, the **answer** is: B", "the *correct answer* is B"). Possessive, and never empty.
+_GAP = r"(?:[ \t]++(?:\*\*?+|__?+)?+|(?:\*\*?+|__?+)[ \t]++)"
+# "is", or a modal that concludes as firmly ("the answer must be B", "should be", "would be",
+# "has to be", as 答案应该是 does); a supposition ("If …, the answer would be B") is _SUPPOSED's.
+_IS = (r"(?:is|(?:must|should|would)[ \t]+be|ha(?:s|ve)[ \t]+to[ \t]+be)\b")
 ANSWER_IS = re.compile(
-    r"(?:\b(?:the[ \t]+)?final[ \t]+answer[ \t]+(?:is|would[ \t]+be|will[ \t]+be)"
-    r"|(?P<bare>\b(?:(?:the|my|our)[ \t]+)?(?:(?:correct|right)[ \t]+)?"
-    r"(?:answer(?:[ \t]+to[ \t]+(?:(?:the|this|your)[ \t]+question(?:[ \t]+#?\d++)?"
-    r"|question[ \t]+#?\d++))?(?:[ \t]+is\b|(?=[ \t]*[:：]))"
-    r"|(?:option|choice)[ \t]+is\b)"
-    r"|(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)[ \t]*+"
-    r"(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
+    rf"(?:\b(?:the{_GAP})?final{_GAP}answer{_GAP}(?:is|would[ \t]+be|will[ \t]+be)"
+    rf"|(?P<bare>\b(?:(?:the|my|our){_GAP})?(?:(?:correct|right|best){_GAP})?"
+    rf"(?:answer(?:[ \t]+to[ \t]+(?:(?:the|this|your)[ \t]+question(?:[ \t]+#?\d++)?"
+    r"|question[ \t]+#?\d++))?"
+    # "The answer here is B", "The answer, therefore, is B".
+    r"(?:(?:[ \t]*+,[ \t]*+|[ \t]++)(?:here|then|therefore|thus|hence)\b(?:[ \t]*+,)?)?"
+    rf"(?:{_GAP}{_IS}|(?=[ \t*_]*+[:：]))"
+    rf"|(?:option|choice){_GAP}{_IS})"
+    # 本题的答案是 ("this question's answer is").
+    r"|(?:(?:本|此|该|这道?)题的?)?(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)"
+    r"[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
     rf"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:{_CERTAIN}[ \t]+)?"
     r"(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
     rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)"
     rf"|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+(?:{_CERTAIN}[ \t]+)?go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
-    r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?)?(?:应该|应当|应)?选(?:择)?"
-    r"(?:的[ \t]*+是)?(?![项择]))))"
-    r"[ \t]*[:：]?[ \t]*",
+    # 本题选C, 答案选C: the question's or the answer's choice.
+    r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?|(?:本|此|该|这道?)题的?(?:答案)?"
+    r"|答案)?(?:应该|应当|应)?选(?:择)?(?:的[ \t]*+是)?(?![项择]))))"
+    # Emphasis closing the phrase before its colon ("the **answer is**: B"); a word of
+    # certainty or of conclusion after it is no part of the answer ("is clearly B", "is
+    # therefore B": scored, "clearly B" named no option).
+    r"(?:[*_]{1,2}+(?=[ \t]*+[:：]))?[ \t]*[:：]?[ \t]*"
+    rf"(?:(?:{_CERTAIN}|therefore|thus|hence)(?:[ \t]*+,[ \t]*+|[ \t]++)(?=\S))?",
     re.IGNORECASE,
 )
 # What may follow a reply's last line (blanks, a closing fence or rule, emphasis, a chat template's
@@ -56,16 +73,19 @@ ANSWER_IS = re.compile(
 _SPACE_RUN = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+")
 
 
-def said_answer(text: str, said: list[re.Match[str]]) -> tuple[int, int, str, str] | None:
+def said_answer(text: str, said: list[re.Match[str]],
+                notes: list[str] | None = None) -> tuple[int, int, str, str] | None:
     """(start, end, answer, warning) of the answer ``text`` says in prose, given the matches of
     :data:`ANSWER_IS` in it: its concluding sentence's, else "the final answer is …"; None when
-    it says none."""
+    it says none. A concluding sentence that names a placeholder ("So the answer is TBD.") is
+    said in ``notes``."""
     # "the answer is …" only in the reply's last sentence: no earlier one can be it. A choice
     # named without the word answer ("I'd say", 选) that concludes nothing leaves the reading
     # before it as it was: in "所以答案：选B。" the 选 is the answer's, read as "选B".
     worded = [m for m in said if not (m.group("say") or m.group("choose"))]
     for last in dict.fromkeys(tried[-1] for tried in (said, worded) if tried):
-        if last.group("bare") is not None and (concluded := _concluding(text, last)) is not None:
+        if last.group("bare") is not None and (
+                concluded := _concluding(text, last, notes)) is not None:
             start, end, answer = concluded
             return start, end, answer, _said_instead(text[start:last.end()])
     said = [m for m in said if m.group("bare") is None]
@@ -92,7 +112,7 @@ def said_answer(text: str, said: list[re.Match[str]]) -> tuple[int, int, str, st
 def _said_instead(phrase: str) -> str:
     """The warning for an answer read from prose, quoting the words it was read after ("So
     I'd say it's …", "故选 …"): a reader checking the reading sees the words the reply used."""
-    phrase = " ".join(phrase.replace("*", " ").replace("_", " ").split()).rstrip(":：")
+    phrase = " ".join(phrase.replace("*", " ").replace("_", " ").split()).rstrip(":： ")
     if len(phrase) > 48:  # its end, from a word's start: "…in the chart, I would say it is"
         tail = phrase[-44:]
         phrase = "…" + (tail.split(" ", 1)[1] if " " in tail[1:] else tail)
@@ -106,31 +126,43 @@ _STEP_LEAD = re.compile(r"[ \t>#*_-]*+(?:step|步骤|第)[ \t]*+\d++[ \t]*+步?[
 _RULE_LINE = re.compile(r"[`~*_=#\s-]*")
 _CLAUSE = r"[^,;:.!?，；：。！？\n]{1,80}?"
 # The Chinese words follow and precede word characters ("所以答案是B"), so take no \b.
+_CONCLUSION_ZH = r"(?:所以|因此|因而|于是|从而|故而|故|综上所述|综上|总之|总而言之|由此可见|可见|那么)"
 _CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
                r"|altogether|in[ \t]+(?:conclusion|summary|short|total)"
                r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)\b"
-               r"|所以|因此|因而|于是|从而|故而|故|综上所述|综上|总之|总而言之|由此可见|可见|那么)")
+               rf"|{_CONCLUSION_ZH})")
+# A Chinese conclusion word right before 我认为, with no comma ("因此我认为答案是C"): the lead-in
+# reads it as the end of a clause, but it is the word, and the thought's cut starts there.
+_ZH_WORD_LAST = re.compile(rf"{_CONCLUSION_ZH}[ \t*_]*+\Z")
 # The one hedge a conclusion may carry: "I think the answer is B." as a reply's last sentence is
 # the answer a reader scores; as a first impression or mid-reasoning it is no last sentence, or
 # _SUPPOSED and _UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
-_HEDGE = (r"(?:(?:i|we)(?:[ \t]+(?:think|believe)|(?:['’]d|[ \t]+would)[ \t]+say)(?:[ \t]+that)?\b"
-          r"|我们?(?:认为|觉得|相信))")
+# "I conclude", "I'm confident" and 可以确定 ("it can be determined") say as much. Not "I guess".
+_HEDGE_ZH = r"(?:我们?(?:认为|觉得|相信)|(?<![不无])(?:可以|能够?)(?:确定|判断|看出|断定|得出))"
+_HEDGE = (r"(?:(?:(?:i|we)(?:[ \t]+(?:think|believe|(?:can[ \t]+)?conclude)"
+          r"|(?:['’]d|[ \t]+would)[ \t]+say)"
+          r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)(?:[ \t]+(?:fairly|quite|very|pretty"
+          r"|reasonably))?[ \t]+(?:confident|certain|sure))(?:[ \t]+that)?\b"
+          rf"|{_HEDGE_ZH})")
 # What may come before "the answer is" in its sentence: nothing, a conclusion word ("So",
-# "Therefore,"), a clause closed by a comma ("Counting gives three, so …", "Based on the zoom,
-# …"), then "I think" or "I believe". Not "If", "whether", "to find", "I guess": those do not
-# conclude. The first clause is tried last, so "Therefore," is read as the conclusion word it is
-# (and cut from the thought). "Here is" presents the answer that follows its colon.
+# "Therefore,"), clauses closed by a comma ("Counting gives three, so …", "Based on the zoom,
+# …", "After zooming in, the label reads B, so …"), then "I think" or "I believe" (a Chinese one
+# may follow its clause with no comma: 经过仔细观察我认为). Not "If", "whether", "to find", "I
+# guess": those do not conclude. The first clauses are tried fewest first, so "Therefore," is
+# read as the conclusion word it is (and cut from the thought). "Here is" presents the answer
+# that follows its colon. A clause holds no mark it is closed by, so each run splits one way.
 _LEAD_IN = re.compile(
-    rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*)??"
-    rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：]?[ \t*_]*)?"
-    rf"(?:{_CLAUSE}[,，][ \t*_]*)?(?:(?P<hedge>{_HEDGE})[ \t*_]*"
+    rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*){{0,4}}?"
+    rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：…]?[ \t*_]*)?"
+    rf"(?:{_CLAUSE}(?:[,，][ \t*_]*|(?={_HEDGE_ZH}))){{0,3}}?(?:(?P<hedge>{_HEDGE})[ \t*_]*"
     # "Here is the answer: 3", "Here's my answer: B": the colon form only (_lead_in).
     r"|(?P<here>here(?:['’]s|[ \t]+is))[ \t*_]*)?",
     re.IGNORECASE,
 )
 # A lead-in that makes the sentence a supposition or a question, not a conclusion.
 _SUPPOSED = re.compile(
-    r"\b(?:if|unless|until|once|suppos\w*|assum\w*|whether|in[ \t]+case|when(?:ever)?|what(?:ever)?"
+    r"\b(?:if|unless|until|once|suppos\w*|assum\w*|whether|in[ \t]+case|otherwise"
+    r"|when(?:ever)?|what(?:ever)?"
     r"|which(?:ever)?|who|how|why|where|to[ \t]+(?:find|determine|decide|tell|know|check|verify"
     r"|confirm|see|get|work[ \t]+out|figure[ \t]+out)"
     # A first impression, not a conclusion: "At first glance, the answer is B."
@@ -220,7 +252,8 @@ def _asks(text: str) -> bool:
     return "?" in text or "？" in text
 
 
-def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
+def _concluding(text: str, m: re.Match[str],
+                notes: list[str] | None = None) -> tuple[int, int, str] | None:
     """(start, end, answer) when "the answer is …" at ``m`` concludes the reply: the last
     sentence, opened by nothing but a conclusion ("Therefore, the answer is 3."), and giving an
     answer. Mid-reasoning ("If the answer is 3, …", "the answer is in the top-left corner, so I
@@ -248,6 +281,8 @@ def _concluding(text: str, m: re.Match[str]) -> tuple[int, int, str] | None:
     if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
             or _HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)
             or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
+        if notes is not None and answer and (kind := placeholder(answer)) is not None:
+            notes.append(placeholder_note(answer, kind, text[start:m.end()]))
         return None
     return start, end, answer
 
@@ -270,11 +305,11 @@ def _requoted(answer: str, stop: str) -> str:
 
 
 # What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
-# "B. red", "B (dog)", '"B"', "「B」", as choice_letter reads them), or after "say" a number with
+# "B. red", "B (dog)", '"B"', "「B」", "[B]", as choice_letter reads them), or after "say" a number with
 # at most a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd
 # say we need to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
 _CAPITAL_CHOICE = re.compile(
-    r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘「『]?[(（]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
+    r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘「『]?[(（\[<]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",
 # "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
 _COUNT_SAID = re.compile(
@@ -466,11 +501,14 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
                                                   or _under_next_heading(text, begin)):
         return None  # "下一步，应该选C": the next step's choice, of a region or a tool
     opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
-    if m.group("choose") and opener is None and not m.group("choose").startswith(("应", "我")):
-        return None  # "这是一道选择题": 选 chooses only after 所以/故/我认为 or as 应该选 or 我选
+    if m.group("choose") and opener is None and not m.group("choose").startswith(
+            ("应", "我", "本", "此", "该", "这", "答")):
+        return None  # "这是一道选择题": 选 chooses after 所以/故/我认为, or as 应该选, 我选, 本题选
     if opener is None:
         return pos
     start = begin + said.start(opener)
+    if opener == "hedge" and (word := _ZH_WORD_LAST.search(text, begin, start)):
+        start = word.start()
     while start > begin and text[start - 1] in "*_":
         start -= 1  # emphasis written before the word belongs to it
     return start

@@ -243,7 +243,8 @@ def _parse(
     # The answer and the step markers are looked for outside the action blocks only.
     rest = blank_spans(visible, ext.spans)
     cuts = list(ext.spans)
-    answer = find_final_answer(rest)
+    unread: list[str] = []
+    answer = find_final_answer(rest, unread)
     if answer is not None and tries and _not_an_answer_beside_an_action(answer, rest):
         # "Answer: pending", "…decide the final answer: the colour…", "Final Answer: (to be
         # determined after zooming)" beside an action block: part of the thought. The trajectory
@@ -253,6 +254,8 @@ def _parse(
         answer = None
     elif answer is not None and (kind := placeholder(answer.text)) is not None:
         answer = _placeholder_read(answer, kind, warnings)
+    elif answer is None and not tries:
+        warnings.extend(unread)  # "Answer: TBD", "So the answer is TBD.": why none was read
     if answer is not None:
         if answer.source != "boxed":  # \boxed{} sits inside a sentence of the reasoning
             cuts.append((answer.start, answer.end))

@@ -5,7 +5,11 @@ answer]" with no action beside them were recorded as the answer: the trajectory 
 was scored wrong, when the model had said it had no answer yet. An answer read from prose was
 always warned as read after "the answer is …", also when the reply said "I'd say it's B" or
 "故选C". A pixel box one pixel wide on an image over 1000 pixels wide rounded to zero width on
-the 0–1000 grid and was refused.
+the 0–1000 grid and was refused. A concluding sentence with emphasis inside its words ("So, the
+**answer** is: B"), more than one clause before its conclusion word, a modal ("the answer must
+be B"), "I conclude", 可以确定 or 本题选C gave no answer, and the trajectory ran on to its step
+budget; "the answer is clearly B" gave "clearly B", scored wrong. "Answer: TBD" and "So the answer
+is TBD." were turned away without a word, and a whole "[B]" named no option.
 """
 
 from __future__ import annotations
@@ -236,3 +240,117 @@ def test_a_sub_unit_box_off_the_grid_is_not_widened_onto_it() -> None:
 ])
 def test_a_sub_unit_box_is_widened_to_the_unit_holding_its_centre(box, size, target) -> None:
     assert _deepeyes_zoom(box, size).actions == (Zoom(target=target),)
+
+
+@pytest.mark.parametrize(("last", "answer", "words"), [
+    # Emphasis inside the phrase, a comma after "So".
+    ("So, the **answer** is: B.", "B", "So, the answer is"),
+    ("So, the **answer is**: B.", "B", "So, the answer is"),
+    ("So, **the answer** is B.", "B", "So, the answer is"),
+    ("Therefore, the *answer* is C.", "C", "Therefore, the answer is"),
+    ("Thus, the **correct answer** is **B**.", "B", "Thus, the correct answer is"),
+    ("Therefore the **correct option** is B.", "B", "Therefore the correct option is"),
+    ("So, the **final answer** is: B.", "B", "the final answer is"),
+    ("Looking at the chart, the **answer** is B.", "B", "the answer is"),
+    # Clauses before the conclusion word, or between it and the answer.
+    ("After zooming in, I can see the label clearly, so the answer is B.", "B", "so the answer is"),
+    ("综上所述，左边的柱子较高，差值为2，正确答案是C。", "C", "综上所述，左边的柱子较高，差值为2，正确答案是"),
+    ("由此可见，图中共有3只猫，所以答案是3。", "3", "所以答案是"),
+    # A Chinese lead clause, with or without its comma, then 我认为 or 可以确定.
+    ("经过放大查看，左边的柱子更高，因此我认为答案是C。", "C", "因此我认为答案是"),
+    ("经过仔细观察我认为答案是C。", "C", "我认为答案是"),
+    ("根据放大的图像，可以确定答案是C。", "C", "可以确定答案是"),
+    # A modal that concludes as 答案应该是 does, "I conclude", "I'm confident".
+    ("Hence, the answer must be B.", "B", "Hence, the answer must be"),
+    ("So the answer should be B.", "B", "So the answer should be"),
+    ("Therefore, the answer has to be C.", "C", "Therefore, the answer has to be"),
+    ("Therefore, I conclude that the answer is B.", "B", "Therefore, I conclude that the answer is"),
+    ("I'm confident the answer is B.", "B", "I'm confident the answer is"),
+    ("Therefore, the best answer is B.", "B", "Therefore, the best answer is"),
+    ("So the answer here is B.", "B", "So the answer here is"),
+    ("The answer, therefore, is B.", "B", "The answer, therefore, is"),
+    # A word of certainty or conclusion after "is" is no part of the answer (scored wrong).
+    ("So the answer is clearly B.", "B", "So the answer is clearly"),
+    ("The correct answer is therefore B.", "B", "The correct answer is therefore"),
+    # The question's or the answer's choice.
+    ("综上所述，本题选C。", "C", "综上所述，本题选"),
+    ("故本题选C。", "C", "故本题选"),
+    ("答案选C。", "C", "答案选"),
+    ("因此，本题答案为C。", "C", "因此，本题答案为"),
+    ("所以本题的答案是C。", "C", "所以本题的答案是"),
+])
+def test_concluding_sentences_engine_10_missed(last, answer, words) -> None:
+    parsed = _parsed(last)
+    assert (parsed.final_answer, said_from(parsed.warnings)) == (answer, words), parsed.warnings
+
+
+@pytest.mark.parametrize("last", [
+    "Otherwise, the answer would be C.",
+    "If the bars were equal, the answer would be C.",
+    "I think the answer should be B, but let me check.",
+    "I am not confident that the answer is B.",
+    "I'm confident the answer is B, but I'll verify.",
+    "I can't conclude that the answer is B yet.",
+    "The answer should be visible after zooming in.",
+    "So the answer is clearly visible in the chart.",
+    "The answer is clearly not B.",
+    "So the best option is to zoom in.",
+    "So, the **answer** is: B, but let me zoom in to confirm.",
+    "无法确定答案是C。", "根据放大的图像，还不能确定答案是C。",
+    "经过仔细观察，我认为答案是C，但需要放大确认。",
+    "综上所述，左边较高，右边较低，如果答案是C，则需要确认。",
+    "下一步，本题选C。", "如果本题选C，那么…", "这道题选什么？", "答案选C还是D？",
+    "我们可以看出答案在图的左上角。",
+])
+def test_mid_reasoning_sentences_stay_thought(last) -> None:
+    assert _parsed(last).final_answer is None
+
+
+@pytest.mark.parametrize(("last", "shown", "why"), [
+    ("Answer: TBD", "'TBD' after 'Answer:'", "a placeholder"),
+    ("**Answer:** pending", "'pending' after 'Answer:'", "a placeholder"),
+    ("答案：待定", "'待定' after '答案：'", "a placeholder"),
+    ("Answer: ?", "'?' after 'Answer:'", "a template's blank"),
+    ("Answer: to be determined after zooming", "after 'Answer:'", "the answer put off"),
+    ("So the answer is TBD.", "'TBD' after 'So the answer is'", "a placeholder"),
+    ("Therefore the answer is: TBD", "'TBD' after 'Therefore the answer is:'", "a placeholder"),
+])
+def test_a_bare_or_concluding_placeholder_is_thought_and_says_so(last, shown, why) -> None:
+    # Right to read no answer (only "Final Answer:" keeps a bare TBD), but it was silent: the
+    # trajectory ran on to its step budget with no word why.
+    parsed = _parsed(last)
+    assert parsed.final_answer is None
+    assert any(shown in w and f"({why}" in w and "read as thought" in w
+               for w in parsed.warnings), parsed.warnings
+
+
+def test_a_placeholder_beside_an_action_adds_no_warning_of_its_own() -> None:
+    parsed = _parsed(_ZOOM + "Answer: TBD")
+    assert parsed.final_answer is None and len(parsed.actions) == 1
+    assert not any("names no answer yet" in w for w in parsed.warnings), parsed.warnings
+
+
+@pytest.mark.parametrize(("last", "answer", "letter"), [
+    # A prompt's "[letter]" or "<letter>" slot filled in: analysis/scoring.py scores it as the
+    # letter, with or without choices; the step's choice was None.
+    ("Final Answer: [B]", "[B]", "B"), ("Final Answer: <C>", "<C>", "C"),
+    ("Answer: [B].", "[B].", "B"), ("I'd go with [B].", "[B]", "B"),
+    ("Final Answer: [B] Smith 2020", "[B] Smith 2020", None),
+])
+def test_a_filled_slot_names_its_option(last, answer, letter) -> None:
+    parsed = _parsed(last)
+    assert (parsed.final_answer, parsed.answer_choice) == (answer, letter)
+
+
+def test_the_lead_in_costs_linear_time() -> None:
+    import time
+
+    # Clauses may now repeat before and after the conclusion word, and the answer's words may
+    # carry emphasis: lines of commas, emphasis and half-phrases must still be read once.
+    for text in ["a, " * 20000 + "so the answer is B.", "经过，" * 20000 + "我认为答案是C。",
+                 "the ** answer ** " * 10000 + "is B.", "So, " * 20000 + "the answer is B.",
+                 "x" * 50000 + "我认为" * 10000 + "答案是C。", "the answer, here, " * 10000,
+                 "本题" * 20000 + "选C", "So the answer is clearly " * 8000]:
+        t0 = time.thread_time()
+        parse_step(f"Step 2 (Text): x\n{text}", expected_step=2)
+        assert time.thread_time() - t0 < 5.0, text[:20]
