@@ -30,11 +30,14 @@ NEXT_LINE = re.compile(r"(?:[ \t]*\n)++[ \t]*+([^\n]*\S)")
 # Asterisks only: underscores are as often part of a name ("__init__") as emphasis.
 _LEADING_EMPHASIS = re.compile(r"(\*\*|\*)([^*\s](?:[^*]*?[^*\s])?)\1(?![*\w])")
 _DANGLING_EMPHASIS = re.compile(r"([^*\s][^*]*?)\*\*(?=\s|$|[.,;:)\-])")
+# Bold on the answer's last word only, after a blank or a Chinese word ("option **B**", "选项
+# **C**"): as written, "option **B" named no option and was scored wrong.
+_LAST_WORD_BOLD = re.compile(r"(?<=[ \t\u4e00-\u9fff])\*\*([^*\s]{1,40})\*\*(?=[.。!]?\Z)")
 # One answer tag around a whole answer (closed, or left open at the end), nothing else in it.
 _WHOLE_TAG = re.compile(r"<\s*answer\s*>((?:(?!<\s*/?\s*answer\s*>).)*)(?:<\s*/\s*answer\s*>)?",
                         re.IGNORECASE | re.DOTALL)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])[.):](?=\s|$)|([A-J])$"
+_CHOICE = re.compile(r"^(?:[(（]([A-J])[)）]|([A-J])(?:[.):](?=\s|$)|[。）：])|([A-J])$"
                      r"|option[ \t]+\(?([A-J])\b(?![ \t]*\)?[ \t]*(?:and|or|,)\b)"
                      r"|(?-i:([A-J]))(?=[ \t]+(?:\(|[-–—][ \t])|[,，][ \t]*(?:(?:which|since|as"
                      r"|because|where|so)\b|因为|即|也就是)|项(?!目))"
@@ -105,6 +108,7 @@ def clean_answer(answer: str) -> str:
         answer = tag.group(1).strip()
     if boxes := boxed_contents(answer):
         answer = boxes[-1][2]
+    answer = _LAST_WORD_BOLD.sub(r"\1", answer)
     if lead := _LEADING_EMPHASIS.match(answer):
         answer = lead.group(2) + answer[lead.end():]
     elif dangling := _DANGLING_EMPHASIS.match(answer):

@@ -48,7 +48,7 @@ ANSWER_IS = re.compile(
     # "The answer here is B", "The answer, therefore, is B".
     r"(?:(?:[ \t]*+,[ \t]*+|[ \t]++)(?:here|then|therefore|thus|hence)\b(?:[ \t]*+,)?)?"
     rf"(?:{_GAP}{_IS}|(?=[ \t*_]*+[:：]))"
-    rf"|(?:option|choice){_GAP}{_IS})"
+    rf"|(?:final{_GAP})?(?:option|choice){_GAP}{_IS})"
     # 本题的答案是 ("this question's answer is").
     r"|(?:(?:本|此|该|这道?)题的?)?(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)"
     r"[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
@@ -56,7 +56,10 @@ ANSWER_IS = re.compile(
     r"(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
     rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)"
     rf"|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+(?:{_CERTAIN}[ \t]+)?go[ \t]+with"
-    r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with)\b(?![ \t]+that\b))"
+    r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with"
+    # "I'll choose B", "I choose B", "I'd pick B": an option only (_names_one), as 我选B.
+    r"|(?:i|we)(?:['’]d|['’]ll|[ \t]+(?:would|will))?[ \t]+(?:choose|pick|select))"
+    r"\b(?![ \t]+that\b))"
     # 本题选C, 答案选C: the question's or the answer's choice.
     r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?|(?:本|此|该|这道?)题的?(?:答案)?"
     r"|答案)?(?:应该|应当|应)?选(?:择)?(?:的[ \t]*+是)?(?![项择]))))"
@@ -64,7 +67,7 @@ ANSWER_IS = re.compile(
     # certainty or of conclusion after it is no part of the answer ("is clearly B", "is
     # therefore B": scored, "clearly B" named no option).
     r"(?:[*_]{1,2}+(?=[ \t]*+[:：]))?[ \t]*[:：]?[ \t]*"
-    rf"(?:(?:{_CERTAIN}|therefore|thus|hence)(?:[ \t]*+,[ \t]*+|[ \t]++)(?=\S))?",
+    rf"(?:(?:{_CERTAIN}|indeed|therefore|thus|hence)(?:[ \t]*+,[ \t]*+|[ \t]++)(?=\S))?",
     re.IGNORECASE,
 )
 # What may follow a reply's last line (blanks, a closing fence or rule, emphasis, a chat template's
@@ -138,11 +141,14 @@ _ZH_WORD_LAST = re.compile(rf"{_CONCLUSION_ZH}[ \t*_]*+\Z")
 # the answer a reader scores; as a first impression or mid-reasoning it is no last sentence, or
 # _SUPPOSED and _UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
 # "I conclude", "I'm confident" and 可以确定 ("it can be determined") say as much. Not "I guess".
-_HEDGE_ZH = r"(?:我们?(?:认为|觉得|相信)|(?<![不无])(?:可以|能够?)(?:确定|判断|看出|断定|得出))"
-_HEDGE = (r"(?:(?:(?:i|we)(?:[ \t]+(?:think|believe|(?:can[ \t]+)?conclude)"
+_HEDGE_ZH = (r"(?:我们?(?:认为|觉得|相信|判断|确定)"
+             r"|(?<![不无])(?:可以|能够?)(?:确定|判断|看出|断定|得出))")
+_HEDGE = (r"(?:(?:(?:i|we)(?:[ \t]+(?:think|believe|(?:can[ \t]+)?(?:conclude|confirm))"
           r"|(?:['’]d|[ \t]+would)[ \t]+say)"
           r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)(?:[ \t]+(?:fairly|quite|very|pretty"
-          r"|reasonably))?[ \t]+(?:confident|certain|sure))(?:[ \t]+that)?\b"
+          r"|reasonably))?[ \t]+(?:confident|certain|sure)"
+          # "This means the answer is C", "That confirms that the answer is C".
+          r"|(?:this|that|which)[ \t]+(?:means|shows|confirms|indicates))(?:[ \t]+that)?\b"
           rf"|{_HEDGE_ZH})")
 # What may come before "the answer is" in its sentence: nothing, a conclusion word ("So",
 # "Therefore,"), clauses closed by a comma ("Counting gives three, so …", "Based on the zoom,
@@ -154,7 +160,8 @@ _HEDGE = (r"(?:(?:(?:i|we)(?:[ \t]+(?:think|believe|(?:can[ \t]+)?conclude)"
 _LEAD_IN = re.compile(
     rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*){{0,4}}?"
     rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：…]?[ \t*_]*)?"
-    rf"(?:{_CLAUSE}(?:[,，][ \t*_]*|(?={_HEDGE_ZH}))){{0,3}}?(?:(?P<hedge>{_HEDGE})[ \t*_]*"
+    rf"(?:{_CLAUSE}(?:[,，][ \t*_]*|(?={_HEDGE_ZH}))){{0,3}}?(?:and[ \t]+)?"
+    rf"(?:(?P<hedge>{_HEDGE})[ \t*_]*"
     # "Here is the answer: 3", "Here's my answer: B": the colon form only (_lead_in).
     r"|(?P<here>here(?:['’]s|[ \t]+is))[ \t*_]*)?",
     re.IGNORECASE,
@@ -334,7 +341,8 @@ def _names_one(answer: str, m: re.Match[str]) -> bool:
         return False
     if _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
         return True
-    return bool(m.group("say")) and _COUNT_SAID.fullmatch(answer) is not None
+    chooses = re.search(r"choose|pick|select", m.group("say") or "", re.IGNORECASE)
+    return bool(m.group("say")) and not chooses and _COUNT_SAID.fullmatch(answer) is not None
 
 
 def _nothing_after(text: str, pos: int) -> bool:

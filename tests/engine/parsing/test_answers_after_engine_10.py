@@ -278,6 +278,15 @@ def test_a_sub_unit_box_is_widened_to_the_unit_holding_its_centre(box, size, tar
     ("答案选C。", "C", "答案选"),
     ("因此，本题答案为C。", "C", "因此，本题答案为"),
     ("所以本题的答案是C。", "C", "所以本题的答案是"),
+    ("So the answer is indeed C.", "C", "So the answer is indeed"),
+    ("Thus, the number of cars is 5, and the answer is 5.", "5", "Thus, the number of cars is 5, and the answer is"),
+    ("This means the answer is C.", "C", "This means the answer is"),
+    ("That confirms that the answer is C.", "C", "That confirms that the answer is"),
+    ("I can confirm the answer is C.", "C", "I can confirm the answer is"),
+    ("So my final choice is **B**.", "B", "So my final choice is"),
+    ("I'll choose B.", "B", "I'll choose"), ("I choose B.", "B", "I choose"),
+    ("I'd pick B.", "B", "I'd pick"), ("So I will select option C.", "option C", "So I will select"),
+    ("根据图中的信息，我判断答案是C。", "C", "我判断答案是"), ("我确定答案是C。", "C", "我确定答案是"),
 ])
 def test_concluding_sentences_engine_10_missed(last, answer, words) -> None:
     parsed = _parsed(last)
@@ -301,6 +310,13 @@ def test_concluding_sentences_engine_10_missed(last, answer, words) -> None:
     "综上所述，左边较高，右边较低，如果答案是C，则需要确认。",
     "下一步，本题选C。", "如果本题选C，那么…", "这道题选什么？", "答案选C还是D？",
     "我们可以看出答案在图的左上角。",
+    "I'll choose B to zoom in.", "I choose to zoom in.", "I'd pick option A for the crop.",
+    "Next, I'll choose B.", "I'll select the region B.", "I can't choose between B and C.",
+    "I'll pick 3.", "I'll select B for the next zoom.", "I'll choose B, but let me verify first.",
+    "At first glance, I'd pick B.", "I'll choose B or C.", "This means the answer is not B.",
+    "Which means the answer is B or C.", "I need to confirm the answer is B.",
+    "我不确定答案是C。", "我判断答案是B还是C？",
+    "Thus, the number of cars is 5, and the answer is probably 5.",
 ])
 def test_mid_reasoning_sentences_stay_thought(last) -> None:
     assert _parsed(last).final_answer is None
@@ -336,8 +352,12 @@ def test_a_placeholder_beside_an_action_adds_no_warning_of_its_own() -> None:
     ("Final Answer: [B]", "[B]", "B"), ("Final Answer: <C>", "<C>", "C"),
     ("Answer: [B].", "[B].", "B"), ("I'd go with [B].", "[B]", "B"),
     ("Final Answer: [B] Smith 2020", "[B] Smith 2020", None),
+    # Bold on the last word only, and a full-width stop after the letter, named no option.
+    ("The correct answer is option **B**.", "option B", "B"),
+    ("Final Answer: Option **B**", "Option B", "B"),
+    ("最终答案为C。", "C。", "C"), ("最终答案：C）", "C）", "C"),
 ])
-def test_a_filled_slot_names_its_option(last, answer, letter) -> None:
+def test_a_filled_slot_or_a_bold_letter_names_its_option(last, answer, letter) -> None:
     parsed = _parsed(last)
     assert (parsed.final_answer, parsed.answer_choice) == (answer, letter)
 
@@ -350,7 +370,10 @@ def test_the_lead_in_costs_linear_time() -> None:
     for text in ["a, " * 20000 + "so the answer is B.", "经过，" * 20000 + "我认为答案是C。",
                  "the ** answer ** " * 10000 + "is B.", "So, " * 20000 + "the answer is B.",
                  "x" * 50000 + "我认为" * 10000 + "答案是C。", "the answer, here, " * 10000,
-                 "本题" * 20000 + "选C", "So the answer is clearly " * 8000]:
+                 "本题" * 20000 + "选C", "So the answer is clearly " * 8000,
+                 "I'll choose " * 8000 + "B.", "This means that " * 6000 + "the answer is B.",
+                 "and " * 20000 + "the answer is B.", "option " + "**B** " * 10000,
+                 "Final Answer: option " + "*" * 50000 + "B", "我确定" * 20000 + "答案是C。"]:
         t0 = time.thread_time()
         parse_step(f"Step 2 (Text): x\n{text}", expected_step=2)
         assert time.thread_time() - t0 < 5.0, text[:20]
