@@ -57,7 +57,7 @@ wrong_render of a whole view that mirroring leaves as it was (one pixel wide, or
 top to bottom; a concluding sentence with emphasis inside its words ("So, the **answer** is: B"),
 clauses before or after its conclusion word ("…, so the answer is B", "综上所述，…，正确答案是C"), a
 modal ("the answer must be B"), "I conclude", "I'm confident", "This means", 可以确定, 我判断,
-"I'll choose B", "my final choice is B", 本题选C or 答案选C answered, "is clearly B", "is indeed
-B" and "is therefore B" read as B, "Otherwise, the answer would be C" no answer; a bare "Answer:
-TBD" or "So the answer is TBD." warned as the placeholder it is; a whole "[B]" or "<B>", "option
-**B**" and "C。" read as that option."""
+"I'll choose B", "my final choice is B", 我的选择是B, 本题选C or 答案选C answered, "is clearly
+B", "is indeed B" and "is therefore B" read as B, "Otherwise, the answer would be C" no answer; a
+bare "Answer: TBD" or "So the answer is TBD." warned as the placeholder it is; a whole "[B]" or
+"<B>", "option **B**" and "C。" read as that option."""

@@ -38,11 +38,12 @@ _MARKER = re.compile(
     re.IGNORECASE,
 )
 # _MARKER and ANSWER_IS (concluding.py) need "final", "answer" or "ans" (any case), 最终 or 答案,
-# except "the correct option/choice is", which needs _OPTION_WORD, "I'd say/go with", which needs
-# _SAY_WORD (say, with, choose, pick, select), and 选; these are the characters that re.IGNORECASE matches to each letter of them,
-# so the checks are exact. A case-insensitive scan costs ~25 ns per character, a check ~3: most
-# replies carry no answer, and replies run to thousands of characters. "ans" is looked for only
-# as a whole word ("Ans:"), so "plans" and "means" leave the scans unrun.
+# except "the correct option/choice is", which needs _OPTION_WORD, "I'd say/go with/choose/pick/
+# select", which needs _SAY_WORD, and 选; these are the characters that re.IGNORECASE matches to
+# each letter of them, so the checks are exact. A case-insensitive scan costs ~25 ns per
+# character, a check ~3: most replies carry no answer, and replies run to thousands of
+# characters. "ans" is looked for only as a whole word ("Ans:"), so "plans" and "means" leave the
+# scans unrun.
 _FINAL = re.compile(r"[fF][iIİı][nN][aA][lL]|[aA][nN][sSſ](?:[wW][eE][rR]|\b)")
 _OPTION_WORD = re.compile("[oO][pP][tT][iIİı][oO][nN]|[cC][hH][oO][iIİı][cC][eE]")
 _SAY_WORD = re.compile("[sSſ][aA][yY]|[wW][iIİı][tT][hH]|[cC][hH][oO][oO][sSſ][eE]"

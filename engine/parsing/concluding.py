@@ -27,11 +27,12 @@ __all__ = ["ANSWER_IS", "said_answer"]
 # is", "the answer I choose is", "the final answer is") are bare too (最终答案 opening a line is a
 # marker, answer.py's). Groups "say" and "choose" name a choice without the word answer ("I'd
 # say B", "So I'd go with B", "I'll go with B", "I'm going with B", "I'd say it's B", "故选C",
-# "所以应该选B", "我选B"): read only when what follows is one option letter (or, after "say", a
-# number or yes/no): "I'd say we need to zoom in", "I'll go with zooming in" and "我选择放大区域"
-# are no answer (_names_one). "Say" may carry a word of certainty ("I'd say it's definitely
-# B", "I'd definitely go with B"), which says the reply has settled; a hedge ("I'd say it's
-# probably B") stays in the answer, which then names no one option. 我选择的是B is 我选B.
+# "所以应该选B", "我选B", "我的选择是B", "I'll choose B"): read only when what follows is one
+# option letter (or, after "say" or "go with", a number or yes/no): "I'd say we need to zoom
+# in", "I'll go with zooming in" and "我选择放大区域" are no answer (_names_one). "Say" may carry
+# a word of certainty ("I'd say it's definitely B", "I'd definitely go with B"), which says the
+# reply has settled; a hedge ("I'd say it's probably B") stays in the answer, which then names
+# no one option. 我选择的是B is 我选B.
 _CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
             r"|obviously)")
 # Between the words of "the answer is": a blank, with emphasis opening or closing a word at it
@@ -60,9 +61,11 @@ ANSWER_IS = re.compile(
     # "I'll choose B", "I choose B", "I'd pick B": an option only (_names_one), as 我选B.
     r"|(?:i|we)(?:['’]d|['’]ll|[ \t]+(?:would|will))?[ \t]+(?:choose|pick|select))"
     r"\b(?![ \t]+that\b))"
-    # 本题选C, 答案选C: the question's or the answer's choice.
+    # 本题选C, 答案选C (the question's or the answer's choice), 所以最终选择B, 我的选择是B ("my
+    # choice is B").
     r"|(?P<choose>(?<!案[是为為])(?:我们?[ \t]*+(?:会|就|最终|最后)?|(?:本|此|该|这道?)题的?(?:答案)?"
-    r"|答案)?(?:应该|应当|应)?选(?:择)?(?:的[ \t]*+是)?(?![项择]))))"
+    r"|答案|最终|最后)?(?:应该|应当|应)?选(?:择)?(?:的[ \t]*+是)?(?![项择])"
+    r"|我们?的(?:最终)?选择[ \t]*+[是为])))"
     # Emphasis closing the phrase before its colon ("the **answer is**: B"); a word of
     # certainty or of conclusion after it is no part of the answer ("is clearly B", "is
     # therefore B": scored, "clearly B" named no option).
@@ -312,9 +315,10 @@ def _requoted(answer: str, stop: str) -> str:
 
 
 # What "I'd say …" or "故选 …" may name: an option by its capital letter ("B", "(B)", "Option B",
-# "B. red", "B (dog)", '"B"', "「B」", "[B]", as choice_letter reads them), or after "say" a number with
-# at most a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a remark ("I'd
-# say we need to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms are needed").
+# "B. red", "B (dog)", '"B"', "「B」", "[B]", as choice_letter reads them), or after "say" a
+# number with at most a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a
+# remark ("I'd say we need to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms
+# are needed"). "I'll choose" or "I'd pick" names an option only: "I'll pick 3" may be regions.
 _CAPITAL_CHOICE = re.compile(
     r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘「『]?[(（\[<]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",

@@ -287,6 +287,7 @@ def test_a_sub_unit_box_is_widened_to_the_unit_holding_its_centre(box, size, tar
     ("I'll choose B.", "B", "I'll choose"), ("I choose B.", "B", "I choose"),
     ("I'd pick B.", "B", "I'd pick"), ("So I will select option C.", "option C", "So I will select"),
     ("根据图中的信息，我判断答案是C。", "C", "我判断答案是"), ("我确定答案是C。", "C", "我确定答案是"),
+    ("因此，我的选择是B。", "B", "因此，我的选择是"), ("所以最终选择B。", "B", "所以最终选择"),
 ])
 def test_concluding_sentences_engine_10_missed(last, answer, words) -> None:
     parsed = _parsed(last)
@@ -315,7 +316,7 @@ def test_concluding_sentences_engine_10_missed(last, answer, words) -> None:
     "I'll pick 3.", "I'll select B for the next zoom.", "I'll choose B, but let me verify first.",
     "At first glance, I'd pick B.", "I'll choose B or C.", "This means the answer is not B.",
     "Which means the answer is B or C.", "I need to confirm the answer is B.",
-    "我不确定答案是C。", "我判断答案是B还是C？",
+    "我不确定答案是C。", "我判断答案是B还是C？", "最终选择放大区域B。", "下一步，我的选择是B。",
     "Thus, the number of cars is 5, and the answer is probably 5.",
 ])
 def test_mid_reasoning_sentences_stay_thought(last) -> None:

@@ -68,7 +68,8 @@ def test_final_hint_covers_every_case_fold() -> None:
                      "最终答案：3", "The final answer is 3", "answer: 3", "ANſWER: 3",
                      "So the ANſWER is 3.", "ANſ: 3", "So the correct OPTİON is 3.",
                      "So the correct CHOıCE is 3.", "所以答案是3", "I'd ſay B",
-                     "I'd go wİth B", "I'd go wıth B", "故选C"):
+                     "I'd go wİth B", "I'd go wıth B", "故选C", "I'll CHOOſE B",
+                     "I'd PIC\u212a B", "I'll ſELECT B"):
         assert find_final_answer(spelling) is not None, spelling
 
 
