@@ -8,6 +8,7 @@ import re
 __all__ = [
     "LINE_LEAD",
     "NEXT_LINE",
+    "PLACEHOLDER_WHY",
     "boxed_contents",
     "choice_letter",
     "clean_answer",
@@ -15,6 +16,8 @@ __all__ = [
     "in_answer_tag",
     "placeholder",
     "placeholder_note",
+    "plain_words",
+    "shown_answer",
     "split_hedge",
 ]
 
@@ -255,21 +258,29 @@ def placeholder(answer: str) -> str | None:
     return None
 
 
-_PLACEHOLDER_WHY = {
+PLACEHOLDER_WHY = {
     "blank": "a template's blank",
     "put off": "the answer put off",
     "maybe": "a placeholder; only a 'Final Answer:' keeps one, as the image may say it",
 }
 
 
+def shown_answer(answer: str) -> str:
+    """An answer as a warning quotes it: cut to 60 characters."""
+    return answer if len(answer) <= 60 else answer[:57] + "..."
+
+
+def plain_words(text: str) -> str:
+    """``text`` as a warning quotes it: emphasis marks and runs of blanks made single spaces."""
+    return " ".join(text.replace("*", " ").replace("_", " ").split())
+
+
 def placeholder_note(answer: str, kind: str, after: str) -> str:
     """The warning for an answer line or concluding sentence turned away because what it gives
     is a placeholder of ``kind`` (:func:`placeholder`): read silently, a reply ending "Answer:
     TBD" ran on to its step budget with no word why."""
-    shown = answer if len(answer) <= 60 else answer[:57] + "..."
-    after = " ".join(after.replace("*", " ").replace("_", " ").split())
-    return (f"the answer {shown!r} after {after!r} names no answer yet "
-            f"({_PLACEHOLDER_WHY[kind]}); read as thought, not as the final answer")
+    return (f"the answer {shown_answer(answer)!r} after {plain_words(after)!r} names no answer "
+            f"yet ({PLACEHOLDER_WHY[kind]}); read as thought, not as the final answer")
 
 
 def in_answer_tag(answer: str) -> bool:

@@ -14,6 +14,7 @@ from engine.parsing.answer_text import (
     gives_none_yet,
     placeholder,
     placeholder_note,
+    plain_words,
     split_hedge,
 )
 
@@ -118,7 +119,7 @@ def said_answer(text: str, said: list[re.Match[str]],
 def _said_instead(phrase: str) -> str:
     """The warning for an answer read from prose, quoting the words it was read after ("So
     I'd say it's …", "故选 …"): a reader checking the reading sees the words the reply used."""
-    phrase = " ".join(phrase.replace("*", " ").replace("_", " ").split()).rstrip(":： ")
+    phrase = plain_words(phrase).rstrip(":： ")
     if len(phrase) > 48:  # its end, from a word's start: "…in the chart, I would say it is"
         tail = phrase[-44:]
         phrase = "…" + (tail.split(" ", 1)[1] if " " in tail[1:] else tail)

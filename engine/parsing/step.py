@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.actions import validate_action, validate_global_style
 from engine.parsing.answer import FoundAnswer, find_final_answer
-from engine.parsing.answer_text import placeholder
+from engine.parsing.answer_text import PLACEHOLDER_WHY, placeholder, shown_answer
 from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
@@ -191,13 +191,13 @@ def _placeholder_read(answer: FoundAnswer, kind: str, warnings: list[str]) -> Fo
     ("?", "[your answer]") or an answer put off ("to be determined after zooming") is thought,
     and the trajectory goes on (taken as the answer, it ended the trajectory scored wrong); a
     bare "To be determined", "TBD" or "Pending" is kept, as the image may say it, and warned."""
-    shown = answer.text if len(answer.text) <= 60 else answer.text[:57] + "..."
+    shown = shown_answer(answer.text)
     if kind == "maybe":
         warnings.append(f"the final answer {shown!r} reads like a placeholder; kept as the "
                         "answer (the image may say it)")
         return answer
-    why = "a template's blank" if kind == "blank" else "the answer put off"
-    warnings.append(f"the final answer {shown!r} names no answer yet ({why}); read as thought, "
+    warnings.append(f"the final answer {shown!r} names no answer yet ({PLACEHOLDER_WHY[kind]}); "
+                    "read as thought, "
                     "not as the final answer")
     return None
 
