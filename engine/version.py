@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["ENGINE_VERSION"]
 
-ENGINE_VERSION = "vaot-engine/11"
+ENGINE_VERSION = "vaot-engine/12"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -60,4 +60,9 @@ modal ("the answer must be B"), "I conclude", "I'm confident", "This means", 可
 "I'll choose B", "my final choice is B", 我的选择是B, 本题选C or 答案选C answered, "is clearly
 B", "is indeed B" and "is therefore B" read as B, "Otherwise, the answer would be C" no answer; a
 bare "Answer: TBD" or "So the answer is TBD." warned as the placeholder it is; a whole "[B]" or
-"<B>", "option **B**" and "C。" read as that option."""
+"<B>", "option **B**" and "C。" read as that option. 12: a reply concluding with its answer
+named first ("Therefore, B is the correct answer.", "(B) is correct.", "Thus, option (C) is the
+right choice.", "The 2019 bar is the answer.", "B是正确答案。", "因此B选项正确。"), "So, it's B",
+"所以是B", or a last "**Conclusion:** B" line answered; negated, hedged, asked or supposed ones
+("B is not correct", "B is probably the answer", "Is B correct?", "If B is correct, …") no
+answer."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from engine.parsing.answer_first import answer_first
 from engine.parsing.answer_label import SENTENCE_END, label_only
 from engine.parsing.answer_text import (
     LINE_LEAD,
@@ -65,7 +66,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     line) | ``answer_tag`` | ``boxed`` | ``answer_is`` ("the final answer is …", or a reply
     concluding "Therefore, the answer is …", "I think the answer is …", "So the answer: …", "The
     correct option is …", "Here is the answer: …", "I'd say B", "所以答案是 …", "答案应该是 …",
-    "故选C")."""
+    "故选C", or naming its answer first: "Therefore, B is the correct answer.", "(B) is
+    correct.", "So, it's B.", "B是正确答案。", a last "Conclusion: B" line)."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -177,7 +179,9 @@ def find_final_answer(text: str, notes: list[str] | None = None) -> FoundAnswer 
     option/choice is …", "Here is the answer: …", "…(我的)答案是/为/应该是 …", "…最终答案是 …",
     with "I think", "I believe" or "I'd say" allowed; or naming one option as "I'd say B", "I'd
     go with B", "I'll go with B", "I'm going with B", "I'd say it's (definitely) B", "故选C",
-    "所以应该选B", "我选B"), each with a warning (concluding.py). An option label on a marked
+    "所以应该选B", "我选B"), or naming it first ("Therefore, B is the correct answer.", "(B) is
+    correct.", "So, it's B.", "因此B选项正确。", a last "Conclusion: B" line; answer_first.py),
+    each with a warning (concluding.py). An option label on a marked
     line keeps its text unless a remark of the reply's own follows it ("Final Answer: B. The
     zoom will confirm this." gives B); a hedge after a lone number or letter is dropped ("3
     probably" gives 3).
@@ -231,7 +235,13 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
     said = (list(ANSWER_IS.finditer(text))
             if says_answer or "选" in text or _OPTION_WORD.search(text) is not None
             or _SAY_WORD.search(text) is not None else [])
-    if (prose := said_answer(text, said, notes)) is not None:
+    prose = said_answer(text, said, notes)
+    # A concluding sentence naming its answer first ("B is the correct answer.") is the last
+    # sentence, so it outranks "the final answer is …" written before it, as "the answer is"
+    # concluding the reply does.
+    if (first := answer_first(text)) is not None and (prose is None or first[0] >= prose[1]):
+        prose = first
+    if prose is not None:
         start, end, answer, warning = prose
         warnings.append(warning)
         return _found(answer, "answer_is", start, end, warnings)

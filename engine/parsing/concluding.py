@@ -116,13 +116,18 @@ def said_answer(text: str, said: list[re.Match[str]],
     return None
 
 
-def _said_instead(phrase: str) -> str:
+def _said_instead(phrase: str, after: str = "") -> str:
     """The warning for an answer read from prose, quoting the words it was read after ("So
-    I'd say it's …", "故选 …"): a reader checking the reading sees the words the reply used."""
+    I'd say it's …", "故选 …") and, for one said first, before ("Therefore, … is the correct
+    answer"): a reader checking the reading sees the words the reply used, "…" where the
+    answer stood."""
     phrase = plain_words(phrase).rstrip(":： ")
     if len(phrase) > 48:  # its end, from a word's start: "…in the chart, I would say it is"
         tail = phrase[-44:]
         phrase = "…" + (tail.split(" ", 1)[1] if " " in tail[1:] else tail)
+    if after:
+        words = f"{phrase} … " if phrase else "… "
+        return f"no 'Final Answer:' marker; took the answer from '{words}{plain_words(after)}'"
     return f"no 'Final Answer:' marker; took the answer from '{phrase} …'"
 
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",

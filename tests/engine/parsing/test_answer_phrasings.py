@@ -119,7 +119,7 @@ _THOUGHT = [
     # What follows "I'd say" is a remark, not one option, number or yes/no.
     "I'd say we need to zoom in first.", "I'd say a closer look would help.",
     "I'd say the left bar is taller.", "I'd say 3 more zooms are needed.", "I'd say 3 more.",
-    "I'd say B is taller.", "I'd say that B is correct.", "I'd go with zooming in first.",
+    "I'd say B is taller.", "I'd go with zooming in first.",
     # A hedge or an open count after the number is no unit.
     "I'd say 3 probably.", "I'd say 2 maybe.", "I'd say 3 initially.", "I'd say 4 tops.",
     "I'd say 5 perhaps.", "I'd say 2 first.",
@@ -129,7 +129,9 @@ _THOUGHT = [
     "答案应该是在左上角。", "答案应该不是B。", "所以应该选B吗", "所以应该选B还是C？",
     "故选C，但需要放大确认。", "因此选择D之前先放大。", "所以应该选择放大左上角。",
     "所以我们应该选择放大左上角。", "如果应该选B，那么计数为奇数。", "这是一道选择题。",
-    "我猜应该选B。", "故事的结局是B。", "所以选项B正确。",
+    "我猜应该选B。", "故事的结局是B。",
+    # ("I'd say that B is correct." and 所以选项B正确。 name B first, and conclude: read since
+    # engine 12, test_answers_after_engine_11.py.)
     # "Here is …" that presents no answer, or one still in doubt.
     "Here is the answer I need to check: 3", "Here's how to find the answer: zoom on the legend.",
     "Here is the answer: B or C", "Here is the answer: let me zoom in first.",

@@ -460,7 +460,13 @@ def test_the_new_forms_cost_linear_time() -> None:
               # corner quotes, marks before a step word in a clause.
               "最终答案：B" + "很" * 50000 + "可能x", "所以答案是" + "否" * 50000,
               "所以答案是" + "不是" * 25000, "我选" + "「" * 50000 + "B」",
-              "按钮" + "，" * 50000 + "下一步，故选B"]
+              "按钮" + "，" * 50000 + "下一步，故选B",
+              # The engine 12 forms, an answer named first: long runs of blanks and letters
+              # before or after it, its predicate repeated, a "Conclusion:" run on.
+              " " * 50000 + "B is correct.", "x" * 50000 + " is the answer.",
+              "B is correct." + " " * 50000, "So " + "a " * 25000 + "is the answer.",
+              "is the correct answer " * 5000, "it's " * 10000 + "B.", "B是" * 25000 + "正确答案。",
+              "Conclusion:" + " " * 50000 + "B", "B" + "\t" * 50000 + "is correct."]
     for text in inputs:
         # CPU time of this thread, not the wall clock: on a busy two-core host (several test
         # processes and other jobs) a parse that used 0.26 s of CPU took 3.6 s of wall time,
