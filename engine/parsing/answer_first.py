@@ -68,29 +68,37 @@ _PREDICATE = (
 # describe the image), read only after a conclusion word or "I think".
 _ITS = (rf"(?:\bit(?:['’]s|[ \t]++{_IS})(?:[ \t]++{_CERTAIN})?[ \t]++"
         rf"|(?:就|应该|应当|应)?是[ \t]*+)(?P<named>{_OPTION})")
-# The sentence's end: the predicate or the named option, a mark, closers.
-_ENDING = re.compile(rf"(?:(?P<pred>{_PREDICATE})|(?P<its>{_ITS}))"
+# The sentence's end: the predicate (and its reason: "B is correct because the bar is taller",
+# B是正确答案，因为…) or the named option, a mark, closers.
+_BECAUSE = (r"(?P<why>,?[ \t]++(?:because|since)\b[^.!?。！？\n]{1,160}?"
+            r"|[,，]?[ \t]*+因为[^.!?。！？\n]{1,80}?)")
+_ENDING = re.compile(rf"(?:(?P<pred>{_PREDICATE}){_BECAUSE}?|(?P<its>{_ITS}))"
                      r"[ \t*_]*+[.!。！]?[\"'”’」』*_]*+[ \t]*+\Z", re.IGNORECASE)
 # The sentence before the predicate: the lead-in concluding.py reads ("Therefore,", "Based on
 # the zoom,", "I think"), then the answer ("only B is correct" names B alone).
 _HEAD = re.compile(rf"(?P<lead>{_LEAD_IN.pattern})(?P<only>only[ \t]++)?"
                    rf"(?P<subject>{_OPTION}|(?P<free>{_FREE}))[ \t]*+", re.IGNORECASE)
 # A doubt in the sentence: "Probably, B is correct", "I'm not sure, but…", "B (maybe) is
-# correct", 可能. ("Probably, the
+# correct", "Usually B is the answer", 可能. ("Probably, the
 # answer is B." is read by concluding.py; said first, the reading stays as narrow as "B is
 # probably the correct answer", which names no settled answer.)
 _DOUBT = re.compile(
     r"\b(?:probabl\w*|maybe|perhaps|likely|possibl\w*|presumabl\w*|might|may|could|seem\w*"
-    r"|appear\w*|guess\w*|not[ \t]+(?:sure|certain|confident)|n['’]t[ \t]+(?:know|tell|sure))\b"
+    r"|appear\w*|guess\w*|usually|generally|typically|normally|often|sometimes"
+    r"|not[ \t]+(?:sure|certain|confident)|n['’]t[ \t]+(?:know|tell|sure))\b"
     r"|可能|也许|大概|或许|似乎|不确定|不能确定", re.IGNORECASE)
 # A free answer that refers elsewhere or to nothing ("This is the answer", "None is the
-# answer", "Which is the answer"), names the question's words rather than an answer, or a step
-# to take ("A closer look is the answer").
+# answer", "Which is the answer", "The following is the answer"), names the question's words
+# rather than an answer, or a step to take ("A closer look is the answer", "Comparing the
+# heights is the answer").
 _NOT_FREE = re.compile(
     r"(?:this|that|these|those|it|its|which|what|whichever|whatever|who|there|here|none|neither"
     r"|nor|no|not|nothing|either|each|every|all|both|so|thus|therefore|hence|then|and|but|or|if"
     r"|whether|such|one|you|he|she|we|they|i)\b"
-    r"|.*\b(?:answer|question|option|choice|not|look\w*|closer|step|tool|action)\b",
+    r"|(?:(?:compar|count|measur|analy[sz]|estimat|calculat|comput|find|search|observ)\w*"
+    r"|us(?:e|es|ed|ing)|read(?:s|ing)?)\b"
+    r"|.*\b(?:answer|question|option|choice|not|look\w*|closer|step|tool|action|below|above"
+    r"|following|former|latter|same)\b",
     re.IGNORECASE)
 # Cheap words one of which the last sentence must hold before the patterns are tried.
 _HINT = re.compile(r"correct|right|best|answer|choice|option|it['’]s|it[ \t]+is|it[ \t]+(?:must"
@@ -98,6 +106,9 @@ _HINT = re.compile(r"correct|right|best|answer|choice|option|it['’]s|it[ \t]+i
 # "Conclusion:" opening the reply's last line, or alone on the line above it.
 _CONCLUSION_MARK = re.compile(r"[ \t>#*_-]*+(?:conclusion|结论)[ \t*_]*+[:：][ \t*_]*+",
                               re.IGNORECASE)
+# A list item: an option weighed among others ("- A is wrong.", "- B is correct."), not a
+# conclusion; the last item said correct may be one of several.
+_LIST_ITEM = re.compile(r"[ \t>]*+(?:[-*+•]|\d{1,3}[.)])[ \t]")
 # What may close a reply after its last sentence, besides blanks: a fence or rule, emphasis.
 _CLOSERS = frozenset("`~*_-")
 
@@ -146,7 +157,8 @@ def _sentence(text: str, low: int, end: int) -> tuple[int, int, str, str] | None
         return None
     said_at = low + ending.start()
     begin, whole = _sentence_before(text, said_at)
-    if not whole or _asks(text[begin:end]):
+    if (not whole or _asks(text[begin:end])
+            or _LIST_ITEM.match(text, text.rfind("\n", 0, begin) + 1)):
         return None
     if ending.group("its"):
         opened = _LEAD_IN.fullmatch(text, begin, said_at)
@@ -165,6 +177,8 @@ def _sentence(text: str, low: int, end: int) -> tuple[int, int, str, str] | None
         subject_start = opened.start("subject")
         first_word = opened.start("only") if opened.group("only") else subject_start
     answer = _answer(subject, free)
+    if ending.group("why") and _UNSETTLED.search(ending.group("why")):
+        return None  # "B is correct because …, but let me check"
     if (answer is None or _supposes(lead) or _DOUBT.search(text, begin, end) or opened.group("here")
             or _plans_next(lead) or _under_next_heading(text, begin)):
         return None

@@ -58,6 +58,10 @@ def _parsed(last: str, before: str = _BARS):
     ("B (dog) is the correct answer.", "B (dog)", "B", "… is the correct answer"),
     ("B is my final answer.", "B", "B", "… is my final answer"),
     ("B is correct.\n===", "B", "B", "… is correct"),  # a rule line closes the reply
+    # A reason after it, with no doubt in it.
+    ("Therefore, B is the correct answer because the 2019 bar is the tallest.", "B", "B",
+     "Therefore, … is the correct answer"),
+    ("B是正确答案，因为2019年的柱子最高。", "B", "B", "… 是正确答案"),
     # A question asked before it is answered by it.
     ("Which bar is taller? B is the correct answer.", "B", "B", "… is the correct answer"),
     # (Were "near misses" of "I'd say" and 选 in engine 7: they name B first, and conclude.)
@@ -108,8 +112,15 @@ def test_an_answer_named_first_in_the_last_sentence_is_read(last, answer, choice
     "This is the correct answer.", "That is correct.", "The label is correct.",
     "Zooming in is the right choice.", "A closer look is the answer.", "It's B.",
     "So it's red.", "B is right.", "So it's B (to be verified).", "B (probably) is correct.",
-    "B (the zoom tool) is the right choice.", "It must be B.", "这是B。", "所以不是B。", "所以是B还是C？",
+    "B (the zoom tool) is the right choice.", "The following is the answer.",
+    "Comparing the heights is the answer.", "Usually B is the answer.",
+    "B is correct because the bar is taller, but let me check.",
+    "B is correct because I will zoom next.", "B is correct because it might be taller.", "It must be B.", "这是B。", "所以不是B。", "所以是B还是C？",
     "所以是红色。",
+    # The last item of a list weighing each option: one of several, not a conclusion.
+    "Comparing the options:\n- A is wrong.\n- B is correct.",
+    "Comparing the options:\n1. A is incorrect\n2. B is correct",
+    "* B is correct.\n* C is correct.",
     # A "Conclusion:" that is prose, asks, doubts or names two.
     "Conclusion: the chart shows growth", "Conclusion: we need to zoom in.",
     "Conclusion: B or C", "Conclusion: B, probably", "Conclusion: probably B",
@@ -141,6 +152,18 @@ _RESTATED = ('Step 1 (Text): So B is the correct answer.\nStep 1 (Action Descrip
 def test_an_answer_in_a_restated_step_is_not_read(now, answer) -> None:
     parsed = parse_step(_RESTATED + now, expected_step=2)
     assert parsed.final_answer == answer and not parsed.actions
+
+
+@pytest.mark.parametrize(("reply", "answer"), [
+    ("Step 3 (Text): After zooming in, the 2019 bar reaches 45 and the 2018 bar 38.\n\n"
+     "Comparing them, the 2019 bar is the tallest.\n\n**Conclusion:** B", "B"),
+    ("Step 3 (Text): The options are:\n(A) 2017\n(B) 2019\n(C) 2020\n\n"
+     "The 2019 bar is the tallest. Therefore, (B) is correct.", "(B)"),
+    ("Step 3 (Text): The options are:\n(A) 2017\n(B) 2019\n\nWhich option is correct? I "
+     "need to compare the bars.", None),
+])
+def test_a_whole_reply_concluding_so_is_read(reply, answer) -> None:
+    assert parse_step(reply, expected_step=3).final_answer == answer
 
 
 def test_the_sentence_leaves_the_thought() -> None:
