@@ -63,6 +63,7 @@ bare "Answer: TBD" or "So the answer is TBD." warned as the placeholder it is; a
 "<B>", "option **B**" and "C。" read as that option. 12: a reply concluding with its answer
 named first ("Therefore, B is the correct answer.", "(B) is correct.", "Thus, option (C) is the
 right choice.", "The 2019 bar is the answer.", "B是正确答案。", "因此B选项正确。"), "So, it's B",
-"所以是B", or a last "**Conclusion:** B" line answered; negated, hedged, asked or supposed ones
-("B is not correct", "B is probably the answer", "Is B correct?", "If B is correct, …") no
+"所以是B", or a last "**Conclusion:** B" line answered (a reason after it too: "B is correct
+because …"); negated, hedged, asked or supposed ones ("B is not correct", "B is probably the
+answer", "Is B correct?", "If B is correct, …"), and a list item weighing one option, no
 answer."""

@@ -18,6 +18,7 @@ from engine.parsing.answer_text import choice_letter, clean_answer, gives_none_y
 from engine.parsing.concluding import (
     _CAPITAL_CHOICE,
     _CERTAIN,
+    _CONCLUSION,
     _COUNT_SAID,
     _FOR_A_STEP,
     _GAP,
@@ -75,9 +76,11 @@ _BECAUSE = (r"(?P<why>,?[ \t]++(?:because|since)\b[^.!?。！？\n]{1,160}?"
 _ENDING = re.compile(rf"(?:(?P<pred>{_PREDICATE}){_BECAUSE}?|(?P<its>{_ITS}))"
                      r"[ \t*_]*+[.!。！]?[\"'”’」』*_]*+[ \t]*+\Z", re.IGNORECASE)
 # The sentence before the predicate: the lead-in concluding.py reads ("Therefore,", "Based on
-# the zoom,", "I think"), then the answer ("only B is correct" names B alone).
+# the zoom,", "I think"), then the answer ("only B is correct" names B alone). A free answer
+# opens with no conclusion word: in "A is wrong, so B is correct" the "so" is the lead-in's.
 _HEAD = re.compile(rf"(?P<lead>{_LEAD_IN.pattern})(?P<only>only[ \t]++)?"
-                   rf"(?P<subject>{_OPTION}|(?P<free>{_FREE}))[ \t]*+", re.IGNORECASE)
+                   rf"(?P<subject>{_OPTION}|(?P<free>(?!{_CONCLUSION}|(?:and|but|or)\b){_FREE}))"
+                   r"[ \t]*+", re.IGNORECASE)
 # A doubt in the sentence: "Probably, B is correct", "I'm not sure, but…", "B (maybe) is
 # correct", "Usually B is the answer", 可能. ("Probably, the
 # answer is B." is read by concluding.py; said first, the reading stays as narrow as "B is

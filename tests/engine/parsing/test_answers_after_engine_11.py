@@ -55,6 +55,9 @@ def _parsed(last: str, before: str = _BARS):
     ("I think B is the correct answer.", "B", "B", "I think … is the correct answer"),
     ("Based on the zoom, option B is correct.", "option B", "B", "… is correct"),
     ("Only B is correct.", "B", "B", "Only … is correct"),
+    ("A is wrong, so B is correct.", "B", "B", "so … is correct"),
+    ("Neither A nor B is correct, so C is the correct answer.", "C", "C",
+     "so … is the correct answer"),
     ("B (dog) is the correct answer.", "B (dog)", "B", "… is the correct answer"),
     ("B is my final answer.", "B", "B", "… is my final answer"),
     ("B is correct.\n===", "B", "B", "… is correct"),  # a rule line closes the reply
