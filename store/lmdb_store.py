@@ -53,7 +53,7 @@ from store.lmdb_jobs import STOP, Job, ReadGate
 from store.lmdb_writer import LmdbWriter
 from store.recorder import Recorder, cache_value, split_stream_key
 
-__all__ = ["LmdbStore"]
+__all__ = ["LmdbStore", "refuse_filled_folder"]
 
 MAGIC = b"vaot-store"
 CACHE_FORMAT = b"1"
@@ -81,6 +81,19 @@ def _drop_abandoned_stagings(path: Path) -> None:
             shutil.rmtree(staging, ignore_errors=True)
         except (OSError, OverflowError):
             pass  # alive and someone else's, or no number a process could have: not ours
+
+
+def refuse_filled_folder(path: Path) -> None:
+    """Refuse to make a store in a folder that holds other files and no store (``--store
+    runs/``, the folder of the stores): said the same by a run and by its dry run.
+
+    Raises:
+        NotAStoreError: ``path`` is such a folder.
+    """
+    # data.mdb looked for after the folder's entries (see LmdbStore._open_env).
+    if path.is_dir() and any(path.iterdir()) and not (path / "data.mdb").exists():
+        raise NotAStoreError(f"{path}: directory is not empty and holds no vaot store; "
+                             "choose an empty or new path")
 
 
 def _beside(path: Path) -> Path:
@@ -146,11 +159,7 @@ class LmdbStore(LmdbWriter, Recorder):
             # same store may have renamed it into place since the look above, and a store once
             # there stays (a folder refused for holding a fresh store was a run refused for no
             # reason, when two started at once).
-            if path.exists() and any(path.iterdir()) and not data_file.exists():
-                raise NotAStoreError(
-                    f"{path}: directory is not empty and holds no vaot store; "
-                    "choose an empty or new path"
-                )
+            refuse_filled_folder(path)
             if not data_file.exists() and path.parent.is_dir():
                 self._create_elsewhere_then_move(map_size)
         elif not create and data_file.stat().st_size < 2 * 4096:

@@ -42,6 +42,7 @@ from engine.runner import build_jobs
 from engine.states import load_original
 from store import StoreError, open_store
 from store.events import run_stream
+from store.lmdb_store import refuse_filled_folder
 
 __all__ = ["print_plan"]
 
@@ -141,6 +142,7 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
     lock = path / "lock.mdb"  # LMDB's reader table: a reader writes it unless read-only
     writable = os.access(path, os.W_OK) and (not lock.exists() or os.access(lock, os.W_OK))
     try:
+        refuse_filled_folder(path)  # what the run refuses, not "no vaot store here"
         store = open_store(config.store, create=False, readonly=not writable)
     except StoreError as exc:
         raise _Refused(f"cannot open the store {config.store}: {exc}") from None

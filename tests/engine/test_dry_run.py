@@ -113,3 +113,20 @@ def test_a_dry_run_says_when_another_run_holds_the_store(tmp_path) -> None:
         busy = _vaot(*args, "--dry-run")
     assert busy.returncode == 2 and "in use by another vaot run (pid " in busy.stderr
     assert _vaot(*args, "--dry-run").returncode == 0  # free again
+
+
+def test_a_dry_run_refuses_a_folder_that_holds_other_files_as_the_run_does(tmp_path) -> None:
+    # `--store runs/` (the folder of the stores, not one of them): the run refuses it as a
+    # folder it will not fill; the dry run said only "no vaot store here (no data.mdb)", which
+    # reads as "a new store would be made".
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("x")
+    args = ("--store", str(folder), "--dataset", "synthetic:1", "--limit", "1", "--settings",
+            "cot", "--model", "reference:blind")
+    run = _vaot(*args)
+    dry = _vaot(*args, "--dry-run")
+    assert run.returncode == dry.returncode == 2
+    refusal = run.stderr.strip().splitlines()[-1]
+    assert "directory is not empty and holds no vaot store" in refusal, run.stderr
+    assert refusal in dry.stderr, dry.stderr
