@@ -59,6 +59,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     if args.config:
         _check_config_keys(raw, args.config)
     in_file = set(raw)  # the options the file sets (a flag given overrides one)
+    if isinstance(raw.get("settings"), str):  # written as the flag takes it: "vaot,cot"
+        raw["settings"] = [s.strip() for s in raw["settings"].split(",") if s.strip()]
     models = raw.pop("models", None)
     _put_flags(args, raw, in_file)
     tables, model_tables = _model_tables(args, models)

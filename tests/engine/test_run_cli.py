@@ -656,3 +656,24 @@ def test_an_engine_upgrade_that_starts_a_reference_run_afresh_is_said_as_such(
     err = capsys.readouterr().err
     assert f"made by vaot-engine/0 (this is {now})" in err
     assert "starts afresh after an engine upgrade" in err and "options back" not in err
+
+
+def test_a_config_file_takes_settings_written_as_the_flag_writes_them(tmp_path) -> None:
+    # Keys are "named as the flags": `--settings vaot,cot` copied into a file as a string was
+    # refused with msgspec's "Expected `array`, got `str`".
+    from engine.cli import build_parser
+    from engine.commands.run_config import config_from
+    from engine.commands.run_flags import add_arguments
+
+    config = tmp_path / "run.toml"
+    config.write_text('settings = "vaot, cot"\n')
+    _, subs = build_parser()
+    add_arguments(subs["run"])
+    assert config_from(subs["run"].parse_args(["--config", str(config)])).settings == (
+        "vaot", "cot")
+    # An empty one is still a mistake, as the flag's is, not "all settings".
+    from engine.config import ConfigError
+
+    config.write_text('settings = ""\n')
+    with pytest.raises(ConfigError, match="at least one setting"):
+        config_from(subs["run"].parse_args(["--config", str(config)]))
