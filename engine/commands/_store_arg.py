@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from store import Recorder, StoreError, open_store
+from store import NotAStoreError, Recorder, StoreError, open_store
 
 
 def nonempty(value: str) -> str:
@@ -54,8 +54,33 @@ def open_existing_store(path: str) -> Recorder | None:
     try:
         return open_store(path, create=False, readonly=not _writable(Path(path)))
     except StoreError as exc:
-        print(f"vaot: {exc}", file=sys.stderr)
+        hint = _store_meant(Path(path)) if isinstance(exc, NotAStoreError) else None
+        print(f"vaot: {exc}" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return None
+
+
+_LISTED = 5
+"""How many of the stores in a folder a refusal names."""
+
+
+def _store_meant(path: Path) -> str | None:
+    """Where the store is when ``path`` names something beside it: the folder of the stores
+    (``runs``), the store without its suffix (``runs/x`` for ``runs/x.lmdb``) or its data file
+    (``runs/x.lmdb/data.mdb``)."""
+    if path.name == "data.mdb" and path.is_file():
+        return f"the store is its folder, {path.parent}"
+    if not path.exists():
+        sibling = path.with_name(path.name + ".lmdb")
+        return f"did you mean {sibling}?" if (sibling / "data.mdb").is_file() else None
+    if path.is_dir():
+        try:
+            stores = sorted(p for p in path.iterdir() if (p / "data.mdb").is_file())
+        except OSError:
+            return None
+        if stores:
+            more = ", …" if len(stores) > _LISTED else ""
+            return (f"the stores in it: {', '.join(map(str, stores[:_LISTED]))}{more}")
+    return None
 
 
 def _writable(path: Path) -> bool:
