@@ -87,7 +87,19 @@ class PriceTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @classmethod
     def from_config(cls, prices: Mapping[str, Any] | None, currency: str = "USD") -> PriceTable:
-        """Build from the config's plain mapping; a malformed entry raises ``msgspec.ValidationError``."""
+        """Build from the config's plain mapping.
+
+        Raises:
+            msgspec.ValidationError: a malformed entry, named as the file writes it
+                (``[prices."gemini:*"]: …``), as msgspec's path for it is ``$.prices[...]``.
+        """
+        for key, entry in (prices or {}).items():
+            try:
+                msgspec.convert(entry, Price)
+            except msgspec.ValidationError as exc:
+                why, _, where = str(exc).partition(" - at `$.")
+                why += f" (at {where.rstrip('`')})" if where else ""
+                raise msgspec.ValidationError(f"[prices.{_toml_key(key)}]: {why}") from None
         return msgspec.convert({"prices": dict(prices or {}), "currency": currency}, cls)
 
     def lookup(self, model: str) -> Price | None:
@@ -196,3 +208,8 @@ def _cache_note(line: CostLine) -> str:
         [f"{line.cache_write_input_tokens:,} written to cache"]
         if line.cache_write_input_tokens else [])
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def _toml_key(key: object) -> str:
+    """A price table's key as a TOML header quotes it."""
+    return msgspec.json.encode(str(key)).decode()

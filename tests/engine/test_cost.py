@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import msgspec
 import pytest
 
@@ -26,6 +29,28 @@ def test_price_lookup_exact_then_longest_glob() -> None:
 def test_bad_price_entry_is_a_validation_error() -> None:
     with pytest.raises(msgspec.ValidationError):
         PriceTable.from_config({"m": {"input_per_mtok": "cheap", "output_per_mtok": 1}})
+
+
+def test_a_bad_price_entry_is_named_by_its_key_in_the_file(tmp_path) -> None:
+    # msgspec's path for a dict value is `$.prices[...]`: with several entries the user was not
+    # told which one lacks a field, and the message carried the path's leftover " - at …".
+    from engine.cli import main
+
+    config = tmp_path / "run.toml"
+    config.write_text('[prices."openai:*"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n'
+                      '[prices."gemini:*"]\ninput_per_mtok = 1\n')
+    with pytest.raises(msgspec.ValidationError,
+                       match=r'^\[prices."gemini:\*"\]: .*output_per_mtok'):
+        PriceTable.from_config({"openai:*": {"input_per_mtok": 1, "output_per_mtok": 2},
+                                "gemini:*": {"input_per_mtok": 1}})
+    for argv in (["run", "--config", str(config), "--model", "openai:m", "--store",
+                  str(tmp_path / "s.lmdb"), "--dry-run"],
+                 ["report", str(tmp_path / "nowhere.lmdb"), "--config", str(config)]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(argv) == 2
+        assert '[prices."gemini:*"]' in err.getvalue() and " - at " not in err.getvalue(), (
+            err.getvalue())
 
 
 def test_cost_lines_and_total() -> None:
