@@ -49,6 +49,9 @@ def run_line(run_id: str, config: RunConfig, samples: int, trajectories: int) ->
             f"{config.store}")
 
 
+TRAJ, TRAJS = "trajectory", "trajectories"
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and the noun, plural unless ``n`` is 1: "1 sample", "3 trajectories"."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
@@ -156,7 +159,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                       markup=False)
         log.info("spend", run_id=end.run_id, spent=spent, max_cost=config.max_cost, capped=capped)
     if capped:
-        err.print(f"stopped at --max-cost: {len(ours) - len(finished)} trajectories left "
+        err.print(f"stopped at --max-cost: {count(len(ours) - len(finished), TRAJ, TRAJS)} left "
                   f"unfinished (not failed); committed work is kept in {config.store}. Raise "
                   "--max-cost and rerun the same command to go on", markup=False)
     if stopped and not interrupted:
@@ -165,7 +168,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         if failed:
             # A call that failed so on an earlier run too is the trajectory's failure, not the
             # endpoint's (engine/breaker.py): those, and any other errors, are counted here.
-            err.print(f"{failed} trajectories ended as failed (their call failed the same way "
+            err.print(f"{count(failed, TRAJ, TRAJS)} ended as failed (their call failed the same way "
                       "on an earlier run too, or another error); rerun with --retry-failed to "
                       "run them again", markup=False)
         return 1
@@ -187,12 +190,12 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                   "command to add the sample, or drop the row from the file; exit status 4 "
                   "until then", markup=False)
     if errors:
-        err.print(f"{len(errors)} trajectories ended by an error before they could finish "
+        err.print(f"{count(len(errors), TRAJ, TRAJS)} ended by an error before they could finish "
                   "(see each line above); they stay unfinished, not failed: fix the cause (an "
                   "image that cannot be decoded: replace the file, or drop its row) and rerun "
                   "the same command", markup=False)
     if failed:
-        err.print(f"{failed} trajectories failed; once the cause is fixed, rerun with "
+        err.print(f"{count(failed, TRAJ, TRAJS)} failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
     return 1 if errors or failed else 3 if capped else SKIPPED_ROWS if end.skipped else 0
 

@@ -163,7 +163,7 @@ def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path, concur
         done = _run(store, f"http://127.0.0.1:{port}/v1", "--concurrency", concurrency)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "stopped" not in done.stderr
-    assert "1 trajectories failed" in done.stderr and "--retry-failed" in done.stderr
+    assert "1 trajectory failed;" in done.stderr and "--retry-failed" in done.stderr
     finishes = [e for e in _events(store) if isinstance(e, TrajectoryFinished)]
     assert len(finishes) == 8
     assert [f.status for f in finishes].count("failed") == 1
@@ -328,7 +328,8 @@ def test_a_stopped_model_leaves_the_others_running(tmp_path) -> None:
     with fake_server_process("openai", "--api-key", KEY) as port:
         fixed = both(f"http://127.0.0.1:{port}/v1")
         assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # the failed ones stay so
-        assert f"{len(failed)} trajectories failed" in fixed.stderr
+        assert f"{len(failed)} {'trajectory' if len(failed) == 1 else 'trajectories'} failed" in (
+            fixed.stderr)
         retried = both(f"http://127.0.0.1:{port}/v1", "--retry-failed")
     assert retried.returncode == 0, retried.stdout + retried.stderr
     last = {e.traj: e for e in _events(store) if isinstance(e, TrajectoryFinished)}
