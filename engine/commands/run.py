@@ -153,7 +153,10 @@ def _models_and_samples(config: RunConfig, err: Console, *, dry_run: bool,
         raise _Refused(str(exc)) from None
     _tell_skipped(err, config, skipped, any_usable=bool(samples), dry_run=dry_run)
     if not samples:
-        raise _Refused(f"dataset {config.dataset!r} has no usable samples")
+        raise _Refused(f"dataset {config.dataset!r} " + (
+            f"has no usable samples: its {len(skipped)} rows were skipped (listed above)"
+            if len(skipped) > 1 else "has no usable samples: its one row was skipped (above)"
+            if skipped else "has no samples: the file holds no rows"))
     return adapters, samples, skipped
 
 

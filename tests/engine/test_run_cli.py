@@ -432,7 +432,12 @@ def test_a_dataset_with_no_usable_row_lists_every_reason(tmp_path, capsys) -> No
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert all(f"gone{i}.png" in err for i in range(8)) and "more skipped rows" not in err
-    assert "has no usable samples" in err
+    assert "has no usable samples: its 8 rows were skipped (listed above)" in err
+    # An empty file is said as such, not as if its rows had been refused.
+    path.write_text("\n")
+    assert main(["run", "--dataset", f"jsonl:{path}", "--store", str(tmp_path / "s.lmdb"),
+                 "--no-progress"]) == 2
+    assert "has no samples: the file holds no rows" in capsys.readouterr().err
 
 
 def test_the_summary_and_the_log_say_how_many_trajectories_saw_a_render(tmp_path) -> None:
