@@ -51,7 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "row), 130 interrupted, 143 terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
-                   "as the flags below with underscores (max_steps = 5, settings = [\"vaot\"]), "
+                   "as the flags below with underscores (max_steps = 5, settings = "
+                   "[\"vaot\", \"cot\"] or \"vaot,cot\"), "
                    "except --timeout (call_timeout_s) and --retry-base-delay "
                    "(retry_base_delay_s), and the per-model flags below, which go in [[models]] "
                    "tables; it may also hold a price table (prices) and max_cost. Relative "
