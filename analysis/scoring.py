@@ -33,6 +33,9 @@ __all__ = ["normalise", "score_answer"]
 # An option that carries its own label: "A. cat", "(b) dog", "3: five" (a space after the
 # mark, so a number such as "3.5 mm" is not read as one).
 _LABELLED = re.compile(r"^\(?([a-z]|\d{1,2})[\).:]\s+(\S.*)$")
+# Letters with or without a blank after the mark, as exam papers write options ("A.cat",
+# "A．正方形"): labels only when they run a, b, c… in order ("a.m." and "p.m." are no A and P).
+_LABELLED_TIGHT = re.compile(r"^\(?([a-z])[\).:]\s*(\S.*)$")
 # A label an answer leads with, and what follows it: "(b) dog", "b. dog", "b, since …",
 # "b - because …", "option b", "b dog". A number is a label only when marked ("3." but not
 # "3 mm"); a thousands separator ("1,000") is not a mark, as no space follows the comma.
@@ -55,7 +58,8 @@ _LEAD_IN = re.compile(r"^(?:(?:(?:i\s+(?:think|believe|guess)(?:\s+that)?|it['�
                       r"|the\s+(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)\s+is"
                       r"|(?:therefore|thus|hence|so),?|probably|likely"
                       r"|not\s+(?:sure|certain)[,;:]?(?:\s+but)?[,;:]?)\s+)"
-                      r"|选|答案[是为]?[:：]?\s*)+")  # Chinese: "选B" (choose B), "答案是3"
+                      # Chinese: "选B" (choose B), "选项B" (option B), "答案是3"
+                      r"|选项?\s*|答案[是为]?[:：]?\s*)+")
 # What, at the start or after a hedge, rules an answer out rather than naming it.
 _DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:think|believe|guess))\b"
                      # "Not really, no.", "Not sure; dog.": a hedge, not an option ruled out.
@@ -67,8 +71,12 @@ _CORRECTED = re.compile(
     r"[^;,]{1,60}?|\(?[a-z0-9]{1,3}\)?\s+is\s+(?:wrong|incorrect|not\s+(?:right|correct))\b)"
     r"\s*(?:[;,]|\.(?=\s|$)|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
     r"\s+is)\s+)?(?P<rest>.*)$")
-_WRAPPERS = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_.。!?,;]+$")
+# Quotes, emphasis and closing marks around an answer, curly and CJK ones too ("“B”", "「B」",
+# "B、"): the parser reads them as naming B, so they are not part of it.
+_WRAPPERS = re.compile(r"^[\s\"'`*_“‘「『《【〈]+|[\s\"'`*_.。、!?,;”’」』》】〉]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+# A LaTeX fraction of two plain terms, "\\frac{1}{2}" (or dfrac, tfrac): read as "1/2".
+_LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([^{}]+?)\s*\}\s*\{\s*([^{}]+?)\s*\}")
 # A marker a reply gives its answer after, at the start of a line: "Final Answer: B", "final: 3",
 # "**Final:** (B)", "Answer: C". "Final" inside a sentence ("the final step shows 3") is prose.
 # 最终答案是 ("the final answer is") needs no colon after it.
@@ -91,6 +99,7 @@ def normalise(text: str) -> str:
     text = re.sub(r"^\s*([A-Za-z])\s*\n", r"(\1) ", text)
     text = re.sub(r"^\s*\$+(.+?)\$+\s*$", r"\1", text)  # inline maths: $x$, $$x$$
     text = _LATEX_TEXT.sub(r"\1", text)
+    text = _LATEX_FRACTION.sub(r"\1/\2", text)
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)  # "**B**, since …": the emphasis is not the answer
     text = _WRAPPERS.sub("", text.strip())
     text = re.sub(r"\\boxed\{(.*)\}", r"\1", text)
@@ -139,7 +148,12 @@ def _options(choices: Sequence[str]) -> list[_Option]:
     """
     written = [normalise(c) for c in choices]
     labelled = [_LABELLED.match(c) for c in written]
-    if written and all(labelled) and len({m.group(1) for m in labelled}) == len(written):
+    if not (written and all(labelled) and len({m.group(1) for m in labelled}) == len(written)):
+        labelled = [_LABELLED_TIGHT.match(c) for c in written]
+        if not all(labelled) or "".join(m.group(1) for m in labelled) != string.ascii_lowercase[
+                :len(written)]:
+            labelled = []
+    if written and labelled:
         return [_Option(m.group(1), m.group(2).strip(), c)
                 for m, c in zip(labelled, written, strict=True)]
     return [_Option(chr(ord("a") + i) if i < 26 else None, c, c) for i, c in enumerate(written)]
@@ -161,7 +175,21 @@ def _by_text(text: str, options: list[_Option]) -> int | None:
     for i, option in enumerate(options):
         if text in (option.text, option.full):
             return i
+    words = _words(text)
+    for i, option in enumerate(options):
+        if words in (_words(option.text), _words(option.full)):
+            return i
     return None
+
+
+# A hyphen between two letters: "top-left" and "top left" are one answer.
+_WORD_HYPHEN = re.compile(r"(?<=[^\W\d_])-(?=[^\W\d_])")
+
+
+@functools.lru_cache(maxsize=8192)  # called on every option's text for every answer
+def _words(text: str) -> str:
+    """A text with each hyphen between letters read as a blank (numbers keep theirs: "3-4")."""
+    return _WORD_HYPHEN.sub(" ", text)
 
 
 def _by_label(label: str, options: list[_Option]) -> int | None:
@@ -295,6 +323,8 @@ def _same_value(given: str | None, expected: str | None) -> bool:
         return False
     if given == expected or (_PUNCTUATION_BLANKS.sub(r"\1", given)
                              == _PUNCTUATION_BLANKS.sub(r"\1", expected)):
+        return True
+    if _words(given) == _words(expected):
         return True
     if _NUMBER.match(given) and _NUMBER.match(expected):
         return abs(_as_float(given) - _as_float(expected)) < 1e-9

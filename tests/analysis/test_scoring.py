@@ -653,3 +653,73 @@ def test_a_reason_after_the_answer_does_not_change_it(answer, truth, choices, ri
 def test_a_concluding_the_answer_is_scores_as_the_answer_it_names(reply, truth, choices,
                                                                    right) -> None:
     assert score_answer(parse_step(reply).final_answer, truth, choices) is right
+
+
+# From an audit of answers against truths (quotes, CJK forms, LaTeX fractions, labels, hyphens):
+# each was scored the other way, while the parser reads the reply as naming that answer.
+@pytest.mark.parametrize(("answer", "truth", "choices"), [
+    ("“B”", "B", ()), ("‘B’", "dog", ("cat", "dog")), ("「B」", "dog", ("cat", "dog")),
+    ("『B』", "B", ()), ("《dog》", "dog", ("cat", "dog")), ("【B】", "B", ()),
+    ("B", "“B”", ()), ("“dog”", "dog", ()),
+])
+def test_curly_quotes_and_cjk_brackets_around_an_answer_are_not_part_of_it(
+        answer, truth, choices) -> None:
+    assert score_answer(answer, truth, choices) is True
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    ("B、", "dog", ("cat", "dog"), True), ("B、", "B", (), True), ("B、", "A", (), False),
+    ("选项B", "dog", ("cat", "dog"), True), ("选项 B", "B", (), True),
+    ("选项B", "cat", ("cat", "dog"), False),
+])
+def test_a_chinese_option_word_or_enumeration_comma_leaves_the_letter(
+        answer, truth, choices, right) -> None:
+    assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("\\frac{1}{2}", "1/2", True), ("\\frac{1}{2}", "0.5", True), ("$\\dfrac{3}{4}$", "0.75", True),
+    ("\\boxed{\\tfrac{1}{4}}", "1/4", True), ("-\\frac{1}{2}", "-0.5", True),
+    ("\\frac{1}{3}", "0.5", False),
+])
+def test_a_latex_fraction_is_read_as_the_fraction(answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("B", "dog", True), ("dog", "B", True), ("B.dog", "dog", True), ("A", "dog", False),
+    ("cat", "B", False),
+])
+def test_options_labelled_without_a_blank_after_the_mark_are_labelled(answer, truth,
+                                                                     right) -> None:
+    # As Chinese exam papers write them ("A．正方形", "A.正方形" once read as NFKC).
+    assert score_answer(answer, truth, ("A.cat", "B.dog", "C.bird")) is right
+    assert score_answer(answer, truth, ("A．cat", "B．dog", "C．bird")) is right
+
+
+def test_a_label_like_start_that_is_no_sequence_of_labels_stays_the_options_text() -> None:
+    # "a.m." and "p.m." are no options A and P: the letters are not a, b, c… in order.
+    assert score_answer("B", "p.m.", ("a.m.", "p.m.")) is True
+    assert score_answer("A", "p.m.", ("a.m.", "p.m.")) is False
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    ("top left", "top-left", (), True), ("Top-Left", "top left", (), True),
+    ("Top Left", "top-left", ("top-left", "top-right"), True),
+    ("top right", "top-left", ("top-left", "top-right"), False),
+    ("3 4", "3-4", (), False),  # a range of numbers is no pair of words
+])
+def test_a_hyphen_between_words_reads_as_a_blank(answer, truth, choices, right) -> None:
+    assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("reply", "truth", "choices"), [
+    ("Final Answer: “B”", "B", ()), ("Final Answer: 「B」", "dog", ("cat", "dog")),
+    ("最终答案：选项B", "dog", ("cat", "dog")), ("Final Answer: \\frac{1}{2}", "0.5", ()),
+])
+def test_what_the_parser_reads_as_an_option_or_number_scores_as_it(reply, truth, choices) -> None:
+    assert score_answer(parse_step(reply).final_answer, truth, choices) is True
+
+
+def test_options_labelled_with_and_without_a_blank_are_labelled_alike() -> None:
+    assert score_answer("B", "dog", ("A. cat", "B.dog")) is True
