@@ -152,8 +152,9 @@ def _unequal_settings(model: str, cells, settings: list[str]) -> str | None:
 
 
 def summary_tables(records: list[TrajectoryRecord], settings: list[str],
-                   models: list[str] | None = None) -> list[Table]:
-    """Accuracy per group × setting, one table per model (in ``models`` order)."""
+                   models: list[str] | None = None, run: str | None = None) -> list[Table]:
+    """Accuracy per group × setting, one table per model (in ``models`` order); ``run``
+    names the run in each title (``vaot report`` of a store holding several)."""
     tables = []
     cells = accuracy_table(records, by="group")
     present = {r.model for r in records}
@@ -163,8 +164,9 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
     # The aggregate row's label; a dataset group may itself be called "all".
     everything = "all groups" if "all" in named else "all"
     for model in models:
-        table = Table(title=f"{escape(printable(model))}: accuracy % (correct/ended, failed = "
-                      "wrong)", title_justify="left")
+        whose = f" (run {escape(printable(run))})" if run else ""
+        table = Table(title=f"{escape(printable(model))}{whose}: accuracy % (correct/ended, "
+                      "failed = wrong)", title_justify="left")
         # Too narrow, a cell folds rather than ends in "…": a count cut short ("(68/16…") is a
         # wrong figure, and group names with a common start would read as one.
         table.add_column("group", overflow="fold")

@@ -119,8 +119,16 @@ def run(args: argparse.Namespace) -> int:
     console = _Console(highlight=False, emoji=False, soft_wrap=True)
     if not runs:
         console.print(f"{args.store}: no run recorded", markup=False)
+    several = len(runs) > 1
+    if several:
+        # Runs are reported one after the other, each a model's tables titled alike: said
+        # first, so the first run's tables are not taken for the store's only ones.
+        console.print(printable(f"{args.store} holds {len(runs)} runs, each reported below from "
+                                "its own `run ID` line, its id in its tables' titles; "
+                                "--run ID reports one"), markup=False)
     for run_id, headers in runs.items():
-        _print_run(console, run_id, headers, [r for r in records if r.run_id == run_id], prices)
+        _print_run(console, run_id, headers, [r for r in records if r.run_id == run_id], prices,
+                   one_of_several=several)
     return 0
 
 
@@ -154,7 +162,7 @@ def _with_plan(run_id: str, headers: list[dict], records: list[TrajectoryRecord]
 
 
 def _print_run(console, run_id: str, headers: list[dict], records: list[TrajectoryRecord],
-               prices: PriceTable | None) -> None:
+               prices: PriceTable | None, one_of_several: bool = False) -> None:
     header = headers[-1]
     planned, tabled = _with_plan(run_id, headers, records)
     missing = "" if planned is None else (
@@ -186,7 +194,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
                                   if any(r.setting == s for r in tabled)))
     settings += sorted({r.setting for r in tabled} - set(settings))
     by_model = list(dict.fromkeys([*models, *sorted({r.model for r in tabled})]))
-    for table in summary_tables(tabled, settings, by_model):
+    whose = run_id[:8] if one_of_several else None  # in each title, beside the model
+    for table in summary_tables(tabled, settings, by_model, run=whose):
         console.print(table)
     print_exposure(console, records, by_model)
     tally = usage_of(records)

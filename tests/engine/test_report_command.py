@@ -216,3 +216,26 @@ def test_report_says_the_rows_the_run_skipped_at_load_as_the_run_did(tmp_path) -
     assert "skipped" not in _vaot("report", store).stdout
     (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
     assert run["skipped_rows"] == 0
+
+
+def test_a_store_of_two_runs_says_so_and_names_the_run_of_each_table(tmp_path) -> None:
+    store = str(tmp_path / "two.lmdb")
+    ids = []
+    for steps in ("3", "2"):  # another --max-steps: a second run in the same store
+        ran = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2",
+                    "--settings", "cot", "--model", "reference:blind", "--max-steps", steps,
+                    "--store", store)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        ids.append(ran.stdout.split()[1].rstrip(":"))
+    assert ids[0] != ids[1]
+    done = _vaot("report", store)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert "2 runs" in first and "--run" in first, first
+    # Each table says whose it is: the same model's tables of two runs read alike otherwise.
+    titles = [line for line in done.stdout.splitlines() if "accuracy %" in line]
+    assert [ids[0][:8] in titles[0], ids[1][:8] in titles[1]] == [True, True], titles
+    # One run asked for: its tables as `vaot run` printed them, no note of the others.
+    one = _vaot("report", store, "--run", ids[1])
+    assert "2 runs" not in one.stdout
+    assert all(ids[1][:8] not in line for line in one.stdout.splitlines() if "accuracy %" in line)
