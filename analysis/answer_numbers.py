@@ -32,7 +32,9 @@ _NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 _DECIMAL = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
 _UNITISH = r"°|%|[a-zµ²]{1,12}\b"
 _NUMERIC_ANSWER = re.compile(r"[-+]?\d")
-_NUMERIC_OPTION = re.compile(rf"({_DECIMAL})\s*(?:{_UNITISH})?")
+# An option that is a number, thousands separated or not ("1,200", "120", "3.5 cm").
+_NUMERIC_OPTION = re.compile(r"([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+))"
+                             rf"\s*(?:{_UNITISH})?")
 
 
 def _as_float(number: str) -> float:

@@ -75,6 +75,9 @@ _CORRECTED = re.compile(
 # "B、"): the parser reads them as naming B, so they are not part of it.
 _WRAPPERS = re.compile(r"^[\s\"'`*_“‘「『《【〈]+|[\s\"'`*_.。、!?,;”’」』》】〉]+$")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+# A currency sign before an amount ("$1,200", "€3.50", LaTeX's "\\$5"): the number is the
+# answer, as charts write it; a sign in the truth and none in the answer (or the other way) agree.
+_CURRENCY = re.compile(r"\\?[$€£¥](?=\s?[-+]?\.?\d)")
 # A LaTeX fraction of two plain terms, "\\frac{1}{2}" (or dfrac, tfrac): read as "1/2".
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([^{}]+?)\s*\}\s*\{\s*([^{}]+?)\s*\}")
 # A marker a reply gives its answer after, at the start of a line: "Final Answer: B", "final: 3",
@@ -100,6 +103,7 @@ def normalise(text: str) -> str:
     text = re.sub(r"^\s*\$+(.+?)\$+\s*$", r"\1", text)  # inline maths: $x$, $$x$$
     text = _LATEX_TEXT.sub(r"\1", text)
     text = _LATEX_FRACTION.sub(r"\1/\2", text)
+    text = _CURRENCY.sub("", text)
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)  # "**B**, since …": the emphasis is not the answer
     text = _WRAPPERS.sub("", text.strip())
     text = re.sub(r"\\boxed\{(.*)\}", r"\1", text)

@@ -723,3 +723,25 @@ def test_what_the_parser_reads_as_an_option_or_number_scores_as_it(reply, truth,
 
 def test_options_labelled_with_and_without_a_blank_are_labelled_alike() -> None:
     assert score_answer("B", "dog", ("A. cat", "B.dog")) is True
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    ("1,200", "$1,200", (), True), ("1200", "$1,200", ("$1,200", "$12,000", "$120"), True),
+    ("$1200", "$1,200", ("$1,200", "$12,000", "$120"), True),
+    ("$120.00", "C", ("$1,200", "$12,000", "$120"), True), ("5", "$5", (), True),
+    ("€3.50", "3.5", (), True), ("-$5", "-5", (), True), ("\\$5", "5", (), True),
+    ("120", "$1,200", ("$1,200", "$12,000", "$120"), False), ("$6", "$5", (), False),
+])
+def test_a_currency_sign_before_an_amount_is_not_part_of_its_number(answer, truth, choices,
+                                                                   right) -> None:
+    # Charts give amounts as "$1,200": the truth and the options as written met the number.
+    assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("1200", "A", True), ("1200.0", "1,200", True), ("120.00", "C", True), ("12000", "B", True),
+    ("1200", "B", False), ("120", "A", False),
+])
+def test_number_options_with_thousands_separators_are_read_as_numbers(answer, truth,
+                                                                     right) -> None:
+    assert score_answer(answer, truth, ("1,200", "12,000", "120")) is right
