@@ -201,3 +201,29 @@ def test_a_model_whose_every_rendering_trajectory_failed_is_named_under_the_tabl
     assert "  good: vaot 2/2, wrong_render 2/2" in lines
     assert lines[-1].startswith("broken: every vaot and wrong_render trajectory failed")
     assert any(line.startswith("good, over the 2 samples") for line in lines)
+
+
+def test_answers_in_curly_or_cjk_quotes_count_as_right_in_the_table(tmp_path) -> None:
+    # The parser reads “A” and 「A」 as option A (dog); the table scored them wrong.
+    from PIL import Image
+
+    rows = []
+    for n in range(2):
+        Image.new("RGB", (48 + n, 40), (20 * n, 90, 160)).save(tmp_path / f"{n}.png")
+        rows.append(f'{{"id": "s{n}", "image": "{n}.png", "question": "Which animal?", '
+                    f'"answer": "dog", "choices": ["dog", "cat"], "category": "c", '
+                    f'"group": "2D"}}\n')
+    (tmp_path / "data.jsonl").write_text("".join(rows))
+    script = tmp_path / "script.json"
+    script.write_text('{"cot": "Step 1 (Text): It barks.\\nFinal Answer: “A”", '
+                      '"steps": ["Step 1 (Text): It barks.\\nFinal Answer: 「A」"]}')
+    config_file = tmp_path / "run.toml"
+    config_file.write_text(f'dataset = "jsonl:{tmp_path / "data.jsonl"}"\n'
+                           'settings = ["cot", "vaot"]\n'
+                           f'store = {str(tmp_path / "run.lmdb")!r}\n'
+                           f'[[models]]\nspec = "scripted:q"\nextra = {{script = {str(script)!r}}}\n')
+    done = _vaot("run", "--config", str(config_file), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (all_row,) = [line for line in done.stdout.splitlines() if line.startswith("│ all")]
+    assert [c.strip() for c in all_row.split("│")[2:4]] == ["100.0 (2/2)", "100.0 (2/2)"], (
+        done.stdout)
