@@ -110,12 +110,14 @@ def normalise(text: str) -> str:
     text = re.sub(r"^the answer is\s*", "", text, flags=re.I)
     text = _DEGREES.sub("°", text.replace("\u2212", "-"))  # "−5" (the minus sign) is -5
     text = " ".join(text.lower().split())
+    text = _LETTER_THEN_OPTION_WORD.sub(r"\1", text)  # "B项", "B选项": option B
     # A placeholder filled in as written in a template: "[B]", "<B>".
     if placeholder := _PLACEHOLDER.fullmatch(text):
         return next(g for g in placeholder.groups() if g).strip()
     return text
 
 
+_LETTER_THEN_OPTION_WORD = re.compile(r"^(\(?[a-z]\)?)\s*选?项$")
 _DEGREES = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)")
 _PLACEHOLDER = re.compile(r"\[([^\[\]]{1,40})\]|<([^<>]{1,40})>")
 

@@ -671,6 +671,7 @@ def test_curly_quotes_and_cjk_brackets_around_an_answer_are_not_part_of_it(
     ("B、", "dog", ("cat", "dog"), True), ("B、", "B", (), True), ("B、", "A", (), False),
     ("选项B", "dog", ("cat", "dog"), True), ("选项 B", "B", (), True),
     ("选项B", "cat", ("cat", "dog"), False),
+    ("B项", "dog", ("cat", "dog"), True), ("B选项", "B", (), True), ("B项", "cat", ("cat", "dog"), False),
 ])
 def test_a_chinese_option_word_or_enumeration_comma_leaves_the_letter(
         answer, truth, choices, right) -> None:
