@@ -208,7 +208,9 @@ def print_exposure(console, records, models: Sequence[str] = ()) -> None:
     seen = by_model.pop(ALL, {})
     if not seen:
         return
-    console.print("shown a render (finished trajectories): " + _exposed(seen), markup=False)
+    # "Finished" in the line above counts the failed too; these counts leave them out.
+    console.print("shown a render (of the trajectories answered or out of steps): "
+                  + _exposed(seen), markup=False)
     # A model whose every vaot and wrong_render trajectory failed has no figure above: said,
     # rather than left out of the lines while the others' read as all there is.
     failed: dict[str, int] = {}

@@ -35,7 +35,7 @@ def test_report_reprints_the_run_s_tables_and_gives_them_as_data(tmp_path) -> No
     assert f"run {run_id}: dataset synthetic:1" in done.stdout
     assert ("24 trajectories in the log, 24 ended (0 failed), 0 unfinished, 0 never started "
             "(of 24 trajectories asked for)") in done.stdout
-    assert "shown a render (finished trajectories): vaot " in done.stdout
+    assert "shown a render (of the trajectories answered or out of steps): vaot " in done.stdout
     assert "reference:calibrated: " in done.stdout and "out tokens" in done.stdout
     assert "cost unknown" not in done.stdout  # no price table, no cost column
     data = json.loads(_vaot("report", store, "--json", "--run", run_id[:6]).stdout)

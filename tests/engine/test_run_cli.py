@@ -446,7 +446,7 @@ def test_the_summary_and_the_log_say_how_many_trajectories_saw_a_render(tmp_path
                  "vaot,wrong_render", "--model", "reference:calibrated", "--store", str(store),
                  "--no-progress")
     assert done.returncode == 0, done.stderr
-    assert "shown a render (finished trajectories): vaot 2/2, wrong_render 2/2" in done.stdout
+    assert "shown a render (of the trajectories answered or out of steps): vaot 2/2, wrong_render 2/2" in done.stdout
     end = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()
            if '"run_end"' in line][-1]
     assert end["shown_a_render"] == {"vaot": {"shown": 2, "finished": 2},
@@ -461,7 +461,7 @@ def test_a_model_never_shown_a_render_gets_the_exposed_accuracy_line(tmp_path) -
                  "vaot,wrong_render", "--model", "reference:blind", "--store",
                  str(tmp_path / "run.lmdb"), "--no-progress")
     assert done.returncode == 0, done.stderr
-    assert "shown a render (finished trajectories): vaot 0/2, wrong_render 0/2" in done.stdout
+    assert "shown a render (of the trajectories answered or out of steps): vaot 0/2, wrong_render 0/2" in done.stdout
     assert ("reference:blind: no sample where vaot was shown a render and wrong_render a "
             "corruption that could mislead, so its vaot and wrong_render columns cannot show "
             "whether it used the images") in done.stdout

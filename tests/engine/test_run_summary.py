@@ -227,3 +227,20 @@ def test_answers_in_curly_or_cjk_quotes_count_as_right_in_the_table(tmp_path) ->
     (all_row,) = [line for line in done.stdout.splitlines() if line.startswith("│ all")]
     assert [c.strip() for c in all_row.split("│")[2:4]] == ["100.0 (2/2)", "100.0 (2/2)"], (
         done.stdout)
+
+
+def test_the_renders_shown_line_says_its_counts_leave_the_failed_out(tmp_path) -> None:
+    # One vaot trajectory fails (its first call too long), the other answers after a render.
+    # The line above counts both as finished; "vaot 1/1 (finished)" below it read as if only
+    # one had finished.
+    from tests.fakes.process import fake_server_process
+
+    with fake_server_process("openai", "--fault-script", "context_length") as port:
+        done = _vaot("run", "--model", "openai:m", "--base-url", f"http://127.0.0.1:{port}/v1",
+                     "--dataset", "synthetic:1", "--limit", "2", "--settings", "vaot",
+                     "--concurrency", "1", "--store", str(tmp_path / "run.lmdb"),
+                     "--no-progress")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "trajectories 2/2 finished, 1 failed" in done.stdout
+    assert ("shown a render (of the trajectories answered or out of steps): vaot 1/1"
+            in done.stdout), done.stdout
