@@ -16,25 +16,25 @@ import re
 from engine.parsing.answer_label import SENTENCE_END, option_label
 from engine.parsing.answer_text import choice_letter, clean_answer, gives_none_yet, split_hedge
 from engine.parsing.concluding import (
-    _CAPITAL_CHOICE,
-    _CERTAIN,
-    _CONCLUSION,
-    _COUNT_SAID,
-    _FOR_A_STEP,
-    _GAP,
-    _HEDGED,
-    _IS,
-    _LEAD_IN,
-    _NO_ANSWER_YET,
-    _RULE_LINE,
-    _STEP_LEAD,
-    _UNSETTLED,
-    _asks,
-    _plans_next,
-    _said_instead,
-    _sentence_before,
-    _supposes,
-    _under_next_heading,
+    CAPITAL_CHOICE,
+    CERTAIN,
+    CONCLUSION,
+    COPULA,
+    COUNT_SAID,
+    FOR_A_STEP,
+    HEDGED,
+    LEAD_IN,
+    MARKUP_GAP,
+    NO_ANSWER_YET,
+    RULE_LINE,
+    STEP_LEAD,
+    UNSETTLED,
+    asks,
+    plans_next,
+    said_instead,
+    sentence_before,
+    supposes,
+    under_next_heading,
 )
 
 __all__ = ["answer_first"]
@@ -58,16 +58,16 @@ _FREE = rf"{_WORD}(?:[ \t]++{_WORD}){{0,5}}"
 # is the right choice" plans. A hedge or a negation between them ("is probably the answer", "is
 # not correct", 不正确) leaves no match.
 _PREDICATE = (
-    rf"\b{_IS}(?:[ \t]++(?:{_CERTAIN}|indeed))?{_GAP}"
-    rf"(?:(?P<noun>(?:the|my|our){_GAP}(?:(?:only|final){_GAP})?(?:(?:correct|right|best|true)"
-    rf"{_GAP})?answer(?:{_GAP}(?:choice|option))?(?:[ \t]++to[ \t]++(?:the|this)[ \t]++question)?)"
-    rf"|(?:the|my|our){_GAP}(?:(?:only|final){_GAP})?(?:correct|right|best){_GAP}"
-    rf"(?:option|choice|one)|(?:my|our){_GAP}(?:final{_GAP})?(?:option|choice)|correct)"
+    rf"\b{COPULA}(?:[ \t]++(?:{CERTAIN}|indeed))?{MARKUP_GAP}"
+    rf"(?:(?P<noun>(?:the|my|our){MARKUP_GAP}(?:(?:only|final){MARKUP_GAP})?(?:(?:correct|right|best|true)"
+    rf"{MARKUP_GAP})?answer(?:{MARKUP_GAP}(?:choice|option))?(?:[ \t]++to[ \t]++(?:the|this)[ \t]++question)?)"
+    rf"|(?:the|my|our){MARKUP_GAP}(?:(?:only|final){MARKUP_GAP})?(?:correct|right|best){MARKUP_GAP}"
+    rf"(?:option|choice|one)|(?:my|our){MARKUP_GAP}(?:final{MARKUP_GAP})?(?:option|choice)|correct)"
     r"|(?:(?:就|应该|应当|应)?[ \t]*+[是为][ \t]*+(?:本题的?|最终的?)?"
     r"(?:正确的?[ \t]*+(?:答案|选项)?|对的|(?P<noun_zh>答案))|正确的?)")
 # "So, it's B", 所以是B, 因此应该是B: the answer after, an option only ("So it's red" may
 # describe the image), read only after a conclusion word or "I think".
-_ITS = (rf"(?:\bit(?:['’]s|[ \t]++{_IS})(?:[ \t]++{_CERTAIN})?[ \t]++"
+_ITS = (rf"(?:\bit(?:['’]s|[ \t]++{COPULA})(?:[ \t]++{CERTAIN})?[ \t]++"
         rf"|(?:就|应该|应当|应)?是[ \t]*+)(?P<named>{_OPTION})")
 # The sentence's end: the predicate (and its reason: "B is correct because the bar is taller",
 # B是正确答案，因为…) or the named option, a mark, closers.
@@ -78,8 +78,8 @@ _ENDING = re.compile(rf"(?:(?P<pred>{_PREDICATE}){_BECAUSE}?|(?P<its>{_ITS}))"
 # The sentence before the predicate: the lead-in concluding.py reads ("Therefore,", "Based on
 # the zoom,", "I think"), then the answer ("only B is correct" names B alone). A free answer
 # opens with no conclusion word: in "A is wrong, so B is correct" the "so" is the lead-in's.
-_HEAD = re.compile(rf"(?P<lead>{_LEAD_IN.pattern})(?P<only>only[ \t]++)?"
-                   rf"(?P<subject>{_OPTION}|(?P<free>(?!{_CONCLUSION}|(?:and|but|or)\b){_FREE}))"
+_HEAD = re.compile(rf"(?P<lead>{LEAD_IN.pattern})(?P<only>only[ \t]++)?"
+                   rf"(?P<subject>{_OPTION}|(?P<free>(?!{CONCLUSION}|(?:and|but|or)\b){_FREE}))"
                    r"[ \t]*+", re.IGNORECASE)
 # A doubt in the sentence: "Probably, B is correct", "I'm not sure, but…", "B (maybe) is
 # correct", "Usually B is the answer", 可能. ("Probably, the
@@ -142,8 +142,8 @@ def _content_end(text: str) -> int | None:
             end = token
         else:
             line_start = text.rfind("\n", 0, end) + 1
-            step = _STEP_LEAD.match(text, line_start, end)
-            if not (_RULE_LINE.fullmatch(text, line_start, end)
+            step = STEP_LEAD.match(text, line_start, end)
+            if not (RULE_LINE.fullmatch(text, line_start, end)
                     or (step is not None and step.end() == end)):
                 return end
             end = line_start
@@ -159,12 +159,12 @@ def _sentence(text: str, low: int, end: int) -> tuple[int, int, str, str] | None
     if ending is None:
         return None
     said_at = low + ending.start()
-    begin, whole = _sentence_before(text, said_at)
-    if (not whole or _asks(text[begin:end])
+    begin, whole = sentence_before(text, said_at)
+    if (not whole or asks(text[begin:end])
             or _LIST_ITEM.match(text, text.rfind("\n", 0, begin) + 1)):
         return None
     if ending.group("its"):
-        opened = _LEAD_IN.fullmatch(text, begin, said_at)
+        opened = LEAD_IN.fullmatch(text, begin, said_at)
         if opened is None or not (opened.group("word") or opened.group("hedge")):
             return None  # "It's B." alone may describe; "So, it's B." concludes
         lead = text[begin:said_at]
@@ -180,20 +180,20 @@ def _sentence(text: str, low: int, end: int) -> tuple[int, int, str, str] | None
         subject_start = opened.start("subject")
         first_word = opened.start("only") if opened.group("only") else subject_start
     answer = _answer(subject, free)
-    if ending.group("why") and _UNSETTLED.search(ending.group("why")):
+    if ending.group("why") and UNSETTLED.search(ending.group("why")):
         return None  # "B is correct because …, but let me check"
-    if (answer is None or _supposes(lead) or _DOUBT.search(text, begin, end) or opened.group("here")
-            or _plans_next(lead) or _under_next_heading(text, begin)):
+    if (answer is None or supposes(lead) or _DOUBT.search(text, begin, end) or opened.group("here")
+            or plans_next(lead) or under_next_heading(text, begin)):
         return None
     # The thought's cut, and the words quoted, start at the conclusion word or "I think".
     start = next((opened.start(g) for g in ("word", "hedge") if opened.group(g)), first_word)
     while start > begin and text[start - 1] in "*_":
         start -= 1  # emphasis written before the word belongs to it
     if ending.group("its"):
-        warning = _said_instead(text[start:subject_start])
+        warning = said_instead(text[start:subject_start])
     else:
         predicate = ending.group("pred").strip(" \t*_")
-        warning = _said_instead(text[start:subject_start], predicate)
+        warning = said_instead(text[start:subject_start], predicate)
     return start, end, answer, warning
 
 
@@ -202,13 +202,13 @@ def _answer(subject: str, free: bool) -> str | None:
     after the letter dropped, so its letter is read), or a short free answer that neither
     refers elsewhere nor doubts."""
     answer = clean_answer(subject.strip(" \t*_"))
-    if _UNSETTLED.search(answer) or _FOR_A_STEP.search(answer):
+    if UNSETTLED.search(answer) or FOR_A_STEP.search(answer):
         return None  # "B (to be verified)", "B (the zoom tool)"
     if not free:
         answer = _OPTION_WORD_AFTER.sub("", answer)
         return answer if choice_letter(answer) is not None else None
-    if (len(answer) > 40 or _NOT_FREE.match(answer) or _NO_ANSWER_YET.match(answer)
-            or _HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)):
+    if (len(answer) > 40 or _NOT_FREE.match(answer) or NO_ANSWER_YET.match(answer)
+            or HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)):
         return None
     return answer
 
@@ -217,7 +217,7 @@ def _conclusion(text: str, line_start: int, end: int) -> tuple[int, int, str, st
     """The answer of a "Conclusion:" line opening the reply's last line ("**Conclusion:** B"),
     or alone on the line above it: only an option, a number or yes/no. "Conclusion: the chart
     shows growth" is prose, and "Conclusion: the answer is B" concluding.py's."""
-    lead = _STEP_LEAD.match(text, line_start, end)
+    lead = STEP_LEAD.match(text, line_start, end)
     mark = _CONCLUSION_MARK.match(text, lead.end() if lead else line_start, end)
     begin = mark.end() if mark else line_start
     if mark is None or mark.end() == end:
@@ -227,22 +227,22 @@ def _conclusion(text: str, line_start: int, end: int) -> tuple[int, int, str, st
         while above_end > 0 and text[above_end - 1].isspace():
             above_end -= 1
         above = text.rfind("\n", 0, above_end) + 1
-        step = _STEP_LEAD.match(text, above, above_end)
+        step = STEP_LEAD.match(text, above, above_end)
         mark = _CONCLUSION_MARK.match(text, step.end() if step else above, above_end)
         if mark is None or mark.end() != above_end:
             return None
     label = option_label(text, begin, end)
     stop = SENTENCE_END.search(text, label.end() if label else begin, end)
-    if stop is not None and (stop.end() < end or _asks(stop.group())):
+    if stop is not None and (stop.end() < end or asks(stop.group())):
         return None  # a second sentence, or a question
     answer = clean_answer(text[begin : stop.start() if stop else end])
-    if not answer or _FOR_A_STEP.search(answer) or _UNSETTLED.search(answer) or _asks(answer) \
-            or _HEDGED.search(answer) or split_hedge(answer)[1]:
+    if not answer or FOR_A_STEP.search(answer) or UNSETTLED.search(answer) or asks(answer) \
+            or HEDGED.search(answer) or split_hedge(answer)[1]:
         return None
-    named = _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None
-    if not (named or _COUNT_SAID.fullmatch(answer)):
+    named = CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None
+    if not (named or COUNT_SAID.fullmatch(answer)):
         return None
     start = mark.start()
     while start > 0 and text[start - 1] in "*_":
         start -= 1
-    return start, end, answer, _said_instead(text[mark.start():mark.end()])
+    return start, end, answer, said_instead(text[mark.start():mark.end()])

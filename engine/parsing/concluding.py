@@ -18,7 +18,31 @@ from engine.parsing.answer_text import (
     split_hedge,
 )
 
-__all__ = ["ANSWER_IS", "said_answer"]
+# The pieces answer_first.py shares: the same words for a conclusion, a hedge or a plan, so the
+# two readings of a last sentence cannot drift apart.
+__all__ = [
+    "ANSWER_IS",
+    "CAPITAL_CHOICE",
+    "CERTAIN",
+    "CONCLUSION",
+    "COPULA",
+    "COUNT_SAID",
+    "FOR_A_STEP",
+    "HEDGED",
+    "LEAD_IN",
+    "MARKUP_GAP",
+    "NO_ANSWER_YET",
+    "RULE_LINE",
+    "STEP_LEAD",
+    "UNSETTLED",
+    "asks",
+    "plans_next",
+    "said_answer",
+    "said_instead",
+    "sentence_before",
+    "supposes",
+    "under_next_heading",
+]
 
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …" (also
 # "the answer to the question is/:", "the answer to question 2 is": a question set among several
@@ -34,30 +58,30 @@ __all__ = ["ANSWER_IS", "said_answer"]
 # a word of certainty ("I'd say it's definitely B", "I'd definitely go with B"), which says the
 # reply has settled; a hedge ("I'd say it's probably B") stays in the answer, which then names
 # no one option. 我选择的是B is 我选B.
-_CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
+CERTAIN = (r"(?:(?:most[ \t]+)?(?:definitely|certainly)|clearly|surely|undoubtedly|absolutely"
             r"|obviously)")
 # Between the words of "the answer is": a blank, with emphasis opening or closing a word at it
 # ("So, the **answer** is: B", "the *correct answer* is B"). Possessive, and never empty.
-_GAP = r"(?:[ \t]++(?:\*\*?+|__?+)?+|(?:\*\*?+|__?+)[ \t]++)"
+MARKUP_GAP = r"(?:[ \t]++(?:\*\*?+|__?+)?+|(?:\*\*?+|__?+)[ \t]++)"
 # "is", or a modal that concludes as firmly ("the answer must be B", "should be", "would be",
 # "has to be", as 答案应该是 does); a supposition ("If …, the answer would be B") is _SUPPOSED's.
-_IS = (r"(?:is|(?:must|should|would)[ \t]+be|ha(?:s|ve)[ \t]+to[ \t]+be)\b")
+COPULA = (r"(?:is|(?:must|should|would)[ \t]+be|ha(?:s|ve)[ \t]+to[ \t]+be)\b")
 ANSWER_IS = re.compile(
-    rf"(?:\b(?:the{_GAP})?final{_GAP}answer{_GAP}(?:is|would[ \t]+be|will[ \t]+be)"
-    rf"|(?P<bare>\b(?:(?:the|my|our){_GAP})?(?:(?:correct|right|best){_GAP})?"
+    rf"(?:\b(?:the{MARKUP_GAP})?final{MARKUP_GAP}answer{MARKUP_GAP}(?:is|would[ \t]+be|will[ \t]+be)"
+    rf"|(?P<bare>\b(?:(?:the|my|our){MARKUP_GAP})?(?:(?:correct|right|best){MARKUP_GAP})?"
     rf"(?:answer(?:[ \t]+to[ \t]+(?:(?:the|this|your)[ \t]+question(?:[ \t]+#?\d++)?"
     r"|question[ \t]+#?\d++))?"
     # "The answer here is B", "The answer, therefore, is B".
     r"(?:(?:[ \t]*+,[ \t]*+|[ \t]++)(?:here|then|therefore|thus|hence)\b(?:[ \t]*+,)?)?"
-    rf"(?:{_GAP}{_IS}|(?=[ \t*_]*+[:：]))"
-    rf"|(?:final{_GAP})?(?:option|choice){_GAP}{_IS})"
+    rf"(?:{MARKUP_GAP}{COPULA}|(?=[ \t*_]*+[:：]))"
+    rf"|(?:final{MARKUP_GAP})?(?:option|choice){MARKUP_GAP}{COPULA})"
     # 本题的答案是 ("this question's answer is").
     r"|(?:(?:本|此|该|这道?)题的?)?(?:我们?(?:选择?)?的[ \t]*+|正确的?)?(?:最终)?(?:答案|选项)"
     r"[ \t]*+(?:(?:就|应该|应当|应)[ \t]*+)?(?:[是为為]|(?=[:：]))"
-    rf"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:{_CERTAIN}[ \t]+)?"
+    rf"|(?P<say>\b(?:(?:i|we)(?:['’]d|[ \t]+would)[ \t]+(?:{CERTAIN}[ \t]+)?"
     r"(?:say(?:[ \t]+it(?:['’]s|[ \t]+is))?"
-    rf"(?:[ \t]+{_CERTAIN})?|go[ \t]+with)"
-    rf"|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+(?:{_CERTAIN}[ \t]+)?go[ \t]+with"
+    rf"(?:[ \t]+{CERTAIN})?|go[ \t]+with)"
+    rf"|(?:i|we)(?:['’]ll|[ \t]+will)[ \t]+(?:{CERTAIN}[ \t]+)?go[ \t]+with"
     r"|(?:i['’]m|i[ \t]+am|we['’]re|we[ \t]+are)[ \t]+going[ \t]+with"
     # "I'll choose B", "I choose B", "I'd pick B": an option only (_names_one), as 我选B.
     r"|(?:i|we)(?:['’]d|['’]ll|[ \t]+(?:would|will))?[ \t]+(?:choose|pick|select))"
@@ -71,7 +95,7 @@ ANSWER_IS = re.compile(
     # certainty or of conclusion after it is no part of the answer ("is clearly B", "is
     # therefore B": scored, "clearly B" named no option).
     r"(?:[*_]{1,2}+(?=[ \t]*+[:：]))?[ \t]*[:：]?[ \t]*"
-    rf"(?:(?:{_CERTAIN}|indeed|therefore|thus|hence)(?:[ \t]*+,[ \t]*+|[ \t]++)(?=\S))?",
+    rf"(?:(?:{CERTAIN}|indeed|therefore|thus|hence)(?:[ \t]*+,[ \t]*+|[ \t]++)(?=\S))?",
     re.IGNORECASE,
 )
 # What may follow a reply's last line (blanks, a closing fence or rule, emphasis, a chat template's
@@ -94,7 +118,7 @@ def said_answer(text: str, said: list[re.Match[str]],
         if last.group("bare") is not None and (
                 concluded := _concluding(text, last, notes)) is not None:
             start, end, answer = concluded
-            return start, end, answer, _said_instead(text[start:last.end()])
+            return start, end, answer, said_instead(text[start:last.end()])
     said = [m for m in said if m.group("bare") is None]
     if said:
         m = said[-1]
@@ -104,19 +128,19 @@ def said_answer(text: str, said: list[re.Match[str]],
         # clear; I need to zoom": thought, whatever the reply proposes. A doubt counts in the
         # answer's own sentence only: "The final answer is 7. If you need more, let me know!"
         # gives 7, and "The final answer is B? Let me check." none.
-        begin, _ = _sentence_before(text, m.start())
+        begin, _ = sentence_before(text, m.start())
         label = LABEL_FIRST.match(text, m.end(), stop.end())
         mark = SENTENCE_END.search(text, label.end() if label else m.end(), stop.end())
         own = text[m.end() : mark.start() if mark else stop.end()]
         if answer and not (_supposes_final(text[begin:m.start()])
-                           or _FINAL_NOT_GIVEN.match(answer) or _UNSETTLED.search(own)
-                           or (mark and _asks(mark.group()))):
+                           or _FINAL_NOT_GIVEN.match(answer) or UNSETTLED.search(own)
+                           or (mark and asks(mark.group()))):
             return (m.start(), stop.end(), label_only(clean_answer(stop.group().rstrip("."))),
-                    _said_instead(m.group()))
+                    said_instead(m.group()))
     return None
 
 
-def _said_instead(phrase: str, after: str = "") -> str:
+def said_instead(phrase: str, after: str = "") -> str:
     """The warning for an answer read from prose, quoting the words it was read after ("So
     I'd say it's …", "故选 …") and, for one said first, before ("Therefore, … is the correct
     answer"): a reader checking the reading sees the words the reply used, "…" where the
@@ -133,13 +157,13 @@ def _said_instead(phrase: str, after: str = "") -> str:
 # A step marker before the sentence on its line ("Step 2 (Text): The answer is 3.", "步骤 2：",
 # "第2步："), as engine/parsing/headers.py spells them. Possessive runs, so a line of blanks or
 # asterisks is not tried every way.
-_STEP_LEAD = re.compile(r"[ \t>#*_-]*+(?:step|步骤|第)[ \t]*+\d++[ \t]*+步?[ \t]*+"
+STEP_LEAD = re.compile(r"[ \t>#*_-]*+(?:step|步骤|第)[ \t]*+\d++[ \t]*+步?[ \t]*+"
                         r"(?:[(（][^)）\n]{0,40}[)）])?[ \t*_]*+[:：.-]?[ \t*_]*+", re.IGNORECASE)
-_RULE_LINE = re.compile(r"[`~*_=#\s-]*")
+RULE_LINE = re.compile(r"[`~*_=#\s-]*")
 _CLAUSE = r"[^,;:.!?，；：。！？\n]{1,80}?"
 # The Chinese words follow and precede word characters ("所以答案是B"), so take no \b.
 _CONCLUSION_ZH = r"(?:所以|因此|因而|于是|从而|故而|故|综上所述|综上|总之|总而言之|由此可见|可见|那么)"
-_CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
+CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|finally|clearly"
                r"|altogether|in[ \t]+(?:conclusion|summary|short|total)"
                r"|to[ \t]+(?:conclude|sum[ \t]+up|summari[sz]e)|all[ \t]+in[ \t]+all)\b"
                rf"|{_CONCLUSION_ZH})")
@@ -148,7 +172,7 @@ _CONCLUSION = (r"(?:(?:so|thus|therefore|hence|consequently|accordingly|overall|
 _ZH_WORD_LAST = re.compile(rf"{_CONCLUSION_ZH}[ \t*_]*+\Z")
 # The one hedge a conclusion may carry: "I think the answer is B." as a reply's last sentence is
 # the answer a reader scores; as a first impression or mid-reasoning it is no last sentence, or
-# _SUPPOSED and _UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
+# _SUPPOSED and UNSETTLED turn it away ("At first glance, I think …", "…, but let me check").
 # "I conclude", "I'm confident" and 可以确定 ("it can be determined") say as much. Not "I guess".
 _HEDGE_ZH = (r"(?:我们?(?:认为|觉得|相信|判断|确定)"
              r"|(?<![不无])(?:可以|能够?)(?:确定|判断|看出|断定|得出))")
@@ -166,9 +190,9 @@ _HEDGE = (r"(?:(?:(?:i|we)(?:[ \t]+(?:think|believe|(?:can[ \t]+)?(?:conclude|co
 # guess": those do not conclude. The first clauses are tried fewest first, so "Therefore," is
 # read as the conclusion word it is (and cut from the thought). "Here is" presents the answer
 # that follows its colon. A clause holds no mark it is closed by, so each run splits one way.
-_LEAD_IN = re.compile(
+LEAD_IN = re.compile(
     rf"[ \t*_]*(?:{_CLAUSE}[,;:，；：–—][ \t*_]*){{0,4}}?"
-    rf"(?:(?:and[ \t]+)?(?P<word>{_CONCLUSION})[ \t*_]*[,:，：…]?[ \t*_]*)?"
+    rf"(?:(?:and[ \t]+)?(?P<word>{CONCLUSION})[ \t*_]*[,:，：…]?[ \t*_]*)?"
     rf"(?:{_CLAUSE}(?:[,，][ \t*_]*|(?={_HEDGE_ZH}))){{0,3}}?(?:and[ \t]+)?"
     rf"(?:(?P<hedge>{_HEDGE})[ \t*_]*"
     # "Here is the answer: 3", "Here's my answer: B": the colon form only (_lead_in).
@@ -190,7 +214,7 @@ _SUPPOSED = re.compile(
     re.IGNORECASE,
 )
 # What, right after "the answer is", says where or how the answer will be found, not what it is.
-_NO_ANSWER_YET = re.compile(
+NO_ANSWER_YET = re.compile(
     r"(?:not|n['’]t|no[ \t]+longer|unknown|unclear|uncertain|undetermined|undecided|ambiguous"
     r"|indeterminate|hidden|still|yet|probably|perhaps|maybe|possibly|likely|unlikely|either"
     r"|neither|one[ \t]+of|somewhere|located|found|visible|shown|written|displayed|printed|given"
@@ -230,7 +254,7 @@ _FINAL_NOT_GIVEN = re.compile(
     re.IGNORECASE,
 )
 # Anywhere in the answer: a doubt, a condition or a step still to take ("…, but let me check").
-_UNSETTLED = re.compile(
+UNSETTLED = re.compile(
     r"\b(?:but|however|though|although|if|unless|until|whether|assuming|provided|wait|before"
     r"|once|depend(?:s|ing)?|or[ \t]+not|not[ \t]+(?:yet|sure|certain)|need[ \t]+to"
     r"|let(?:['’]s|[ \t]+(?:me|us))"
@@ -254,16 +278,16 @@ _UNSETTLED = re.compile(
 # A concluding sentence's answer that hedges or names several ("B, probably", "most likely C",
 # "B, C"): read for "the answer is" only, where a conclusion must be one answer. ("3 probably"
 # without the comma is split_hedge's, which a marked answer drops instead.)
-_HEDGED = re.compile(
+HEDGED = re.compile(
     r"^(?:(?:most|very|quite|more)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)\b"
     r"|[,，][ \t]*(?:(?:most|very|quite)[ \t]+)?(?:probabl\w*|maybe|perhaps|presumably|likely)"
     r"[ \t.!。！]*$"
-    # "A, B, C, or D": its last pair ("B or C" without the comma is _UNSETTLED's).
+    # "A, B, C, or D": its last pair ("B or C" without the comma is UNSETTLED's).
     r"|(?-i:\b[A-J])[)\"'”’」』]?[ \t]*[,，、][ \t]*(?:or|或)[ \t]*[(\"'“‘「『]?(?-i:[A-J])\b"
     r"|之间|中的一个|其中之一", re.IGNORECASE)
 
 
-def _asks(text: str) -> bool:
+def asks(text: str) -> bool:
     """Whether ``text`` holds a question mark, ASCII or full-width (答案是B还是C？)."""
     return "?" in text or "？" in text
 
@@ -289,13 +313,13 @@ def _concluding(text: str, m: re.Match[str],
     label = option_label(text, begin, line_end)
     stop = SENTENCE_END.search(text, label.end() if label else begin, line_end)
     end = stop.end() if stop else line_end
-    if (stop and _asks(stop.group())) or not _nothing_after(text, end):
+    if (stop and asks(stop.group())) or not _nothing_after(text, end):
         return None  # a question, or not the last sentence
     answer = clean_answer(text[begin : stop.start() if stop else line_end])
     if stop:
         answer = _requoted(answer, stop.group())
-    if (not answer or _NO_ANSWER_YET.match(answer) or _UNSETTLED.search(answer) or _asks(answer)
-            or _HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)
+    if (not answer or NO_ANSWER_YET.match(answer) or UNSETTLED.search(answer) or asks(answer)
+            or HEDGED.search(answer) or split_hedge(answer)[1] or gives_none_yet(answer)
             or ((m.group("say") or m.group("choose")) and not _names_one(answer, m))):
         if notes is not None and answer and (kind := placeholder(answer)) is not None:
             notes.append(placeholder_note(answer, kind, text[start:m.end()]))
@@ -325,11 +349,11 @@ def _requoted(answer: str, stop: str) -> str:
 # number with at most a unit ("3", "12 cm", "40%") or yes/no. Anything else is more likely a
 # remark ("I'd say we need to zoom in", "I'd say a closer look helps", "I'd say 3 more zooms
 # are needed"). "I'll choose" or "I'd pick" names an option only: "I'll pick 3" may be regions.
-_CAPITAL_CHOICE = re.compile(
+CAPITAL_CHOICE = re.compile(
     r"(?:(?i:option|choice)[ \t]+|选项[ \t]*)?[\"'“‘「『]?[(（\[<]?[A-JＡ-Ｊ](?![a-zａ-ｚ])")
 # The word after the number is its unit, not a hedge or a count still open: "3 probably",
 # "2 maybe", "3 initially", "4 tops", "2 first" say the reply has not settled ("…ly" is no unit).
-_COUNT_SAID = re.compile(
+COUNT_SAID = re.compile(
     r"[-+]?\d[\d,]*(?:\.\d+)?(?:[ \t]*(?:%|°[CF]?|(?!(?:more|less|fewer|or|and|to|times|maybe"
     r"|perhaps|approx\w*|tops|max|either|first|now|is|are|hm+|guess\w*|[A-Za-z]*ly)\b)"
     r"[A-Za-z]{1,12}|[\u4e00-\u9fff]{1,4}))?|(?i:yes|no)")
@@ -338,7 +362,7 @@ _COUNT_SAID = re.compile(
 # What, after the option a choice names, makes it the option for a step still to take ("I'll
 # go with option A to crop the image", "B (the zoom tool) first", 选项B作为下一步放大的区域): a
 # region or a tool may be labelled with a letter as an answer is. ("The first one" is an option.)
-_FOR_A_STEP = re.compile(
+FOR_A_STEP = re.compile(
     r"\b(?:next|(?<!\bthe[ \t])first|then|later|afterwards|zoom\w*|crop\w*|inspect\w*"
     r"|examin\w*|check\w*|verif\w*|confirm\w*)\b|下一步|接下来|然后|放大|裁剪|查看|进行|确认|核实",
     re.IGNORECASE)
@@ -347,12 +371,12 @@ _FOR_A_STEP = re.compile(
 def _names_one(answer: str, m: re.Match[str]) -> bool:
     """Whether the answer of a choice named without the word answer is one option (or, after
     "say", one number or yes/no), not one for the next step."""
-    if _FOR_A_STEP.search(answer):
+    if FOR_A_STEP.search(answer):
         return False
-    if _CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
+    if CAPITAL_CHOICE.match(answer) and choice_letter(answer) is not None:
         return True
     chooses = re.search(r"choose|pick|select", m.group("say") or "", re.IGNORECASE)
-    return bool(m.group("say")) and not chooses and _COUNT_SAID.fullmatch(answer) is not None
+    return bool(m.group("say")) and not chooses and COUNT_SAID.fullmatch(answer) is not None
 
 
 def _nothing_after(text: str, pos: int) -> bool:
@@ -370,13 +394,13 @@ def _nothing_after(text: str, pos: int) -> bool:
         line = NEXT_LINE.match(text, pos)
         if line is None:
             return False  # more of the answer's own line
-        step = _STEP_LEAD.match(text, line.start(1))
-        if not (_RULE_LINE.fullmatch(line.group(1)) or (step and step.end() == line.end())):
+        step = STEP_LEAD.match(text, line.start(1))
+        if not (RULE_LINE.fullmatch(line.group(1)) or (step and step.end() == line.end())):
             return False
         pos = line.end()
 
 
-def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
+def sentence_before(text: str, pos: int) -> tuple[int, bool]:
     """Where the sentence ``pos`` is in begins (after its line's step marker), looking back at
     most 240 characters, and whether it begins there (False: it is longer)."""
     lo = max(0, pos - 240)
@@ -388,7 +412,7 @@ def _sentence_before(text: str, pos: int) -> tuple[int, bool]:
     if newline < 0 and lo > 0:
         return begin, False
     begin = LINE_LEAD.match(text, begin, pos).end()
-    if step := _STEP_LEAD.match(text, begin, pos):
+    if step := STEP_LEAD.match(text, begin, pos):
         begin = step.end()
     return begin, True
 
@@ -408,13 +432,13 @@ _ASKED_RIGHT_BEFORE = re.compile(
 
 
 def _supposes_final(lead: str) -> bool:
-    """:func:`_supposes` for "the final answer is", which needs no conclusion before it."""
+    """:func:`supposes` for "the final answer is", which needs no conclusion before it."""
     opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
     return bool(opened) or _CONDITION.search(lead) is not None or (
         _ASKED_RIGHT_BEFORE.search(lead) is not None)
 
 
-def _supposes(lead: str) -> bool:
+def supposes(lead: str) -> bool:
     """Whether what precedes "the answer is" in its sentence makes it a supposition or a
     question ("If …", "what the final answer is"), or a quotation left open."""
     opened = lead.count('"') % 2 or lead.count("“") > lead.count("”")
@@ -441,7 +465,7 @@ _NEXT_STEP = re.compile(
     r"下一步|接下来|接着|\bnext[ \t]+(?:step|action|move)\b"
     r"|^[ \t*_]*(?:(?:so|and|now|then)[ \t]*,?[ \t]*)?next\b(?![ \t]+to\b)",
     re.IGNORECASE)
-_CONCLUDES = re.compile(_CONCLUSION, re.IGNORECASE)
+_CONCLUDES = re.compile(CONCLUSION, re.IGNORECASE)
 # The next step as a heading of its own, the line before the choice ("**Next step:**", "### Next",
 # "下一步："), or the sentence right before it on its line ("Next step. I'll go with B.",
 # "下一步。故选B"): a colon, a full stop, an exclamation mark or an ellipsis closes it alike, a
@@ -458,10 +482,10 @@ _ONLY_MARKS = re.compile(r"[\s,，:：;；、*_-]*")
 # And before the step word, which opens its sentence to head it: marks, or a conclusion word
 # ("所以下一步，故选B"). Inside a clause it is a thing seen, a button labelled 下一步 or "Next
 # step" ("按钮上写着下一步，故选B"), and what follows its comma concludes.
-_STEP_OPENS = re.compile(rf"[\s,，:：;；、*_>#-]*(?:{_CONCLUSION}[\s,，:：;；、*_-]*)?", re.IGNORECASE)
+_STEP_OPENS = re.compile(rf"[\s,，:：;；、*_>#-]*(?:{CONCLUSION}[\s,，:：;；、*_-]*)?", re.IGNORECASE)
 
 
-def _plans_next(lead: str) -> bool:
+def plans_next(lead: str) -> bool:
     """Whether ``lead``, what precedes a choice in its sentence, names the next step as what the
     choice is for."""
     steps = list(_NEXT_STEP.finditer(lead))
@@ -473,7 +497,7 @@ def _plans_next(lead: str) -> bool:
                for word in _CONCLUDES.finditer(lead, step.end()))
 
 
-def _under_next_heading(text: str, begin: int) -> bool:
+def under_next_heading(text: str, begin: int) -> bool:
     """Whether the sentence at ``begin`` opens its line under a next-step heading (blank lines
     between allowed), or follows one as the sentence before it on its line, looking back at
     most 240 characters."""
@@ -483,7 +507,7 @@ def _under_next_heading(text: str, begin: int) -> bool:
         return False  # a line longer than any heading and its sentence
     head = LINE_LEAD.match(text, line_start, begin).end()
     if head < begin:  # a sentence before it on its line: the heading there, or none
-        if step := _STEP_LEAD.match(text, head, begin):
+        if step := STEP_LEAD.match(text, head, begin):
             head = step.end()
         breaks = list(SENTENCE_END.finditer(text, head, begin))
         last = len(breaks) - 1
@@ -506,17 +530,17 @@ def _lead_in(text: str, m: re.Match[str]) -> int | None:
     the match) when only a lead-in that concludes precedes the match ``m`` of _ANSWER_IS in its
     sentence; None otherwise."""
     pos = m.start()
-    begin, whole = _sentence_before(text, pos)
+    begin, whole = sentence_before(text, pos)
     if not whole:
         return None  # a sentence longer than any lead-in
     lead = text[begin:pos]
-    said = _LEAD_IN.fullmatch(lead)
-    if said is None or _supposes(lead):
+    said = LEAD_IN.fullmatch(lead)
+    if said is None or supposes(lead):
         return None
     if said.group("here") and not m.group().rstrip().endswith((":", "：")):
         return None  # "Here is" presents a colon's answer: "Here is the answer is …" is no prose
-    if (m.group("say") or m.group("choose")) and (_plans_next(lead)
-                                                  or _under_next_heading(text, begin)):
+    if (m.group("say") or m.group("choose")) and (plans_next(lead)
+                                                  or under_next_heading(text, begin)):
         return None  # "下一步，应该选C": the next step's choice, of a region or a tool
     opener = next((g for g in ("word", "hedge", "here") if said.group(g)), None)
     if m.group("choose") and opener is None and not m.group("choose").startswith(
