@@ -2,9 +2,9 @@
 
 Digits ("1,200", ".5") or number words ("twenty-one"), a fraction ("1/2"), a measure and its unit
 ("45°", "3cm"), the result of a sum ("2 + 1 = 3", "7 in total"); and no number where an answer
-gives none: a bound ("at least 3", "3+"), a range ("3-4") or alternatives ("3 or 4"). The names
-keep the leading underscore they had in analysis/scoring.py, the one module that imports them:
-they are its internals, not an API, and ``__all__`` lists them for that import alone.
+gives none: a bound ("at least 3", "3+"), a range ("3-4") or alternatives ("3 or 4").
+``__all__`` lists what analysis/scoring.py reads numbers with; the rest (names with a leading
+underscore) are this module's own.
 """
 
 from __future__ import annotations
@@ -12,39 +12,42 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "_GLUED_UNIT",
-    "_NUMBER",
-    "_NUMBER_TOKEN",
-    "_NUMERIC_ANSWER",
-    "_NUMERIC_OPTION",
-    "_STARTS_BOUNDED",
-    "_as_float",
-    "_fraction",
-    "_number_given",
-    "_same_measure",
-    "_truth_number",
+    "GLUED_UNIT",
+    "NUMBER",
+    "NUMBER_TOKEN",
+    "NUMERIC_ANSWER",
+    "NUMERIC_OPTION",
+    "STARTS_BOUNDED",
+    "as_float",
+    "fraction_value",
+    "number_given",
+    "same_measure",
+    "truth_number",
 ]
 
 
-_NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
+# A text that is a number in digits and nothing else: "3", "-2.5", ".5", "1,200" (a comma only
+# between groups of three, so "1,5" is no number here).
+NUMBER = re.compile(r"^[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)$")
 
 # A decimal number, and what may stand after one as its unit ("°", "%", "cm", "degrees").
 _DECIMAL = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
 _UNITISH = r"°|%|[a-zµ²]{1,12}\b"
-_NUMERIC_ANSWER = re.compile(r"[-+]?\d")
+NUMERIC_ANSWER = re.compile(r"[-+]?\d")
 # An option that is a number, thousands separated or not ("1,200", "120", "3.5 cm").
-_NUMERIC_OPTION = re.compile(r"([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+))"
-                             rf"\s*(?:{_UNITISH})?")
+NUMERIC_OPTION = re.compile(r"([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+))"
+                            rf"\s*(?:{_UNITISH})?")
 
 
-def _as_float(number: str) -> float:
+def as_float(number: str) -> float:
+    """The value of digits matched by NUMBER, NUMBER_TOKEN or NUMERIC_OPTION ("1,200" is 1200)."""
     return float(number.replace(",", ""))
 
 
 _FRACTION = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
 
 
-def _fraction(text: str) -> float | None:
+def fraction_value(text: str) -> float | None:
     """The value of an answer that is a fraction alone ("1/2"), else None."""
     match = _FRACTION.fullmatch(text)
     if match is None or int(match.group(2)) == 0:
@@ -52,14 +55,14 @@ def _fraction(text: str) -> float | None:
     return int(match.group(1)) / int(match.group(2))
 
 
-def _truth_number(text: str | None) -> float | None:
+def truth_number(text: str | None) -> float | None:
     """The number a truth is: digits ("3", "0.5"), a fraction ("1/2") or number words
     ("three", "twenty-one"), as an answer's number is read: "3" meets the truth "three"."""
     if text is None:
         return None
-    if _NUMBER.match(text):
-        return _as_float(text)
-    fraction = _fraction(text)
+    if NUMBER.match(text):
+        return as_float(text)
+    fraction = fraction_value(text)
     if fraction is not None:
         return fraction
     word = _NUMBER_WORD.fullmatch(text)
@@ -83,7 +86,7 @@ _UNIT_WORDS = frozenset({
     "s", "sec", "second", "seconds", "min", "minute", "minutes", "h", "hr", "hour", "hours", "px",
     "pixel", "pixels", "pt", "kb", "mb", "gb", "hz", "khz", "w", "kw", "v", "a", "rad", "cm²",
     "m²", "km²", "psi", "mph", "kmh", "n", "j", "k", "c", "f", "ms", "µm", "nm"})
-_GLUED_UNIT = re.compile(r"(\d)(°|%|(?:" + "|".join(sorted(
+GLUED_UNIT = re.compile(r"(\d)(°|%|(?:" + "|".join(sorted(
     (re.escape(u) for u in _UNIT_WORDS if u not in ("°", "%")), key=len, reverse=True)) + r")\b)")
 
 
@@ -96,31 +99,31 @@ _SCALES = frozenset({"dozen", "dozens", "hundred", "hundreds", "thousand", "thou
                      "million", "millions", "billion", "billions", "trillion", "score"})
 
 
-def _same_measure(given: str, expected: str) -> bool:
+def same_measure(given: str, expected: str) -> bool:
     """A truth with a unit ("45°", "3 cm") or a counted noun ("3 cats") met by its number,
     written bare or with that word ("45", "45 degrees", "3cm", "3 cats"); not with another
     unit or noun ("3 m", "3 dogs")."""
     measured = _MEASURE.fullmatch(expected)
     if measured is None or measured.group(2) in _SCALES:
         return False
-    truth, unit = _as_float(measured.group(1)), _unit(measured.group(2))
-    given = _GLUED_UNIT.sub(r"\1 \2", given)  # "3cm" is "3 cm"; "2nd" stays
+    truth, unit = as_float(measured.group(1)), _unit(measured.group(2))
+    given = GLUED_UNIT.sub(r"\1 \2", given)  # "3cm" is "3 cm"; "2nd" stays
     # The one number the answer gives (none for "3 or 4 cm", "3-4 cm", "3, 4 cm")…
-    value = _number_given(given)
+    value = number_given(given)
     if value is None or abs(value - truth) >= 1e-9:
         return False
     # …written bare or in the truth's unit somewhere ("3 cats" is no 3 cm), and in no other
     # unit anywhere ("It is 3 m"); other words after it are the reason ("3 cm, since 3 is …").
     words = {_unit(m.group(2)) for m in _NUMBER_AND_WORD.finditer(given)
-             if abs(_as_float(m.group(1)) - value) < 1e-9}
+             if abs(as_float(m.group(1)) - value) < 1e-9}
     if not words:  # the number in words ("three cats"), read as the answer's digits would be
         words = {_unit(_WORD_AFTER.match(given, m.end()).group(1))
-                 for m in _NUMBER_WORD.finditer(given) if _truth_number(m.group()) == value}
+                 for m in _NUMBER_WORD.finditer(given) if truth_number(m.group()) == value}
     return bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
 
 
-_NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
-                           r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
+NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
+                          r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
 # A Chinese measure word after a count: "3个", "2只", "5辆".
 _MEASURE_WORD = re.compile(r"(\d)[个只辆人条张棵本座块位件头匹]")
 _ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
@@ -155,9 +158,9 @@ _RESULT = re.compile(rf"=\s*(?P<n>{_RESULT_NUMBER})(?!.*=)(?![\w.,]\d)"
 
 
 # An answer that is a bound: it opens with a comparator, or is a number and "or more" / "+".
-_STARTS_BOUNDED = re.compile(r"(?:(?:fewer|less|more|greater|larger|smaller|higher|lower)\s+than"
-                             r"|at\s+(?:least|most)|up\s+to|[<>≤≥])\s*[-+]?[\d.]"
-                             rf"|{_RESULT_NUMBER}\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less)\b)")
+STARTS_BOUNDED = re.compile(r"(?:(?:fewer|less|more|greater|larger|smaller|higher|lower)\s+than"
+                            r"|at\s+(?:least|most)|up\s+to|[<>≤≥])\s*[-+]?[\d.]"
+                            rf"|{_RESULT_NUMBER}\s*(?:\+(?!\s*\d)|or\s+(?:more|fewer|less)\b)")
 
 
 def _bounded(given: str, start: int) -> bool:
@@ -165,18 +168,18 @@ def _bounded(given: str, start: int) -> bool:
     "3+"): an answer so worded does not give that count (the paper's judge is strict on counts)."""
     if _BOUND_BEFORE.search(given, max(0, start - 24), start):
         return True
-    token = _NUMBER_TOKEN.match(given, start) or _NUMBER_WORD.match(given, start)
+    token = NUMBER_TOKEN.match(given, start) or _NUMBER_WORD.match(given, start)
     return token is not None and _BOUND_AFTER.match(given, token.end()) is not None
 
 
-def _number_given(given: str) -> float | None:
+def number_given(given: str) -> float | None:
     """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
     the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
     "between 2 and 3") or holds none. Words are read when it has no digits ("three")."""
     numbers = _numbers(given)
     # A number that stands first and alone ("3.", "3, since …", "12 cm (…)") is the answer,
     # whatever its reason computes ("3. Check: 3 × 2 = 6", "25%, since 1/4 = 0.25").
-    lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
+    lead = NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
     stands_first = lead is not None and _STANDS_FIRST.match(given, lead.end()) is not None
     result = None if stands_first else _RESULT.search(given)
     if result is not None and result.group("n") is not None:
@@ -187,7 +190,7 @@ def _number_given(given: str) -> float | None:
             result = None
     if result is not None:  # "2 + 1 = 3", "3 red and 4 blue, 7 in total"
         name = "n" if result.group("n") else "m"
-        return None if _bounded(given, result.start(name)) else _as_float(result.group(name))
+        return None if _bounded(given, result.start(name)) else as_float(result.group(name))
     value = _number_read(given, numbers)
     if value is None:
         return None
@@ -204,7 +207,7 @@ def _number_read(given: str, numbers: list[tuple[int, float | None]]) -> float |
     if len(values) == 1:
         return values.pop()
     if numbers and numbers[0][0] == 0 and not _ALTERNATIVES.search(given):
-        lead = _NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
+        lead = NUMBER_TOKEN.match(given) or _NUMBER_WORD.match(given)
         second = numbers[1][0]
         span = lead and _RANGE.match(given, lead.end())
         # "3-4", "3 cm – 4 cm": a range; "3 - 2 red and 1 blue" is a dash before a reason.
@@ -240,7 +243,7 @@ _NEGATED = re.compile(r"\b(?:minus|negative)\s*$")
 def _numbers(given: str) -> list[tuple[int, float | None]]:
     """Where each number starts and its value: the digits, or else the number words."""
     given = _MEASURE_WORD.sub(r"\1 ", given)  # "3个" (3 of them, with a measure word) is 3
-    digits = [(t.start(), _as_float(t.group())) for t in _NUMBER_TOKEN.finditer(given)]
+    digits = [(t.start(), as_float(t.group())) for t in NUMBER_TOKEN.finditer(given)]
     if digits:
         return digits
     words = list(_NUMBER_WORD.finditer(given))

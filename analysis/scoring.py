@@ -15,17 +15,17 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from analysis.answer_numbers import (
-    _GLUED_UNIT,
-    _NUMBER,
-    _NUMBER_TOKEN,
-    _NUMERIC_ANSWER,
-    _NUMERIC_OPTION,
-    _STARTS_BOUNDED,
-    _as_float,
-    _fraction,
-    _number_given,
-    _same_measure,
-    _truth_number,
+    GLUED_UNIT,
+    NUMBER,
+    NUMBER_TOKEN,
+    NUMERIC_ANSWER,
+    NUMERIC_OPTION,
+    STARTS_BOUNDED,
+    as_float,
+    fraction_value,
+    number_given,
+    same_measure,
+    truth_number,
 )
 
 __all__ = ["normalise", "score_answer"]
@@ -231,7 +231,7 @@ def _others(options: list[_Option], at: int) -> list[tuple[str | None, str | Non
 def _as_word(text: str, *, edges: str = r"\b") -> str:
     """A pattern for an option's text with ``edges`` around it; a number must stand whole, so
     the option 2 is not found in "2.5", "1,200" or "-2", nor 3 in "0.3"."""
-    if _NUMBER.match(text):
+    if NUMBER.match(text):
         return rf"(?<![\w.,-]){re.escape(text)}(?!\w|[.,]\d)"
     return rf"{edges}{re.escape(text)}{edges}"
 
@@ -239,19 +239,19 @@ def _as_word(text: str, *, edges: str = r"\b") -> str:
 def _picked(text: str, options: list[_Option]) -> int | None:
     """The option an answer (or the truth) names, or None when it names none, several, or
     contradicts itself ("(B) cat" when B is dog)."""
-    numeric = [_NUMERIC_OPTION.fullmatch(o.text) for o in options]
-    if all(numeric) and _STARTS_BOUNDED.match(text):
+    numeric = [NUMERIC_OPTION.fullmatch(o.text) for o in options]
+    if all(numeric) and STARTS_BOUNDED.match(text):
         return None  # "less than 3", "at least 2", "3 or more": no one number option is given
     found = _by_text(text, options)
     if found is not None:
         return found
-    if _NUMERIC_ANSWER.match(text) and all(numeric):
+    if NUMERIC_ANSWER.match(text) and all(numeric):
         # Options that are all numbers (or measures), and an answer that starts with one: the
         # number it gives, read as without options ("3-4" and "3 or 4 cm" name no one option,
         # "3 red cars and 2 blue ones" names 3).
-        value = _number_given(_GLUED_UNIT.sub(r"\1 \2", text))
+        value = number_given(GLUED_UNIT.sub(r"\1 \2", text))
         hits = [i for i, m in enumerate(numeric) if value is not None
-                and abs(_as_float(m.group(1)) - value) < 1e-9]
+                and abs(as_float(m.group(1)) - value) < 1e-9]
         return hits[0] if len(hits) == 1 else None
     lead = _lead(text)
     if lead is not None:
@@ -291,9 +291,9 @@ def _picked(text: str, options: list[_Option]) -> int | None:
 def _by_number_words(text: str, options: list[_Option]) -> int | None:
     """The option written as the number an answer gives in words: "three" picks 3. An answer
     with digits was looked for as the option's text."""
-    if _NUMBER_TOKEN.search(text) or (value := _number_given(text)) is None:
+    if NUMBER_TOKEN.search(text) or (value := number_given(text)) is None:
         return None
-    found = [i for i, o in enumerate(options) if _NUMBER.match(o.text) and _as_float(o.text) == value]
+    found = [i for i, o in enumerate(options) if NUMBER.match(o.text) and as_float(o.text) == value]
     return found[0] if len(found) == 1 else None
 
 
@@ -332,15 +332,15 @@ def _same_value(given: str | None, expected: str | None) -> bool:
         return True
     if _words(given) == _words(expected):
         return True
-    if _NUMBER.match(given) and _NUMBER.match(expected):
-        return abs(_as_float(given) - _as_float(expected)) < 1e-9
+    if NUMBER.match(given) and NUMBER.match(expected):
+        return abs(as_float(given) - as_float(expected)) < 1e-9
     return False
 
 
 def _without_choices(given: str, expected: str) -> bool:
     """Letters compared when both give one (the options are written in the question), else
     the texts: "(B) dog" is right for the truth "B" and for the truth "dog". A number truth is
-    also met by an answer that names that number as its answer (see :func:`_number_given`)."""
+    also met by an answer that names that number as its answer (see :func:`number_given`)."""
     if _same_value(given, expected):  # also "A,C" for "A, C": the truth as written
         return True
     given_letter, given_text = _letter_and_text(given, truth=False)
@@ -357,13 +357,13 @@ def _without_choices(given: str, expected: str) -> bool:
         if leading and not said:  # "Yes they are parallel"; not "No doubt, yes"
             said.add(leading.group(1))
         return said == {expected}
-    truth = _truth_number(expected_text)
+    truth = truth_number(expected_text)
     if truth is not None:
-        value = _fraction(given)
+        value = fraction_value(given)
         if value is None:
-            value = _number_given(given)
+            value = number_given(given)
         return value is not None and abs(value - truth) < 1e-9
-    return _same_measure(_PERCENT_WORD.sub("%", given), _PERCENT_WORD.sub("%", expected))
+    return same_measure(_PERCENT_WORD.sub("%", given), _PERCENT_WORD.sub("%", expected))
 
 
 # "50 percent" is "50%".
@@ -414,14 +414,14 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
         if picked is not None:
             return picked == truth_at
         return _same_value(given, expected) or (
-            _same_measure(hedged, expected) and _measure_of_one_option(hedged, truth_at, options))
+            same_measure(hedged, expected) and _measure_of_one_option(hedged, truth_at, options))
     return _without_choices(hedged, expected) or _without_choices(given, expected)
 
 
 def _measure_of_one_option(given: str, truth_at: int, options: list[_Option]) -> bool:
     """Whether the true option is the only one whose measure or count ("3 cats", "3 cm") the
     answer's number meets: with "3 cats" and "3 dogs" both offered, "3" picks neither."""
-    met = [i for i, option in enumerate(options) if _same_measure(given, option.text)]
+    met = [i for i, option in enumerate(options) if same_measure(given, option.text)]
     return met == [truth_at]
 
 
