@@ -113,8 +113,20 @@ def normalise(text: str) -> str:
     text = _LETTER_THEN_OPTION_WORD.sub(r"\1", text)  # "B项", "B选项": option B
     # A placeholder filled in as written in a template: "[B]", "<B>".
     if placeholder := _PLACEHOLDER.fullmatch(text):
-        return next(g for g in placeholder.groups() if g).strip()
-    return text
+        text = next(g for g in placeholder.groups() if g).strip()
+    return _yes_no_word(text)
+
+
+# Chinese yes and no, as a whole answer (its closing "。" or "！" already gone): read as "yes"
+# and "no", so "是" meets the truth "yes", "no" meets the truth "否", and "对" meets "是". Only
+# whole: "不是很清楚" ("not very clear") holds 不是 but answers no question with it.
+_CHINESE_YES_NO = {"是": "yes", "是的": "yes", "对": "yes", "对的": "yes", "正确": "yes",
+                   "否": "no", "不是": "no", "错": "no", "错的": "no", "不对": "no", "错误": "no",
+                   "不正确": "no"}
+
+
+def _yes_no_word(text: str) -> str:
+    return _CHINESE_YES_NO.get(text, text)
 
 
 _LETTER_THEN_OPTION_WORD = re.compile(r"^(\(?[a-z]\)?)\s*选?项$")
@@ -160,7 +172,7 @@ def _options(choices: Sequence[str]) -> list[_Option]:
                 :len(written)]:
             labelled = []
     if written and labelled:
-        return [_Option(m.group(1), m.group(2).strip(), c)
+        return [_Option(m.group(1), _yes_no_word(m.group(2).strip()), c)
                 for m, c in zip(labelled, written, strict=True)]
     return [_Option(chr(ord("a") + i) if i < 26 else None, c, c) for i, c in enumerate(written)]
 
@@ -396,7 +408,8 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
     if given == expected:
         return True
     options = _options(choices)
-    hedged = given if _leads_with_option(given, options) else _LEAD_IN.sub("", given)
+    # "答案：否" ("answer: no") is a whole "no" once its lead-in is set aside.
+    hedged = given if _leads_with_option(given, options) else _yes_no_word(_LEAD_IN.sub("", given))
     corrected = _CORRECTED.match(hedged)
     if (corrected is not None and hedged != expected
             and not _leads_with_option(hedged, options)):

@@ -746,3 +746,28 @@ def test_a_currency_sign_before_an_amount_is_not_part_of_its_number(answer, trut
 def test_number_options_with_thousands_separators_are_read_as_numbers(answer, truth,
                                                                      right) -> None:
     assert score_answer(answer, truth, ("1,200", "12,000", "120")) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("是", "yes", True), ("是。", "yes", True), ("是的！", "yes", True), ("对", "yes", True),
+    ("对的", "yes", True), ("正确", "yes", True), ("否", "no", True), ("不是", "no", True),
+    ("错", "no", True), ("错误", "no", True), ("不对", "no", True), ("“否”", "no", True),
+    ("答案：否", "no", True), ("yes", "是", True), ("No, they do not meet.", "否", True),
+    ("对", "是", True), ("错误", "否", True),
+    ("否", "yes", False), ("不是", "yes", False), ("是", "no", False), ("no", "是", False),
+    # Only a whole answer is read: these hold the words but say neither yes nor no.
+    ("不是很清楚", "no", False), ("是不是", "yes", False), ("是不是", "no", False),
+    ("对称", "yes", False), ("错位", "no", False), ("是，因为两条线平行", "yes", False),
+])
+def test_a_chinese_yes_or_no_as_the_whole_answer_meets_yes_or_no(answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
+    assert score_answer(answer, truth, ("Yes", "No")) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "choices", "right"), [
+    ("yes", "A", ("是", "否"), True), ("no", "B", ("A. 是", "B. 否"), True),
+    ("不是", "B", ("A. 是", "B. 否"), True), ("对", "A", ("是", "否"), True),
+    ("yes", "B", ("A. 是", "B. 否"), False), ("不是很清楚", "B", ("是", "否"), False),
+])
+def test_chinese_yes_and_no_options_are_met_by_yes_and_no(answer, truth, choices, right) -> None:
+    assert score_answer(answer, truth, choices) is right
