@@ -56,8 +56,9 @@ def fraction_value(text: str) -> float | None:
 
 
 def truth_number(text: str | None) -> float | None:
-    """The number a truth is: digits ("3", "0.5"), a fraction ("1/2") or number words
-    ("three", "twenty-one"), as an answer's number is read: "3" meets the truth "three"."""
+    """The number a truth is: digits ("3", "0.5"), a fraction ("1/2"), number words ("three",
+    "twenty-one") or a Chinese count ("三", "两个"), as an answer's number is read: "3" meets
+    the truth "three"."""
     if text is None:
         return None
     if NUMBER.match(text):
@@ -65,6 +66,9 @@ def truth_number(text: str | None) -> float | None:
     fraction = fraction_value(text)
     if fraction is not None:
         return fraction
+    count = _chinese_count(text)
+    if count is not None:
+        return count
     word = _NUMBER_WORD.fullmatch(text)
     if word is None:
         return None
@@ -119,13 +123,53 @@ def same_measure(given: str, expected: str) -> bool:
     if not words:  # the number in words ("three cats"), read as the answer's digits would be
         words = {_unit(_WORD_AFTER.match(given, m.end()).group(1))
                  for m in _NUMBER_WORD.finditer(given) if truth_number(m.group()) == value}
+    if not words and _chinese_count(given) is not None:  # "三", "三个": bare, as "3个" is
+        words = {""}
     return bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
 
 
 NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"
                           r"|(?<![\w.,])\.\d+(?![\w]|[.,]\d)")
 # A Chinese measure word after a count: "3个", "2只", "5辆".
-_MEASURE_WORD = re.compile(r"(\d)[个只辆人条张棵本座块位件头匹]")
+_MEASURE_WORDS = "个只辆人条张棵本座块位件头匹"
+_MEASURE_WORD = re.compile(rf"(\d)[{_MEASURE_WORDS}]")
+
+
+def _chinese_numerals() -> dict[str, int]:
+    """Each whole number below a thousand as Chinese writes it ("三", "十二", "二十", "一百零五",
+    "三百二十一"), 两 as well as 二 for a leading 2 ("两", "两百"): only these spellings, so
+    "三四" ("three or four") and "十两" are no number."""
+    digits = "一二三四五六七八九"
+    below_hundred = {"零": 0, "〇": 0} | {d: i for i, d in enumerate(digits, 1)}
+    below_hundred |= {"十": 10} | {"十" + d: 10 + i for i, d in enumerate(digits, 1)}
+    for t, tens in enumerate(digits[1:], 2):
+        below_hundred[tens + "十"] = 10 * t
+        below_hundred |= {tens + "十" + d: 10 * t + i for i, d in enumerate(digits, 1)}
+    numerals = dict(below_hundred)
+    for h, hundreds in enumerate(digits, 1):
+        for lead in ("两", "二") if hundreds == "二" else (hundreds,):
+            numerals[lead + "百"] = 100 * h
+            for text, value in below_hundred.items():
+                if 1 <= value <= 9:  # 一百零五: a zero stands for the missing tens
+                    numerals[lead + "百零" + text] = 100 * h + value
+                elif value >= 10:  # 一百一十, not 一百十
+                    numerals[lead + "百" + ("一" + text if value < 20 else text)] = 100 * h + value
+    numerals["两"] = 2
+    return numerals
+
+
+_CHINESE_NUMERALS = _chinese_numerals()
+# A Chinese count as the whole answer: "三", "两个", "共十二只", "一共有三个"; not "三角形"
+# (a triangle), "第三" (the third) or "三点五" (3.5), which are no count of whole things.
+_CHINESE_COUNT = re.compile(rf"(?:(?:一共|总共|共)有?|有)?(?P<n>[零〇一二两三四五六七八九十百]+)"
+                            rf"[{_MEASURE_WORDS}]?")
+
+
+def _chinese_count(text: str) -> float | None:
+    match = _CHINESE_COUNT.fullmatch(text)
+    if match is None or (value := _CHINESE_NUMERALS.get(match.group("n"))) is None:
+        return None
+    return float(value)
 _ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
 _UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
           "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
@@ -176,6 +220,9 @@ def number_given(given: str) -> float | None:
     """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
     the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
     "between 2 and 3") or holds none. Words are read when it has no digits ("three")."""
+    count = _chinese_count(given)
+    if count is not None:  # "三", "两个": the answer is that count
+        return count
     numbers = _numbers(given)
     # A number that stands first and alone ("3.", "3, since …", "12 cm (…)") is the answer,
     # whatever its reason computes ("3. Check: 3 × 2 = 6", "25%, since 1/4 = 0.25").

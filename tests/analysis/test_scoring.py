@@ -771,3 +771,28 @@ def test_a_chinese_yes_or_no_as_the_whole_answer_meets_yes_or_no(answer, truth, 
 ])
 def test_chinese_yes_and_no_options_are_met_by_yes_and_no(answer, truth, choices, right) -> None:
     assert score_answer(answer, truth, choices) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("三", "3", True), ("3", "三", True), ("两个", "2", True), ("2", "两个", True), ("二", "2", True),
+    ("零", "0", True), ("十", "10", True), ("十二", "12", True), ("二十", "20", True),
+    ("九十九", "99", True), ("一百", "100", True), ("一百零五", "105", True),
+    ("两百一十", "210", True), ("三个。", "3", True), ("共十二只", "12", True),
+    ("一共有三个", "3", True), ("答案是三", "3", True), ("三", "three", True),
+    ("三", "3 cm", True), ("三个", "3 cm", True),
+    ("十三", "3", False), ("三", "13", False), ("四", "3", False), ("三", "3.5", False),
+    # Not a count of whole things, or not one count: a triangle, the third, 3.5, a third,
+    # "three or four", and spellings Chinese does not use.
+    ("三角形", "3", False), ("第三", "3", False), ("三点五", "3.5", False),
+    ("三分之一", "3", False), ("三四个", "3", False), ("十两", "12", False),
+    ("一百十", "110", False), ("四", "3 cm", False),
+])
+def test_a_chinese_count_meets_the_number_it_writes(answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("三", "C", True), ("两个", "B", True), ("三", "B", False), ("三四个", "C", False),
+])
+def test_a_chinese_count_names_the_option_written_as_its_number(answer, truth, right) -> None:
+    assert score_answer(answer, truth, ("1", "2", "3")) is right
