@@ -796,3 +796,20 @@ def test_a_chinese_count_meets_the_number_it_writes(answer, truth, right) -> Non
 ])
 def test_a_chinese_count_names_the_option_written_as_its_number(answer, truth, right) -> None:
     assert score_answer(answer, truth, ("1", "2", "3")) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    # The percent's number with its unit dropped, as "3" meets "3 cm".
+    ("50", "50%", True), ("50%", "50", True), ("50 %", "50%", True), ("50 percent", "50", True),
+    # The same share as a decimal in [0, 1], written with its point, either way round.
+    ("0.5", "50%", True), (".5", "50%", True), ("0.50", "50 %", True), ("0.125", "12.5%", True),
+    ("0.07", "7%", True), ("1.0", "100%", True), ("0.5", "50 percent", True),
+    ("50%", "0.5", True), ("50 percent", "0.5", True), ("12.5%", "0.125", True),
+    ("0.05", "50%", False), ("5", "50%", False), ("5%", "0.5", False), ("51%", "0.5", False),
+    # No point, no percent sign, or past 1: the number as written, not a share.
+    ("50", "0.5", False), ("0.5", "50", False), ("1", "100%", False), ("100%", "1", False),
+    ("1.5", "150%", False), ("150%", "1.5", False), ("-0.5", "-50%", False),
+    ("0.5 cm", "50%", False),
+])
+def test_a_percent_meets_its_number_and_its_share_as_a_decimal(answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
