@@ -1,6 +1,7 @@
 """The number an answer gives, read as the rule-based scorer (analysis/scoring.py) reads it.
 
-Digits ("1,200", ".5") or number words ("twenty-one"), a fraction ("1/2"), a measure and its unit
+Digits ("1,200", ".5", and in an answer alone a decimal comma: "3,5"), number words
+("twenty-one"), a Chinese count ("三", "两个"), a fraction ("1/2"), a measure and its unit
 ("45°", "3cm"), the result of a sum ("2 + 1 = 3", "7 in total"); and no number where an answer
 gives none: a bound ("at least 3", "3+"), a range ("3-4") or alternatives ("3 or 4").
 ``__all__`` lists what analysis/scoring.py reads numbers with; the rest (names with a leading
@@ -216,6 +217,13 @@ def _bounded(given: str, start: int) -> bool:
     return token is not None and _BOUND_AFTER.match(given, token.end()) is not None
 
 
+# A number with a decimal comma, as the whole answer: one or two digits after the comma ("3,5",
+# "12,75"), or any after a lone 0 ("0,125"), where the comma cannot be a thousands separator.
+# "1,200" stays 1200. Read in answers only: a truth "1,2" may list two items, and a model that
+# answers "1,2" where the truth is a number most likely writes the decimal comma.
+_DECIMAL_COMMA = re.compile(r"[-+]?(?:\d+,\d{1,2}|0,\d+)")
+
+
 def number_given(given: str) -> float | None:
     """The number an answer gives: its leading number ("12 cm", "12, since 3 pairs …"), or
     the one number it holds ("I count 3"); None when it names two as alternatives ("3 or 4",
@@ -223,6 +231,8 @@ def number_given(given: str) -> float | None:
     count = _chinese_count(given)
     if count is not None:  # "三", "两个": the answer is that count
         return count
+    if _DECIMAL_COMMA.fullmatch(given):  # "3,5" is 3.5 where a comma is the decimal mark
+        return float(given.replace(",", "."))
     numbers = _numbers(given)
     # A number that stands first and alone ("3.", "3, since …", "12 cm (…)") is the answer,
     # whatever its reason computes ("3. Check: 3 × 2 = 6", "25%, since 1/4 = 0.25").

@@ -813,3 +813,25 @@ def test_a_chinese_count_names_the_option_written_as_its_number(answer, truth, r
 ])
 def test_a_percent_meets_its_number_and_its_share_as_a_decimal(answer, truth, right) -> None:
     assert score_answer(answer, truth) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("3,5", "3.5", True), ("3,50", "3.5", True), ("12,75", "12.75", True),
+    ("0,125", "0.125", True), ("-0,5", "-0.5", True),
+    # A comma that may separate thousands keeps doing so.
+    ("1,200", "1200", True), ("1,200", "1.2", False), ("1,2345", "1.2345", False),
+    ("3,5", "35", False), ("3,5", "3", False), ("3,5", "5", False),
+    # A blank after the comma lists two numbers, and a truth with a comma is kept as written
+    # (it may list two items); a unit after a decimal comma is not read.
+    ("3, 5", "3.5", False), ("3.5", "3,5", False), ("3,5 cm", "3.5 cm", False),
+])
+def test_a_decimal_comma_in_an_answer_reads_as_a_point_where_it_separates_no_thousands(
+        answer, truth, right) -> None:
+    assert score_answer(answer, truth) is right
+
+
+@pytest.mark.parametrize(("answer", "truth", "right"), [
+    ("3,5", "A", True), ("3,5", "B", False), ("1,200", "C", True),
+])
+def test_a_decimal_comma_names_the_option_written_with_a_point(answer, truth, right) -> None:
+    assert score_answer(answer, truth, ("3.5", "4.5", "1200")) is right
