@@ -1,5 +1,5 @@
-"""Rule-based answer scoring: normalised exact match, option letters, numbers (in digits or
-words), units, yes/no.
+"""Rule-based answer scoring: normalised exact match, option letters, numbers (in digits, or in
+English or Chinese words), units, yes/no (in English or Chinese).
 
 This is the judge that needs no model: good enough for closed-set answers (the synthetic
 benchmark, multiple choice, numbers). Free-form answers need the LLM answer judge.
