@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from engine.commands._errors import error_line, print_error
+
 # Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
     "run": "engine.commands.run",
@@ -47,7 +49,8 @@ class _Parser(argparse.ArgumentParser):
     """Reports a bad flag or value in one line; the full usage is one ``--help`` away."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        command = self.prog.partition(" ")[2] or None  # "vaot run" → "run"; "vaot" → None
+        self.exit(2, error_line(command, f"{message} (see {self.prog} --help)") + "\n")
 
 
 def _version() -> str:
@@ -196,8 +199,8 @@ def _main(argv: list[str] | None) -> int:
             raise
         # Output to a full disk (`vaot export STORE > out.jsonl`): one line, not a traceback;
         # what was written is incomplete, and the line says so. Nothing more is flushed there.
-        print(f"vaot {args.command}: a write failed: {exc.strerror or exc} (what was written "
-              "is incomplete)", file=sys.stderr)
+        print_error(args.command, f"a write failed: {exc.strerror or exc} (what was written "
+                    "is incomplete)")
         _stdout_to_devnull()
         return 1
     except Exception as exc:
@@ -209,8 +212,8 @@ def _main(argv: list[str] | None) -> int:
             raise
         advice = ("its pages are damaged beyond what verify can walk" if args.command == "verify"
                   else "`vaot verify STORE` lists what is damaged")
-        print(f"vaot {args.command}: the store is damaged and cannot be read past this point "
-              f"({type(exc).__name__}: {exc}); {advice}", file=sys.stderr)
+        print_error(args.command, "the store is damaged and cannot be read past this point "
+                    f"({type(exc).__name__}: {exc}); {advice}")
         return 1
 
 

@@ -51,7 +51,7 @@ class _LogFile(logging.FileHandler):
             # what fails to say it must not escape from the log call, as stdlib's report
             # does not either.
             with contextlib.suppress(OSError):
-                sys.stderr.write(f"vaot: cannot write the log file {self.baseFilename} "
+                sys.stderr.write(f"warning: cannot write the log file {self.baseFilename} "
                                  f"({error.strerror or error}); its lines are dropped\n")
 
     def close(self) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
+from engine.commands._errors import print_error
 from store import NotAStoreError, Recorder, StoreError, open_store
 
 
@@ -41,21 +41,22 @@ def missing_folder(store: str) -> Path | None:
     return missing
 
 
-def open_existing_store(path: str) -> Recorder | None:
-    """The store at ``path``, or ``None`` after printing why it cannot be opened.
+def open_existing_store(path: str, command: str) -> Recorder | None:
+    """The store at ``path``, or ``None`` after printing why it cannot be opened, as the error
+    of ``command`` (the one reading it).
 
     For the commands that only read: a store this process may not write (an archived copy, a
     colleague's shared folder) is opened read-only, with no lock file, rather than refused.
     """
     if path == ":memory:":  # a fresh, empty store: "ok, 0 events" would mislead
-        print("vaot: :memory: is a store that lives only inside its own `vaot run`; there is "
-              "nothing to read", file=sys.stderr)
+        print_error(command, ":memory: is a store that lives only inside its own `vaot run`; "
+                    "there is nothing to read")
         return None
     try:
         return open_store(path, create=False, readonly=not _writable(Path(path)))
     except StoreError as exc:
         hint = _store_meant(Path(path)) if isinstance(exc, NotAStoreError) else None
-        print(f"vaot: {exc}" + (f"; {hint}" if hint else ""), file=sys.stderr)
+        print_error(command, str(exc) + (f"; {hint}" if hint else ""))
         return None
 
 

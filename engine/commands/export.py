@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from engine.commands._errors import print_error
 from engine.commands._files import current_umask
 from engine.commands._store_arg import (
     add_store_argument,
@@ -30,10 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.output != "-" and inside_store(args.output, args.store):
-        print(f"vaot export: -o {args.output} is inside the store being exported; choose a "
-              "path outside it", file=sys.stderr)
+        print_error("export", f"-o {args.output} is inside the store being exported; choose a "
+                    "path outside it")
         return 2
-    store = open_existing_store(args.store)
+    store = open_existing_store(args.store, "export")
     if store is None:
         return 2
     with store:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             except BrokenPipeError:
                 raise  # a reader that went away (-o /dev/stdout | head): exit 141, as without -o
             except OSError as exc:
-                print(f"vaot: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+                print_error("export", f"cannot write {args.output}: {exc.strerror or exc}")
                 return 2
             print(f"wrote {n} events to {args.output}", file=sys.stderr)
     return 0

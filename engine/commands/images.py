@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from engine.commands._errors import print_error
 from engine.commands._files import write_atomically
 from engine.commands._store_arg import (
     add_store_argument,
@@ -53,10 +54,9 @@ class _Problem(Exception):
 
 def run(args: argparse.Namespace) -> int:
     if inside_store(args.output, args.store):
-        print(f"vaot images: -o {args.output} is inside the store; choose a folder outside it",
-              file=sys.stderr)
+        print_error("images", f"-o {args.output} is inside the store; choose a folder outside it")
         return 2
-    store = open_existing_store(args.store)
+    store = open_existing_store(args.store, "images")
     if store is None:
         return 2
     out = Path(args.output)
@@ -75,14 +75,14 @@ def run(args: argparse.Namespace) -> int:
                 written, kept, damaged = _write_all(store, _every_image(store), out,
                                                     overwrite=False)
         except _Problem as exc:
-            print(f"vaot images: {exc}", file=sys.stderr)
+            print_error("images", str(exc))
             return 2
     there = f" ({kept} already there)" if kept else ""
     where = out / trajs[0] if len(trajs) == 1 else out
     print(f"wrote {written} image(s) to {where}{there}", file=sys.stderr)
     if damaged:
-        print(f"vaot images: {damaged} image(s) missing or damaged in the store, not written "
-              f"(`vaot verify {args.store}` says more)", file=sys.stderr)
+        print_error("images", f"{damaged} image(s) missing or damaged in the store, not written "
+                    f"(listed above; `vaot verify {args.store}` says more)")
         return 1
     return 0
 
@@ -145,12 +145,14 @@ def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path,
             continue
         record = store.get_blob_record(bytes.fromhex(hex_key))
         if record is None:
-            print(f"vaot images: image {hex_key} ({name}) is not in {store_path}", file=sys.stderr)
+            # One line per image, as `vaot verify` lists its BAD ones; the error line follows.
+            print(f"not written: image {hex_key} ({name}) is not in {store_path}",
+                  file=sys.stderr)
             damaged += 1
             continue
         damage = blob_record_problem(record)
         if damage is not None:
-            print(f"vaot images: image {hex_key} ({name}) is damaged in {store_path} ({damage})",
+            print(f"not written: image {hex_key} ({name}) is damaged in {store_path} ({damage})",
                   file=sys.stderr)
             damaged += 1
             continue

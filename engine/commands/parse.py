@@ -13,6 +13,8 @@ import sys
 
 import msgspec
 
+from engine.commands._errors import print_error
+
 NAME = "parse"
 HELP = "parse one raw model reply and print thought, actions, answer and warnings"
 
@@ -137,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         where = f"{args.file}: " if isinstance(exc, OSError) else ""
-        print(f"vaot parse: {where}{reason}", file=sys.stderr)
+        print_error("parse", f"{where}{reason}")
         return 2
     parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas,
                         tool_calls=tool_calls, expected_step=args.step)

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from engine.commands._errors import print_error
+
 NAME = "render"
 HELP = "apply one visual action to an image and print the state hash"
 
@@ -145,10 +147,10 @@ def run(args: argparse.Namespace) -> int:
                   "is of), whatever its name says", file=sys.stderr)
         Path(args.output).write_bytes(encode_png(result.image))
     except (_BadInput, RenderError) as exc:
-        print(f"vaot render: {exc}", file=sys.stderr)
+        print_error("render", str(exc))
         return 2
     except OSError as exc:
-        print(f"vaot render: {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print_error("render", f"{exc.filename or args.output}: {exc.strerror or exc}")
         return 2
     print(result.hash.hex())
     if not result.frame.is_identity:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import msgspec
 from rich.console import Console
@@ -22,6 +21,7 @@ from rich.console import Console
 from analysis.coverage import Coverage, coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
 from analysis.tables import ALL, accuracy_table, exposure_by_model, paired_exposed_accuracy
+from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from engine.commands.run_report import count, print_exposure, usage_of
 from engine.config import ConfigError, load_toml
@@ -79,13 +79,12 @@ def run(args: argparse.Namespace) -> int:
                                   "[prices.\"MODEL\"] entries")
             prices = PriceTable.from_config(table)
         except ConfigError as exc:
-            print(f"vaot report: {exc}", file=sys.stderr)
+            print_error("report", str(exc))
             return 2
         except msgspec.ValidationError as exc:
-            print(f"vaot report: --config {args.config}: bad price table: {exc}",
-                  file=sys.stderr)
+            print_error("report", f"--config {args.config}: bad price table: {exc}")
             return 2
-    store = open_existing_store(args.store)
+    store = open_existing_store(args.store, "report")
     if store is None:
         return 2
     with store:
@@ -93,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             runs = _headers(store)
             records = list(project(store.iter_events()).values())
         except StoreError as exc:
-            print(f"vaot report: {exc}", file=sys.stderr)
+            print_error("report", str(exc))
             return 2
     if args.run:
         wanted = args.run.lower()
@@ -105,12 +104,11 @@ def run(args: argparse.Namespace) -> int:
             chosen = [r for r in runs if r.startswith(wanted)]
         if len(chosen) != 1:
             if chosen:
-                print(f"vaot report: {len(chosen)} runs in {args.store} start with "
-                      f"{args.run!r} ({', '.join(chosen)}); give more of the id",
-                      file=sys.stderr)
+                print_error("report", f"{len(chosen)} runs in {args.store} start with "
+                            f"{args.run!r} ({', '.join(chosen)}); give more of the id")
             else:
-                print(f"vaot report: no run in {args.store} starts with or is named "
-                      f"{args.run!r} (its runs: {', '.join(runs) or 'none'})", file=sys.stderr)
+                print_error("report", f"no run in {args.store} starts with or is named "
+                            f"{args.run!r} (its runs: {', '.join(runs) or 'none'})")
             return 2
         runs = {chosen[0]: runs[chosen[0]]}
     if args.json:

@@ -23,6 +23,7 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
 from engine import event_loop
+from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
@@ -72,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = config_from(args)
     except ConfigError as exc:
-        err.print(f"vaot run: {exc}", markup=False)
+        err.print(error_line("run", str(exc)), markup=False)
         return 2
     try:
         event_loop.loop_factory()  # a bad VAOT_EVENT_LOOP is refused before any work
     except (ValueError, ImportError) as exc:
-        err.print(f"vaot run: {exc}", markup=False)
+        err.print(error_line("run", str(exc)), markup=False)
         return 2
     from engine.ids import run_id_for
     from engine.run_header import run_identity
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         adapters, samples, skipped = _models_and_samples(config, err, dry_run=args.dry_run,
                                                          show_progress=not args.no_progress)
     except _Refused as exc:
-        err.print(f"vaot run: {exc}", markup=False)
+        err.print(error_line("run", str(exc)), markup=False)
         return 2
     if args.dry_run:
         from engine.commands.run_plan import print_plan
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         store, lock, log, made = _open_for_run(config)
     except _Refused as exc:
-        err.print(f"vaot run: {exc}", markup=False)
+        err.print(error_line("run", str(exc)), markup=False)
         return 2
     run_id = run_id_for(run_identity(config))
     totals: dict[str, int] = {}
@@ -281,25 +282,26 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
                     progress.settle(records)
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             log.error("run_refused", run_id=run_id, reason=str(exc))
-            err.print(f"vaot run: {exc}", markup=False)
+            err.print(error_line("run", str(exc)), markup=False)
             return 2
         except WorkerError as exc:
             log.error("run_failed", run_id=run_id, reason=str(exc))
-            err.print(f"vaot run: {exc}; committed work is kept, rerun to resume", markup=False)
+            err.print(error_line("run", f"{exc}; committed work is kept, rerun to resume"),
+                      markup=False)
             return 1
         except (StoreError, SampleChangedError, BaseExceptionGroup) as exc:
             changed = first_error(exc, SampleChangedError)
             if changed is not None:  # like a relabelled sample: the data is not the run's
                 log.error("run_refused", run_id=run_id, reason=str(changed))
-                err.print(f"vaot run: {changed}; committed work is kept", markup=False)
+                err.print(error_line("run", f"{changed}; committed work is kept"), markup=False)
                 return 2
             # A write the store refused (say, another program appending to these trajectories):
             # the run cannot go on, but what it committed stays valid.
             refused = first_error(exc, StoreError)
             if refused is None:
                 raise
-            err.print(f"vaot run: the store refused a write: {refused}; committed work is kept, "
-                      "rerun to resume", markup=False)
+            err.print(error_line("run", f"the store refused a write: {refused}; committed work "
+                                 "is kept, rerun to resume"), markup=False)
             return 1
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)

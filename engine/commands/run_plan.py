@@ -23,6 +23,7 @@ from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
 from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
+from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_report import run_line
 from engine.config import ConfigError, RunConfig
@@ -61,7 +62,7 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
     try:
         records = _recorded(console, config, jobs, run_id)
     except (ConfigError, _Refused) as exc:
-        err.print(printable(f"vaot run: {exc}"), markup=False)
+        err.print(error_line("run", str(exc)), markup=False)
         return 2
     for model in config.models:
         adapter = adapters[model.spec]
@@ -86,7 +87,7 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
     try:
         image, _ = load_original(sample.image_source, name=f"sample {sample.id}")
     except ImageLoadError as exc:  # it names the sample
-        err.print(printable(f"vaot run: {exc}"), markup=False)
+        err.print(error_line("run", str(exc)), markup=False)
         return 2
     canvas = CanvasState.from_image(image)  # as the engine makes a trajectory's first state
     size = canvas.size

@@ -120,7 +120,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         try:
             prices = PriceTable.from_config(config.prices)
         except msgspec.ValidationError as exc:
-            err.print(f"vaot run: bad price table: {exc}", markup=False)
+            err.print(f"warning: bad price table: {exc}; the cost lines are left out",
+                      markup=False)
             prices = None
         if prices is not None:
             # The trajectories of the table, every reply in their log: a reply paid for just

@@ -113,7 +113,7 @@ def _wait_for(path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.follow and args.store != ":memory:" and not Path(args.store).exists():
         _wait_for(Path(args.store))
-    store = open_existing_store(args.store)
+    store = open_existing_store(args.store, "tail")
     if store is None:
         return 2
     out = sys.stdout

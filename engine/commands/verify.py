@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from store.blobs import pixel_hash
 from store.verify import verify
@@ -58,7 +59,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = open_existing_store(args.store)
+    store = open_existing_store(args.store, "verify")
     if store is None:
         return 2
     with store, _progress(enabled=not args.no_progress) as progress:
@@ -74,6 +75,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"BAD {problem.where}: {problem.what}", file=sys.stderr)
     shown = (f" (the first {len(report.problems)} shown)"
              if report.problems_found > len(report.problems) else "")
-    print(f"verify failed: {report.problems_found} problem(s){shown}; first: "
-          f"{report.problems[0].where}", file=sys.stderr)
+    print_error("verify", f"{report.problems_found} problem(s) in {args.store}, listed above "
+                f"as BAD{shown}; first: {report.problems[0].where}")
     return 1

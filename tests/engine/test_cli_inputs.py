@@ -76,6 +76,35 @@ def test_an_in_memory_store_is_nothing_to_read() -> None:
         assert done.returncode == 2 and "nothing to read" in done.stderr, done
 
 
+# (command line, the bad input its error line must name); {store} a real store, {tmp} a folder.
+_REFUSED = [
+    (("run", "--limit", "many"), "'many'"),
+    (("run", "--dataset", "jsonl:{tmp}/missing.jsonl", "--store", "{tmp}/s"), "missing.jsonl"),
+    (("run", "--model", "nosuch:model", "--store", "{tmp}/s"), "nosuch:model"),
+    (("report", "{tmp}/nostore"), "nostore"),
+    (("report", "{store}", "--run", "zzzz"), "'zzzz'"),
+    (("verify", "{tmp}/nostore"), "nostore"),
+    (("tail", ":memory:"), ":memory:"),
+    (("export", "{store}", "-o", "{store}/out.jsonl"), "out.jsonl"),
+    (("images", "{store}", "-o", "{tmp}/pngs", "--traj", "nope"), "'nope'"),
+    (("parse", "{tmp}/reply.txt"), "reply.txt"),
+    (("render", "{tmp}/image.png", "{{}}", "-o", "{tmp}/out.png"), "image.png"),
+]
+
+
+@pytest.mark.parametrize(("args", "named"), _REFUSED, ids=[" ".join(a[:2]) for a, _ in _REFUSED])
+def test_every_command_says_its_error_in_one_line_of_one_format(store: Path, tmp_path: Path,
+                                                                args, named: str) -> None:
+    # Each command had its own prefix ("vaot: …", "vaot images: …", argparse's "vaot run:
+    # error: …"): one format lets a script or an eye find a command's error by one prefix.
+    done = vaot(*(a.format(store=store, tmp=tmp_path) for a in args))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"vaot {args[0]}: error: ") and named in lines[0], lines[0]
+    assert "Traceback" not in done.stderr
+
+
 def test_a_read_only_command_does_not_make_an_empty_file_a_store(tmp_path: Path) -> None:
     folder = tmp_path / "notastore"
     folder.mkdir()

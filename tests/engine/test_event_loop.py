@@ -58,7 +58,7 @@ def test_run_refuses_a_bad_choice_in_one_line(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "vaot run: VAOT_EVENT_LOOP='libuv': expected one of auto, uvloop, asyncio"]
+        "vaot run: error: VAOT_EVENT_LOOP='libuv': expected one of auto, uvloop, asyncio"]
     assert not (tmp_path / "s.lmdb").exists()  # refused before anything was made
 
 

@@ -88,7 +88,7 @@ def test_an_unknown_or_ambiguous_trajectory_is_one_line(store_path: Path, tmp_pa
     assert unknown.returncode == 2
     assert unknown.stderr.strip().splitlines() == [
         unknown.stderr.strip()] and "no trajectory 'nope'" in unknown.stderr
-    assert unknown.stderr.startswith("vaot images: ")
+    assert unknown.stderr.startswith("vaot images: error: ")
     ids = [e.traj for e in events(store_path) if isinstance(e, TrajectoryStarted)]
     first = {t[0] for t in ids}
     letter = next(c for c in sorted(first) if sum(t.startswith(c) for t in ids) > 1)
@@ -113,7 +113,9 @@ def test_a_damaged_image_is_named_and_not_written(store_path: Path, tmp_path: Pa
     out = tmp_path / "out"
     done = vaot("images", copy, "-o", out)
     assert done.returncode == 1
-    # Named as the command's own line, with the store it is damaged in.
-    assert f"vaot images: image {key.hex()} ({key.hex()}.png) is damaged in {copy}" in done.stderr
+    # Named on a line of its own, with the store it is damaged in; the command's error last.
+    lines = done.stderr.splitlines()
+    assert f"not written: image {key.hex()} ({key.hex()}.png) is damaged in {copy}" in lines[0]
+    assert lines[-1].startswith("vaot images: error: 1 image(s) missing or damaged")
     assert not list(out.glob(f"{key.hex()}.*"))
     assert not list(out.glob(".*"))  # no leftover partial files

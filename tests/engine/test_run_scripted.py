@@ -246,6 +246,6 @@ def test_a_script_that_cannot_be_used_is_refused_in_one_line(
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith("vaot run: scripted model a: ") and said in done.stderr
+    assert done.stderr.startswith("vaot run: error: scripted model a: ") and said in done.stderr
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "s.lmdb").exists()

@@ -72,7 +72,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and message in captured.err
-    assert captured.err.startswith("vaot parse: ")
+    assert captured.err.startswith("vaot parse: error: ")
 
 
 def test_unknown_dialect_is_rejected_by_argparse(capsys):
