@@ -23,7 +23,9 @@ Where a problem is reported: an entry of the task list that cannot be used (not 
 :class:`~adapters.datasets.base.SkippedRow` at the task list and the line where that entry starts;
 a problem inside a ``data.json`` (invalid JSON, an element that is not an object or lacks a
 question or answer, a missing image) is reported at the ``data.json`` and the line where the
-element starts (or where the JSON error is). Only a task list that cannot be read at all raises
+element starts (or where the JSON error is). Either reason ends naming the task entry by its
+place in the list, counted from 1 as lines are ("task entry 1" is the first): in a list written
+on one line every entry is at line 1. Only a task list that cannot be read at all raises
 :class:`~adapters.datasets.base.DatasetError`.
 """
 
@@ -249,7 +251,7 @@ class See2ThinkLoader(CachedLoader):
             )
         row_line, row = elements[index]
         if not isinstance(row, dict):
-            raise _Skip(data_path, row_line, f"element {index} is {_kind(row)}, not an object")
+            raise _Skip(data_path, row_line, f"element id {index} is {_kind(row)}, not an object")
         question_keys, answer_keys = _paired_keys(row)
         question = _text_field(row, question_keys)
         answer = _text_field(row, answer_keys)
@@ -261,20 +263,20 @@ class See2ThinkLoader(CachedLoader):
                 # Present but not text ("answer": ["red", "crimson"], or false) is said so.
                 odd = next((k for k in keys if row.get(k) not in (None, "")
                             and not (isinstance(row[k], str) and not row[k].strip())), None)
-                reason = (f"element {index} {odd!r} is {_kind(row[odd])}; it must be a string "
+                reason = (f"element id {index} {odd!r} is {_kind(row[odd])}; it must be a string "
                           "or a number" if odd is not None else
-                          f"element {index} has no {what} (looked for {', '.join(keys)})")
+                          f"element id {index} has no {what} (looked for {', '.join(keys)})")
                 raise _Skip(data_path, row_line, reason)
         choices = _choices(row.get("choices"))
         if choices is None:
             raise _Skip(
                 data_path,
                 row_line,
-                f"element {index} 'choices' must be a list or an object of strings",
+                f"element id {index} 'choices' must be a list or an object of strings",
             )
         image_path = row.get("image_path")
         if not isinstance(image_path, str) or not image_path.strip():
-            raise _Skip(data_path, row_line, f"element {index} has no 'image_path'")
+            raise _Skip(data_path, row_line, f"element id {index} has no 'image_path'")
         group = entry.get("category")
         group = PAPER_GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
         task = entry.get("target_task")
@@ -323,8 +325,10 @@ class See2ThinkLoader(CachedLoader):
 
 
 def _by_entry(row: SkippedRow, index: int) -> SkippedRow:
-    """``row`` with the task entry (the ``index``-th of the list) that needed it named."""
-    return msgspec.structs.replace(row, reason=f"{row.reason} (task entry {index})")
+    """``row`` with the task entry that needed it named: the ``index``-th of the list (from 0),
+    said from 1, as lines are counted, so "task entry 1" is the first; a data.json element
+    keeps its 0-based ``id``, which the message calls "element id", as the entry spells it."""
+    return msgspec.structs.replace(row, reason=f"{row.reason} (task entry {index + 1})")
 
 
 def _index(value: Any) -> int | None:

@@ -349,8 +349,8 @@ def test_numbers_keep_the_spelling_of_the_file_and_nan_is_refused(tmp_path: Path
     samples = loader.samples()
     assert [(s.answer, s.choices) for s in samples] == [("0.00005", ("0.5", "1e-7")), ("3", ())]
     assert [r.reason for r in loader.skipped] == [
-        "element 2 'answer' is NaN, which JSON does not allow; it must be a string or a number "
-        "(task entry 2)"]
+        "element id 2 'answer' is NaN, which JSON does not allow; it must be a string or a number "
+        "(task entry 3)"]
 
 
 def test_odd_ids_and_paths_are_skipped_rows_not_crashes(tmp_path: Path) -> None:
@@ -373,7 +373,7 @@ def test_a_task_list_on_one_line_names_each_entry(tmp_path: Path) -> None:
     loader = See2ThinkLoader(tmp_path / "tasks.json")
     assert loader.samples() == []
     assert [r.reason.rsplit("(", 1)[-1] for r in loader.skipped] == [
-        "task entry 0)", "task entry 1)", "task entry 2)"]
+        "task entry 1)", "task entry 2)", "task entry 3)"]  # counted from 1, as lines are
 
 
 def test_a_number_too_long_to_read_is_invalid_json_not_a_crash(tmp_path: Path) -> None:
@@ -401,7 +401,7 @@ def test_an_element_whose_image_cannot_be_used_names_the_task_entry_too(tmp_path
     loader = See2ThinkLoader(tmp_path / "tasks.json")
     assert [s.id for s in loader.samples()] == ["data.json::0"]
     [row] = loader.skipped
-    assert "'gone.png' not found" in row.reason and row.reason.endswith("(task entry 1)")
+    assert "'gone.png' not found" in row.reason and row.reason.endswith("(task entry 2)")
 
 
 def test_each_task_read_is_told_kept_or_skipped(dataset: Path) -> None:
