@@ -28,7 +28,7 @@ from engine.commands._store_arg import missing_folder
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
-from engine.commands.run_report import RunEnd, report, run_line
+from engine.commands.run_report import SKIPPED_ROWS, RunEnd, count, report, run_line
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for
 from engine.printable import printable
@@ -94,9 +94,22 @@ def run(args: argparse.Namespace) -> int:
         from engine.commands.run_plan import print_plan
 
         try:
-            return print_plan(console, err, config, samples, adapters)
+            status = print_plan(console, err, config, samples, adapters)
         finally:
             event_loop.run(_close(adapters))
+        if status == 0 and skipped:
+            # A check of the dataset before paying that exits 0 on a broken one passes in a
+            # script unseen, and its rows were listed above the long plan, scrolled away: the
+            # last word and the status are the run's own for skipped rows (4).
+            one = len(skipped) == 1
+            err.print(printable(
+                f"dry run: {count(len(skipped), 'row')} of {config.dataset} skipped (listed "
+                f"above); the run would leave {'its sample' if one else 'their samples'} out "
+                f"and exit with status 4: fix {'it' if one else 'them'} (or the "
+                f"image{'' if one else 's'}), or drop {'it' if one else 'them'} from the file"),
+                markup=False)
+            return SKIPPED_ROWS
+        return status
     try:
         store, lock, log, made = _open_for_run(config)
     except _Refused as exc:
@@ -166,9 +179,10 @@ def _tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable:
     """Tell the first dataset rows skipped at load, and how many more there were.
 
     A few when the run goes on (all are logged once it starts, beside the store); more when
-    nothing is usable, as no run starts and no log is written: the terminal is all there is.
+    nothing is usable or for a dry run, as no run starts and no log is written: the terminal
+    is all there is, and a dry run is where the dataset is checked.
     """
-    shown = 5 if any_usable else 50
+    shown = 5 if any_usable and not dry_run else 50
     for row in skipped[:shown]:
         err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
     if len(skipped) > shown:

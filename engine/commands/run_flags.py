@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "stopped or the store failed, 2 bad input, 3 stopped at the --max-cost cap with\n"
         "trajectories left, 4 all ended but dataset rows were skipped at load (an image\n"
         "missing or unreadable, a bad field, a repeated id: fix it and rerun, or drop the\n"
-        "row), 130 interrupted, 143 terminated (SIGTERM)."
+        "row; with --dry-run, when rows would be), 130 interrupted, 143 terminated (SIGTERM)."
     )
     p.add_argument("--config", metavar="FILE", help="TOML file with the run's options, named "
                    "as the flags below with underscores (max_steps = 5, settings = "
@@ -183,4 +183,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "do and exit: its id, how far the store already got with it, each model's "
                    "endpoint and reading, the most calls per setting, and the first request "
                    "of each setting as the model would read it (images as placeholders). No "
-                   "model is called and nothing is written")
+                   "model is called and nothing is written. Exit status 0, 2 for what the run "
+                   "would refuse, 4 when dataset rows would be skipped (listed)")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -76,6 +77,36 @@ def test_a_dry_run_still_refuses_bad_input_in_one_line(tmp_path) -> None:
                  "--store", str(tmp_path / "s.lmdb"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert not (tmp_path / "s.lmdb").exists()
+
+
+def test_a_dry_run_over_skipped_rows_lists_them_and_exits_as_the_run_would(tmp_path) -> None:
+    # It exited 0, the rows said above a plan that scrolled them away: a script checking its
+    # dataset before paying passed a broken one.
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    rows = [{"id": "a", "image": "a.png"}, *({"id": f"x{i}", "image": "gone.png"}
+                                             for i in range(7))]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "question": "q", "answer": "x", "category": "c",
+                                        "group": "2D"}) + "\n" for row in rows))
+    store = tmp_path / "s.lmdb"
+    done = _vaot("--dataset", f"jsonl:{data}", "--settings", "cot", "--model", "scripted:a",
+                 "--store", str(store), "--dry-run")
+    assert done.returncode == 4, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    # Every row, not the run's first five: a dry run writes no log to list the rest in.
+    assert [x.split(":")[1] for x in lines[:-1]] == [str(n) for n in range(2, 9)], lines
+    assert lines[-1] == (f"dry run: 7 rows of jsonl:{data} skipped (listed above); the run would "
+                         "leave their samples out and exit with status 4: fix them (or the "
+                         "images), or drop them from the file")
+    assert "dry run: no model was called" in done.stdout and not store.exists()
+    assert _vaot("--dataset", f"jsonl:{data}", "--settings", "cot", "--model", "scripted:a",
+                 "--store", str(store), "--limit", "1", "--dry-run").returncode == 0
+    # A real run over the same file still ends with its own status and last line.
+    ran = _vaot("--dataset", f"jsonl:{data}", "--settings", "cot", "--model", "scripted:a",
+                "--store", str(store))
+    assert ran.returncode == 4 and "7 dataset rows skipped at load" in ran.stderr
 
 
 def test_a_dry_run_refuses_what_the_run_would_refuse_of_its_store(tmp_path) -> None:
