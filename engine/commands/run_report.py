@@ -299,8 +299,10 @@ def stop_reason(model) -> str:
 def _stop_advice(stopped) -> str:
     """What to do about the stops (``StoppedModel`` list), in one sentence or two."""
     refused = [m.model for m in stopped if m.kinds == "unsupported_parameter"]
+    replayed = [m.model for m in stopped if m.kinds == "cassette_miss"]
     fixable = [m.model for m in stopped if m.kinds not in EMPTY_KINDS
-               and m.kinds not in (EMPTY_REPLY_FAULT, "unsupported_parameter", NO_USAGE)]
+               and m.kinds not in (EMPTY_REPLY_FAULT, "unsupported_parameter", NO_USAGE,
+                                   "cassette_miss")]
     uncounted = [m.model for m in stopped if m.kinds == NO_USAGE]
     thinking = [m.model for m in stopped if m.kinds == EMPTY_AT_MAX_TOKENS]
     silent = [m.model for m in stopped if m.kinds in (EMPTY_REPLY, EMPTY_REPLY_FAULT)]
@@ -317,6 +319,10 @@ def _stop_advice(stopped) -> str:
                   "part of what a run is, so the changed command is a new run (with "
                   "--run-name, give it a new name), and a field of extra needs a new "
                   "--run-name; the trajectories begun here stay unfinished"),
+        # No endpoint to fix: the cassette is the store's reply cache, keyed by every request.
+        (replayed, "replay with the --store that recorded the model, and the options and "
+                   "prompts it was recorded with (any change alters every request), or record "
+                   "the replies first; then rerun the same command"),
         (fixable, "fix what the stop names (the endpoint, key, model name, credit, a rate "
                   "limit or an option), then rerun the same command to continue"),
         # max_tokens is part of a run's identity: the raised budget is a new run of its own.

@@ -228,6 +228,31 @@ async def test_a_recorded_run_replays_through_the_cassette_without_the_model() -
     )
 
 
+async def test_a_cassette_that_serves_nothing_stops_and_one_that_served_fails_a_miss() -> None:
+    # Before: a cassette replayed from the wrong store (or after a prompt changed) recorded
+    # every trajectory of the run as failed, each needing --retry-failed once it was fixed.
+    config = RunConfig(models=(ModelConfig(SPEC),), dataset="synthetic:1", limit=3,
+                       settings=("cot",))
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    replay_spec = f"cassette:{SPEC}"
+    store = MemoryStore()
+    replay = msgspec.structs.replace(config, models=(ModelConfig(replay_spec),),
+                                     settings=("cot", "vaot"))
+    cassette = CassetteAdapter(SPEC)
+    empty = await run_jobs(replay, store, samples, adapters={replay_spec: cassette})
+    assert cassette.hits == 0 and [m.model for m in empty.stopped] == [replay_spec]
+    assert empty.stopped[0].kinds == "cassette_miss"
+    assert not any(o.status == "failed" for o in empty.outcomes)
+    # Once it has served a reply, a request it lacks (here: a setting never recorded) is that
+    # trajectory's failure, as before, and the cassette goes on.
+    await run_jobs(config, store, samples, adapters={SPEC: ScriptedAdapter("a", BUILTIN_SCRIPT)})
+    cassette = CassetteAdapter(SPEC)
+    served = await run_jobs(replay, store, samples, adapters={replay_spec: cassette})
+    assert cassette.hits > 0 and not served.stopped
+    assert sorted({(o.status, o.error is not None and "no recorded reply" in o.error)
+                   for o in served.outcomes}) == [("answered", False), ("failed", True)]
+
+
 @pytest.mark.parametrize(("extra", "script", "said"), [
     # Before: a traceback from pathlib (TypeError).
     ("{script = 5}", None, "extra.script must be the path of a JSON script, got 5"),
