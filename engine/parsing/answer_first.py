@@ -106,6 +106,12 @@ _NOT_FREE = re.compile(
 # Cheap words one of which the last sentence must hold before the patterns are tried.
 _HINT = re.compile(r"correct|right|best|answer|choice|option|it['’]s|it[ \t]+is|it[ \t]+(?:must"
                    r"|should|would|ha[sv])|onclusion|正确|答案|对的|结论|是", re.IGNORECASE)
+# _HINT for an ASCII sentence, read from its lower case: the words by ``in``, the "it" forms
+# by a case-exact pattern. Exact, as no ASCII character folds to a letter but its own lower
+# case and the Chinese words hold none; ~15 times faster, as a scan that ignores case tries
+# every word at nearly every character (7 µs on a 70-character sentence, run at every step).
+_HINT_WORDS = ("correct", "right", "best", "answer", "choice", "option", "onclusion")
+_HINT_IT = re.compile(r"it(?:'s|[ \t]+(?:is|must|should|would|ha[sv]))")
 # "Conclusion:" opening the reply's last line, or alone on the line above it.
 _CONCLUSION_MARK = re.compile(r"[ \t>#*_-]*+(?:conclusion|结论)[ \t*_]*+[:：][ \t*_]*+",
                               re.IGNORECASE)
@@ -153,7 +159,7 @@ def _content_end(text: str) -> int | None:
 def _sentence(text: str, low: int, end: int) -> tuple[int, int, str, str] | None:
     """The answer of a last sentence that names it before "is the correct answer" (or after "So,
     it's"), ending at ``end``."""
-    if _HINT.search(text, low, end) is None:
+    if not _hinted(text[low:end]):
         return None
     ending = _ENDING.search(text[low:end])
     if ending is None:
@@ -195,6 +201,17 @@ def _sentence(text: str, low: int, end: int) -> tuple[int, int, str, str] | None
         predicate = ending.group("pred").strip(" \t*_")
         warning = said_instead(text[start:subject_start], predicate)
     return start, end, answer, warning
+
+
+def _hinted(sentence: str) -> bool:
+    """Whether ``_HINT`` matches in ``sentence``."""
+    if not sentence.isascii():
+        return _HINT.search(sentence) is not None
+    lowered = sentence.lower()
+    for word in _HINT_WORDS:
+        if word in lowered:
+            return True
+    return _HINT_IT.search(lowered) is not None
 
 
 def _answer(subject: str, free: bool) -> str | None:

@@ -11,7 +11,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.parsing import answer
+from engine.parsing import answer, answer_first
 from engine.parsing.answer import find_final_answer
 from engine.parsing.blocks import _balanced_end, bare_json_blocks, blank_spans, fenced_blocks
 from engine.parsing.headers import _HEADER, _markers
@@ -53,14 +53,55 @@ def test_fences_match_the_lazy_regex(text: str) -> None:
 @given(texts)
 def test_final_hint_changes_no_answer(text: str) -> None:
     guarded = find_final_answer(text)
-    saved = answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD
-    # Matching everywhere, every scan runs, as before the guards.
+    saved = (answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD, answer._FINAL_WORDS,
+             answer._OPTION_WORDS, answer._SAY_WORDS)
+    # Matching everywhere (the empty word is in every lower case), every scan runs, as before
+    # the guards.
     answer._FINAL = answer._OPTION_WORD = answer._SAY_WORD = re.compile("")
+    answer._FINAL_WORDS = answer._OPTION_WORDS = answer._SAY_WORDS = ("",)
     try:
         unguarded = find_final_answer(text)
     finally:
-        answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD = saved
+        (answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD, answer._FINAL_WORDS,
+         answer._OPTION_WORDS, answer._SAY_WORDS) = saved
     assert guarded == unguarded
+
+
+_WORD_PIECES = st.sampled_from([
+    "final", "FİNAL", "fınal", "ans", "ANſ", "answer", "plans", "option", "OPTİON", "choice",
+    "choıce", "say", "ſay", "with", "wİth", "choose", "CHOOſE", "pick", "PIC\u212a", "select",
+    "ſELECT", "x", " ", "\n", ":", "_", "1",
+])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_WORD_PIECES, max_size=12).map("".join))
+def test_lower_case_words_guard_exactly_what_the_scans_find(text: str) -> None:
+    lowered = text.lower() if text.isascii() else None
+    for pattern, words in ((answer._FINAL, answer._FINAL_WORDS),
+                           (answer._OPTION_WORD, answer._OPTION_WORDS),
+                           (answer._SAY_WORD, answer._SAY_WORDS)):
+        assert answer._holds(text, lowered, pattern, words) == (pattern.search(text) is not None)
+        # Every case spelling of an ASCII text, not only the ones the pieces hold.
+        for spelled in (text.upper(), text.swapcase()):
+            low = spelled.lower() if spelled.isascii() else None
+            assert answer._holds(spelled, low, pattern, words) == (
+                pattern.search(spelled) is not None)
+
+
+_HINT_PIECES = st.sampled_from([
+    "correct", "CORRECT", "rİght", "RIGHT", "beſt", "best", "answer", "choıce", "Option", "it",
+    "IT", "İt", "'s", "’s", "'S", " ", "\t", "  ", "is", "IS", "iſ", "must", "should", "would",
+    "has", "HAV", "have", "onclusion", "ONCLUſION", "正确", "答案", "对的", "结论", "是", "x", "\n",
+    "Kelvin \u212a", ".",
+])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_HINT_PIECES, max_size=12).map("".join))
+def test_last_sentence_hint_matches_its_regex(text: str) -> None:
+    for spelled in (text, text.upper(), text.swapcase()):
+        assert answer_first._hinted(spelled) == (answer_first._HINT.search(spelled) is not None)
 
 
 def test_final_hint_covers_every_case_fold() -> None:
