@@ -87,7 +87,7 @@ class FoundAnswer(msgspec.Struct, frozen=True):
 
 def _markers(text: str) -> list[re.Match[str]]:
     """What ``_MARKER.finditer(text)`` yields, trying the pattern only where it can start."""
-    return finditer_from(_MARKER, text, _FINAL, ("最终", "答案"))
+    return finditer_from(_MARKER, text, _FINAL, ("最终", "答案"), _FINAL_WORDS)
 
 
 # What makes "final answer" with no colon, inside a line, a phrase of prose rather than a marker:

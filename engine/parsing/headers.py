@@ -64,7 +64,7 @@ def find_step_headers(text: str) -> list[StepHeader]:
 
 def _markers(text: str) -> list[re.Match[str]]:
     """What ``_HEADER.finditer(text)`` yields, trying the pattern only where it can start."""
-    return finditer_from(_HEADER, text, _STEP_WORD, ("步骤", "第"))
+    return finditer_from(_HEADER, text, _STEP_WORD, ("步骤", "第"), ("step",))
 
 
 def _lead_start(text: str, pos: int) -> int:

@@ -20,19 +20,24 @@ _ORACLE_FENCE = re.compile(
     r"(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n?(.*?)(?:(?P<close>\1)|\Z)", re.DOTALL
 )
 
-_PIECES = st.sampled_from([
+_PIECE_LIST = [
     "Step", "STEP", "ſtep", "step", "步骤", "第", "1", "2", " (Text)", "(Action)", ":", "**",
     "final", "FİNAL", "fınal", "Final Answer", " answer", "ANſWER", "Answer:", " is ", "最终答案",
     "最终", "\n", " ", "So the answer is ", ". ", "?",
     "Ans", "ANſ", "plans", "option", "OPTİON", "choıce", " correct ", "答案是", "所以", "，", "。",
     "```", "````", "~~~", "json", "{", "}", "x", "`",
     "I'd say ", "I would ", "ſay", " go wİth ", "wıth", "B", "选", "故选", "应该", "Here is ",
-])
+]
+_PIECES = st.sampled_from(_PIECE_LIST)
 texts = st.lists(_PIECES, max_size=40).map("".join)
+# ASCII only: the scans take another way through ASCII text, which most of the texts above
+# leave untried (one piece in six is not ASCII).
+ascii_texts = st.lists(st.sampled_from([p for p in _PIECE_LIST if p.isascii()]),
+                       max_size=40).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
-@given(texts)
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(texts, ascii_texts))
 def test_header_candidates_match_finditer(text: str) -> None:
     fast = [(m.start(), m.end()) for m in _markers(text)]
     assert fast == [(m.start(), m.end()) for m in _HEADER.finditer(text)]
@@ -49,8 +54,8 @@ def test_fences_match_the_lazy_regex(text: str) -> None:
     assert fast == oracle
 
 
-@settings(max_examples=400, deadline=None)
-@given(texts)
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(texts, ascii_texts))
 def test_final_hint_changes_no_answer(text: str) -> None:
     guarded = find_final_answer(text)
     saved = (answer._FINAL, answer._OPTION_WORD, answer._SAY_WORD, answer._FINAL_WORDS,
@@ -156,8 +161,8 @@ def test_an_array_counts_only_with_its_object_close_by() -> None:
     assert [b.start for b in blocks] == [64]
 
 
-@settings(max_examples=400, deadline=None)
-@given(texts)
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(texts, ascii_texts))
 def test_answer_marker_candidates_match_finditer(text: str) -> None:
     fast = [(m.start(), m.end()) for m in answer._markers(text)]
     assert fast == [(m.start(), m.end()) for m in answer._MARKER.finditer(text)]
