@@ -29,6 +29,8 @@ def split_think(text: str) -> ThinkSplit:
     an unclosed ``<think>`` (its content is parsed as the reply, since there is nothing else), and
     an empty remainder after ``</think>`` (the last think block is parsed instead).
     """
+    if "<" not in text:  # both tags start with it: most replies, and each step's history
+        return ThinkSplit(visible=text, reasoning="")
     closes = list(_CLOSE.finditer(text))
     if closes:
         last = closes[-1]
