@@ -219,7 +219,7 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
     says_final = _holds(text, lowered, _FINAL, _FINAL_WORDS)
     says_answer = says_final or "答案" in text
     found = _marker_answers(text, notes) if says_answer or "最终" in text else []
-    markers = _named(found, lambda marker: marker[2], dropped)
+    markers = _named(found, lambda marker: marker[2], dropped) if found else []
     if markers:
         distinct = {split_hedge(label_only(clean_answer(marker[2])))[0] for marker in markers}
         if len(distinct) > 1:
@@ -231,11 +231,13 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
         if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
             answer = label_only(clean_answer(answer))
         return _found(answer, source, start, end, warnings, at_line_start)
-    tags = _named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), dropped)
+    # The tag, and a box, start with a character most replies lack: looked for only then.
+    tags = (_named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), dropped)
+            if "<" in text else [])
     if tags:
         m = tags[-1]
         return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
-    if boxes := boxed_contents(text):
+    if "\\" in text and (boxes := boxed_contents(text)):
         start, end, content = boxes[-1]
         if clean_answer(content):
             return _found(content, "boxed", start, end, warnings)
@@ -261,8 +263,12 @@ def _holds(text: str, lowered: str | None, pattern: re.Pattern[str],
     text's lower case when it is ASCII, else None. On ASCII text no character folds to a
     letter but its own lower case, so a text whose lower case holds none of ``words`` (what the
     pattern spells, in lower case) has no match, and the scan is left unrun."""
-    if lowered is not None and not any(word in lowered for word in words):
-        return False
+    if lowered is not None:
+        for word in words:
+            if word in lowered:
+                break
+        else:
+            return False
     return pattern.search(text) is not None
 
 

@@ -230,20 +230,30 @@ def _answer(subject: str, free: bool) -> str | None:
     return answer
 
 
+def _may_conclude(lines: str) -> bool:
+    """Whether ``lines`` may hold a _CONCLUSION_MARK: not ASCII, or "conclusion" in its lower
+    case (no ASCII character folds to a letter but its own lower case)."""
+    return not lines.isascii() or "conclusion" in lines.lower()
+
+
 def _conclusion(text: str, line_start: int, end: int) -> tuple[int, int, str, str] | None:
     """The answer of a "Conclusion:" line opening the reply's last line ("**Conclusion:** B"),
     or alone on the line above it: only an option, a number or yes/no. "Conclusion: the chart
     shows growth" is prose, and "Conclusion: the answer is B" concluding.py's."""
+    # Each reading needs the marker on the last line or the line above it: an ASCII pair of
+    # lines without the word (most replies) is no conclusion, told without the matching.
+    above_end = line_start
+    while above_end > 0 and text[above_end - 1].isspace():
+        above_end -= 1
+    above = text.rfind("\n", 0, above_end) + 1
+    if not _may_conclude(text[above:end]):
+        return None
     lead = STEP_LEAD.match(text, line_start, end)
     mark = _CONCLUSION_MARK.match(text, lead.end() if lead else line_start, end)
     begin = mark.end() if mark else line_start
     if mark is None or mark.end() == end:
         if mark is not None or end - line_start > 80:
             return None  # the marker with its answer nowhere below it, or a line of prose
-        above_end = line_start
-        while above_end > 0 and text[above_end - 1].isspace():
-            above_end -= 1
-        above = text.rfind("\n", 0, above_end) + 1
         step = STEP_LEAD.match(text, above, above_end)
         mark = _CONCLUSION_MARK.match(text, step.end() if step else above, above_end)
         if mark is None or mark.end() != above_end:

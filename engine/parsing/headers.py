@@ -50,11 +50,11 @@ def find_step_headers(text: str) -> list[StepHeader]:
         kind_text = m.group("kind")
         named = kind_text is not None and _KIND_WORDS.search(kind_text) is not None
         start = _lead_start(text, m.start())
-        at_line_start = starts_line(text, _LINE_LEAD, start)
         matched = m.group()
         bold = "*" in matched or "__" in matched
         colon = m.group("colon") is not None
-        if not named and not (at_line_start and (colon or bold)):
+        # Where the line starts is looked up only for a bare marker, the one it decides.
+        if not named and not ((colon or bold) and starts_line(text, _LINE_LEAD, start)):
             continue
         kind = "action" if kind_text and _ACTION_WORDS.search(kind_text) else "text"
         bold = bold or "*" in text[start : m.start()] or "_" in text[start : m.start()]

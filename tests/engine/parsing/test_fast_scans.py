@@ -109,6 +109,32 @@ def test_last_sentence_hint_matches_its_regex(text: str) -> None:
         assert answer_first._hinted(spelled) == (answer_first._HINT.search(spelled) is not None)
 
 
+_CONCLUSION_MARKS = st.sampled_from(["Conclusion", "CONCLUSION", "conclusion", "CONCLUſION",
+                                     "conclusİon", "结论", "Conclusions", "conclude"])
+_CONCLUSION_PIECES = st.sampled_from(["", " ", "\n", "\n\n", "**", "x", "Step 2 (Text): ", "so.",
+                                      "- ", "The bars differ.\n"])
+_CONCLUSION_ANSWERS = st.sampled_from(["B", "(C)", "3", "yes", "the chart shows growth", "B. It",
+                                       "B?", ""])
+# A "Conclusion:" line in most texts, with what may come before and after it.
+_CONCLUDING = st.tuples(
+    _CONCLUSION_PIECES, _CONCLUSION_PIECES, _CONCLUSION_MARKS, st.sampled_from([":", "：", "", "**:"]),
+    st.sampled_from([" ", "", "\n", "** "]), _CONCLUSION_ANSWERS, _CONCLUSION_PIECES,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_CONCLUDING)
+def test_conclusion_guard_changes_no_answer(text: str) -> None:
+    guarded = answer_first.answer_first(text)
+    saved = answer_first._may_conclude
+    answer_first._may_conclude = lambda lines: True  # every line read, as before the guard
+    try:
+        unguarded = answer_first.answer_first(text)
+    finally:
+        answer_first._may_conclude = saved
+    assert guarded == unguarded
+
+
 def test_final_hint_covers_every_case_fold() -> None:
     for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
                      "最终答案：3", "The final answer is 3", "answer: 3", "ANſWER: 3",
