@@ -55,6 +55,11 @@ _SAY_WORD = re.compile("[sSſ][aA][yY]|[wW][iIİı][tT][hH]|[cC][hH][oO][oO][sS�
 _FINAL_WORDS = ("final", "ans")
 _OPTION_WORDS = ("option", "choice")
 _SAY_WORDS = ("say", "with", "choose", "pick", "select")
+# Where an ANSWER_IS match can start in an ASCII text, in its lower case: the first word of each
+# of its readings (concluding.py: "the final answer is", "my/our/the correct answer", "the
+# option is", "I'd say", "we'll go with"; the others start with Chinese characters).
+_ANSWER_IS_WORDS = ("the", "my", "our", "correct", "right", "best", "answer", "final", "option",
+                    "choice", "i", "we")
 _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
 # template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
@@ -241,7 +246,7 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
         start, end, content = boxes[-1]
         if clean_answer(content):
             return _found(content, "boxed", start, end, warnings)
-    said = (list(ANSWER_IS.finditer(text))
+    said = (_answers_said(text, lowered)
             if says_answer or "选" in text or _holds(text, lowered, _OPTION_WORD, _OPTION_WORDS)
             or _holds(text, lowered, _SAY_WORD, _SAY_WORDS) else [])
     prose = said_answer(text, said, notes) if said else None  # no match, nothing said
@@ -255,6 +260,17 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
         warnings.append(warning)
         return _found(answer, "answer_is", start, end, warnings)
     return None
+
+
+def _answers_said(text: str, lowered: str | None) -> list[re.Match[str]]:
+    """``list(ANSWER_IS.finditer(text))``; ``lowered`` is the text's lower case when it is
+    ASCII, else None. ANSWER_IS ignores case and has a dozen readings, each tried at every
+    character (~500 ns a character: 110 µs for a 200-character reply, and most replies say
+    "with", "answer" or "option" somewhere); an ASCII text is tried only where one of its
+    first words begins (~5 times faster)."""
+    if lowered is None:
+        return list(ANSWER_IS.finditer(text))
+    return finditer_from(ANSWER_IS, text, ANSWER_IS, lower_words=_ANSWER_IS_WORDS)
 
 
 def _holds(text: str, lowered: str | None, pattern: re.Pattern[str],

@@ -135,6 +135,28 @@ def test_conclusion_guard_changes_no_answer(text: str) -> None:
     assert guarded == unguarded
 
 
+_SAID_PIECES = st.sampled_from([
+    "the", "The", "THE", "final", "Final", " answer", "answer", " is ", "is", " would be ", "my",
+    "Our", "correct", "right", "best", "option", "choice", "I", "i", "I'd", "I'll", "I'm", "we",
+    "We're", "we are", " say ", " go with ", " going with ", " choose ", "pick", " select ",
+    " definitely ", "it's", ":", " ", "  ", "\t", "**", "__", "_", "*", "B", "(C)", "3", ".", "\n",
+    "this", "with", "them", "final answer", "question 2", " to the question", ", therefore,",
+    " here ", " that", "x", "1",
+    # Whole readings, each opening with one of the words a match starts at.
+    "my answer is ", "Our answer: ", "We'd say ", "we'll go with ", "We are going with ",
+    "I would choose ", "the correct option is ", "The final answer is ", "the best choice is ",
+    "Correct answer: ", "right answer is ", "Best answer: ", "Answer: ", "final option is ",
+    "Option is ", "choice is ", "I'd definitely go with ",
+])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(_SAID_PIECES, max_size=24).map("".join))
+def test_answers_said_match_finditer(text: str) -> None:
+    oracle = [m.span() for m in answer.ANSWER_IS.finditer(text)]
+    assert [m.span() for m in answer._answers_said(text, text.lower())] == oracle
+
+
 def test_final_hint_covers_every_case_fold() -> None:
     for spelling in ("final answer: 3", "FINAL ANSWER: 3", "FİNAL answer: 3", "fınal answer: 3",
                      "最终答案：3", "The final answer is 3", "answer: 3", "ANſWER: 3",
