@@ -86,15 +86,24 @@ class RunProgress:
             self.correct[s] += int(bool(verdict))
         self._draw(s)
 
-    def settle(self, records: Iterable[TrajectoryRecord]) -> None:
+    def settle(self, records: Iterable[TrajectoryRecord],
+               tokens: dict[str, int] | None = None) -> None:
         """Count the trajectories the log holds as ended that no outcome was counted for, so
         that the bars, drawn a last time when they close, count what the summary table does.
 
         Those are the trajectories whose end a stop (Ctrl-C, SIGTERM) left queued: committed by
         the run's last sync, after their outcome could be told; and those an earlier invocation
         ended that this one stopped before it reached. Their tokens are not this invocation's.
+
+        ``tokens``: by setting, those of the replies this invocation recorded, as its log holds
+        them. A trajectory a stop cancelled mid-way tells no outcome, but the steps it took were
+        paid for: without them "new tok" fell short of what the stopped run spent.
         """
         changed = set()
+        for s, spent in (tokens or {}).items():
+            if s in self.tasks and spent > self.tokens[s]:
+                self.tokens[s] = spent
+                changed.add(s)
         for r in records:
             if r.status is None or r.traj in self.told or r.setting not in self.tasks:
                 continue

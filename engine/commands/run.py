@@ -290,10 +290,10 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
                 # Read before the bars close: a stop leaves the last trajectories' ends queued,
                 # committed only by the sync here, after their outcomes could be told; the
                 # bars' last drawing counted one or two fewer than the table under them.
-                calls_seen: list[int] = [0]
-                records = _logged_records(store, samples, ours, started_at, calls_seen)
+                seen = _SessionReplies()
+                records = _logged_records(store, samples, ours, started_at, seen)
                 if records is not None:
-                    progress.settle(records)
+                    progress.settle(records, seen.tokens)
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
             log.error("run_refused", run_id=run_id, reason=str(exc))
             err.print(error_line("run", str(exc)), markup=False)
@@ -319,7 +319,7 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             return 1
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
-    return _Ran(records=records, calls=max(calls_seen[0], progress.calls), started=started,
+    return _Ran(records=records, calls=max(seen.calls, progress.calls), started=started,
                 interrupted=interrupted, terminated=terminated, spent=spent,
                 session_failures=session_failures, stopped=stopped)
 
@@ -478,35 +478,55 @@ def _open_for_run(config: RunConfig):
     raise _Refused(problem)
 
 
-def _logged_records(store, samples, ours: set[str], since: float, calls_seen: list[int]):
-    """The log's records of the command's trajectories (``ours``), counting in
-    ``calls_seen[0]`` the replies received since ``since`` (:func:`_count_calls`); None when a
-    Ctrl-C (or SIGTERM) stops the reading."""
+class _SessionReplies:
+    """The steps this command recorded, as its log holds them: how many replies it received,
+    and the steps' tokens by setting (what the bars' "new tok" ends on: the outcomes told as
+    the run went miss the trajectories a stop cancelled mid-way, whose steps are committed)."""
+
+    __slots__ = ("calls", "tokens")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.tokens: dict[str, int] = {}
+
+
+def _logged_records(store, samples, ours: set[str], since: float, seen: _SessionReplies):
+    """The log's records of the command's trajectories (``ours``), counting in ``seen`` the
+    replies received since ``since`` (:func:`_count_calls`); None when a Ctrl-C (or SIGTERM)
+    stops the reading."""
     try:
         # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land first.
         with contextlib.suppress(StoreError):
             store.sync()
         options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
-        return [r for r in project(_count_calls(store.iter_events(), ours, since, calls_seen),
+        return [r for r in project(_count_calls(store.iter_events(), ours, since, seen),
                                    options).values()
                 if r.traj in ours]
     except KeyboardInterrupt:
         return None
 
 
-def _count_calls(events, ours: set[str], since: float, seen: list[int]):
-    """Pass ``events`` through, counting in ``seen[0]`` the replies this command received and
-    recorded: the Steps of its trajectories not served from the reply cache, stamped since it
-    started. (A reply received just before a stop, whose Step was not yet written, is in the
+def _count_calls(events, ours: set[str], since: float, seen: _SessionReplies):
+    """Pass ``events`` through, counting in ``seen`` the replies this command received and
+    recorded (the Steps of its trajectories not served from the reply cache, stamped since it
+    started) and the tokens of its Steps by setting. (A reply received just before a stop, whose Step was not yet written, is in the
     reply cache only; the rerun serves it from there, and neither command counts it as a call:
     the cost lines, which count every recorded reply, do.)"""
-    from store.events import Step
+    from store.events import Step, TrajectoryStarted
 
+    setting_of: dict[str, str] = {}  # a trajectory's start is logged before its steps
     for stored in events:
         event = stored.event
-        if (isinstance(event, Step) and not event.from_cache and event.at >= since
-                and event.traj in ours):
-            seen[0] += 1
+        if isinstance(event, TrajectoryStarted):
+            setting_of[event.traj] = event.setting
+        elif isinstance(event, Step) and event.at >= since and event.traj in ours:
+            seen.calls += not event.from_cache
+            # Tokens as an outcome counts them: of every step recorded now, a reply served from
+            # the cache too (paid by a command stopped before it could record the step).
+            setting = setting_of.get(event.traj)
+            if setting is not None:
+                seen.tokens[setting] = (seen.tokens.get(setting, 0) + event.usage.input_tokens
+                                        + event.usage.output_tokens)
         yield stored
 
 

@@ -82,3 +82,41 @@ def test_a_dataset_load_counts_its_rows_on_a_terminal_and_is_silent_elsewhere() 
         with dataset_progress(console, "jsonl:val.jsonl", enabled=enabled) as on_row:
             on_row()
         assert console.file.getvalue() == ""
+
+
+def test_settling_counts_the_tokens_of_steps_no_outcome_told_of() -> None:
+    """A stop cancels trajectories mid-way: they tell no outcome, but the steps they took were
+    paid for and are in the log. "new tok" counts them from there, and is never lowered."""
+    from types import SimpleNamespace
+
+    from engine.commands.run import _count_calls, _SessionReplies
+    from store.events import Step, TokenUsage, TrajectoryStarted
+
+    def started(traj: str, setting: str) -> TrajectoryStarted:
+        return TrajectoryStarted(run_id="r", sample_id="s", setting=setting, model="m",
+                                 input_state="0" * 64, traj=traj, pos=0)
+
+    def step(traj: str, at: float, tokens: int, from_cache: bool = False) -> Step:
+        return Step(step=1, request_hash="h", raw_text="Step 1 (Text): …", traj=traj, pos=1,
+                    at=at, usage=TokenUsage(tokens - 10, 10), from_cache=from_cache)
+
+    events = [started("old", "vaot"), step("old", 50.0, 999),  # an earlier command's step
+              started("t1", "vaot"), started("t2", "vaot"), started("c1", "cot"),
+              step("t1", 150.0, 300), step("t2", 160.0, 200, from_cache=True),
+              step("c1", 170.0, 70), step("other", 180.0, 5000)]  # not this command's
+    seen = _SessionReplies()
+    passed = list(_count_calls((SimpleNamespace(event=e) for e in events),
+                               {"old", "t1", "t2", "c1"}, 100.0, seen))
+    assert len(passed) == len(events)  # every event goes on to the records
+    assert seen.calls == 2  # the reply served from the cache was not a call
+    assert seen.tokens == {"vaot": 500, "cot": 70}  # its tokens count, as an outcome's do
+
+    sample = Sample(id="s", image=b"", question="How many?", answer="3")
+    console = Console(file=io.StringIO(), force_terminal=False)
+    with RunProgress(console, {"vaot": 3, "cot": 1}, enabled=False) as progress:
+        progress.update(TrajectoryJob(traj="c1", run_id="r", sample=sample, setting="cot",
+                                      model="m"),
+                        Outcome("c1", "answered", "3", 1, calls=1, tokens=90))
+        progress.settle([], seen.tokens)
+    assert "new tok 500" in _stats(progress, "vaot")  # t1 and t2, stopped mid-way
+    assert "new tok 90" in _stats(progress, "cot")  # what an outcome told is not lowered
