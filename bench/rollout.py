@@ -255,6 +255,11 @@ async def run_and_close(config: RunConfig, store, samples: list[Sample], adapter
 
 def rates(replies: list[float], finished: list[float], start: float, in_flight: int) -> dict:
     """Calls/s while every slot was busy, counted from ``start`` and from the first reply."""
+    if not replies or not finished:
+        # Every trajectory ended by an error before its end was logged (each is printed
+        # above): there is no rate to measure, and an IndexError would hide that.
+        raise SystemExit(f"no trajectory {'finished' if replies else 'got a reply'}: "
+                         "nothing to measure (the errors are printed above)")
     # All slots stay busy until the queue runs dry: when all but in_flight have finished.
     full_until = sorted(finished)[max(0, len(finished) - in_flight - 1)]
     # Steady state: from the first reply (start-up — loading originals, the first commits — is
