@@ -28,6 +28,7 @@ from engine.commands._store_arg import (
     nonempty,
     open_existing_store,
 )
+from engine.printable import printable
 from store import Recorder
 from store.events import Step, TrajectoryStarted, run_stream
 from store.recorder import blob_record_problem, parse_blob_record
@@ -146,14 +147,14 @@ def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path,
         record = store.get_blob_record(bytes.fromhex(hex_key))
         if record is None:
             # One line per image, as `vaot verify` lists its BAD ones; the error line follows.
-            print(f"not written: image {hex_key} ({name}) is not in {store_path}",
+            print(printable(f"not written: image {hex_key} ({name}) is not in {store_path}"),
                   file=sys.stderr)
             damaged += 1
             continue
         damage = blob_record_problem(record)
         if damage is not None:
-            print(f"not written: image {hex_key} ({name}) is damaged in {store_path} ({damage})",
-                  file=sys.stderr)
+            print(printable(f"not written: image {hex_key} ({name}) is damaged in {store_path} "
+                            f"({damage})"), file=sys.stderr)
             damaged += 1
             continue
         fmt, _digest, data = parse_blob_record(record)
