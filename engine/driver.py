@@ -25,6 +25,7 @@ from engine.breaker import (
     NO_USAGE,
     STOP_KINDS,
     ModelUnusableError,
+    counts_toward_stop,
 )
 from engine.context import Context, derive_seed
 from engine.conversation import build_request, parse_image_history
@@ -325,8 +326,10 @@ async def _call_failed(rt: Runtime, job: TrajectoryJob, state: TrajectoryState, 
             job.model, exc.kind, str(exc),
             # Stop kinds only: a server still hung on the rerun after a stop for timeouts
             # should stop the model again, not fail each trajectory after its whole retry
-            # budget.
-            failed_so_before=state.last_fault in STOP_KINDS))
+            # budget. But a trajectory failed before by such a fault and retried: counted, it
+            # stopped the model whenever it was the last one left, on every rerun for good.
+            failed_so_before=state.last_fault in STOP_KINDS or (
+                state.failed_before and counts_toward_stop(state.last_fault or ""))))
     finally:  # also when the run is stopped while the verdict is awaited
         failed = CallFailed(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,

@@ -35,6 +35,8 @@ class TrajectoryState(msgspec.Struct):
     failures: int = 0
     last_fault: str | None = None
     """The kind of the last call that failed for good (not retried) since the last step."""
+    failed_before: bool = False
+    """The log holds a failed finish of it (since retried, if it goes on)."""
     next_pos: int = 0
 
     @classmethod
@@ -49,6 +51,7 @@ class TrajectoryState(msgspec.Struct):
                 state.last_fault = None
             elif isinstance(event, TrajectoryFinished):
                 state.finished = event
+                state.failed_before = state.failed_before or event.status == "failed"
             elif isinstance(event, CallFailed):
                 state.failures += 1
                 if not event.retried:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine.breaker import STOP_KINDS, ModelBreaker
-from store import CallFailed, TrajectoryFinished, open_store
+from store import CallFailed, TrajectoryFinished, TrajectoryStarted, open_store
 from tests.fakes.process import closed_port, fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -390,3 +390,32 @@ async def test_a_trajectory_in_flight_makes_no_further_call_once_its_model_is_st
     assert adapter.calls == 4  # the slow one's reply ends its asking
     steps = [e for e in events if isinstance(e, Step)]
     assert len(steps) == 1 and not any(isinstance(e, TrajectoryFinished) for e in events)
+
+
+def test_a_failure_by_server_errors_retried_and_met_again_fails_it_again(tmp_path) -> None:
+    """One sample the server answers with a 503 on every attempt while it answers the others:
+    that trajectory fails. Retried alone (--retry-failed) against the same answer, no call of
+    the process succeeds, so the 503 counted toward a stop: the model was stopped and the
+    trajectory, reopened by the retry, left unfinished; every later rerun did the same, so
+    the run could never end. Failed so before, it is recorded failed again."""
+    store = tmp_path / "run.lmdb"
+    # One trajectory at a time: vaot's step 1 answered, its step 2 a 503 on both attempts
+    # (the model has answered: its own failure), then cot's one call.
+    base = ("--limit", "1", "--concurrency", "1")
+    with fake_server_process("openai", "--api-key", KEY, "--fault-script", ",503,503") as port:
+        first = _run(store, f"http://127.0.0.1:{port}/v1", *base)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "stopped" not in first.stderr and "1 trajectory failed;" in first.stderr
+
+    for extra in (("--retry-failed",), ()):
+        with fake_server_process("openai", "--api-key", KEY, "--fault-rate", "1",
+                                 "--faults", "503") as port:
+            again = _run(store, f"http://127.0.0.1:{port}/v1", *base, *extra)
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert "stopped" not in again.stderr, again.stderr
+        by_traj: dict[str, list] = {}
+        for event in _events(store):
+            by_traj.setdefault(event.traj, []).append(event)
+        ends = [evs[-1] for evs in by_traj.values() if isinstance(evs[0], TrajectoryStarted)]
+        assert len(ends) == 2 and all(isinstance(e, TrajectoryFinished) for e in ends), ends
+        assert sorted(e.status for e in ends) == ["failed", "max_steps"]
