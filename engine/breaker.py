@@ -29,7 +29,9 @@ never stopped by a few that it rejects.
 A stop can never repeat itself forever: a trajectory whose last recorded attempt already failed
 this way (it was stopped before, or failed before and is retried with ``--retry-failed``) and
 fails this way again is recorded as failed at once, without counting toward a stop. So if the
-cause was one sample after all, the next rerun gets past it.
+cause was one sample after all, the next rerun gets past it. A timeout or server error (which a
+server still down gives too) stops the model once more before that, unless the trajectory had
+failed: the rerun after next gets past it.
 
 A model whose replies all reach ``--max-tokens`` before any text (a thinking model that spends
 the whole budget thinking) is stopped the same way once :data:`EMPTY_THRESHOLD` replies in a row,

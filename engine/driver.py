@@ -326,10 +326,12 @@ async def _call_failed(rt: Runtime, job: TrajectoryJob, state: TrajectoryState, 
             job.model, exc.kind, str(exc),
             # Stop kinds only: a server still hung on the rerun after a stop for timeouts
             # should stop the model again, not fail each trajectory after its whole retry
-            # budget. But a trajectory failed before by such a fault and retried: counted, it
-            # stopped the model whenever it was the last one left, on every rerun for good.
+            # budget. Once, not for good: a trajectory failed before by such a fault and
+            # retried, or stopped by it twice already, is one sample's trouble (the first job
+            # of a --concurrency 1 run, with nothing else to tell, stopped every rerun).
             failed_so_before=state.last_fault in STOP_KINDS or (
-                state.failed_before and counts_toward_stop(state.last_fault or ""))))
+                counts_toward_stop(state.last_fault or "")
+                and (state.failed_before or state.faults_for_good > 1))))
     finally:  # also when the run is stopped while the verdict is awaited
         failed = CallFailed(
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,

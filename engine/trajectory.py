@@ -37,6 +37,8 @@ class TrajectoryState(msgspec.Struct):
     """The kind of the last call that failed for good (not retried) since the last step."""
     failed_before: bool = False
     """The log holds a failed finish of it (since retried, if it goes on)."""
+    faults_for_good: int = 0
+    """How many of its calls failed for good (not retried) since the last step."""
     next_pos: int = 0
 
     @classmethod
@@ -49,6 +51,7 @@ class TrajectoryState(msgspec.Struct):
             elif isinstance(event, Step):
                 state.steps.append(event)
                 state.last_fault = None
+                state.faults_for_good = 0
             elif isinstance(event, TrajectoryFinished):
                 state.finished = event
                 state.failed_before = state.failed_before or event.status == "failed"
@@ -56,6 +59,7 @@ class TrajectoryState(msgspec.Struct):
                 state.failures += 1
                 if not event.retried:
                     state.last_fault = event.kind
+                    state.faults_for_good += 1
             if (isinstance(event, Step | CallFailed) and state.finished is not None
                     and state.finished.status == "failed"):
                 # A failure retried (--retry-failed) continues after it: open again until its

@@ -419,3 +419,26 @@ def test_a_failure_by_server_errors_retried_and_met_again_fails_it_again(tmp_pat
         ends = [evs[-1] for evs in by_traj.values() if isinstance(evs[0], TrajectoryStarted)]
         assert len(ends) == 2 and all(isinstance(e, TrajectoryFinished) for e in ends), ends
         assert sorted(e.status for e in ends) == ["failed", "max_steps"]
+
+
+def test_a_first_sample_the_server_always_errs_on_stops_a_run_of_one_slot_at_most_twice(
+        tmp_path) -> None:
+    """With --concurrency 1 the first trajectory's 500s (on every attempt) fill the run's only
+    slot before any call succeeded: the model is stopped, as for a server that is down. A
+    rerun against the same server did the same, and every rerun after it, so no other sample
+    was ever run. It may stop once more (the server may still be down); then that trajectory
+    is recorded failed, and the run goes on with the others."""
+    store = tmp_path / "run.lmdb"
+    base = ("--limit", "2", "--concurrency", "1")
+    for _ in range(3):  # each server errs on its first two requests: the first sample's
+        with fake_server_process("openai", "--api-key", KEY, "--fault-script", "500,500") as port:
+            done = _run(store, f"http://127.0.0.1:{port}/v1", *base)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "stopped" not in done.stderr, done.stderr
+    assert "1 trajectory failed;" in done.stderr
+    by_traj: dict[str, list] = {}
+    for event in _events(store):
+        by_traj.setdefault(event.traj, []).append(event)
+    ends = [evs[-1] for evs in by_traj.values() if isinstance(evs[0], TrajectoryStarted)]
+    assert len(ends) == 4 and all(isinstance(e, TrajectoryFinished) for e in ends), ends
+    assert [e.status for e in ends].count("failed") == 1
