@@ -199,6 +199,10 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # theirs by request hash, declarations included).
 _NATIVE_TOOL_PROVIDERS = ("openai", "anthropic", "gemini", "cassette")
 
+_CONVERSATION_FIELDS = {"openai": ("messages",), "anthropic": ("messages",),
+                        "gemini": ("contents",)}
+"""The request body's field that carries the conversation, per API: ``extra`` may not set it."""
+
 
 def _validate_model(model: ModelConfig) -> None:
     """What can be checked before the first call: the run fails here, in one line, rather than
@@ -264,6 +268,14 @@ def _validate_model(model: ModelConfig) -> None:
                               "may still set tool_choice or toolConfig)",
                               model=model.spec, field="extra")
     provider = _served_by(model.spec)
+    replaced = [key for key in _CONVERSATION_FIELDS.get(provider, ()) if key in model.extra]
+    if replaced:
+        # Merged last into the body, it would replace the question, the image and every step
+        # vaot sends: the model would answer something else, and the run would measure nothing.
+        raise ConfigError(f"{where}: extra sets {replaced[0]!r}, which would replace the "
+                          "conversation vaot sends (the question, the images and the steps so "
+                          "far); leave it out (extra is for fields beside it)",
+                          model=model.spec, field="extra")
     for field in ("detail", "max_tokens_field"):
         if getattr(model, field) is not None and provider != "openai":
             # Said, not ignored: only the OpenAI adapter sends them, and "detail = low" on
