@@ -419,6 +419,18 @@ def test_an_in_memory_run_leaves_no_file_behind(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_log_that_cannot_be_written_is_named_by_its_own_path(tmp_path) -> None:
+    # "cannot write the log beside STORE" named no file: the user had to know where it goes.
+    (tmp_path / "x.log").mkdir()
+    done = _vaot("run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+                 "--model", "reference:blind", "--no-progress", "--store",
+                 str(tmp_path / "x.lmdb"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"cannot write the run's log {tmp_path / 'x.log'} " in done.stderr
+    assert "Is a directory" in done.stderr
+
+
 def test_a_dataset_with_no_usable_row_lists_every_reason(tmp_path, capsys) -> None:
     # No run starts, so no log is written: the terminal must hold all the reasons (it cut them
     # at five, "… and 3 more skipped rows").
