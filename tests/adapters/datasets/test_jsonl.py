@@ -122,6 +122,16 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(folder: Path) -> 
     assert "group" in reasons[13]
 
 
+def test_a_field_set_to_null_is_said_to_be_null_not_missing(folder: Path) -> None:
+    path = write_lines(folder / "set.jsonl", [row("n", answer=None),
+                                              json.dumps({"id": "m", "image": "img/a.png"})])
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    reasons = [r.reason for r in loader.skipped]
+    assert reasons[0] == "field(s) set to null: answer"
+    assert reasons[1].startswith("missing field(s): question")
+
+
 def test_a_key_region_past_the_image_is_a_skipped_row(folder: Path) -> None:
     # The fixture image is 8×8: a box reaching x=8 or y=8 is its edge, x=9 is past it.
     lines = [row("edge", key_regions=[[0, 0, 8, 8]]),
