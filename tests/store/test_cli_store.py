@@ -106,6 +106,20 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, command) -> N
     assert proc.returncode == 141  # as if killed by SIGPIPE, the shells' convention
 
 
+def test_tail_escapes_control_characters_of_a_reply(tmp_path: Path) -> None:
+    # The thought is the model's text: an escape sequence in it (clear the screen, colour, a
+    # bell) went to the terminal as it was, where the answer beside it was escaped.
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0, thought="look \x1b[2J\x1b[31mred\x07 here",
+                                final_answer="\x1b[31mB")])
+    done = vaot("tail", path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "look \\x1b[2J\\x1b[31mred\\x07 here" in done.stdout
+    assert "answer='\\x1b[31mB'" in done.stdout
+
+
 @pytest.mark.parametrize("bad", ["-1", "18446744073709551616", "x"])
 def test_tail_from_a_bad_sequence_number_is_one_clear_line(store_path: Path, bad: str) -> None:
     done = vaot("tail", store_path, "--from", bad)
