@@ -77,6 +77,10 @@ BAD_INPUTS = {
                                "--base-url: only models called through an API"),
     "dialect, no API model": (["--model", "reference:calibrated", "--dialect", "qwen3vl"],
                               "--dialect: only models called through an API"),
+    # The reference agents draw no samples, yet the temperature is part of the run: it
+    # started another run that computed the very same replies again.
+    "temperature, no API model": (["--model", "reference:blind", "--temperature", "0"],
+                                  "--temperature: only models called through an API"),
     # In a [[models]] table too: a convention set there for a reference agent read its boxes
     # the wrong way round (its control fell from 93 % to 14 %), a dialect stopped its renders.
     "reference table, convention": (["--config", "{tmp}/reference_yxyx.toml"],
