@@ -126,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
     if made is not None:
         _note_folder_made(err, log, config, made)
     _note_run_beside(err, log, config, store, run_id)
+    if config.workers > 1:
+        from engine.workers import fewer_workers
+
+        if note := fewer_workers(config, len(samples)):
+            err.print(note, markup=False)
     log.info("run_start", run_id=run_id, event_loop=event_loop.loop_name(), samples=len(samples), skipped=len(skipped),
              models=[m.spec for m in config.models], settings=list(config.settings),
              store=config.store)
