@@ -199,6 +199,13 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # theirs by request hash, declarations included).
 _NATIVE_TOOL_PROVIDERS = ("openai", "anthropic", "gemini", "cassette")
 
+_ENDPOINT_PATHS = {"openai": "/chat/completions", "anthropic": "/messages"}
+"""The path each API's adapter adds to its base URL."""
+
+_CONVERSATION_FIELDS = {"openai": ("messages",), "anthropic": ("messages",),
+                        "gemini": ("contents",)}
+"""The request body's field that carries the conversation, per API: ``extra`` may not set it."""
+
 
 def _validate_model(model: ModelConfig) -> None:
     """What can be checked before the first call: the run fails here, in one line, rather than
@@ -239,6 +246,15 @@ def _validate_model(model: ModelConfig) -> None:
             raise ConfigError(f"{where}: base URL {model.base_url!r} is not an http(s) URL "
                               "with a host, like http://127.0.0.1:8000/v1",
                               model=model.spec, field="base_url")
+        endpoint = _ENDPOINT_PATHS.get(_served_by(model.spec))
+        path = url.path.rstrip("/")
+        if endpoint and path.endswith(endpoint):
+            # The adapter adds it: a URL copied from a curl example was asked at
+            # .../chat/completions/chat/completions, and the model stopped as "not found".
+            base = urllib.parse.urlunsplit(url._replace(path=path.removesuffix(endpoint)))
+            raise ConfigError(f"{where}: base URL {model.base_url!r} ends with the endpoint "
+                              f"{endpoint}, which vaot adds to it; give {base!r}",
+                              model=model.spec, field="base_url")
     if model.max_tokens_field not in (None, "max_tokens", "max_completion_tokens"):
         raise ConfigError(f"{where}: max_tokens_field {model.max_tokens_field!r} is not "
                           "'max_tokens' or 'max_completion_tokens'",
@@ -264,6 +280,14 @@ def _validate_model(model: ModelConfig) -> None:
                               "may still set tool_choice or toolConfig)",
                               model=model.spec, field="extra")
     provider = _served_by(model.spec)
+    replaced = [key for key in _CONVERSATION_FIELDS.get(provider, ()) if key in model.extra]
+    if replaced:
+        # Merged last into the body, it would replace the question, the image and every step
+        # vaot sends: the model would answer something else, and the run would measure nothing.
+        raise ConfigError(f"{where}: extra sets {replaced[0]!r}, which would replace the "
+                          "conversation vaot sends (the question, the images and the steps so "
+                          "far); leave it out (extra is for fields beside it)",
+                          model=model.spec, field="extra")
     for field in ("detail", "max_tokens_field"):
         if getattr(model, field) is not None and provider != "openai":
             # Said, not ignored: only the OpenAI adapter sends them, and "detail = low" on

@@ -65,7 +65,8 @@ from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
 from engine.spend import SpendShare
 from store.recorder import Recorder
 
-__all__ = ["WorkerError", "run_in_workers", "share_of", "warm_up", "worker_count"]
+__all__ = ["WorkerError", "fewer_workers", "run_in_workers", "share_of", "warm_up",
+           "worker_count"]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -119,6 +120,21 @@ def worker_count(config: RunConfig, samples: int) -> int:
     limits = [config.workers, samples, config.concurrency]
     limits += [m.max_concurrency for m in config.models if m.max_concurrency]
     return max(1, min(limits))
+
+
+def fewer_workers(config: RunConfig, samples: int) -> str | None:
+    """What to tell when the run uses fewer processes than ``--workers`` asked for (None when
+    it uses them all): the cap was silent, and a run looked slower than its flag promised."""
+    used = worker_count(config, samples)
+    if used >= config.workers:
+        return None
+    limits = [f"{samples} sample{'s' if samples != 1 else ''}",
+              f"--concurrency {config.concurrency}"]
+    limits += [f"max_concurrency {m.max_concurrency} of {m.spec}" for m in config.models
+               if m.max_concurrency]
+    return (f"note: {used} worker process{'es' if used != 1 else ''}, not --workers "
+            f"{config.workers}: each needs at least one sample and one slot of every limit "
+            f"({', '.join(limits)})")
 
 
 def share_of(config: RunConfig, workers: int, index: int) -> RunConfig:

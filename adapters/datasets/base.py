@@ -7,6 +7,7 @@ import base64
 import binascii
 import hashlib
 import os
+import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -331,6 +332,10 @@ def read_image_file(folder: Path, value: str, *,
                 path.stat()
             except FileNotFoundError:
                 if not os.path.lexists(path):
+                    if _URL.match(value):  # "looked for FOLDER/https:/host/…" named no fault
+                        raise ImageFileError(f"image {name} is a URL, which vaot does not fetch: "
+                                             "download the image and give its path (or a data: "
+                                             "URI)") from None
                     raise ImageFileError(f"image {name} not found (looked for {path}; a relative "
                                          f"path is read from {relative_to})") from None
                 raise ImageFileError(f"image {name} is a symbolic link to nothing ({path} -> "
@@ -348,6 +353,10 @@ def read_image_file(folder: Path, value: str, *,
     except ImageLoadError as exc:
         raise ImageFileError(f"image {name}: {exc.reason}") from None
     return data, os.path.abspath(path), size
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
+"""A URL's scheme (http://, file://, s3://…), not a drive letter (C:/…)."""
 
 
 def _quoted(value: str, limit: int = 120) -> str:

@@ -183,9 +183,12 @@ class JsonlLoader(CachedLoader):
             raise _BadRow("invalid JSON: nested too deeply") from None
         if not isinstance(row, dict):
             raise _BadRow("line is not a JSON object")
-        missing = [key for key in REQUIRED_FIELDS if key not in row or row[key] is None]
+        missing = [key for key in REQUIRED_FIELDS if key not in row]
         if missing:
             raise _BadRow(f"missing field(s): {', '.join(missing)}")
+        null = [key for key in REQUIRED_FIELDS if row[key] is None]
+        if null:  # there, so "missing" sent the user looking for a key the line has
+            raise _BadRow(f"field(s) set to null: {', '.join(null)}")
         sample_id = row["id"]
         if isinstance(sample_id, bool) or not isinstance(sample_id, str | int):
             raise _BadRow("'id' must be a string or an integer")

@@ -229,6 +229,9 @@ class See2ThinkLoader(CachedLoader):
             raise _Skip(
                 self.task_list,
                 line,
+                # "got None" read as a null written in the file, not a key left out.
+                "task entry has no 'id' (the 0-based index of an element of its data.json)"
+                if "id" not in entry else
                 f"task entry 'id' must be a non-negative integer, got {entry.get('id')!r}",
             )
         data_path = self.task_list.parent / path.replace("\\", "/")

@@ -144,4 +144,9 @@ def run(args: argparse.Namespace) -> int:
     parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas,
                         tool_calls=tool_calls, expected_step=args.step)
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode() + "\n")
+    if args.dialect == "deepeyes" and canvas is None and parsed.raw_actions:
+        # Its boxes are pixels of the original image: without its size none can be drawn, and
+        # the warning above does not say which flag gives it.
+        print("note: deepeyes boxes are in pixels of the original image; give its size with "
+              "--canvas WxH (as a run states it in each request) to read them", file=sys.stderr)
     return 0

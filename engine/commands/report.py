@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import msgspec
 from rich.console import Console
@@ -77,7 +78,14 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(table, dict):
                 raise ConfigError(f"--config {args.config}: prices must be a table of "
                                   "[prices.\"MODEL\"] entries")
-            prices = PriceTable.from_config(table)
+            if table:
+                prices = PriceTable.from_config(table)
+            else:
+                # Said, not left to "cost unknown" on every line, which reads as a model the
+                # table missed rather than a file that has no table at all.
+                print(printable(f"note: --config {args.config} has no price table, so no cost "
+                                "is shown; give it one, e.g. [prices.\"openai:gpt-4o\"] with "
+                                "input_per_mtok and output_per_mtok"), file=sys.stderr)
         except ConfigError as exc:
             print_error("report", str(exc))
             return 2

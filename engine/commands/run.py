@@ -126,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
     if made is not None:
         _note_folder_made(err, log, config, made)
     _note_run_beside(err, log, config, store, run_id)
+    if config.workers > 1:
+        from engine.workers import fewer_workers
+
+        if note := fewer_workers(config, len(samples)):
+            err.print(note, markup=False)
     log.info("run_start", run_id=run_id, event_loop=event_loop.loop_name(), samples=len(samples), skipped=len(skipped),
              models=[m.spec for m in config.models], settings=list(config.settings),
              store=config.store)
@@ -463,16 +468,19 @@ def _open_for_run(config: RunConfig):
                            "folder") from None
         raise _Refused(f"cannot open the store {config.store}: {exc}") from None
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
-    doing = "lock the store"
+    log_file = log_path_for(config.store)
+    doing = f"lock the store {config.store}"
     try:
         if config.store != ":memory:":
             lock.enter_context(exclusive_run(config.store))
-        doing = "write the log beside"
-        return store, lock, configure_logging(log_path_for(config.store)), made
+        # The log's own path: "beside the store" named no file to look at (a folder of the
+        # log's name, say).
+        doing = f"write the run's log {log_file} (beside the store {config.store})"
+        return store, lock, configure_logging(log_file), made
     except StoreBusyError as exc:
         problem = str(exc)
     except OSError as exc:
-        problem = f"cannot {doing} {config.store} ({exc.strerror or exc})"
+        problem = f"cannot {doing}: {exc.strerror or exc}"
     lock.close()
     store.close()
     raise _Refused(problem)

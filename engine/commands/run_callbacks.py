@@ -56,7 +56,8 @@ def callbacks(err, log, config: RunConfig, progress, session_failures: list, sto
         stopped.append(model)
         rest = ("the run goes on without it" if len(stopped) < len(config.models)
                 else "no model is left, so the run ends")
-        err.print(f"stopped {model.model}: {stop_reason(model)}; {rest}",
+        # The reason quotes the server's words: escaped, as the fault line before it is.
+        err.print(printable(f"stopped {model.model}: {stop_reason(model)}; {rest}"),
                   markup=False)
 
     return on_outcome, on_fault, on_stop

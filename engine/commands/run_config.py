@@ -142,10 +142,14 @@ def _refuse_api_options_of_reference_agents(args: argparse.Namespace, tables: li
     if not api_tables:
         # The reference agents run in-process and write their own format: these flags would
         # be dropped without a word (a forgotten --model), or break the control (a dialect).
+        # --temperature too: they draw no samples, yet it is part of the run, so it started
+        # another run that computed the same replies again.
         given = [flag for flag, value in (("--base-url", args.base_url),
                                           ("--api-key-env", args.api_key_env),
                                           ("--dialect", args.dialect),
-                                          ("--convention", args.convention)) if value]
+                                          ("--convention", args.convention),
+                                          ("--temperature", args.temperature is not None))
+                 if value]
         if given:
             raise ConfigError(f"{', '.join(given)}: only models called through an API use "
                               f"{'it' if len(given) == 1 else 'them'}, and this run has none "

@@ -147,8 +147,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     end.logged = True
     log.info("run_end", **fields)
     for model in stopped:
-        err.print(f"stopped: {model.model} cannot be used as configured: {stop_reason(model)}",
-                  markup=False)
+        err.print(printable(f"stopped: {model.model} cannot be used as configured: "
+                            f"{stop_reason(model)}"), markup=False)
     # Blamed on the cap only when nothing else (a stopped model, an error) can have left
     # trajectories unfinished: raising the cap would not help those.
     capped = (spent is not None and not interrupted and spent >= config.max_cost

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine import event_loop
 from engine.commands._store_arg import add_store_argument, open_existing_store
+from engine.printable import printable
 from store.events import (
     CallFailed,
     Judged,
@@ -50,7 +51,12 @@ def _short(text: str | None, width: int = 60) -> str:
 
 
 def describe(stored: StoredEvent) -> str:
-    """One human-readable line for an event."""
+    """One human-readable line for an event, its control characters escaped: a reply's thought
+    is the model's text, and an escape sequence in it reached the terminal as it was."""
+    return printable(_line(stored))
+
+
+def _line(stored: StoredEvent) -> str:
     e = stored.event
     head = f"{stored.seq:>8}  {e.traj[:16]:<16} {e.pos:>3}  "
     if isinstance(e, Step):

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         unchecked = (f" ({report.cache_unchecked} from before checksums, unchecked)"
                      if report.cache_unchecked else "")
         print(f"ok: {report.events} events in {report.streams} streams, {report.blobs} blobs, "
-              f"{report.cache_entries} cached replies{unchecked}, {report.runs} runs")
+              f"{report.cache_entries} reply-cache entries{unchecked}, {report.runs} runs")
         return 0
     for problem in report.problems:
         print(f"BAD {problem.where}: {problem.what}", file=sys.stderr)

@@ -137,3 +137,44 @@ def test_anthropic_thinking_the_api_would_refuse_is_said_before_the_run(extra, r
 ])
 def test_anthropic_thinking_the_api_takes_is_accepted(model, run) -> None:
     RunConfig(models=(model,), **run).validate()
+
+
+@pytest.mark.parametrize(("spec", "field"), [("openai:qwen", "messages"),
+                                             ("anthropic:claude-x", "messages"),
+                                             ("gemini:gemini-x", "contents"),
+                                             ("cassette:openai:gpt-4o", "messages")])
+def test_extra_that_would_replace_the_conversation_is_refused(spec, field) -> None:
+    # extra is merged last into each request body: this key took the place of the question,
+    # the image and the steps, and every call asked the model something else.
+    config = RunConfig(models=(ModelConfig(spec, extra={field: []}),))
+    with pytest.raises(ConfigError, match=f"model {spec}: extra sets '{field}'") as info:
+        config.validate()
+    assert info.value.field == "extra"
+
+
+def test_extra_beside_the_conversation_is_accepted() -> None:
+    RunConfig(models=(ModelConfig("openai:qwen", base_url="http://127.0.0.1:9/v1",
+                                  extra={"top_p": 0.5, "contents": "not an OpenAI field"}),
+                      ModelConfig("gemini:gemini-x", extra={"messages": []}))).validate()
+
+
+@pytest.mark.parametrize(("spec", "base_url", "meant"), [
+    ("openai:qwen", "http://127.0.0.1:8000/v1/chat/completions", "http://127.0.0.1:8000/v1"),
+    ("openai:qwen", "http://127.0.0.1:8000/v1/chat/completions/", "http://127.0.0.1:8000/v1"),
+    ("anthropic:claude-x", "https://api.anthropic.com/v1/messages", "https://api.anthropic.com/v1"),
+    ("cassette:openai:qwen", "http://h/chat/completions", "http://h"),
+])
+def test_a_base_url_that_ends_with_the_endpoint_is_refused_naming_the_base(spec, base_url,
+                                                                           meant) -> None:
+    # The adapter adds the endpoint: the run asked .../chat/completions/chat/completions and
+    # stopped the model as "not found".
+    config = RunConfig(models=(ModelConfig(spec, base_url=base_url),))
+    with pytest.raises(ConfigError, match="ends with the endpoint") as info:
+        config.validate()
+    assert info.value.field == "base_url" and f"give {meant!r}" in str(info.value)
+
+
+def test_a_base_url_with_the_endpoint_of_another_api_is_accepted() -> None:
+    RunConfig(models=(ModelConfig("openai:qwen", base_url="http://127.0.0.1:8000/v1/messages"),
+                      ModelConfig("gemini:g", base_url="http://127.0.0.1:9/chat/completions"))
+              ).validate()

@@ -239,3 +239,19 @@ def test_a_store_of_two_runs_says_so_and_names_the_run_of_each_table(tmp_path) -
     one = _vaot("report", store, "--run", ids[1])
     assert "2 runs" not in one.stdout
     assert all(ids[1][:8] not in line for line in one.stdout.splitlines() if "accuracy %" in line)
+
+
+def test_a_config_without_a_price_table_is_said_once(tmp_path) -> None:
+    # A run's config file often has no prices: each model's line said "cost unknown", as if
+    # the table had missed that model, and nothing said the file had no table at all.
+    store = str(tmp_path / "demo.lmdb")
+    assert _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1",
+                 "--settings", "cot", "--model", "reference:blind", "--store", store
+                 ).returncode == 0
+    config = tmp_path / "run.toml"
+    config.write_text("max_steps = 5\n")
+    done = _vaot("report", store, "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert f"--config {config} has no price table" in done.stderr
+    assert "cost unknown" not in done.stdout
+    assert "tokens of every reply recorded:" in done.stdout

@@ -442,3 +442,39 @@ def test_a_first_sample_the_server_always_errs_on_stops_a_run_of_one_slot_at_mos
     ends = [evs[-1] for evs in by_traj.values() if isinstance(evs[0], TrajectoryStarted)]
     assert len(ends) == 4 and all(isinstance(e, TrajectoryFinished) for e in ends), ends
     assert [e.status for e in ends].count("failed") == 1
+
+
+def test_a_stop_quoting_the_servers_words_escapes_their_control_characters(tmp_path) -> None:
+    # The stop lines quote what the server said: an escape sequence in it (clear the screen)
+    # reached the terminal as it was, where the fault line before them escaped it.
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"error": {"message": "bad key \x1b[2J\x1b[31mred",
+                                         "type": "invalid_api_key"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        stopped = _run(tmp_path / "run.lmdb", f"http://127.0.0.1:{server.server_port}/v1")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    stops = [line for line in stopped.stderr.splitlines() if line.startswith("stopped")]
+    assert len(stops) == 2, stopped.stderr  # at once, and again in the summary
+    assert all("bad key \\x1b[2J\\x1b[31mred" in line for line in stops), stops
+    assert "\x1b" not in stopped.stdout + stopped.stderr

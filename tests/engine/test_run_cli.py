@@ -77,6 +77,10 @@ BAD_INPUTS = {
                                "--base-url: only models called through an API"),
     "dialect, no API model": (["--model", "reference:calibrated", "--dialect", "qwen3vl"],
                               "--dialect: only models called through an API"),
+    # The reference agents draw no samples, yet the temperature is part of the run: it
+    # started another run that computed the very same replies again.
+    "temperature, no API model": (["--model", "reference:blind", "--temperature", "0"],
+                                  "--temperature: only models called through an API"),
     # In a [[models]] table too: a convention set there for a reference agent read its boxes
     # the wrong way round (its control fell from 93 % to 14 %), a dialect stopped its renders.
     "reference table, convention": (["--config", "{tmp}/reference_yxyx.toml"],
@@ -417,6 +421,18 @@ def test_an_in_memory_run_leaves_no_file_behind(tmp_path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_log_that_cannot_be_written_is_named_by_its_own_path(tmp_path) -> None:
+    # "cannot write the log beside STORE" named no file: the user had to know where it goes.
+    (tmp_path / "x.log").mkdir()
+    done = _vaot("run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+                 "--model", "reference:blind", "--no-progress", "--store",
+                 str(tmp_path / "x.lmdb"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"cannot write the run's log {tmp_path / 'x.log'} " in done.stderr
+    assert "Is a directory" in done.stderr
 
 
 def test_a_dataset_with_no_usable_row_lists_every_reason(tmp_path, capsys) -> None:

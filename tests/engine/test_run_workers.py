@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import ConfigError, ModelConfig, RunConfig
-from engine.workers import share_of, worker_count
+from engine.workers import fewer_workers, share_of, worker_count
 from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
 
@@ -432,3 +432,24 @@ def test_workers_write_no_header_of_their_own_with_an_endpoint_limit(tmp_path):
         headers = [e.event for e in s.iter_events() if isinstance(e.event, RunStarted)]
     assert len(headers) == 1
     assert headers[0].config["models"][0]["max_concurrency"] == 4  # as configured, unsplit
+
+
+def test_fewer_workers_than_asked_for_are_said():
+    # The cap was silent: --workers 8 on two samples ran two processes without a word.
+    config = RunConfig(models=(ModelConfig("openai:m", max_concurrency=3),), concurrency=64,
+                       workers=8)
+    assert fewer_workers(config, samples=2) == (
+        "note: 2 worker processes, not --workers 8: each needs at least one sample and one "
+        "slot of every limit (2 samples, --concurrency 64, max_concurrency 3 of openai:m)")
+    assert "note: 3 worker processes" in fewer_workers(config, samples=100)
+    assert fewer_workers(RunConfig(workers=2, concurrency=64), samples=100) is None
+
+
+def test_the_run_says_when_it_uses_fewer_workers(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "run", "--model", "reference:blind", "--dataset",
+         "synthetic:1", "--limit", "2", "--settings", "cot", "--workers", "8", "--no-progress",
+         "--store", str(tmp_path / "run.lmdb")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: 2 worker processes, not --workers 8" in done.stderr

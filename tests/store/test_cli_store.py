@@ -106,6 +106,20 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, command) -> N
     assert proc.returncode == 141  # as if killed by SIGPIPE, the shells' convention
 
 
+def test_tail_escapes_control_characters_of_a_reply(tmp_path: Path) -> None:
+    # The thought is the model's text: an escape sequence in it (clear the screen, colour, a
+    # bell) went to the terminal as it was, where the answer beside it was escaped.
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0, thought="look \x1b[2J\x1b[31mred\x07 here",
+                                final_answer="\x1b[31mB")])
+    done = vaot("tail", path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "look \\x1b[2J\\x1b[31mred\\x07 here" in done.stdout
+    assert "answer='\\x1b[31mB'" in done.stdout
+
+
 @pytest.mark.parametrize("bad", ["-1", "18446744073709551616", "x"])
 def test_tail_from_a_bad_sequence_number_is_one_clear_line(store_path: Path, bad: str) -> None:
     done = vaot("tail", store_path, "--from", bad)
@@ -133,7 +147,7 @@ def test_tail_on_a_missing_store_is_one_clear_line(tmp_path: Path) -> None:
 def test_verify_a_good_store(store_path: Path) -> None:
     done = vaot("verify", store_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 cached replies, 1 runs\n"
+    assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 reply-cache entries, 1 runs\n"
 
 
 def _verify_on_a_terminal(*args: str | Path) -> tuple[subprocess.CompletedProcess[str], str]:
@@ -170,7 +184,7 @@ def _verify_on_a_terminal(*args: str | Path) -> tuple[subprocess.CompletedProces
 def test_verify_draws_its_progress_on_a_terminal_and_clears_it(store_path: Path) -> None:
     done, drawn = _verify_on_a_terminal(store_path)
     assert done.returncode == 0
-    assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 cached replies, 1 runs\n"
+    assert done.stdout == "ok: 7 events in 3 streams, 1 blobs, 0 reply-cache entries, 1 runs\n"
     assert "blobs" in drawn and "1/1" in drawn and "events" in drawn and "7/7" in drawn
     assert drawn.rstrip().endswith("\x1b[2K")  # erased: the terminal keeps the verdict alone
 
@@ -424,3 +438,16 @@ def test_a_store_named_by_its_folder_file_or_stem_is_pointed_at(tmp_path: Path,
         done = vaot(command, given)
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr.count("\n") == 1 and hint in done.stderr, done.stderr
+
+
+def test_verify_counts_cache_entries_not_replies(tmp_path: Path) -> None:
+    # A paid reply is cached under two keys (the engine's and the cassette's): "N cached
+    # replies" gave twice the calls the run had made.
+    store = tmp_path / "demo.lmdb"
+    ran = vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1", "--settings",
+               "cot", "--model", "reference:blind", "--store", store)
+    assert ran.returncode == 0, ran.stderr
+    assert "model calls this session 1;" in ran.stdout
+    done = vaot("verify", store)
+    assert done.returncode == 0, done.stderr
+    assert "2 reply-cache entries" in done.stdout and "cached replies" not in done.stdout

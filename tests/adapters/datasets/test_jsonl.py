@@ -122,6 +122,16 @@ def test_bad_lines_are_reported_with_file_and_line_and_skipped(folder: Path) -> 
     assert "group" in reasons[13]
 
 
+def test_a_field_set_to_null_is_said_to_be_null_not_missing(folder: Path) -> None:
+    path = write_lines(folder / "set.jsonl", [row("n", answer=None),
+                                              json.dumps({"id": "m", "image": "img/a.png"})])
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    reasons = [r.reason for r in loader.skipped]
+    assert reasons[0] == "field(s) set to null: answer"
+    assert reasons[1].startswith("missing field(s): question")
+
+
 def test_a_key_region_past_the_image_is_a_skipped_row(folder: Path) -> None:
     # The fixture image is 8×8: a box reaching x=8 or y=8 is its edge, x=9 is past it.
     lines = [row("edge", key_regions=[[0, 0, 8, 8]]),
@@ -356,3 +366,17 @@ def test_a_first_line_holding_an_array_of_plain_values_is_one_skipped_row(folder
     assert [(r.line, r.reason) for r in loader.skipped] == [(1, "line is not a JSON object")]
     deep = write_lines(folder / "deep.jsonl", ["[" * 100_000 + "]" * 100_000, row("a")])
     assert [r.reason for r in JsonlLoader(deep).skipped] == ["invalid JSON: nested too deeply"]
+
+
+def test_an_image_url_is_said_to_be_a_url_not_a_missing_file(folder: Path) -> None:
+    # "not found (looked for FOLDER/https:/host/a.png)" named no fault: vaot reads no URL.
+    path = write_lines(folder / "set.jsonl", [row("u", image="https://example.com/a.png"),
+                                              row("f", image="file:///data/a.png"),
+                                              row("c", image="C:\\data\\a.png")])
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    reasons = [r.reason for r in loader.skipped]
+    assert reasons[0] == ("image 'https://example.com/a.png' is a URL, which vaot does not "
+                          "fetch: download the image and give its path (or a data: URI)")
+    assert "is a URL" in reasons[1]
+    assert "not found" in reasons[2]  # a Windows path is a path

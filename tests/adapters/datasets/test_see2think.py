@@ -365,6 +365,18 @@ def test_odd_ids_and_paths_are_skipped_rows_not_crashes(tmp_path: Path) -> None:
     assert "NUL byte" in reasons[1]
 
 
+def test_a_task_entry_without_an_id_is_said_to_have_none(tmp_path: Path) -> None:
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png", "answer": "a"}])
+    write_array(tmp_path / "tasks.json", [{"category": "2D", "target_task": "t",
+                                           "path": "data.json"}, task("data.json", None)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert loader.samples() == []
+    reasons = [r.reason for r in loader.skipped]
+    assert reasons[0].startswith("task entry has no 'id' (the 0-based index"), reasons
+    assert "must be a non-negative integer, got None" in reasons[1]
+
+
 def test_a_task_list_on_one_line_names_each_entry(tmp_path: Path) -> None:
     (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
     write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png"}])

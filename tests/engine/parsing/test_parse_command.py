@@ -36,6 +36,16 @@ def test_parse_stdin_with_dialect_and_canvas(monkeypatch, capsys):
     assert out["dialect"] == "deepeyes"
 
 
+def test_deepeyes_without_canvas_names_the_flag(monkeypatch, capsys):
+    # The parser's warning says the canvas size is unknown; the note says how to give it.
+    reply = '<tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [0, 0, 50, 20]}}</tool_call>'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(reply.encode())))
+    assert main(["parse", "-", "--dialect", "deepeyes"]) == 0
+    captured = capsys.readouterr()
+    assert msgspec.json.decode(captured.out)["actions"] == []
+    assert "--canvas WxH" in captured.err
+
+
 def test_yxyx_convention(tmp_path, capsys):
     path = tmp_path / "reply.txt"
     path.write_text(REPLY, encoding="utf-8")
