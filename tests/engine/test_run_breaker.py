@@ -451,7 +451,7 @@ def test_a_stop_quoting_the_servers_words_escapes_their_control_characters(tmp_p
     import threading
 
     class Refusing(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_POST(self) -> None:  # the stdlib names it so
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             body = json.dumps({"error": {"message": "bad key \x1b[2J\x1b[31mred",
                                          "type": "invalid_api_key"}}).encode()
