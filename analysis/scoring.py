@@ -38,7 +38,7 @@ from analysis.answer_numbers import (
     truth_number,
 )
 
-__all__ = ["normalise", "score_answer"]
+__all__ = ["normalise", "score_answer", "truth_option"]
 
 # An option that carries its own label: "A. cat", "(b) dog", "3: five" (a space after the
 # mark, so a number such as "3.5 mm" is not read as one).
@@ -457,6 +457,14 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
         return _same_value(given, expected) or (
             same_measure(hedged, expected) and _measure_of_one_option(hedged, truth_at, options))
     return _without_choices(hedged, expected) or _without_choices(given, expected)
+
+
+def truth_option(truth: str, choices: Sequence[str]) -> int | None:
+    """The option (0-based) a dataset's answer names, as :func:`score_answer` resolves it; None
+    when it names none of ``choices`` (or there are none). Such a row is scored wrong for every
+    model that picks an offered option: "C" given two choices is a dataset error to tell."""
+    options = _options(choices)
+    return _picked(normalise(truth), options) if options else None
 
 
 def _measure_of_one_option(given: str, truth_at: int, options: list[_Option]) -> bool:

@@ -22,6 +22,7 @@ from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from analysis.records import project
+from analysis.scoring import truth_option
 from engine import event_loop
 from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
@@ -90,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     except _Refused as exc:
         err.print(error_line("run", str(exc)), markup=False)
         return 2
+    unmatched = answers_naming_no_choice(samples)
+    _tell_unmatched(err, unmatched, dry_run=args.dry_run)
     if args.dry_run:
         from engine.commands.run_plan import print_plan
 
@@ -136,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
              store=config.store)
     for row in skipped:
         log.warning("dataset_row_skipped", source=row.source, line=row.line, reason=row.reason)
+    for sample in unmatched:
+        log.warning("answer_names_no_choice", sample=sample.id, answer=str(sample.answer),
+                    choices=list(sample.choices))
     ran = _run_jobs(console, err, log, config, store, lock, samples, adapters, run_id, ours,
                     totals, show_progress=not args.no_progress, skipped_rows=len(skipped))
     if isinstance(ran, int):
@@ -195,6 +201,38 @@ def _tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable:
         where = (f" (all listed in {log_file})" if any_usable and log_file and not dry_run
                  else "")
         err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
+
+
+def answers_naming_no_choice(samples: list) -> list:
+    """The samples with choices whose answer names none of them, as the scorer reads both
+    (analysis.scoring.truth_option): "C" of two choices, or a typo in an option's text."""
+    named: dict[tuple, bool] = {}  # (answer, choices) -> names one: datasets repeat their options
+    out = []
+    for sample in samples:
+        if not sample.choices:
+            continue
+        key = (str(sample.answer), tuple(sample.choices))
+        if key not in named:
+            named[key] = truth_option(key[0], key[1]) is not None
+        if not named[key]:
+            out.append(sample)
+    return out
+
+
+def _tell_unmatched(err: Console, unmatched: list, *, dry_run: bool) -> None:
+    """Warn of samples whose answer names none of their choices: loaded and run, since a
+    free-form reply may still match the answer as written, but a model that picks an offered
+    option is scored wrong on them, which reads as the model's error in the tables."""
+    shown = 50 if dry_run else 5
+    for sample in unmatched[:shown]:
+        choices = ", ".join(repr(choice) for choice in sample.choices)
+        err.print(printable(f"warning: sample {sample.id}: its answer {str(sample.answer)!r} "
+                            f"names none of its choices ({choices}); a model that picks one of "
+                            "them is scored wrong"), markup=False)
+    if len(unmatched) > shown:
+        err.print(f"warning: … and {len(unmatched) - shown} more samples whose answer names "
+                  "none of their choices" + ("" if dry_run else " (all in the run's log)"),
+                  markup=False)
 
 
 def _note_folder_made(err: Console, log, config: RunConfig, made: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from analysis.scoring import score_answer
+from analysis.scoring import score_answer, truth_option
 from engine.parsing import parse_step
 
 AS_LIST = ("red", "blue", "green")
@@ -835,3 +835,16 @@ def test_a_decimal_comma_in_an_answer_reads_as_a_point_where_it_separates_no_tho
 ])
 def test_a_decimal_comma_names_the_option_written_with_a_point(answer, truth, right) -> None:
     assert score_answer(answer, truth, ("3.5", "4.5", "1200")) is right
+
+
+@pytest.mark.parametrize(("truth", "choices", "option"), [
+    ("B", ["x", "y"], 1), ("y", ["x", "y"], 1), ("(A)", ["cat", "dog"], 0),
+    ("A. cat", ["cat", "dog"], 0), ("cat", ["A. cat", "B. dog"], 0), ("Yes", ["yes", "no"], 0),
+    ("3", ["3", "4"], 0),
+    # Named by no option: a label past the last, a text that is none of them, no choices.
+    ("C", ["x", "y"], None), ("zebra", ["cat", "dog"], None), ("3", [], None),
+])
+def test_the_option_a_datasets_answer_names(truth, choices, option) -> None:
+    assert truth_option(truth, choices) == option
+    if option is not None:  # the option it names is the one a model is scored right for
+        assert score_answer(choices[option], truth, choices) is True

@@ -161,3 +161,36 @@ def test_a_dry_run_refuses_a_folder_that_holds_other_files_as_the_run_does(tmp_p
     refusal = run.stderr.strip().splitlines()[-1]
     assert "directory is not empty and holds no vaot store" in refusal, run.stderr
     assert refusal in dry.stderr, dry.stderr
+
+
+def test_answers_that_name_none_of_their_choices_are_warned_of(tmp_path) -> None:
+    """A row whose answer is "C" of two choices loads (a free-form reply may still match it
+    as written), but every model that picks an offered option is scored wrong on it: the
+    tables would read it as the models' error. The dry run, where a dataset is checked, and
+    the run say so, and the run's log names each such sample."""
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    rows = [{"id": "s1", "answer": "C", "choices": ["x", "y"]},
+            {"id": "s2", "answer": "B", "choices": ["x", "y"]},
+            {"id": "s3", "answer": "zebra", "choices": ["cat", "dog"]},
+            {"id": "s4", "answer": "3"}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "image": "a.png", "question": "Which one?",
+                                        "category": "c", "group": "2D"}) + "\n"
+                            for row in rows))
+    args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--store", str(tmp_path / "run.lmdb"))
+    for extra in (("--dry-run",), ()):
+        done = _vaot(*args, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        assert warned == [
+            "warning: sample s1: its answer 'C' names none of its choices ('x', 'y'); a model "
+            "that picks one of them is scored wrong",
+            "warning: sample s3: its answer 'zebra' names none of its choices ('cat', 'dog'); "
+            "a model that picks one of them is scored wrong"], done.stderr
+    logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert [(e["sample"], e["answer"], e["choices"]) for e in logged
+            if e["event"] == "answer_names_no_choice"] == [("s1", "C", ["x", "y"]),
+                                                            ("s3", "zebra", ["cat", "dog"])]
