@@ -18,7 +18,14 @@ import msgspec
 
 from adapters.datasets.base import Sample
 from adapters.models.base import ModelCallError, ModelReply
-from adapters.models.cassette import cache_key, decode_reply, encode_reply
+from adapters.models.cassette import (
+    cache_key,
+    current_draw,
+    decode_reply,
+    draw_key,
+    draw_of,
+    encode_reply,
+)
 from engine.breaker import (
     EMPTY_AT_MAX_TOKENS,
     EMPTY_REPLY,
@@ -86,6 +93,9 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         f = state.finished
         return Outcome(job.traj, f.status, f.answer, f.steps, skipped=True), PendingWrites()
     ctx = Context(derive_seed(rt.seed, job.traj), wall_clock=rt.clock)
+    # A cassette serves each trajectory its own recorded replies (this task's context only).
+    draw = draw_of(job.sample.id, job.setting, job.epoch)
+    current_draw.set(draw)
     original = await rt.states.add_original(
         job.sample.image_source, name=_image_name(job.sample), digest=job.sample.image_digest)
     writes = PendingWrites()
@@ -144,7 +154,7 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
             except ModelCallError as exc:  # stops its model (raises), or fails the trajectory
                 return await _call_failed(rt, job, state, ctx, writes, exc, step_no, calls,
                                           tokens)
-            _keep_reply(rt, job, writes, reply, key, request_hash, replace)
+            _keep_reply(rt, job, writes, reply, key, draw_key(draw, request_hash), replace)
             calls += 1
         # A reply the model must not be asked after is still recorded (it was paid for).
         unpriced = _check_usage(rt, job, reply, from_cache)
@@ -350,19 +360,17 @@ async def _call_failed(rt: Runtime, job: TrajectoryJob, state: TrajectoryState, 
 
 
 def _keep_reply(rt: Runtime, job: TrajectoryJob, writes: PendingWrites, reply: ModelReply,
-                key: bytes, request_hash: bytes, replace: bool) -> None:
+                key: bytes, cassette_key: bytes, replace: bool) -> None:
     """Queue a paid reply for the reply cache, ahead of anything that follows from it (a rerun
     after a crash is served it), and count it: a success for the breaker, a cost for the cap.
 
-    Also under the bare request hash, which the cassette adapter reads: a run recorded with
-    openai:M replays as cassette:openai:M. The engine itself never reads that key.
+    Also under the cassette's key (the request and the trajectory's draw, which names no run
+    and no model): a run recorded with openai:M replays as cassette:openai:M, each trajectory
+    with its own replies. The engine itself never reads that key.
     """
     encoded = encode_reply(reply)
-    if replace:
-        writes.add(rt.store.cache_put_many_nowait([(key, encoded)], replace=True))
-        writes.add(rt.store.cache_put_many_nowait([(request_hash, encoded)]))
-    else:
-        writes.add(rt.store.cache_put_many_nowait([(key, encoded), (request_hash, encoded)]))
+    writes.add(rt.store.cache_put_many_nowait([(key, encoded), (cassette_key, encoded)],
+                                              replace=replace))
     rt.breaker.succeeded(job.model)
     if rt.spend is not None:
         rt.spend.paid(job.model, reply.usage)

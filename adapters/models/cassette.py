@@ -6,14 +6,21 @@ mode never touches the network: a miss is a ``ModelCallError(retry="no", kind="c
 and a recorded reply whose bytes changed (the store's checksum says so) one of
 ``kind="cassette_damaged"`` — never served; ``record`` mode asks again and the store replaces it.
 
-Keys are :func:`cache_key` — the 32-byte ``request_hash`` of the *inner* model spec — so a run
-recorded with ``openai:gpt-4o`` replays as ``cassette:openai:gpt-4o``. Values are msgpack-encoded
+Keys are :func:`draw_key` of :func:`cache_key` — the 32-byte ``request_hash`` of the *inner* model
+spec — and of the draw the call belongs to (:data:`current_draw`, which the engine sets for each
+trajectory: its sample, setting and epoch), so a run recorded with ``openai:gpt-4o`` replays as
+``cassette:openai:gpt-4o``, each trajectory with its own replies. Two epochs (or vaot and
+wrong_render at step 1) send identical requests, yet are separate draws of the model: keyed by the
+request alone, every one was replayed with the first one's reply. A store recorded before draw
+keys holds bare request keys; the cassette falls back to them. Values are msgpack-encoded
 :class:`ModelReply` (:func:`encode_reply` / :func:`decode_reply`); the engine should use the same
 pair if it writes the cache itself.
 """
 
 from __future__ import annotations
 
+import hashlib
+from contextvars import ContextVar
 from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -34,7 +41,10 @@ __all__ = [
     "ReplyCache",
     "cache_key",
     "create",
+    "current_draw",
     "decode_reply",
+    "draw_key",
+    "draw_of",
     "encode_reply",
 ]
 
@@ -55,6 +65,22 @@ class ReplyCache(Protocol):
 def cache_key(model: str, request: ModelRequest) -> bytes:
     """The cache key of ``request`` sent to ``model`` (a ``provider:name`` spec)."""
     return bytes.fromhex(request_hash(model, request))
+
+
+current_draw: ContextVar[bytes | None] = ContextVar("vaot_cassette_draw", default=None)
+"""The draw the calls of the running task belong to (see :func:`draw_of`), or None: set by the
+engine for each trajectory, read by the cassette to find that trajectory's own reply."""
+
+
+def draw_of(sample_id: str, setting: str, epoch: int) -> bytes:
+    """A trajectory's draw, as a recording and its replay (another model spec, maybe another
+    run) both name it: the model is not part of it, nor is the run."""
+    return "\x1f".join((sample_id, setting, str(epoch))).encode()
+
+
+def draw_key(draw: bytes, request_key: bytes) -> bytes:
+    """The cassette's key of a request (:func:`cache_key`) made by one draw."""
+    return hashlib.sha256(b"cassette-draw\x00" + draw + b"\x00" + request_key).digest()
 
 
 def encode_reply(reply: ModelReply) -> bytes:
@@ -107,14 +133,19 @@ class CassetteAdapter:
         """The recorded reply, or (record mode) a fresh one that is then recorded."""
         if self._cache is None:
             raise AdapterError(f"{self.name}: no reply cache attached; call attach(store) first")
-        key = cache_key(self.model, request)
+        request_key = cache_key(self.model, request)
+        draw = current_draw.get()
+        key = request_key if draw is None else draw_key(draw, request_key)
         try:
             data = self._cache.cache_get(key)
+            if data is None and key != request_key:
+                # Recorded before draw keys: by the request alone, as that store has it.
+                data = self._cache.cache_get(request_key)
         except CacheEntryDamagedError as exc:
             if self.mode == "replay" or self.inner is None:
                 raise ModelCallError(
-                    f"{self.name}: the recorded reply for request {key.hex()[:16]}… is damaged "
-                    f"({exc.reason}); record it again (cassette record mode)",
+                    f"{self.name}: the recorded reply for request {request_key.hex()[:16]}… is "
+                    f"damaged ({exc.reason}); record it again (cassette record mode)",
                     retry="no",
                     kind="cassette_damaged",
                 ) from None
@@ -125,7 +156,8 @@ class CassetteAdapter:
         self.misses += 1
         if self.mode == "replay" or self.inner is None:
             raise ModelCallError(
-                f"{self.name}: no recorded reply for request {key.hex()[:16]}…; record it first "
+                f"{self.name}: no recorded reply for request {request_key.hex()[:16]}…; record "
+                "it first "
                 f"(cassette record mode) or run against the real model",
                 retry="no",
                 kind="cassette_miss",

@@ -228,6 +228,47 @@ async def test_a_recorded_run_replays_through_the_cassette_without_the_model() -
     )
 
 
+class _Draws(ScriptedAdapter):
+    """The built-in script, each reply's thought marked with its call's number: every draw of
+    the model says something of its own, as a sampled model's do."""
+
+    async def generate(self, request):
+        reply = await super().generate(request)
+        text = reply.text.replace("(Text): ", f"(Text): [call {self.calls}] ", 1)
+        return msgspec.structs.replace(reply, text=text)
+
+
+async def test_a_replay_gives_each_trajectory_its_own_recorded_replies() -> None:
+    """Two epochs, and vaot and wrong_render at step 1, send identical requests: keyed by the
+    request alone, the cassette served every one of them the first one's reply, so a replayed
+    epoch repeated another and a replayed wrong_render read vaot's step 1 (and, its step 2
+    then asking what was never asked, failed on a miss)."""
+    config = RunConfig(models=(ModelConfig(SPEC),), dataset="synthetic:1", limit=2,
+                       settings=("vaot", "wrong_render"), epochs=2)
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    store = MemoryStore()
+    recorded = await run_jobs(config, store, samples, adapters={SPEC: _Draws("a", BUILTIN_SCRIPT)})
+    replay_spec = f"cassette:{SPEC}"
+    replay = msgspec.structs.replace(config, models=(ModelConfig(replay_spec),))
+    cassette = CassetteAdapter(SPEC)
+    replayed = await run_jobs(replay, store, samples, adapters={replay_spec: cassette})
+    assert (cassette.misses, cassette.hits) == (0, recorded.calls)
+
+    started, texts = {}, defaultdict(list)
+    for stored in store.iter_events():
+        event = stored.event
+        if isinstance(event, TrajectoryStarted):
+            started[event.traj] = (event.model, event.sample_id, event.setting, event.epoch)
+        elif isinstance(event, Step):
+            texts[started[event.traj]].append(event.raw_text)
+    draws = {key[1:] for key in started.values()}
+    assert len(draws) == 2 * 2 * 2  # samples × settings × epochs
+    for draw in draws:
+        assert texts[(replay_spec, *draw)] == texts[(SPEC, *draw)], draw
+    assert len({tuple(t) for key, t in texts.items() if key[0] == SPEC}) == len(draws)
+    assert all(o.status == "answered" for o in replayed.outcomes)
+
+
 async def test_a_cassette_that_serves_nothing_stops_and_one_that_served_fails_a_miss() -> None:
     # Before: a cassette replayed from the wrong store (or after a prompt changed) recorded
     # every trajectory of the run as failed, each needing --retry-failed once it was fixed.

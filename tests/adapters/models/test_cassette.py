@@ -9,7 +9,10 @@ from adapters.models.cassette import (
     CassetteAdapter,
     ReplyCache,
     cache_key,
+    current_draw,
     decode_reply,
+    draw_key,
+    draw_of,
     encode_reply,
 )
 from adapters.models.registry import create_adapter
@@ -131,3 +134,48 @@ def test_a_cassette_that_names_no_recorded_model_is_refused(spec: str, said: str
     with pytest.raises(AdapterError, match=said) as info:
         create_adapter(spec)
     assert str(info.value).startswith(f"{spec}: ")
+
+
+@pytest.fixture
+def no_draw_after():
+    """The draw a test sets is put back, so no later test sees it."""
+    token = current_draw.set(None)
+    yield
+    current_draw.reset(token)
+
+
+@pytest.mark.usefixtures("no_draw_after")
+async def test_each_draw_of_one_request_is_recorded_and_replayed_as_itself(serve) -> None:
+    """Two epochs (or vaot and wrong_render at step 1) send one request: keyed by the request
+    alone, the second draw was served the first one's reply, in record mode without a call."""
+    server, inner = await serve("openai", replies=["epoch 0", "epoch 1"])
+    cache = DictCache()
+    recorder = CassetteAdapter("openai:test-model", cache=cache, mode="record", inner=inner)
+    request = vaot_request()
+    draws = [draw_of("s1", "vaot", epoch) for epoch in (0, 1)]
+    recorded = []
+    for draw in draws:
+        current_draw.set(draw)
+        recorded.append((await recorder.generate(request)).text)
+    assert recorded == ["epoch 0", "epoch 1"] and len(server.requests) == 2
+    assert set(cache.data) == {draw_key(d, cache_key("openai:test-model", request))
+                               for d in draws}
+
+    replay = CassetteAdapter("openai:test-model", cache=cache)
+    for draw, text in zip(reversed(draws), reversed(recorded), strict=True):
+        current_draw.set(draw)
+        assert (await replay.generate(request)).text == text
+    current_draw.set(draw_of("s1", "vaot", 2))  # a draw never recorded is a miss
+    with pytest.raises(ModelCallError) as info:
+        await replay.generate(request)
+    assert info.value.kind == "cassette_miss"
+
+
+@pytest.mark.usefixtures("no_draw_after")
+async def test_a_store_recorded_before_draw_keys_still_replays() -> None:
+    reply = ModelReply(text="old", usage=Usage(1, 2), model="m")
+    request = vaot_request()
+    cache = DictCache()
+    cache.data[cache_key("openai:test-model", request)] = encode_reply(reply)  # by request
+    current_draw.set(draw_of("s1", "vaot", 0))
+    assert await CassetteAdapter("openai:test-model", cache=cache).generate(request) == reply
