@@ -114,7 +114,8 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
     skipped): how many of each group, with the models, settings and epochs, are the
     trajectories it asked for, so ``vaot report`` can count those a stopped run never started.
     ``skipped_rows``: the dataset rows it left out at load (a bad image, field or id), recorded
-    when there are some, so ``vaot report`` says its results leave them out as ``vaot run`` did.
+    when there are some, so ``vaot report`` says them (its results hold of them only what
+    earlier invocations recorded).
     """
     ctx = Context(config.seed)
     header_stream = run_stream(run_id)

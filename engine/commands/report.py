@@ -6,6 +6,9 @@ render, the paired vaot / wrong_render accuracy, and tokens (with a price table,
 A stopped run's trajectories that never started have no event in the log; they are counted from
 what its invocations asked for (their headers say), as open in the tables and on the run's line,
 as ``vaot run``'s own table counts them (runs recorded before headers said so cannot be).
+The tables count every trajectory the run's log holds, of all its invocations: those of a sample
+its last invocation did not run (a dataset row skipped at load, a smaller ``--limit``) too,
+where that invocation's own end table, of its samples, left them out.
 ``--json`` gives the same as data, for a notebook or a script. Read only: a run may still be
 writing the store.
 """
@@ -174,10 +177,15 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     missing = "" if planned is None else (
         f", {sum(c.never_started for c in planned)} never started (of "
         f"{count(sum(c.planned for c in planned), 'trajectory', 'trajectories')} asked for)")
-    if header.get("skipped_rows"):
-        # As `vaot run` said at its end: the tables below are not of the whole dataset file.
-        missing += (f"; {count(header['skipped_rows'], 'dataset row')} skipped at load by its "
-                    "last invocation, left out of these results")
+    if skipped := header.get("skipped_rows"):
+        # The tables count every trajectory of the log: a row that ran before its image went
+        # missing is in them (its paid trajectories are evidence), though `vaot run`'s own
+        # table, of the invocation's samples, left it out. Only a row never run is not here.
+        missing += (f"; {count(skipped, 'dataset row')} skipped at load by its last "
+                    "invocation: " + ("in these results only if an earlier invocation ran it"
+                                      if skipped == 1 else "in these results only those an "
+                                      "earlier invocation ran")
+                    + " (by the trajectories it recorded)")
     # In the order the run's invocations first named them, as the settings below.
     models = [m.get("spec", "?") for h in headers for m in h.get("models", [])
               if isinstance(m, dict)]

@@ -206,7 +206,8 @@ def test_report_says_the_rows_the_run_skipped_at_load_as_the_run_did(tmp_path) -
             "--model", "scripted:a", "--store", store)
     ran = _vaot(*base)
     assert ran.returncode == 4, ran.stdout + ran.stderr
-    said = "1 dataset row skipped at load by its last invocation, left out of these results"
+    said = ("1 dataset row skipped at load by its last invocation: in these results only if "
+            "an earlier invocation ran it")
     assert said in " ".join(_vaot("report", store).stdout.split())
     (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
     assert run["skipped_rows"] == 1
@@ -216,6 +217,37 @@ def test_report_says_the_rows_the_run_skipped_at_load_as_the_run_did(tmp_path) -
     assert "skipped" not in _vaot("report", store).stdout
     (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
     assert run["skipped_rows"] == 0
+
+
+def test_a_row_skipped_after_it_ran_stays_in_the_report_which_says_so(tmp_path) -> None:
+    # A row whose image went missing after its sample ran: the rerun's own table leaves the
+    # sample out, while the log still holds its finished trajectories. `vaot report` counted
+    # them and said the skipped row was "left out of these results"; it counts them (they were
+    # paid for) and says a skipped row is in its results only as far as it ran before.
+    from PIL import Image
+
+    for name in ("a", "b"):
+        Image.new("RGB", (32, 32), "white").save(tmp_path / f"{name}.png")
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": name, "image": f"{name}.png", "question": "q",
+                                        "answer": "x", "category": "c", "group": "2D"}) + "\n"
+                            for name in ("a", "b")))
+    store = str(tmp_path / "s.lmdb")
+    base = ("run", "--no-progress", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--model", "scripted:a", "--store", store)
+    assert _vaot(*base).returncode == 0
+    (tmp_path / "b.png").unlink()
+    again = _vaot(*base)
+    assert again.returncode == 4, again.stdout + again.stderr
+    assert "trajectories 1/1 finished" in again.stdout  # the invocation's own samples
+    done = " ".join(_vaot("report", store).stdout.split())
+    assert "2 trajectories in the log, 2 ended" in done
+    assert "left out of these results" not in done
+    assert ("1 dataset row skipped at load by its last invocation: in these results only if an "
+            "earlier invocation ran it (by the trajectories it recorded)") in done
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    (everything,) = [c for c in run["accuracy"] if c["aggregate"]]
+    assert (everything["ended"], run["skipped_rows"]) == (2, 1)
 
 
 def test_a_store_of_two_runs_says_so_and_names_the_run_of_each_table(tmp_path) -> None:
