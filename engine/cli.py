@@ -17,6 +17,7 @@ import signal
 import struct
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn
 
 from engine.commands._errors import error_line, print_error
@@ -205,25 +206,62 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except Exception as exc:
         # A store whose bytes were damaged (a disk fault, a hand edit): the decoder or LMDB
-        # refuses a record. Said in one line that names the way to find what is damaged.
+        # refuses a record. Said in one line, with what the user can do about it.
         if type(exc).__module__.split(".")[0] not in ("lmdb", "msgspec") and not (
                 isinstance(exc, struct.error | UnicodeDecodeError | IndexError)
                 and _raised_in_store(exc)):
             raise
-        advice = ("its pages are damaged beyond what verify can walk" if args.command == "verify"
-                  else "`vaot verify STORE` lists what is damaged")
         print_error(args.command, "the store is damaged and cannot be read past this point "
-                    f"({type(exc).__name__}: {exc}); {advice}")
+                    f"({type(exc).__name__}: {exc}); {_damage_advice(args.command, exc)}")
         return 1
+
+
+def _damage_advice(command: str, exc: BaseException) -> str:
+    """What to do about a damaged store ``command`` stopped on, in the words of its error line.
+
+    A record that does not decode, verify lists (it decodes every event, and goes on). Any
+    other damage (a page LMDB refuses, a key or value of the wrong width) it meets as well, as
+    it walks every table the other commands read: sending the user there for a list was
+    circular. An export reads the events table alone, so it may still save the events, unless
+    the damage was met in that table.
+    """
+    frames = _frames(exc)
+    if command != "verify" and frames and _where(frames[-1]) == ("store.events",
+                                                                 "decode_record"):
+        return "`vaot verify STORE` lists what is damaged"
+    said = ("the damage is beyond what verify can walk, so it cannot list what is damaged"
+            if command == "verify" else "`vaot verify STORE` cannot walk this damage either")
+    if any(_where(f) in _EVENTS_TABLE_READS for f in frames):
+        return f"{said}: restore the store from a copy"
+    return (f"{said}: restore the store from a copy (`vaot export STORE -o FILE` reads the "
+            "events alone, and saves them unless the damage is among them)")
+
+
+# The reads of the events table alone (all an export does): damage met in one of them is among
+# the events, which an export cannot save either.
+_EVENTS_TABLE_READS = {("store.lmdb_store", "iter_records"), ("store.lmdb_store", "last_seq")}
+
+
+def _where(frame: FrameType) -> tuple[str | None, str]:
+    """(module, function) of ``frame``."""
+    return frame.f_globals.get("__name__"), frame.f_code.co_name
+
+
+def _frames(exc: BaseException) -> list[FrameType]:
+    """The frames of ``exc``'s traceback, outermost first (the last is where it was raised)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
 
 
 def _raised_in_store(exc: BaseException) -> bool:
     """Whether ``exc`` was raised while the store read its own records (a key or value of the
     wrong width, a run id that is not UTF-8: damaged bytes, not a bug of the command)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and Path(tb.tb_frame.f_code.co_filename).parent.name == "store"
+    frames = _frames(exc)
+    return bool(frames) and Path(frames[-1].f_code.co_filename).parent.name == "store"
 
 
 def _stdout_to_devnull() -> None:

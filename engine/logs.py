@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import structlog
 
 from adapters.models._secrets import RedactingFilter, redact_processor
 
-__all__ = ["configure_logging", "log_path_for"]
+__all__ = ["configure_logging", "log_path_for", "log_unwritable"]
 
 
 def log_path_for(store_path: str) -> Path | None:
@@ -20,6 +22,19 @@ def log_path_for(store_path: str) -> Path | None:
         return None
     path = Path(store_path)
     return path.with_name(path.name.removesuffix(".lmdb") + ".log")
+
+
+def log_unwritable(log_file: Path) -> str | None:
+    """Why ``log_file`` cannot be opened for appending, as far as can be told without making
+    it: ``Is a directory`` or ``Permission denied`` (None when nothing is seen in the way)."""
+    if log_file.is_dir():
+        return os.strerror(errno.EISDIR)
+    # The file, or the nearest folder that would hold it (those below it are made).
+    there = next((p for p in (log_file, *log_file.parents) if p.exists()), None)
+    if there is not None and (there == log_file or there.is_dir()) and not os.access(
+            there, os.W_OK if there == log_file else os.W_OK | os.X_OK):
+        return os.strerror(errno.EACCES)
+    return None
 
 
 def _traceback_into_line(_logger, _name, event_dict):

@@ -31,7 +31,7 @@ from engine.commands.run_config import config_from
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
 from engine.commands.run_report import SKIPPED_ROWS, RunEnd, count, report, run_line
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
-from engine.logs import configure_logging, log_path_for
+from engine.logs import configure_logging, log_path_for, log_unwritable
 from engine.printable import printable
 from engine.run_lock import StoreBusyError, exclusive_run
 from store import StoreError
@@ -489,10 +489,17 @@ def _open_for_run(config: RunConfig):
 
     Raises:
         _Refused: the store cannot be made or opened, another run holds it, or the log cannot
-            be written; nothing is left open.
+            be written; nothing is left open. A log seen to be unwritable is refused before
+            the store is made, so nothing new is left on disk.
     """
     from engine.runner import open_run_store
 
+    log_file = log_path_for(config.store)
+    # Checked before the store is made: a run refused for its log afterwards left a new,
+    # empty store behind.
+    if log_file is not None and (unwritable := log_unwritable(log_file)):
+        raise _Refused(f"cannot write the run's log {log_file} (beside the store "
+                       f"{config.store}): {unwritable}")
     made = None
     try:
         if config.store != ":memory:":
@@ -506,7 +513,6 @@ def _open_for_run(config: RunConfig):
                            "folder") from None
         raise _Refused(f"cannot open the store {config.store}: {exc}") from None
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
-    log_file = log_path_for(config.store)
     doing = f"lock the store {config.store}"
     try:
         if config.store != ":memory:":

@@ -214,3 +214,35 @@ def test_a_record_key_of_the_wrong_width_is_damage_said_in_one_line(store: Path)
         done = vaot(command, store)
         assert done.returncode == 1 and "the store is damaged" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+        # verify stops on it too: none of them sends the user there for a list it cannot give.
+        assert done.stderr.count("\n") == 1 and "lists what is damaged" not in done.stderr
+        assert "restore the store from a copy" in done.stderr
+    # The events are where the damage is: an export is not offered as a way to save them.
+    assert "vaot export" not in vaot("verify", store).stderr
+
+
+def test_damage_verify_cannot_walk_names_a_copy_and_what_an_export_still_saves(
+        store: Path) -> None:
+    # Index entries whose seq is not 8 bytes: report and verify stop on them (verify said
+    # "beyond what verify can walk", report sent the user to verify for a list), while the
+    # events an export reads are intact.
+    env = lmdb.open(str(store), max_dbs=8)
+    with env.begin(write=True) as txn:
+        index = env.open_db(b"by_traj", txn=txn)
+        for key in [bytes(k) for k, _ in txn.cursor(db=index)]:
+            txn.put(key, b"xyz", db=index)
+    env.close()
+    for command in ("report", "verify"):
+        done = vaot(command, store)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1
+        assert done.stderr.startswith(f"vaot {command}: error: the store is damaged")
+        assert "lists what is damaged" not in done.stderr
+        assert done.stderr.rstrip("\n").endswith(
+            "restore the store from a copy (`vaot export STORE -o FILE` reads the events "
+            "alone, and saves them unless the damage is among them)")
+    assert "verify can walk, so it cannot list" in vaot("verify", store).stderr
+    assert "`vaot verify STORE` cannot walk this damage either" in vaot("report", store).stderr
+    exported = vaot("export", store)  # as the advice says: every event
+    assert exported.returncode == 0, exported.stderr
+    assert len(exported.stdout.splitlines()) == len(vaot("tail", store).stdout.splitlines()) > 0

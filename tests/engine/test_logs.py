@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from adapters.models import _secrets
-from engine.logs import configure_logging
+from engine.logs import configure_logging, log_unwritable
 
 KEY = "sk-logtest-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,3 +80,24 @@ def test_a_log_call_returns_when_stderr_is_on_the_full_disk_too() -> None:
                               stderr=full, timeout=60, check=False)
     # (Its exit status is Python's 120: the stderr it could not flush at exit.)
     assert done.stdout == b"the log call returned\n"
+
+
+def test_a_log_that_cannot_be_written_is_seen_before_it_is_made(tmp_path) -> None:
+    # What `vaot run` checks before it makes a store, so a refusal leaves none behind.
+    assert log_unwritable(tmp_path / "new" / "deeper" / "run.log") is None  # folders are made
+    (tmp_path / "run.log").mkdir()
+    assert log_unwritable(tmp_path / "run.log") == "Is a directory"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes where permissions say no")
+def test_a_log_in_a_folder_that_cannot_be_written_is_seen_before_it_is_made(tmp_path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "old.log").touch(mode=0o444)
+    folder.chmod(0o555)
+    try:
+        assert log_unwritable(folder / "run.log") == "Permission denied"
+        assert log_unwritable(folder / "old.log") == "Permission denied"
+        assert log_unwritable(folder / "below" / "run.log") == "Permission denied"
+    finally:
+        folder.chmod(0o755)

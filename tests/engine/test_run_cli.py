@@ -433,6 +433,9 @@ def test_a_log_that_cannot_be_written_is_named_by_its_own_path(tmp_path) -> None
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"cannot write the run's log {tmp_path / 'x.log'} " in done.stderr
     assert "Is a directory" in done.stderr
+    # Refused before the store was made: it left a new, empty store behind.
+    assert [p.name for p in tmp_path.iterdir()] == ["x.log"]
+    assert not any((tmp_path / "x.log").iterdir())
 
 
 def test_a_dataset_with_no_usable_row_lists_every_reason(tmp_path, capsys) -> None:

@@ -47,6 +47,7 @@ def test_a_second_run_on_a_busy_store_is_refused_in_one_line(tmp_path) -> None:
     assert len(lines) == 1, done.stderr
     assert "in use by another vaot run" in lines[0] and f"pid {os.getpid()}" in lines[0]
     assert "Traceback" not in done.stdout + done.stderr
+    assert not (tmp_path / "run.log").exists()  # a refused run starts no log
     with open_run_store(str(store), create=False) as opened:
         assert not any(isinstance(s.event, Step) for s in opened.iter_events())
 

@@ -349,6 +349,46 @@ def test_a_record_the_decoder_refuses_is_one_line_naming_verify(store_path: Path
     assert vaot("verify", store_path).returncode == 1  # which names it
 
 
+def _mark_blob_pages_of_another_type(store_path: Path) -> None:
+    """Damage the store's pages, not its records: every LMDB leaf page that holds the blob's
+    key (the live one among copies a write left behind) is marked an overflow page, which
+    LMDB refuses on reaching it ("Located page was wrong type")."""
+    path = store_path / "data.mdb"
+    data = bytearray(path.read_bytes())
+    page_size = int.from_bytes(data[40:44], "little")  # the meta page's free-DB md_pad
+    key = png_blob(1)[0]
+    marked = 0
+    for at in range(2 * page_size, len(data), page_size):
+        flags = int.from_bytes(data[at + 10:at + 12], "little")
+        lower = int.from_bytes(data[at + 12:at + 14], "little")
+        if flags != 0x02 or lower <= 16:  # a leaf page with a node
+            continue
+        node = at + int.from_bytes(data[at + 16:at + 18], "little")
+        if data[node + 8:node + 8 + int.from_bytes(data[node + 6:node + 8], "little")] == key:
+            data[at + 10:at + 12] = (0x04).to_bytes(2, "little")
+            marked += 1
+    assert marked
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_pages_verify_cannot_walk_are_not_sent_to_verify(store_path: Path) -> None:
+    # verify said "damaged beyond what verify can walk" and the others "`vaot verify STORE`
+    # lists what is damaged": each sent the user to the other.
+    events = vaot("export", store_path).stdout
+    _mark_blob_pages_of_another_type(store_path)
+    for command in (("verify",), ("images", "-o", store_path.parent / "images")):
+        done = vaot(*command[:1], store_path, *command[1:])
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1 and "CorruptedError" in done.stderr
+        assert "lists what is damaged" not in done.stderr
+        assert done.stderr.rstrip("\n").endswith(
+            "restore the store from a copy (`vaot export STORE -o FILE` reads the events "
+            "alone, and saves them unless the damage is among them)")
+    # What it says an export saves, it saves: the events are on pages of their own.
+    exported = vaot("export", store_path)
+    assert exported.returncode == 0 and exported.stdout == events, exported.stderr
+
+
 def test_writing_to_a_full_disk_is_one_line(store_path: Path) -> None:
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-m", "engine", "export", "--jsonl",
