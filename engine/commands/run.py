@@ -301,6 +301,8 @@ class _Ran:
     session_failures: list
     stopped: list
     """Models that cannot be used, in the order they were stopped."""
+    dialect_notes: list[str]
+    """One line per model whose replies held another dialect's actions (:func:`_dialect_notes`)."""
 
 
 def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapters,
@@ -364,7 +366,8 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     return _Ran(records=records, calls=max(seen.calls, progress.calls), started=started,
                 interrupted=interrupted, terminated=terminated, spent=spent,
-                session_failures=session_failures, stopped=stopped)
+                session_failures=session_failures, stopped=stopped,
+                dialect_notes=_dialect_notes(config, seen))
 
 
 def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, on_stop,
@@ -418,7 +421,10 @@ def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[
                 calls=ran.calls, session_failures=ran.session_failures,
                 stopped=ran.stopped, interrupted=ran.interrupted, terminated=ran.terminated.seen,
                 spent=ran.spent)
-            return report(console, err, log, config, end)
+            status = report(console, err, log, config, end)
+            for note in ran.dialect_notes:
+                err.print(printable(note), markup=False)
+            return status
         except KeyboardInterrupt:
             return _report_interrupted(err, log, config, run_id, ran.terminated.seen,
                                        logged=end is not None and end.logged)
@@ -535,11 +541,15 @@ class _SessionReplies:
     and the steps' tokens by setting (what the bars' "new tok" ends on: the outcomes told as
     the run went miss the trajectories a stop cancelled mid-way, whose steps are committed)."""
 
-    __slots__ = ("calls", "tokens")
+    __slots__ = ("calls", "hinted", "replies", "tokens")
 
     def __init__(self) -> None:
         self.calls = 0
         self.tokens: dict[str, int] = {}
+        self.replies: dict[str, int] = {}
+        """Steps recorded, by model."""
+        self.hinted: dict[tuple[str, str], int] = {}
+        """(model, dialects suggested) -> steps whose reply held another dialect's actions."""
 
 
 def _logged_records(store, samples, ours: set[str], since: float, seen: _SessionReplies):
@@ -564,15 +574,24 @@ def _count_calls(events, ours: set[str], since: float, seen: _SessionReplies):
     started) and the tokens of its Steps by setting. (A reply received just before a stop, whose Step was not yet written, is in the
     reply cache only; the rerun serves it from there, and neither command counts it as a call:
     the cost lines, which count every recorded reply, do.)"""
+    from engine.parsing import dialect_hint
     from store.events import Step, TrajectoryStarted
 
     setting_of: dict[str, str] = {}  # a trajectory's start is logged before its steps
+    model_of: dict[str, str] = {}
     for stored in events:
         event = stored.event
         if isinstance(event, TrajectoryStarted):
             setting_of[event.traj] = event.setting
+            model_of[event.traj] = event.model
         elif isinstance(event, Step) and event.at >= since and event.traj in ours:
             seen.calls += not event.from_cache
+            model = model_of.get(event.traj, "")
+            seen.replies[model] = seen.replies.get(model, 0) + 1
+            for warning in event.parse_warnings:
+                if (hint := dialect_hint(warning)) is not None:
+                    seen.hinted[model, hint] = seen.hinted.get((model, hint), 0) + 1
+                    break
             # Tokens as an outcome counts them: of every step recorded now, a reply served from
             # the cache too (paid by a command stopped before it could record the step).
             setting = setting_of.get(event.traj)
@@ -580,6 +599,21 @@ def _count_calls(events, ours: set[str], since: float, seen: _SessionReplies):
                 seen.tokens[setting] = (seen.tokens.get(setting, 0) + event.usage.input_tokens
                                         + event.usage.output_tokens)
         yield stored
+
+
+def _dialect_notes(config: RunConfig, seen: _SessionReplies) -> list[str]:
+    """A line for each model some of whose replies this command recorded held an action in
+    another dialect's format, which its dialect cannot read: a wrong --dialect shows otherwise
+    only as a model that never acts (no render shown), its cause in each step's warnings."""
+    dialects = {m.spec: m.dialect or "vaot" for m in config.models}
+    notes = []
+    for (model, hint), n in sorted(seen.hinted.items()):
+        total = seen.replies.get(model, n)
+        notes.append(f"note: {n} of the {total} replies of {model} that this command "
+                     f"recorded hold an action its dialect {dialects.get(model, 'vaot')!r} does "
+                     "not read (their steps' parse warnings say so); if that is its format, "
+                     f"rerun with --dialect {hint} and --run-name NAME")
+    return notes
 
 
 async def _close(adapters) -> None:

@@ -6,6 +6,6 @@ The public surface is :func:`parse_step`, the :class:`ParsedStep` it returns and
 
 from engine.parsing.dialects import DIALECTS, get_dialect
 from engine.parsing.result import FLAGS, ParsedStep
-from engine.parsing.step import parse_step
+from engine.parsing.step import dialect_hint, parse_step
 
-__all__ = ["DIALECTS", "FLAGS", "ParsedStep", "get_dialect", "parse_step"]
+__all__ = ["DIALECTS", "FLAGS", "ParsedStep", "dialect_hint", "get_dialect", "parse_step"]

@@ -26,6 +26,14 @@ _HINTS = (
     (re.compile(r"<\s*grounding\s*>", re.I), {"minio3"}, "<grounding> blocks", "minio3"),
     (re.compile(r"[\"'“”]action[\"'“”]\s*:"), {"vaot"}, "a VAoT action block", "vaot"),
 )  # fmt: skip
+_HINT_WARNING = re.compile(r"which the '[^']*' dialect does not read \(try: ([^)]+)\)$")
+
+
+def dialect_hint(warning: str) -> str | None:
+    """The dialect(s) a step's warning suggests, when the reply held another dialect's action
+    format (``"vaot"``, ``"deepeyes, qwen3vl or openai"``); None for any other warning."""
+    found = _HINT_WARNING.search(warning)
+    return found.group(1) if found else None
 
 
 def parse_step(

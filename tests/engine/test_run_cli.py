@@ -701,3 +701,22 @@ def test_a_config_file_takes_settings_written_as_the_flag_writes_them(tmp_path) 
     config.write_text('settings = ""\n')
     with pytest.raises(ConfigError, match="at least one setting"):
         config_from(subs["run"].parse_args(["--config", str(config)]))
+
+
+def test_replies_in_another_dialects_format_are_told_at_the_end(tmp_path) -> None:
+    """A wrong --dialect reads no action from a model that acts: the run showed only a model
+    that never looked ("shown a render … 0/2"), the cause in each step's parse warnings. The
+    end says how many replies held another dialect's actions, and which dialect reads them."""
+    args = ("run", "--model", "scripted:a", "--dataset", "synthetic:1", "--limit", "2",
+            "--settings", "vaot,cot", "--no-progress")
+    wrong = _vaot(*args, "--dialect", "deepeyes", "--store", str(tmp_path / "wrong.lmdb"))
+    assert wrong.returncode == 0, wrong.stdout + wrong.stderr
+    notes = [line for line in wrong.stderr.splitlines() if line.startswith("note:")]
+    # The script's step 1 asks for a zoom in the vaot format (cot's one reply has no action).
+    assert notes == [
+        "note: 2 of the 6 replies of scripted:a that this command recorded hold an action its "
+        "dialect 'deepeyes' does not read (their steps' parse warnings say so); if that is its "
+        "format, rerun with --dialect vaot and --run-name NAME"], wrong.stderr
+    right = _vaot(*args, "--store", str(tmp_path / "right.lmdb"))
+    assert right.returncode == 0, right.stdout + right.stderr
+    assert "note:" not in right.stderr, right.stderr
