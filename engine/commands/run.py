@@ -21,15 +21,15 @@ from rich.console import Console
 from adapters.datasets.base import DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
-from analysis.records import project
-from analysis.scoring import truth_option
 from engine import event_loop
 from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
+from engine.commands.run_dataset import answers_naming_no_choice, tell_skipped, tell_unmatched
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
 from engine.commands.run_report import SKIPPED_ROWS, RunEnd, count, report, run_line
+from engine.commands.run_session import SessionReplies, dialect_notes, logged_records
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for, log_unwritable
 from engine.printable import printable
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(error_line("run", str(exc)), markup=False)
         return 2
     unmatched = answers_naming_no_choice(samples)
-    _tell_unmatched(err, unmatched, dry_run=args.dry_run)
+    tell_unmatched(err, unmatched, dry_run=args.dry_run)
     if args.dry_run:
         from engine.commands.run_plan import print_plan
 
@@ -176,63 +176,13 @@ def _models_and_samples(config: RunConfig, err: Console, *, dry_run: bool,
                                             on_row=on_row)
     except DatasetError as exc:
         raise _Refused(str(exc)) from None
-    _tell_skipped(err, config, skipped, any_usable=bool(samples), dry_run=dry_run)
+    tell_skipped(err, config, skipped, any_usable=bool(samples), dry_run=dry_run)
     if not samples:
         raise _Refused(f"dataset {config.dataset!r} " + (
             f"has no usable samples: its {len(skipped)} rows were skipped (listed above)"
             if len(skipped) > 1 else "has no usable samples: its one row was skipped (above)"
             if skipped else "has no samples: the file holds no rows"))
     return adapters, samples, skipped
-
-
-def _tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable: bool,
-                  dry_run: bool) -> None:
-    """Tell the first dataset rows skipped at load, and how many more there were.
-
-    A few when the run goes on (all are logged once it starts, beside the store); more when
-    nothing is usable or for a dry run, as no run starts and no log is written: the terminal
-    is all there is, and a dry run is where the dataset is checked.
-    """
-    shown = 5 if any_usable and not dry_run else 50
-    for row in skipped[:shown]:
-        err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
-    if len(skipped) > shown:
-        log_file = log_path_for(config.store)
-        where = (f" (all listed in {log_file})" if any_usable and log_file and not dry_run
-                 else "")
-        err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
-
-
-def answers_naming_no_choice(samples: list) -> list:
-    """The samples with choices whose answer names none of them, as the scorer reads both
-    (analysis.scoring.truth_option): "C" of two choices, or a typo in an option's text."""
-    named: dict[tuple, bool] = {}  # (answer, choices) -> names one: datasets repeat their options
-    out = []
-    for sample in samples:
-        if not sample.choices:
-            continue
-        key = (str(sample.answer), tuple(sample.choices))
-        if key not in named:
-            named[key] = truth_option(key[0], key[1]) is not None
-        if not named[key]:
-            out.append(sample)
-    return out
-
-
-def _tell_unmatched(err: Console, unmatched: list, *, dry_run: bool) -> None:
-    """Warn of samples whose answer names none of their choices: loaded and run, since a
-    free-form reply may still match the answer as written, but a model that picks an offered
-    option is scored wrong on them, which reads as the model's error in the tables."""
-    shown = 50 if dry_run else 5
-    for sample in unmatched[:shown]:
-        choices = ", ".join(repr(choice) for choice in sample.choices)
-        err.print(printable(f"warning: sample {sample.id}: its answer {str(sample.answer)!r} "
-                            f"names none of its choices ({choices}); a model that picks one of "
-                            "them is scored wrong"), markup=False)
-    if len(unmatched) > shown:
-        err.print(f"warning: … and {len(unmatched) - shown} more samples whose answer names "
-                  "none of their choices" + ("" if dry_run else " (all in the run's log)"),
-                  markup=False)
 
 
 def _note_folder_made(err: Console, log, config: RunConfig, made: Path) -> None:
@@ -302,7 +252,7 @@ class _Ran:
     stopped: list
     """Models that cannot be used, in the order they were stopped."""
     dialect_notes: list[str]
-    """One line per model whose replies held another dialect's actions (:func:`_dialect_notes`)."""
+    """One line per model whose replies held another dialect's actions (``dialect_notes``)."""
 
 
 def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapters,
@@ -335,8 +285,8 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
                 # Read before the bars close: a stop leaves the last trajectories' ends queued,
                 # committed only by the sync here, after their outcomes could be told; the
                 # bars' last drawing counted one or two fewer than the table under them.
-                seen = _SessionReplies()
-                records = _logged_records(store, samples, ours, started_at, seen)
+                seen = SessionReplies()
+                records = logged_records(store, samples, ours, started_at, seen)
                 if records is not None:
                     progress.settle(records, seen.tokens)
         except (AdapterError, ConfigError) as exc:  # ConfigError: a resume that does not match
@@ -367,7 +317,7 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
     return _Ran(records=records, calls=max(seen.calls, progress.calls), started=started,
                 interrupted=interrupted, terminated=terminated, spent=spent,
                 session_failures=session_failures, stopped=stopped,
-                dialect_notes=_dialect_notes(config, seen))
+                dialect_notes=dialect_notes(config, seen))
 
 
 def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, on_stop,
@@ -534,86 +484,6 @@ def _open_for_run(config: RunConfig):
     lock.close()
     store.close()
     raise _Refused(problem)
-
-
-class _SessionReplies:
-    """The steps this command recorded, as its log holds them: how many replies it received,
-    and the steps' tokens by setting (what the bars' "new tok" ends on: the outcomes told as
-    the run went miss the trajectories a stop cancelled mid-way, whose steps are committed)."""
-
-    __slots__ = ("calls", "hinted", "replies", "tokens")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.tokens: dict[str, int] = {}
-        self.replies: dict[str, int] = {}
-        """Steps recorded, by model."""
-        self.hinted: dict[tuple[str, str], int] = {}
-        """(model, dialects suggested) -> steps whose reply held another dialect's actions."""
-
-
-def _logged_records(store, samples, ours: set[str], since: float, seen: _SessionReplies):
-    """The log's records of the command's trajectories (``ours``), counting in ``seen`` the
-    replies received since ``since`` (:func:`_count_calls`); None when a Ctrl-C (or SIGTERM)
-    stops the reading."""
-    try:
-        # Writes a stop or Ctrl-C left queued (cancelled trajectories' last steps) land first.
-        with contextlib.suppress(StoreError):
-            store.sync()
-        options = {s.id: s.choices for s in samples if s.choices}  # letter answers score
-        return [r for r in project(_count_calls(store.iter_events(), ours, since, seen),
-                                   options).values()
-                if r.traj in ours]
-    except KeyboardInterrupt:
-        return None
-
-
-def _count_calls(events, ours: set[str], since: float, seen: _SessionReplies):
-    """Pass ``events`` through, counting in ``seen`` the replies this command received and
-    recorded (the Steps of its trajectories not served from the reply cache, stamped since it
-    started) and the tokens of its Steps by setting. (A reply received just before a stop, whose Step was not yet written, is in the
-    reply cache only; the rerun serves it from there, and neither command counts it as a call:
-    the cost lines, which count every recorded reply, do.)"""
-    from engine.parsing import dialect_hint
-    from store.events import Step, TrajectoryStarted
-
-    setting_of: dict[str, str] = {}  # a trajectory's start is logged before its steps
-    model_of: dict[str, str] = {}
-    for stored in events:
-        event = stored.event
-        if isinstance(event, TrajectoryStarted):
-            setting_of[event.traj] = event.setting
-            model_of[event.traj] = event.model
-        elif isinstance(event, Step) and event.at >= since and event.traj in ours:
-            seen.calls += not event.from_cache
-            model = model_of.get(event.traj, "")
-            seen.replies[model] = seen.replies.get(model, 0) + 1
-            for warning in event.parse_warnings:
-                if (hint := dialect_hint(warning)) is not None:
-                    seen.hinted[model, hint] = seen.hinted.get((model, hint), 0) + 1
-                    break
-            # Tokens as an outcome counts them: of every step recorded now, a reply served from
-            # the cache too (paid by a command stopped before it could record the step).
-            setting = setting_of.get(event.traj)
-            if setting is not None:
-                seen.tokens[setting] = (seen.tokens.get(setting, 0) + event.usage.input_tokens
-                                        + event.usage.output_tokens)
-        yield stored
-
-
-def _dialect_notes(config: RunConfig, seen: _SessionReplies) -> list[str]:
-    """A line for each model some of whose replies this command recorded held an action in
-    another dialect's format, which its dialect cannot read: a wrong --dialect shows otherwise
-    only as a model that never acts (no render shown), its cause in each step's warnings."""
-    dialects = {m.spec: m.dialect or "vaot" for m in config.models}
-    notes = []
-    for (model, hint), n in sorted(seen.hinted.items()):
-        total = seen.replies.get(model, n)
-        notes.append(f"note: {n} of the {total} replies of {model} that this command "
-                     f"recorded hold an action its dialect {dialects.get(model, 'vaot')!r} does "
-                     "not read (their steps' parse warnings say so); if that is its format, "
-                     f"rerun with --dialect {hint} and --run-name NAME")
-    return notes
 
 
 async def _close(adapters) -> None:

@@ -89,7 +89,7 @@ def test_settling_counts_the_tokens_of_steps_no_outcome_told_of() -> None:
     paid for and are in the log. "new tok" counts them from there, and is never lowered."""
     from types import SimpleNamespace
 
-    from engine.commands.run import _count_calls, _SessionReplies
+    from engine.commands.run_session import SessionReplies, count_calls
     from store.events import Step, TokenUsage, TrajectoryStarted
 
     def started(traj: str, setting: str) -> TrajectoryStarted:
@@ -104,8 +104,8 @@ def test_settling_counts_the_tokens_of_steps_no_outcome_told_of() -> None:
               started("t1", "vaot"), started("t2", "vaot"), started("c1", "cot"),
               step("t1", 150.0, 300), step("t2", 160.0, 200, from_cache=True),
               step("c1", 170.0, 70), step("other", 180.0, 5000)]  # not this command's
-    seen = _SessionReplies()
-    passed = list(_count_calls((SimpleNamespace(event=e) for e in events),
+    seen = SessionReplies()
+    passed = list(count_calls((SimpleNamespace(event=e) for e in events),
                                {"old", "t1", "t2", "c1"}, 100.0, seen))
     assert len(passed) == len(events)  # every event goes on to the records
     assert seen.calls == 2  # the reply served from the cache was not a call

@@ -1,0 +1,63 @@
+"""What ``vaot run`` says of its dataset before it runs: the rows skipped at load, and the
+samples whose answer names none of their choices (loaded and run, but worth a warning)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from analysis.scoring import truth_option
+from engine.config import RunConfig
+from engine.logs import log_path_for
+from engine.printable import printable
+
+__all__ = ["answers_naming_no_choice", "tell_skipped", "tell_unmatched"]
+
+
+def tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable: bool,
+                  dry_run: bool) -> None:
+    """Tell the first dataset rows skipped at load, and how many more there were.
+
+    A few when the run goes on (all are logged once it starts, beside the store); more when
+    nothing is usable or for a dry run, as no run starts and no log is written: the terminal
+    is all there is, and a dry run is where the dataset is checked.
+    """
+    shown = 5 if any_usable and not dry_run else 50
+    for row in skipped[:shown]:
+        err.print(printable(f"skipped {row.source}:{row.line}: {row.reason}"), markup=False)
+    if len(skipped) > shown:
+        log_file = log_path_for(config.store)
+        where = (f" (all listed in {log_file})" if any_usable and log_file and not dry_run
+                 else "")
+        err.print(f"… and {len(skipped) - shown} more skipped rows{where}", markup=False)
+
+
+def answers_naming_no_choice(samples: list) -> list:
+    """The samples with choices whose answer names none of them, as the scorer reads both
+    (analysis.scoring.truth_option): "C" of two choices, or a typo in an option's text."""
+    named: dict[tuple, bool] = {}  # (answer, choices) -> names one: datasets repeat their options
+    out = []
+    for sample in samples:
+        if not sample.choices:
+            continue
+        key = (str(sample.answer), tuple(sample.choices))
+        if key not in named:
+            named[key] = truth_option(key[0], key[1]) is not None
+        if not named[key]:
+            out.append(sample)
+    return out
+
+
+def tell_unmatched(err: Console, unmatched: list, *, dry_run: bool) -> None:
+    """Warn of samples whose answer names none of their choices: loaded and run, since a
+    free-form reply may still match the answer as written, but a model that picks an offered
+    option is scored wrong on them, which reads as the model's error in the tables."""
+    shown = 50 if dry_run else 5
+    for sample in unmatched[:shown]:
+        choices = ", ".join(repr(choice) for choice in sample.choices)
+        err.print(printable(f"warning: sample {sample.id}: its answer {str(sample.answer)!r} "
+                            f"names none of its choices ({choices}); a model that picks one of "
+                            "them is scored wrong"), markup=False)
+    if len(unmatched) > shown:
+        err.print(f"warning: … and {len(unmatched) - shown} more samples whose answer names "
+                  "none of their choices" + ("" if dry_run else " (all in the run's log)"),
+                  markup=False)
