@@ -15,6 +15,7 @@ beyond what the recording itself needs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 
 import msgspec
@@ -30,7 +31,7 @@ from engine.observation import (
     undrawable_labels,
     weak_corruption,
 )
-from engine.parsing import ParsedStep, get_dialect, parse_step
+from engine.parsing import ParsedStep, dialect_hint, get_dialect, parse_step
 from engine.runtime import PendingWrites, Runtime, TrajectoryJob
 from engine.states import EncodedState
 from engine.trajectory import TrajectoryState
@@ -38,7 +39,12 @@ from interventions.policies import SETTING_POLICY
 from store.actions import Frame, canonicalize
 from store.events import PolicyDetail, Step, TokenUsage, ToolCallRecord
 
-__all__ = ["StepRecorder"]
+__all__ = ["OTHER_DIALECT", "StepRecorder"]
+
+OTHER_DIALECT = "other_dialect"
+"""The kind the run's fault hook hears a reply by that held an action in another dialect's
+format: a reply, not a fault, told once per model so a wrong --dialect shows while the run
+goes on, not only when it has been paid for."""
 
 ImageRef = tuple[str, Frame, bool]
 """(state hash, frame, carries decor): an image of the trajectory, as the log names it."""
@@ -90,6 +96,8 @@ class StepRecorder:
                             canvas_size=canvas_size, tool_calls=reply.tool_calls,
                             expected_step=step_no)
         warnings = self._reply_warnings(parsed, reply, step_no)
+        if not parsed.actions and parsed.warnings and rt.on_fault is not None:
+            self._tell_other_dialect(parsed.warnings)
         answer = parsed.final_answer
 
         # Draw: every proposed action (also beside an answer, for its canonical form and
@@ -162,6 +170,18 @@ class StepRecorder:
         if self._boxes_on == "current":
             return current
         return _source_state(self._state, self._boxes_on, current, self._original)
+
+    def _tell_other_dialect(self, warnings) -> None:
+        """Tell the fault hook of a reply that held another dialect's actions (none read)."""
+        for warning in warnings:
+            hint = dialect_hint(warning)
+            if hint is not None:
+                model, said = self._job.model, warning[:warning.rfind(" (try: ")]
+                with contextlib.suppress(Exception):  # a closed terminal is no step's failure
+                    self._rt.on_fault(model, OTHER_DIALECT, f"{model}: {said}, so no action is "
+                                      f"read from it (if that is its format, rerun with "
+                                      f"--dialect {hint} and --run-name NAME)", False)
+                return
 
     def _reply_warnings(self, parsed: ParsedStep, reply: ModelReply, step_no: int) -> list[str]:
         """The parser's warnings, and what the setting makes of the reply: a CoT reply without

@@ -8,6 +8,7 @@ from engine.breaker import EMPTY_KINDS, NO_USAGE
 from engine.commands.run_report import stop_reason
 from engine.config import RunConfig
 from engine.printable import printable
+from engine.step_recorder import OTHER_DIALECT
 
 __all__ = ["callbacks"]
 
@@ -34,6 +35,13 @@ def callbacks(err, log, config: RunConfig, progress, session_failures: list, sto
                 log.warning("no_token_counts", model=model, message=message)
                 err.print(f"{printable(message)} (said once for this model)",
                           markup=False)
+            return
+        if kind == OTHER_DIALECT:  # a reply too (its step's warnings hold it): said once
+            if (model, kind) not in told:
+                told.add((model, kind))
+                log.warning("other_dialect", model=model, message=message)
+                err.print(f"note: {printable(message)}; said once for this model, the run's "
+                          "end counts such replies", markup=False)
             return
         # Every fault to the log; the first of each kind to the terminal, at once:
         # a wrong URL or key shows in seconds, not when every retry has run out.

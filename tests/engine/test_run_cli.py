@@ -706,7 +706,8 @@ def test_a_config_file_takes_settings_written_as_the_flag_writes_them(tmp_path) 
 def test_replies_in_another_dialects_format_are_told_at_the_end(tmp_path) -> None:
     """A wrong --dialect reads no action from a model that acts: the run showed only a model
     that never looked ("shown a render … 0/2"), the cause in each step's parse warnings. The
-    end says how many replies held another dialect's actions, and which dialect reads them."""
+    first such reply is told at once, and the end says how many replies held another dialect's
+    actions, and which dialect reads them."""
     args = ("run", "--model", "scripted:a", "--dataset", "synthetic:1", "--limit", "2",
             "--settings", "vaot,cot", "--no-progress")
     wrong = _vaot(*args, "--dialect", "deepeyes", "--store", str(tmp_path / "wrong.lmdb"))
@@ -714,6 +715,12 @@ def test_replies_in_another_dialects_format_are_told_at_the_end(tmp_path) -> Non
     notes = [line for line in wrong.stderr.splitlines() if line.startswith("note:")]
     # The script's step 1 asks for a zoom in the vaot format (cot's one reply has no action).
     assert notes == [
+        # At once, while the run goes on (a paid one may go on for hours) …
+        "note: scripted:a: the reply holds a VAoT action block, which the 'deepeyes' dialect "
+        "does not read, so no action is read from it (if that is its format, rerun with "
+        "--dialect vaot and --run-name NAME); said once for this model, the run's end counts "
+        "such replies",
+        # … and counted at the end.
         "note: 2 of the 6 replies of scripted:a that this command recorded hold an action its "
         "dialect 'deepeyes' does not read (their steps' parse warnings say so); if that is its "
         "format, rerun with --dialect vaot and --run-name NAME"], wrong.stderr
