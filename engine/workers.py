@@ -50,6 +50,7 @@ import structlog
 
 from adapters.datasets.base import Sample
 from engine import event_loop
+from engine.breaker import NO_USAGE
 from engine.config import RunConfig
 from engine.ids import run_id_for
 from engine.resume import check_joined_models, check_samples_unchanged, started_samples
@@ -63,10 +64,15 @@ from engine.runner import (
 )
 from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
 from engine.spend import SpendShare
+from engine.step_recorder import OTHER_DIALECT
 from store.recorder import Recorder
 
 __all__ = ["WorkerError", "fewer_workers", "run_in_workers", "share_of", "warm_up",
            "worker_count"]
+
+_REPLY_KINDS = frozenset({NO_USAGE, OTHER_DIALECT})
+"""What the fault hook hears of replies, not faults: a process logs them as the run's one
+process does, once per model (the parent, told the first of each), not as call faults."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -461,7 +467,8 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
     log = structlog.get_logger("vaot")
 
     def on_fault(model: str, kind: str, message: str, retried: bool) -> None:
-        log.warning("call_fault", model=model, kind=kind, message=message, retried=retried)
+        if kind not in _REPLY_KINDS:  # those are replies, logged once by the parent
+            log.warning("call_fault", model=model, kind=kind, message=message, retried=retried)
         if (model, kind) not in told:  # the first of each kind to the parent, for the terminal
             told.add((model, kind))
             messages.put(("fault", 0, (model, kind, message, retried)))

@@ -727,3 +727,12 @@ def test_replies_in_another_dialects_format_are_told_at_the_end(tmp_path) -> Non
     right = _vaot(*args, "--store", str(tmp_path / "right.lmdb"))
     assert right.returncode == 0, right.stdout + right.stderr
     assert "note:" not in right.stderr, right.stderr
+    # With worker processes: the same lines, and the log holds the reply once, as the note it
+    # is, not as a call fault of each worker.
+    workers = _vaot(*args, "--dialect", "deepeyes", "--workers", "2",
+                    "--store", str(tmp_path / "workers.lmdb"))
+    assert workers.returncode == 0, workers.stdout + workers.stderr
+    assert [line for line in workers.stderr.splitlines() if line.startswith("note:")] == notes
+    logged = [json.loads(line)["event"]
+              for line in (tmp_path / "workers.log").read_text().splitlines()]
+    assert logged.count("other_dialect") == 1 and "call_fault" not in logged, logged
