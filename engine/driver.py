@@ -347,7 +347,9 @@ async def _call_failed(rt: Runtime, job: TrajectoryJob, state: TrajectoryState, 
             traj=job.traj, pos=state.take_pos(), at=ctx.now(), step=step_no,
             attempt=exc.attempt, kind=exc.kind, retry=exc.retry, status=exc.status,
             retry_after=exc.retry_after, message=str(exc)[:500],
-            retried=after_stop,
+            # Stopped while the verdict was awaited (Ctrl-C): not judged final, so it is one
+            # the rerun retries and does not count as "failed so before" there.
+            retried=after_stop or stop is None,
         )
         if stop is not False:
             await rt.store.append([failed])

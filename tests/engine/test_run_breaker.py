@@ -478,3 +478,67 @@ def test_a_stop_quoting_the_servers_words_escapes_their_control_characters(tmp_p
     assert len(stops) == 2, stopped.stderr  # at once, and again in the summary
     assert all("bad key \\x1b[2J\\x1b[31mred" in line for line in stops), stops
     assert "\x1b" not in stopped.stdout + stopped.stderr
+
+
+async def test_a_fault_awaiting_its_verdict_when_the_run_is_stopped_is_not_final(
+        tmp_path) -> None:
+    """Ctrl-C while a rejected call waits for the model's other call to tell: the fault is
+    recorded (the evidence is kept) as one the rerun retries, not as a failure for good,
+    which on the rerun would count as "failed so before" and change the breaker's verdict."""
+    from adapters.datasets.loading import load_dataset
+    from adapters.models.base import ModelCallError
+    from engine.config import ModelConfig, RunConfig
+    from engine.runner import open_run_store, run_jobs
+    from engine.trajectory import TrajectoryState
+
+    class RejectsOneHangsTheOther:
+        name = connection_key = "openai:m"
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.both_asked = asyncio.Event()
+
+        async def generate(self, request):
+            self.calls += 1
+            mine = self.calls
+            if mine == 2:
+                self.both_asked.set()
+            await self.both_asked.wait()
+            if mine == 1:
+                raise ModelCallError("openai:m: not authorised (HTTP 401)", retry="no",
+                                     kind="auth", status=401)
+            await asyncio.Event().wait()  # on the wire until the run is stopped
+
+        async def aclose(self) -> None:
+            return None
+
+    config = RunConfig(models=(ModelConfig("openai:m"),), dataset="synthetic:1",
+                       settings=("vaot",), store=str(tmp_path / "run.lmdb"), concurrency=2,
+                       limit=2)
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    adapter = RejectsOneHangsTheOther()
+    told = asyncio.Event()
+    with open_run_store(config.store) as store:
+        run = asyncio.ensure_future(run_jobs(
+            config, store, samples, adapters={"openai:m": adapter},
+            on_fault=lambda *_: told.set()))
+        await asyncio.wait_for(told.wait(), 30)
+        # Told before its writes settle and its verdict is awaited; the other call never
+        # answers, so the verdict is still pending long after this.
+        await asyncio.sleep(0.5)
+        assert not run.done()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        events = [stored.event for stored in store.iter_events()]
+    faults = [e for e in events if isinstance(e, CallFailed)]
+    assert [(f.kind, f.retried) for f in faults] == [("auth", True)]
+    assert not any(isinstance(e, TrajectoryFinished) for e in events)
+    state = TrajectoryState.from_events(
+        faults[0].traj, [s for s in store_events(config.store) if getattr(s.event, "traj", None) == faults[0].traj])
+    assert state.last_fault is None and state.faults_for_good == 0
+
+
+def store_events(path: str) -> list:
+    with open_store(path, create=False) as opened:
+        return list(opened.iter_events())
