@@ -121,7 +121,7 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
     out, err = capsys.readouterr()
     assert "stopped at --max-cost:" in err and "left unfinished (not failed)" in err
     spent = float(re.search(r"spent (\d+\.\d+) USD of --max-cost 0.5", out).group(1))
-    assert spent >= 0.5
+    assert 0 < spent <= 0.5  # one call costs 0.431: a second would pass the cap
     # The same command with a cap it cannot reach finishes the run, counting the first spend.
     assert main([*argv, "--max-cost", "1000"]) == 0
     out, err = capsys.readouterr()
@@ -130,28 +130,28 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
     assert "trajectories 6/6 finished" in out
 
 
-class FailsFirst(FixedUsage):
-    """The first call fails for good (a refused connection) once the two others have been
-    answered, and so paid for: FixedUsage answers without awaiting, and the driver pays for a
-    reply in the same turn it gets it.
+class FailsWhileAnotherIsAnswered(FixedUsage):
+    """The model's first call (made alone: its cost is unknown until it is answered) is
+    answered; of the two calls that then start together, the first fails for good (a refused
+    connection) once the second has been answered, and that reply costs twice the first (a
+    longer one): it takes the spend to the cap while the failure waits for the breaker.
 
-    It used to fail 0.3 s after it began: a bet that the others are answered by then. Were
-    they not (their trajectories slow to reach their calls on a loaded host), their replies,
-    not the cap, would decide the breaker's wait, and the test would pass without testing the
-    cap. Waiting for them makes the order the test needs hold by construction."""
+    Waiting for the other's reply, rather than failing after a delay, makes the order the test
+    needs hold by construction."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.others_answered = asyncio.Event()
+        self.other_answered = asyncio.Event()
 
     async def generate(self, request: ModelRequest) -> ModelReply:
-        if self.calls == 0:
+        if self.calls == 1:
             self.calls += 1
-            await asyncio.wait_for(self.others_answered.wait(), 60)  # a ceiling on a hang
+            await asyncio.wait_for(self.other_answered.wait(), 60)  # a ceiling on a hang
             raise ModelCallError("connection refused", retry="no", kind="connect")
         reply = await super().generate(request)
         if self.calls == 3:
-            self.others_answered.set()
+            self.other_answered.set()
+            return msgspec.structs.replace(reply, usage=Usage(200, 40))
         return reply
 
 
@@ -159,13 +159,16 @@ async def test_a_trajectory_waiting_for_the_breaker_is_decided_when_the_cap_stop
         tmp_path) -> None:
     # Before, the breaker waited for more jobs of the model to start and tell whether it can
     # be used, but the cap kept them from starting: the run hung.
-    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=2 * PER_CALL),
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=3 * PER_CALL),
                                      limit=6, concurrency=3, max_attempts=1)
     samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = FailsWhileAnotherIsAnswered()
     with open_run_store(config.store) as store:
         result = await asyncio.wait_for(
-            run_jobs(config, store, samples, adapters={SPEC: FailsFirst()}), 30)
-    assert result.spent == pytest.approx(2 * PER_CALL)
+            run_jobs(config, store, samples, adapters={SPEC: adapter}), 30)
+    assert adapter.calls == 3 and result.capped
+    assert result.spent == pytest.approx(3 * PER_CALL)
+    assert [o.status for o in result.outcomes] == ["failed"]
 
 
 async def test_a_job_taken_as_the_cap_is_reached_does_not_load_its_image(tmp_path,
@@ -249,13 +252,13 @@ async def test_cached_prompt_tokens_are_recorded_and_counted_at_their_rate(tmp_p
     with open_run_store(config.store) as store:
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
         usages = [s.event.usage for s in store.iter_events() if isinstance(s.event, Step)]
-    assert adapter.calls == 8  # the call that crossed the cap was paid, then the run stopped
-    assert result.spent == pytest.approx(8 * per_call)
+    assert adapter.calls == 7  # an eighth would pass the cap
+    assert result.spent == pytest.approx(7 * per_call)
     assert {(u.input_tokens, u.cached_input_tokens) for u in usages} == {(100, 80)}
     # A rerun counts what the log's steps cost at the same rates, cached tokens included.
     config = msgspec.structs.replace(config, max_cost=1.0)
     adapter = MostlyCached()
     with open_run_store(config.store) as store:
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
-    assert adapter.calls == 12 - 8
+    assert adapter.calls == 12 - 7
     assert result.spent == pytest.approx(12 * per_call)
