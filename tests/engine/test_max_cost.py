@@ -19,7 +19,9 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import ModelCallError, ModelReply, ModelRequest, TextPart, Usage
 from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
+from engine.cost import PriceTable
 from engine.runner import open_run_store, run_jobs
+from engine.spend import SpendCap, SpendShare
 from store import Step, TrajectoryFinished, TrajectoryStarted
 
 SPEC = "scripted:priced"
@@ -176,7 +178,6 @@ async def test_a_job_taken_as_the_cap_is_reached_does_not_load_its_image(tmp_pat
     # The cap is reached between a worker taking a job and the job starting (here: the
     # worker's look says "not yet", every later one "reached"). Before, the job decoded and
     # encoded its image, then stopped at the cap anyway.
-    from engine.spend import SpendCap
     from engine.states import StateCache
 
     looks: list[bool] = []
@@ -262,3 +263,111 @@ async def test_cached_prompt_tokens_are_recorded_and_counted_at_their_rate(tmp_p
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
     assert adapter.calls == 12 - 7
     assert result.spent == pytest.approx(12 * per_call)
+
+
+class Answering(FixedUsage):
+    """Answers after a moment, as a server does, counting the calls in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = self.most_in_flight = 0
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)  # a server's latency, not a synchronisation
+            return await super().generate(request)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_calls_start_only_while_their_cost_fits_under_the_cap(tmp_path) -> None:
+    # Before, every call that started before the first replies were paid for was let
+    # through: 10 calls under a cap of three and a half.
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=3.5 * PER_CALL),
+                                     limit=16, concurrency=16)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = Answering()
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+    # The model's first call alone (its cost unknown), then the two that fit beside it.
+    assert adapter.calls == 3 and adapter.most_in_flight <= 2
+    assert result.spent == pytest.approx(3 * PER_CALL) and result.spent <= config.max_cost
+    assert result.capped and result.outcomes == []
+
+
+class Hangs(FixedUsage):
+    """Answers the model's first call; every later one waits until cancelled."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__()
+        self.hanging = 0
+        self.all_hang = asyncio.Event()
+        """Set once ``waiting`` calls hang."""
+        self._waiting = waiting
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        if self.calls == 0:
+            return await super().generate(request)
+        self.calls += 1
+        self.hanging += 1
+        if self.hanging == self._waiting:
+            self.all_hang.set()
+        await asyncio.Event().wait()  # until the run is cancelled
+        raise AssertionError("never answered")
+
+
+async def test_a_cancelled_run_gives_back_what_its_calls_in_flight_reserved(tmp_path) -> None:
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=1.0),
+                                     limit=8, concurrency=4)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = Hangs(waiting=4)
+    share = SpendShare.alone()  # the cells a --workers run shares: what the test reads
+    with open_run_store(config.store) as store:
+        run = asyncio.ensure_future(run_jobs(config, store, samples, adapters={SPEC: adapter},
+                                             spend_share=share))
+        await asyncio.wait_for(adapter.all_hang.wait(), 30)
+        assert share.reserved[0].value == pytest.approx(4 * PER_CALL)
+        run.cancel()  # as a Ctrl-C does
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert share.reserved[0].value == 0.0 and share.spent[0].value == pytest.approx(PER_CALL)
+    assert share.reached.value == 0.0
+
+
+async def test_a_call_is_expected_to_cost_the_most_a_reply_of_its_model_cost_at_its_step(
+        ) -> None:
+    cap = SpendCap(1.0, PriceTable.from_config(PRICES))
+    first = await cap.reserve(SPEC, 1)
+    assert first.probe and first.amount == 0.0  # its cost is unknown: made alone
+    first.paid(Usage(100, 20))
+    assert cap.estimate(SPEC, 1) == cap.estimate(SPEC, 2) == pytest.approx(PER_CALL)
+    later = await cap.reserve(SPEC, 2)
+    assert not later.probe and later.amount == pytest.approx(PER_CALL)
+    assert cap.reserved == pytest.approx(PER_CALL)
+    later.paid(Usage(300, 60))  # a longer conversation
+    assert cap.reserved == 0.0 and cap.spent == pytest.approx(4 * PER_CALL)
+    assert cap.estimate(SPEC, 1) == pytest.approx(PER_CALL)  # seen at step 1
+    assert cap.estimate(SPEC, 2) == cap.estimate(SPEC, 5) == pytest.approx(3 * PER_CALL)
+    # A rerun starts from what the log's steps cost: no call of the model made alone.
+    seeded = SpendCap(1.0, PriceTable.from_config(PRICES),
+                      SpendShare.alone(4 * PER_CALL, {(SPEC, 1): PER_CALL}))
+    held = await seeded.reserve(SPEC, 2)
+    assert not held.probe and held.amount == pytest.approx(PER_CALL)
+    held.release()
+    assert seeded.reserved == 0.0 and seeded.spent == pytest.approx(4 * PER_CALL)
+
+
+def test_worker_processes_together_stay_under_the_cap(tmp_path, capsys) -> None:
+    # A reply of scripted:builtin costs 0.424 to 0.470 at these prices: under 1.5 any three
+    # fit and no fourth. Before, each process started its first calls at once (4 calls, 1.79).
+    config = tmp_path / "run.toml"
+    config.write_text('[prices."scripted:*"]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n')
+    argv = ["run", "--config", str(config), "--model", "scripted:builtin", "--settings", "vaot",
+            "--dataset", "synthetic:1", "--limit", "6", "--store", str(tmp_path / "run.lmdb"),
+            "--no-progress", "--concurrency", "4", "--workers", "2", "--max-cost", "1.5"]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    assert "model calls this session 3;" in out and "stopped at --max-cost:" in err
+    assert float(re.search(r"spent (\d+\.\d+) USD of --max-cost 1.5", out).group(1)) <= 1.5
