@@ -9,6 +9,7 @@ the first invocation spent.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import re
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.cost import PriceTable
 from engine.runner import open_run_store, run_jobs
-from engine.spend import SpendCap, SpendShare
+from engine.spend import POLL_S, SpendCap, SpendShare
 from store import Step, TrajectoryFinished, TrajectoryStarted
 
 SPEC = "scripted:priced"
@@ -371,3 +372,26 @@ def test_worker_processes_together_stay_under_the_cap(tmp_path, capsys) -> None:
     out, err = capsys.readouterr()
     assert "model calls this session 3;" in out and "stopped at --max-cost:" in err
     assert float(re.search(r"spent (\d+\.\d+) USD of --max-cost 1.5", out).group(1)) <= 1.5
+
+
+async def test_processes_sharing_the_cells_make_one_first_call_and_expect_its_cost() -> None:
+    # Two --workers processes' views of one cap, on cells as run_in_workers makes them
+    # (RawValue("d") is a ctypes double in shared memory).
+    share = SpendShare.cells(0.0, {}, (SPEC,), 2, ctypes.c_double)
+    table = PriceTable.from_config(PRICES)
+    one, other = (SpendCap(2.5 * PER_CALL, table, share._replace(index=i)) for i in (0, 1))
+    first = await one.reserve(SPEC, 1)
+    assert first.probe
+    waiting = asyncio.ensure_future(other.reserve(SPEC, 1))
+    done, _ = await asyncio.wait({waiting}, timeout=4 * POLL_S)
+    assert not done  # the model's first call is the run's, not each process's
+    first.paid(Usage(100, 20))
+    held = await asyncio.wait_for(waiting, 30)
+    assert not held.probe and held.amount == pytest.approx(PER_CALL)  # learnt from the other
+    assert one.reserved == pytest.approx(PER_CALL) and one.spent == pytest.approx(PER_CALL)
+    # Spent 1, reserved 1, expected 1: no room under 2.5 while the other's call is in flight.
+    third = asyncio.ensure_future(one.reserve(SPEC, 1))
+    done, _ = await asyncio.wait({third}, timeout=4 * POLL_S)
+    assert not done
+    held.release()  # its call failed: room again
+    assert (await asyncio.wait_for(third, 30)).amount == pytest.approx(PER_CALL)
