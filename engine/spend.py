@@ -52,10 +52,12 @@ PAID_PROVIDERS = frozenset({"openai", "gemini", "anthropic"})
 OpenAI-compatible server is priced at 0 in the table)."""
 
 POLL_S = 0.05
-"""How often a call waiting for other ``--workers`` processes' calls looks again."""
+"""How often a waiting call of a ``--workers`` run looks again (the other processes' calls do
+not wake it)."""
 
 _RECHECK_S = 1.0
-"""A ceiling on a wait for this process's own calls, each of which wakes it when it ends."""
+"""A ceiling on a wait in a run in one process, whose calls each wake the waiting ones as they
+end."""
 
 _SLACK = 1e-9
 """Relative: sums of float costs must not turn a call that fits exactly into one that does not."""
@@ -99,6 +101,16 @@ class SpendShare(NamedTuple):
               seen: Mapping[tuple[str, int], float] | None = None) -> SpendShare:
         """The cells of a run in one process (its estimates need no sharing)."""
         return cls.cells(earlier, seen or {}, (), 1, _Cell)
+
+
+class _ModelCells(NamedTuple):
+    """One model's cells of a ``--workers`` run, as one process sees them."""
+
+    largest: list[SharedCell]
+    """Every process's (its own included)."""
+    own_largest: SharedCell
+    others_probing: list[SharedCell]
+    own_probing: SharedCell
 
 
 class SpendCapReached(Exception):
@@ -171,14 +183,14 @@ class SpendCap:
         self._own_reserved = share.reserved[own]
         self._others_reserved = [c for i, c in enumerate(share.reserved) if i != own]
         self._reached = share.reached
-        # Per model of a --workers run: every process's cell, and this one's.
-        width = len(share.models)
-        self._shared: dict[str, tuple[list[SharedCell], list[SharedCell], int]] = {
-            model: ([share.largest[i * width + m] for i in range(len(share.spent))],
-                    [share.probing[i * width + m] for i in range(len(share.spent))
-                     if i != own], own * width + m)
-            for m, model in enumerate(share.models)}
-        self._share = share
+        width, processes = len(share.models), len(share.spent)
+        self._shared = {model: _ModelCells(
+            largest=[share.largest[i * width + m] for i in range(processes)],
+            own_largest=share.largest[own * width + m],
+            others_probing=[share.probing[i * width + m] for i in range(processes) if i != own],
+            own_probing=share.probing[own * width + m],
+        ) for m, model in enumerate(share.models)}
+        """The cells of each model of a --workers run (none in one process)."""
         self._reserving = 0.0
         """What this process's calls in flight reserved (the value of its own cell)."""
         self._holding = 0
@@ -225,7 +237,7 @@ class SpendCap:
             return at_step
         shared = self._shared.get(model)
         if shared is not None:  # another process may have seen more of it
-            largest = max(cell.value for cell in shared[0])
+            largest = max(cell.value for cell in shared.largest)
             return largest if largest >= 0 else None
         return self._largest.get(model)
 
@@ -257,7 +269,7 @@ class SpendCap:
         """
         while (held := self._admit(model, step)) is None:
             changed = self._changed
-            timeout = POLL_S if self._others_busy() else _RECHECK_S
+            timeout = POLL_S if len(self._spent_cells) > 1 else _RECHECK_S
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout)
         return held
@@ -282,6 +294,10 @@ class SpendCap:
             if self.spent + self.reserved <= self.cap * (1 + _SLACK):
                 return Reservation(self, model, step, estimate, probe=False)
             self._hold(-estimate, -1 if estimate > 0 else 0)
+            # Without the slack: only a reservation withdrawn since (another process's, that
+            # was starting too) can make this hold, never the rounding of the sums.
+            if self.spent + self.reserved + estimate <= self.cap:
+                return None  # look again
         if self._holding or self._others_hold() or self._probing_elsewhere(model):
             return None  # a call in flight may cost less than it reserved, or fail
         # Only first calls (reserving nothing) can be in flight: they can only add to the sum.
@@ -293,25 +309,19 @@ class SpendCap:
         """Start ``model``'s first call here, unless another process just did."""
         shared = self._shared.get(model)
         if shared is not None:
-            own = self._share.probing[shared[2]]
-            own.value = 1.0  # before looking at the others': see the module docstring
-            if self._probing_elsewhere(model):
-                own.value = 0.0
+            shared.own_probing.value = 1.0  # before looking at the others': see the module
+            if self._probing_elsewhere(model):  # docstring
+                shared.own_probing.value = 0.0
                 return False
         self._probes.add(model)
         return True
 
     def _probing_elsewhere(self, model: str) -> bool:
         shared = self._shared.get(model)
-        return shared is not None and any(cell.value > 0 for cell in shared[1])
+        return shared is not None and any(cell.value > 0 for cell in shared.others_probing)
 
     def _others_hold(self) -> bool:
         return any(cell.value > 0 for cell in self._others_reserved)
-
-    def _others_busy(self) -> bool:
-        """Another process has a call in flight that a call here may wait for."""
-        return self._others_hold() or any(
-            cell.value > 0 for shared in self._shared.values() for cell in shared[1])
 
     def _hold(self, amount: float, count: int) -> None:
         self._holding += count
@@ -330,7 +340,7 @@ class SpendCap:
             self._probes.discard(held.model)
             shared = self._shared.get(held.model)
             if shared is not None:
-                self._share.probing[shared[2]].value = 0.0
+                shared.own_probing.value = 0.0
         self._wake()
 
     def _learn(self, model: str, step: int, cost: float) -> None:
@@ -338,7 +348,7 @@ class SpendCap:
         self._largest_at[model, step] = max(cost, self._largest_at.get((model, step), 0.0))
         shared = self._shared.get(model)
         if shared is not None:
-            self._share.largest[shared[2]].value = largest
+            shared.own_largest.value = largest
 
     def _wake(self) -> None:
         self._changed.set()
