@@ -91,8 +91,9 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``{"openai:gpt-4o": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}}`` (model spec or
     glob → price per million tokens); turns usage into a cost line in the summary."""
     max_cost: float | None = None
-    """No new model call once the replies of the command's trajectories have cost this much, at
-    ``prices`` (engine/spend.py); not part of the run's identity: raise it and rerun to go on."""
+    """What the replies of the command's trajectories may cost, at ``prices``: a model call
+    starts only if its expected cost still fits (engine/spend.py); not part of the run's
+    identity: raise it and rerun to go on."""
     run_name: str | None = None
     retry_failed: bool = False
     """Run again the trajectories an earlier invocation ended as failed (not part of the run's

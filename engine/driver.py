@@ -12,6 +12,7 @@ milliseconds before a kill -9 is asked again, the price of not waiting for a dis
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 
 import msgspec
@@ -139,15 +140,18 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
         check_cache = reply is not None  # after a miss, no later step can have one
         replace = reply is _UNREADABLE  # asked again, and its cache entry replaced
         from_cache = check_cache and not replace
-        if not from_cache and rt.spend is not None and rt.spend.reached():
-            await writes.settle()  # its last step is durable; the rerun continues after it
-            raise SpendCapReached
         started_at = ctx.monotonic()
         if not from_cache:
+            call = functools.partial(
+                call_with_retries, adapter, request, rng=ctx.rng(), policy=rt.retry,
+                on_failure=on_failure, sleep=rt.sleep, limiter=limiter,
+                abandon=rt.breaker.stop_event(job.model))
             try:
-                reply = await call_with_retries(
-                    adapter, request, rng=ctx.rng(), policy=rt.retry, on_failure=on_failure,
-                    sleep=rt.sleep, limiter=limiter, abandon=rt.breaker.stop_event(job.model))
+                reply = await (call() if rt.spend is None
+                               else rt.spend.within(job.model, step_no, call))
+            except SpendCapReached:  # before the call: it fits under --max-cost no more
+                await writes.settle()  # its last step is durable; the rerun continues after it
+                raise
             except CallAbandoned as gone:  # its model was stopped while this call waited
                 await _record_abandoned(rt, job, state, ctx, writes, gone, step_no)
                 raise _stopped_error(rt, job) from None
@@ -364,7 +368,8 @@ async def _call_failed(rt: Runtime, job: TrajectoryJob, state: TrajectoryState, 
 def _keep_reply(rt: Runtime, job: TrajectoryJob, writes: PendingWrites, reply: ModelReply,
                 key: bytes, cassette_key: bytes, replace: bool) -> None:
     """Queue a paid reply for the reply cache, ahead of anything that follows from it (a rerun
-    after a crash is served it), and count it: a success for the breaker, a cost for the cap.
+    after a crash is served it), and count it a success for the breaker (the cap counted its
+    cost as it came: ``SpendCap.within``).
 
     Also under the cassette's key (the request and the trajectory's draw, which names no run
     and no model): a run recorded with openai:M replays as cassette:openai:M, each trajectory
@@ -374,8 +379,6 @@ def _keep_reply(rt: Runtime, job: TrajectoryJob, writes: PendingWrites, reply: M
     writes.add(rt.store.cache_put_many_nowait([(key, encoded), (cassette_key, encoded)],
                                               replace=replace))
     rt.breaker.succeeded(job.model)
-    if rt.spend is not None:
-        rt.spend.paid(job.model, reply.usage)
 
 
 def _check_usage(rt: Runtime, job: TrajectoryJob, reply: ModelReply, from_cache: bool) -> bool:

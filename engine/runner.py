@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import msgspec
 import structlog
@@ -96,6 +96,8 @@ class RunResult(msgspec.Struct):
     spent: float | None = None
     """With ``--max-cost``: what the run's replies have cost, this invocation's and earlier
     ones' (engine/spend.py)."""
+    capped: bool = False
+    """With ``--max-cost``: the cap was reached (no call fitted under it any more)."""
 
 
 def build_jobs(config: RunConfig, run_id: str, samples: list[Sample]) -> list[TrajectoryJob]:
@@ -165,18 +167,31 @@ def first_error(exc: BaseException, kind: type[_E]) -> _E | None:
     return None
 
 
-def recorded_cost(store: Recorder, jobs: list[TrajectoryJob], table: PriceTable) -> float:
+class RecordedSpend(NamedTuple):
+    """What the log's steps of a run's trajectories cost (:func:`recorded_spend`)."""
+
+    total: float
+    largest: dict[tuple[str, int], float]
+    """(model, step) → the most one of those steps cost: where the cap's estimates start."""
+
+
+def recorded_spend(store: Recorder, jobs: list[TrajectoryJob], table: PriceTable
+                   ) -> RecordedSpend:
     """What the steps already in the log of ``jobs``' trajectories cost at ``table``'s prices:
     the replies earlier invocations paid for (as the summary's cost line counts them)."""
     total = 0.0
+    largest: dict[tuple[str, int], float] = {}
     for job in jobs:
         price = table.lookup(job.model)
         if price is None or store.head(job.traj) is None:
             continue
         for stored in store.read_trajectory(job.traj):
             if isinstance(stored.event, Step):
-                total += price.cost_of(stored.event.usage)
-    return total
+                cost = price.cost_of(stored.event.usage)
+                total += cost
+                key = (job.model, stored.event.step)
+                largest[key] = max(cost, largest.get(key, 0.0))
+    return RecordedSpend(total, largest)
 
 
 def make_spend_cap(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob],
@@ -186,10 +201,10 @@ def make_spend_cap(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob]
     if config.max_cost is None:
         return None
     table = PriceTable.from_config(config.prices)
-    if share is not None:
-        return SpendCap(config.max_cost, table, earlier=share.earlier, cells=share.cells,
-                        own=share.index)
-    return SpendCap(config.max_cost, table, earlier=recorded_cost(store, jobs, table))
+    if share is None:
+        recorded = recorded_spend(store, jobs, table)
+        share = SpendShare.alone(recorded.total, recorded.largest)
+    return SpendCap(config.max_cost, table, share)
 
 
 async def run_jobs(
@@ -354,4 +369,5 @@ async def run_jobs(
                 await adapter.aclose()
     calls = sum(o.calls for o in outcomes)
     return RunResult(run_id, outcomes, time.monotonic() - started, calls, list(stopped.values()),
-                     spent=spend.spent if spend is not None else None)
+                     spent=spend.spent if spend is not None else None,
+                     capped=spend is not None and spend.reached())

@@ -52,6 +52,7 @@ from adapters.datasets.base import Sample
 from engine import event_loop
 from engine.breaker import NO_USAGE
 from engine.config import RunConfig
+from engine.cost import PriceTable
 from engine.ids import run_id_for
 from engine.resume import check_joined_models, check_samples_unchanged, started_samples
 from engine.run_header import run_identity, write_run_header
@@ -61,6 +62,7 @@ from engine.runner import (
     build_jobs,
     first_error,
     make_spend_cap,
+    recorded_spend,
 )
 from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
 from engine.spend import SpendShare
@@ -210,10 +212,10 @@ def run_in_workers(
     # One cell per model in shared memory: a Retry-After one worker hears pauses its endpoint
     # in every worker (engine/limits.py), as it would in one process.
     pauses = [context.RawValue("d", 0.0) for _ in config.models]
-    # One cell per worker for what it pays, read summed by all (engine/spend.py); what the
-    # log already holds is counted here, once.
-    cap = make_spend_cap(config, store, all_jobs)
-    cells = [context.RawValue("d", 0.0) for _ in range(workers)] if cap is not None else None
+    # Per worker, cells for what it pays, what its calls in flight reserved and what it learnt
+    # of each model's cost, read by all, and the flag any of them sets when the cap is reached
+    # (engine/spend.py); what the log already holds is counted here, once.
+    spend_share = _spend_share(config, store, all_jobs, context, workers)
     # Never written: its write end closes with this process, and every worker then reads
     # end-of-file on its read end and stops (see the module's docstring).
     life, life_end = context.Pipe(duplex=False)
@@ -231,12 +233,26 @@ def run_in_workers(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
                 args=(i, workers, share_of(config, workers, i), str(shard), messages, os.getpid(),
                       dict(os.environ), pauses,
-                      SpendShare(cap.earlier, cells, i) if cap is not None else None, life)))
+                      spend_share._replace(index=i) if spend_share is not None else None,
+                      life)))
         result = _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
                             started, context.get_start_method() == "forkserver")
-    if cap is not None:
-        result.spent = cap.earlier + sum(cell.value for cell in cells)
+    if spend_share is not None:
+        cap = make_spend_cap(config, store, all_jobs, spend_share)  # every worker's cells, read
+        assert cap is not None
+        result.spent, result.capped = cap.spent, cap.reached()
     return result
+
+
+def _spend_share(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob], context,
+                 workers: int) -> SpendShare | None:
+    """The workers' shared part of the run's ``--max-cost`` cap, with what the log already
+    holds counted here, once (the share of worker 0: each gets its own ``index``)."""
+    if config.max_cost is None:
+        return None
+    recorded = recorded_spend(store, jobs, PriceTable.from_config(config.prices))
+    return SpendShare.cells(recorded.total, recorded.largest, [m.spec for m in config.models],
+                            workers, lambda value: context.RawValue("d", value))
 
 
 def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id: str,

@@ -248,6 +248,8 @@ class _Ran:
     terminated: _SigtermStops
     spent: float | None
     """With --max-cost: what the run's replies have cost."""
+    capped: bool
+    """With --max-cost: the cap was reached."""
     session_failures: list
     stopped: list
     """Models that cannot be used, in the order they were stopped."""
@@ -280,7 +282,7 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             with RunProgress(console, totals, enabled=show_progress) as progress:
                 on_outcome, on_fault, on_stop = callbacks(err, log, config, progress,
                                                           session_failures, stopped)
-                spent, interrupted = _run_all(config, store, samples, adapters, on_outcome,
+                spent, capped, interrupted = _run_all(config, store, samples, adapters, on_outcome,
                                               on_fault, on_stop, terminated, skipped_rows)
                 # Read before the bars close: a stop leaves the last trajectories' ends queued,
                 # committed only by the sync here, after their outcomes could be told; the
@@ -315,15 +317,16 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     return _Ran(records=records, calls=max(seen.calls, progress.calls), started=started,
-                interrupted=interrupted, terminated=terminated, spent=spent,
+                interrupted=interrupted, terminated=terminated, spent=spent, capped=capped,
                 session_failures=session_failures, stopped=stopped,
                 dialect_notes=dialect_notes(config, seen))
 
 
 def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, on_stop,
-             terminated: _SigtermStops, skipped_rows: int = 0) -> tuple[float | None, bool]:
+             terminated: _SigtermStops, skipped_rows: int = 0
+             ) -> tuple[float | None, bool, bool]:
     """Run every job, in worker processes or on this process's event loop; what the replies
-    cost (with --max-cost) and whether a Ctrl-C or SIGTERM stopped the run, which is no error:
+    cost and whether the cap was reached (with --max-cost), and whether a Ctrl-C or SIGTERM stopped the run, which is no error:
     the summary is printed for what was done."""
     from engine.gc_tuning import tuned_gc
     from engine.workers import run_in_workers
@@ -338,13 +341,13 @@ def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, 
                 result = event_loop.run(_run(config, store, samples, adapters,
                                           on_outcome, on_fault, on_stop, terminated,
                                           skipped_rows))
-        return result.spent, False
+        return result.spent, result.capped, False
     except KeyboardInterrupt:
-        return None, True
+        return None, False, True
     except asyncio.CancelledError:
         if not terminated.seen:
             raise
-        return None, True  # a SIGTERM with SIGINT ignored cancelled the main task
+        return None, False, True  # a SIGTERM with SIGINT ignored cancelled the main task
 
 
 def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[str],
@@ -370,7 +373,7 @@ def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[
                 run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
                 calls=ran.calls, session_failures=ran.session_failures,
                 stopped=ran.stopped, interrupted=ran.interrupted, terminated=ran.terminated.seen,
-                spent=ran.spent)
+                spent=ran.spent, capped=ran.capped)
             status = report(console, err, log, config, end)
             for note in ran.dialect_notes:
                 err.print(printable(note), markup=False)

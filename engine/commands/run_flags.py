@@ -113,12 +113,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "spend; once its recorded steps reach it, it asks nothing more and ends as "
                    "max_steps (the call that crosses it is kept). Default: no budget")
     p.add_argument("--max-cost", type=float, metavar="AMOUNT",
-                   help="stop starting model calls once the replies of the trajectories this "
-                   "command runs have cost AMOUNT (in the price table's unit, printed as USD; counting "
-                   "those paid for by earlier invocations); "
-                   "the calls in flight then finish, so the total can pass it by what they "
-                   "cost. The trajectories left stay unfinished: raise it and rerun the same "
-                   "command to go on. Needs the config file's prices for every API model. "
+                   help="what the replies of the trajectories this command runs may cost (in "
+                   "the price table's unit, printed as USD; counting those paid for by earlier "
+                   "invocations). A model call starts only if what it is expected to cost (the "
+                   "most one reply of its model has cost so far; a model's first call is made "
+                   "alone) still fits beside what was spent and what the calls in flight may "
+                   "cost, so the total stays under AMOUNT unless a reply costs more than "
+                   "expected. The trajectories left stay unfinished: raise it and rerun the "
+                   "same command to go on. Needs the config file's prices for every API model. "
                    "Default: no cap")
     p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default: each API's own)")
     p.add_argument("--seed", type=int, metavar="N", help="run seed (default 0): draws the synthetic samples and seeds the "

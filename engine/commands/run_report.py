@@ -80,6 +80,8 @@ class RunEnd(msgspec.Struct, kw_only=True):
     """Interrupted by a SIGTERM rather than Ctrl-C."""
     spent: float | None
     """With --max-cost: what the trajectories' replies have cost."""
+    capped: bool = False
+    """With --max-cost: the cap was reached (the next call no longer fitted under it)."""
     logged: bool = False
     """Set once ``run_end`` is logged: a Ctrl-C in the rest of the report must not log it again."""
 
@@ -151,7 +153,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                             f"{stop_reason(model)}"), markup=False)
     # Blamed on the cap only when nothing else (a stopped model, an error) can have left
     # trajectories unfinished: raising the cap would not help those.
-    capped = (spent is not None and not interrupted and spent >= config.max_cost
+    capped = (spent is not None and not interrupted and end.capped
               and len(finished) < len(ours) and not stopped and not errors)
     if spent is not None:
         currency = PriceTable.from_config(config.prices).currency

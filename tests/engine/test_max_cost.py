@@ -9,6 +9,7 @@ the first invocation spent.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import re
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import ModelCallError, ModelReply, ModelRequest, TextPart, Usage
 from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
+from engine.cost import PriceTable
 from engine.runner import open_run_store, run_jobs
+from engine.spend import POLL_S, SpendCap, SpendShare
 from store import Step, TrajectoryFinished, TrajectoryStarted
 
 SPEC = "scripted:priced"
@@ -121,7 +124,7 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
     out, err = capsys.readouterr()
     assert "stopped at --max-cost:" in err and "left unfinished (not failed)" in err
     spent = float(re.search(r"spent (\d+\.\d+) USD of --max-cost 0.5", out).group(1))
-    assert spent >= 0.5
+    assert 0 < spent <= 0.5  # one call costs 0.431: a second would pass the cap
     # The same command with a cap it cannot reach finishes the run, counting the first spend.
     assert main([*argv, "--max-cost", "1000"]) == 0
     out, err = capsys.readouterr()
@@ -130,28 +133,28 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
     assert "trajectories 6/6 finished" in out
 
 
-class FailsFirst(FixedUsage):
-    """The first call fails for good (a refused connection) once the two others have been
-    answered, and so paid for: FixedUsage answers without awaiting, and the driver pays for a
-    reply in the same turn it gets it.
+class FailsWhileAnotherIsAnswered(FixedUsage):
+    """The model's first call (made alone: its cost is unknown until it is answered) is
+    answered; of the two calls that then start together, the first fails for good (a refused
+    connection) once the second has been answered, and that reply costs twice the first (a
+    longer one): it takes the spend to the cap while the failure waits for the breaker.
 
-    It used to fail 0.3 s after it began: a bet that the others are answered by then. Were
-    they not (their trajectories slow to reach their calls on a loaded host), their replies,
-    not the cap, would decide the breaker's wait, and the test would pass without testing the
-    cap. Waiting for them makes the order the test needs hold by construction."""
+    Waiting for the other's reply, rather than failing after a delay, makes the order the test
+    needs hold by construction."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.others_answered = asyncio.Event()
+        self.other_answered = asyncio.Event()
 
     async def generate(self, request: ModelRequest) -> ModelReply:
-        if self.calls == 0:
+        if self.calls == 1:
             self.calls += 1
-            await asyncio.wait_for(self.others_answered.wait(), 60)  # a ceiling on a hang
+            await asyncio.wait_for(self.other_answered.wait(), 60)  # a ceiling on a hang
             raise ModelCallError("connection refused", retry="no", kind="connect")
         reply = await super().generate(request)
         if self.calls == 3:
-            self.others_answered.set()
+            self.other_answered.set()
+            return msgspec.structs.replace(reply, usage=Usage(200, 40))
         return reply
 
 
@@ -159,13 +162,16 @@ async def test_a_trajectory_waiting_for_the_breaker_is_decided_when_the_cap_stop
         tmp_path) -> None:
     # Before, the breaker waited for more jobs of the model to start and tell whether it can
     # be used, but the cap kept them from starting: the run hung.
-    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=2 * PER_CALL),
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=3 * PER_CALL),
                                      limit=6, concurrency=3, max_attempts=1)
     samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = FailsWhileAnotherIsAnswered()
     with open_run_store(config.store) as store:
         result = await asyncio.wait_for(
-            run_jobs(config, store, samples, adapters={SPEC: FailsFirst()}), 30)
-    assert result.spent == pytest.approx(2 * PER_CALL)
+            run_jobs(config, store, samples, adapters={SPEC: adapter}), 30)
+    assert adapter.calls == 3 and result.capped
+    assert result.spent == pytest.approx(3 * PER_CALL)
+    assert [o.status for o in result.outcomes] == ["failed"]
 
 
 async def test_a_job_taken_as_the_cap_is_reached_does_not_load_its_image(tmp_path,
@@ -173,7 +179,6 @@ async def test_a_job_taken_as_the_cap_is_reached_does_not_load_its_image(tmp_pat
     # The cap is reached between a worker taking a job and the job starting (here: the
     # worker's look says "not yet", every later one "reached"). Before, the job decoded and
     # encoded its image, then stopped at the cap anyway.
-    from engine.spend import SpendCap
     from engine.states import StateCache
 
     looks: list[bool] = []
@@ -249,13 +254,144 @@ async def test_cached_prompt_tokens_are_recorded_and_counted_at_their_rate(tmp_p
     with open_run_store(config.store) as store:
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
         usages = [s.event.usage for s in store.iter_events() if isinstance(s.event, Step)]
-    assert adapter.calls == 8  # the call that crossed the cap was paid, then the run stopped
-    assert result.spent == pytest.approx(8 * per_call)
+    assert adapter.calls == 7  # an eighth would pass the cap
+    assert result.spent == pytest.approx(7 * per_call)
     assert {(u.input_tokens, u.cached_input_tokens) for u in usages} == {(100, 80)}
     # A rerun counts what the log's steps cost at the same rates, cached tokens included.
     config = msgspec.structs.replace(config, max_cost=1.0)
     adapter = MostlyCached()
     with open_run_store(config.store) as store:
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
-    assert adapter.calls == 12 - 8
+    assert adapter.calls == 12 - 7
     assert result.spent == pytest.approx(12 * per_call)
+
+
+class Answering(FixedUsage):
+    """Answers after a moment, as a server does, counting the calls in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = self.most_in_flight = 0
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)  # a server's latency, not a synchronisation
+            return await super().generate(request)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_calls_start_only_while_their_cost_fits_under_the_cap(tmp_path) -> None:
+    # Before, every call that started before the first replies were paid for was let
+    # through: 10 calls under a cap of three and a half.
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=3.5 * PER_CALL),
+                                     limit=16, concurrency=16)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = Answering()
+    with open_run_store(config.store) as store:
+        result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
+    # The model's first call alone (its cost unknown), then the two that fit beside it.
+    assert adapter.calls == 3 and adapter.most_in_flight <= 2
+    assert result.spent == pytest.approx(3 * PER_CALL) and result.spent <= config.max_cost
+    assert result.capped and result.outcomes == []
+
+
+class Hangs(FixedUsage):
+    """Answers the model's first call; every later one waits until cancelled."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__()
+        self.hanging = 0
+        self.all_hang = asyncio.Event()
+        """Set once ``waiting`` calls hang."""
+        self._waiting = waiting
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        if self.calls == 0:
+            return await super().generate(request)
+        self.calls += 1
+        self.hanging += 1
+        if self.hanging == self._waiting:
+            self.all_hang.set()
+        await asyncio.Event().wait()  # until the run is cancelled
+        raise AssertionError("never answered")
+
+
+async def test_a_cancelled_run_gives_back_what_its_calls_in_flight_reserved(tmp_path) -> None:
+    config = msgspec.structs.replace(_config(tmp_path / "run.lmdb", max_cost=1.0),
+                                     limit=8, concurrency=4)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    adapter = Hangs(waiting=4)
+    share = SpendShare.alone()  # the cells a --workers run shares: what the test reads
+    with open_run_store(config.store) as store:
+        run = asyncio.ensure_future(run_jobs(config, store, samples, adapters={SPEC: adapter},
+                                             spend_share=share))
+        await asyncio.wait_for(adapter.all_hang.wait(), 30)
+        assert share.reserved[0].value == pytest.approx(4 * PER_CALL)
+        run.cancel()  # as a Ctrl-C does
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert share.reserved[0].value == 0.0 and share.spent[0].value == pytest.approx(PER_CALL)
+    assert share.reached.value == 0.0
+
+
+async def test_a_call_is_expected_to_cost_the_most_a_reply_of_its_model_cost_at_its_step(
+        ) -> None:
+    cap = SpendCap(1.0, PriceTable.from_config(PRICES))
+    first = await cap.reserve(SPEC, 1)
+    assert first.probe and first.amount == 0.0  # its cost is unknown: made alone
+    first.paid(Usage(100, 20))
+    assert cap.estimate(SPEC, 1) == cap.estimate(SPEC, 2) == pytest.approx(PER_CALL)
+    later = await cap.reserve(SPEC, 2)
+    assert not later.probe and later.amount == pytest.approx(PER_CALL)
+    assert cap.reserved == pytest.approx(PER_CALL)
+    later.paid(Usage(300, 60))  # a longer conversation
+    assert cap.reserved == 0.0 and cap.spent == pytest.approx(4 * PER_CALL)
+    assert cap.estimate(SPEC, 1) == pytest.approx(PER_CALL)  # seen at step 1
+    assert cap.estimate(SPEC, 2) == cap.estimate(SPEC, 5) == pytest.approx(3 * PER_CALL)
+    # A rerun starts from what the log's steps cost: no call of the model made alone.
+    seeded = SpendCap(1.0, PriceTable.from_config(PRICES),
+                      SpendShare.alone(4 * PER_CALL, {(SPEC, 1): PER_CALL}))
+    held = await seeded.reserve(SPEC, 2)
+    assert not held.probe and held.amount == pytest.approx(PER_CALL)
+    held.release()
+    assert seeded.reserved == 0.0 and seeded.spent == pytest.approx(4 * PER_CALL)
+
+
+def test_worker_processes_together_stay_under_the_cap(tmp_path, capsys) -> None:
+    # A reply of scripted:builtin costs 0.424 to 0.470 at these prices: under 1.5 any three
+    # fit and no fourth. Before, each process started its first calls at once (4 calls, 1.79).
+    config = tmp_path / "run.toml"
+    config.write_text('[prices."scripted:*"]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n')
+    argv = ["run", "--config", str(config), "--model", "scripted:builtin", "--settings", "vaot",
+            "--dataset", "synthetic:1", "--limit", "6", "--store", str(tmp_path / "run.lmdb"),
+            "--no-progress", "--concurrency", "4", "--workers", "2", "--max-cost", "1.5"]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    assert "model calls this session 3;" in out and "stopped at --max-cost:" in err
+    assert float(re.search(r"spent (\d+\.\d+) USD of --max-cost 1.5", out).group(1)) <= 1.5
+
+
+async def test_processes_sharing_the_cells_make_one_first_call_and_expect_its_cost() -> None:
+    # Two --workers processes' views of one cap, on cells as run_in_workers makes them
+    # (RawValue("d") is a ctypes double in shared memory).
+    share = SpendShare.cells(0.0, {}, (SPEC,), 2, ctypes.c_double)
+    table = PriceTable.from_config(PRICES)
+    one, other = (SpendCap(2.5 * PER_CALL, table, share._replace(index=i)) for i in (0, 1))
+    first = await one.reserve(SPEC, 1)
+    assert first.probe
+    waiting = asyncio.ensure_future(other.reserve(SPEC, 1))
+    done, _ = await asyncio.wait({waiting}, timeout=4 * POLL_S)
+    assert not done  # the model's first call is the run's, not each process's
+    first.paid(Usage(100, 20))
+    held = await asyncio.wait_for(waiting, 30)
+    assert not held.probe and held.amount == pytest.approx(PER_CALL)  # learnt from the other
+    assert one.reserved == pytest.approx(PER_CALL) and one.spent == pytest.approx(PER_CALL)
+    # Spent 1, reserved 1, expected 1: no room under 2.5 while the other's call is in flight.
+    third = asyncio.ensure_future(one.reserve(SPEC, 1))
+    done, _ = await asyncio.wait({third}, timeout=4 * POLL_S)
+    assert not done
+    held.release()  # its call failed: room again
+    assert (await asyncio.wait_for(third, 30)).amount == pytest.approx(PER_CALL)
