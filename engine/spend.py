@@ -16,17 +16,19 @@ cost; a call that fails, is abandoned or is cancelled (Ctrl-C) gives its reserva
 A call is expected to cost the most that one reply of its model has cost so far, in this
 invocation or in the log's steps of these trajectories: the most at the same step number when a
 reply at that step was seen (later steps send more of the conversation, so cost more), else the
-most at any step. Until a model's first reply is paid for, it makes one call at a time (the
-others wait for that reply), and that call reserves nothing. So the cap holds except by what a
-reply costs beyond its estimate: at most one first reply of a model, or a reply longer than any
+most at any step. Until a model's first reply is paid for, it makes at most
+:data:`FIRST_CALLS` calls at once (the others wait for a reply), and those reserve nothing: as
+many as the model breaker needs to tell a model that cannot be used (a wrong key, a server that
+never answers) in one round, as it does without a cap. So the cap holds except by what a reply
+costs beyond its estimate: at most those first replies of a model, or a reply longer than any
 before it at its step.
 
 With ``--workers``, every process adds what it pays to its own cell of one shared array, what its
 calls in flight reserved to its own cell of a second one, and the most a reply of each model cost
 it, and whether its first call of a model is in flight, to its own cells of two more; each reads
 the others' (no lock is needed as each writes only its own cells). So a process expects what a
-model's replies cost in any process, and a model makes one first call in the whole run. A process writes a reservation (or a
-first call) before it reads the others', so two processes starting calls at once cannot both pass
+model's replies cost in any process, and a model makes at most :data:`FIRST_CALLS` first calls
+in the whole run. A process writes a reservation (or a first call) before it reads the others', so two processes starting calls at once cannot both pass
 the cap (one may wait instead). A call that waits for another process's calls looks again every
 :data:`POLL_S` seconds; the first process to find the cap reached sets a shared flag that stops
 every process.
@@ -41,6 +43,7 @@ from typing import NamedTuple
 
 from adapters.models.base import ModelReply, Usage
 from adapters.models.registry import split_spec
+from engine.breaker import THRESHOLD
 from engine.cost import Price, PriceTable
 from engine.limits import SharedCell
 
@@ -50,6 +53,11 @@ __all__ = ["PAID_PROVIDERS", "POLL_S", "Reservation", "SpendCap", "SpendCapReach
 PAID_PROVIDERS = frozenset({"openai", "gemini", "anthropic"})
 """Providers whose calls may cost money; a cap needs a price for each of their models (a local
 OpenAI-compatible server is priced at 0 in the table)."""
+
+FIRST_CALLS = THRESHOLD
+"""How many calls of a model may be in flight before its first reply tells what one costs: the
+trajectories in a row whose failure stops a model that cannot be used (engine/breaker.py), so a
+capped run stops such a model after one round of calls, not after that many rounds one by one."""
 
 POLL_S = 0.05
 """How often a waiting call of a ``--workers`` run looks again (the other processes' calls do
@@ -81,7 +89,7 @@ class SpendShare(NamedTuple):
     largest: Sequence[SharedCell]
     """The most one reply of each model cost in each process; below 0 before its first."""
     probing: Sequence[SharedCell]
-    """1 while a process's first call of a model is in flight, else 0."""
+    """How many first calls of a model a process has in flight (see :data:`FIRST_CALLS`)."""
     reached: SharedCell
     index: int
 
@@ -195,8 +203,8 @@ class SpendCap:
         """What this process's calls in flight reserved (the value of its own cell)."""
         self._holding = 0
         """How many of them reserved more than nothing."""
-        self._probes: set[str] = set()
-        """Models whose first call is in flight here."""
+        self._probes: dict[str, int] = {}
+        """How many first calls of each model are in flight here."""
         self._largest: dict[str, float] = {}
         self._largest_at: dict[tuple[str, int], float] = {}
         for (model, step), cost in share.seen.items():
@@ -284,41 +292,62 @@ class SpendCap:
             return _UNCOUNTED
         estimate = self.estimate(model, step)
         if estimate is None:
-            if model in self._probes or self._probing_elsewhere(model):
+            if self._probes.get(model, 0) + self._probing_elsewhere(model) >= FIRST_CALLS:
                 return None  # its first reply tells what a call of it costs
             if self.spent + self.reserved < self.cap and self._probe(model):
                 return Reservation(self, model, step, 0.0, probe=True)
         else:
             # Written before the sums are read: see the module docstring.
             self._hold(estimate, 1 if estimate > 0 else 0)
-            if self.spent + self.reserved <= self.cap * (1 + _SLACK):
+            exposure = self._first_calls_exposure()
+            if self.spent + self.reserved + exposure <= self.cap * (1 + _SLACK):
                 return Reservation(self, model, step, estimate, probe=False)
             self._hold(-estimate, -1 if estimate > 0 else 0)
             # Without the slack: only a reservation withdrawn since (another process's, that
             # was starting too) can make this hold, never the rounding of the sums.
-            if self.spent + self.reserved + estimate <= self.cap:
+            if self.spent + self.reserved + exposure + estimate <= self.cap:
                 return None  # look again
-        if self._holding or self._others_hold() or self._probing_elsewhere(model):
-            return None  # a call in flight may cost less than it reserved, or fail
+        if self._holding or self._others_hold() or self._first_calls_in_flight():
+            return None  # a call in flight may cost less than expected, or fail
         # Only first calls (reserving nothing) can be in flight: they can only add to the sum.
         self._reached.value = 1.0
         self._wake()  # the calls waiting here stop too
         raise SpendCapReached
 
     def _probe(self, model: str) -> bool:
-        """Start ``model``'s first call here, unless another process just did."""
+        """Start a first call of ``model`` here, unless other processes just took the last of
+        :data:`FIRST_CALLS`."""
+        mine = self._probes.get(model, 0) + 1
         shared = self._shared.get(model)
         if shared is not None:
-            shared.own_probing.value = 1.0  # before looking at the others': see the module
-            if self._probing_elsewhere(model):  # docstring
-                shared.own_probing.value = 0.0
+            shared.own_probing.value = float(mine)  # before looking at the others': see the
+            if mine + self._probing_elsewhere(model) > FIRST_CALLS:  # module docstring
+                shared.own_probing.value = float(mine - 1)
                 return False
-        self._probes.add(model)
+        self._probes[model] = mine
         return True
 
-    def _probing_elsewhere(self, model: str) -> bool:
+    def _first_calls_exposure(self) -> float:
+        """What the first calls in flight (which reserved nothing) are now expected to cost:
+        once a reply of their model is paid for, each as much as the most one cost. Without
+        it, the calls that start on the first reply's news would be admitted as if the other
+        first calls cost nothing."""
+        total = 0.0
+        for model in set(self._probes) | set(self._shared):
+            count = self._probes.get(model, 0) + self._probing_elsewhere(model)
+            if count:
+                largest = self.estimate(model, -1)  # no step: the most at any step
+                total += count * (largest or 0.0)
+        return total
+
+    def _first_calls_in_flight(self) -> bool:
+        return any(self._probes.values()) or any(
+            cell.value > 0 for shared in self._shared.values() for cell in shared.others_probing)
+
+    def _probing_elsewhere(self, model: str) -> int:
+        """How many first calls of ``model`` the other processes have in flight."""
         shared = self._shared.get(model)
-        return shared is not None and any(cell.value > 0 for cell in shared.others_probing)
+        return 0 if shared is None else int(sum(cell.value for cell in shared.others_probing))
 
     def _others_hold(self) -> bool:
         return any(cell.value > 0 for cell in self._others_reserved)
@@ -337,10 +366,10 @@ class SpendCap:
         if held.amount > 0:
             self._hold(-held.amount, -1)
         if held.probe:
-            self._probes.discard(held.model)
+            left = self._probes[held.model] = self._probes[held.model] - 1
             shared = self._shared.get(held.model)
             if shared is not None:
-                shared.own_probing.value = 0.0
+                shared.own_probing.value = float(left)
         self._wake()
 
     def _learn(self, model: str, step: int, cost: float) -> None:

@@ -22,7 +22,7 @@ from engine.cli import main
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.cost import PriceTable
 from engine.runner import open_run_store, run_jobs
-from engine.spend import POLL_S, SpendCap, SpendShare
+from engine.spend import FIRST_CALLS, POLL_S, SpendCap, SpendShare
 from store import Step, TrajectoryFinished, TrajectoryStarted
 
 SPEC = "scripted:priced"
@@ -134,8 +134,8 @@ def test_vaot_run_says_where_the_cap_stopped_it(tmp_path, capsys, workers) -> No
 
 
 class FailsWhileAnotherIsAnswered(FixedUsage):
-    """The model's first call (made alone: its cost is unknown until it is answered) is
-    answered; of the two calls that then start together, the first fails for good (a refused
+    """The model's first call is answered at once; of the two others that start with it
+    (its first calls, whose cost is unknown until one is answered), the first fails for good (a refused
     connection) once the second has been answered, and that reply costs twice the first (a
     longer one): it takes the spend to the cap while the failure waits for the breaker.
 
@@ -292,8 +292,9 @@ async def test_calls_start_only_while_their_cost_fits_under_the_cap(tmp_path) ->
     adapter = Answering()
     with open_run_store(config.store) as store:
         result = await run_jobs(config, store, samples, adapters={SPEC: adapter})
-    # The model's first call alone (its cost unknown), then the two that fit beside it.
-    assert adapter.calls == 3 and adapter.most_in_flight <= 2
+    # The model's first calls, as many at once as the breaker needs (their cost unknown),
+    # then none: a fourth would pass the cap.
+    assert adapter.calls == 3 and adapter.most_in_flight <= FIRST_CALLS
     assert result.spent == pytest.approx(3 * PER_CALL) and result.spent <= config.max_cost
     assert result.capped and result.outcomes == []
 
@@ -341,7 +342,7 @@ async def test_a_call_is_expected_to_cost_the_most_a_reply_of_its_model_cost_at_
         ) -> None:
     cap = SpendCap(1.0, PriceTable.from_config(PRICES))
     first = await cap.reserve(SPEC, 1)
-    assert first.probe and first.amount == 0.0  # its cost is unknown: made alone
+    assert first.probe and first.amount == 0.0  # its cost is unknown: reserves nothing
     first.paid(Usage(100, 20))
     assert cap.estimate(SPEC, 1) == cap.estimate(SPEC, 2) == pytest.approx(PER_CALL)
     later = await cap.reserve(SPEC, 2)
@@ -351,7 +352,7 @@ async def test_a_call_is_expected_to_cost_the_most_a_reply_of_its_model_cost_at_
     assert cap.reserved == 0.0 and cap.spent == pytest.approx(4 * PER_CALL)
     assert cap.estimate(SPEC, 1) == pytest.approx(PER_CALL)  # seen at step 1
     assert cap.estimate(SPEC, 2) == cap.estimate(SPEC, 5) == pytest.approx(3 * PER_CALL)
-    # A rerun starts from what the log's steps cost: no call of the model made alone.
+    # A rerun starts from what the log's steps cost: no first call of unknown cost.
     seeded = SpendCap(1.0, PriceTable.from_config(PRICES),
                       SpendShare.alone(4 * PER_CALL, {(SPEC, 1): PER_CALL}))
     held = await seeded.reserve(SPEC, 2)
@@ -374,18 +375,25 @@ def test_worker_processes_together_stay_under_the_cap(tmp_path, capsys) -> None:
     assert float(re.search(r"spent (\d+\.\d+) USD of --max-cost 1.5", out).group(1)) <= 1.5
 
 
-async def test_processes_sharing_the_cells_make_one_first_call_and_expect_its_cost() -> None:
+async def test_processes_sharing_the_cells_share_the_first_calls_and_expect_their_cost() -> None:
     # Two --workers processes' views of one cap, on cells as run_in_workers makes them
     # (RawValue("d") is a ctypes double in shared memory).
     share = SpendShare.cells(0.0, {}, (SPEC,), 2, ctypes.c_double)
     table = PriceTable.from_config(PRICES)
     one, other = (SpendCap(2.5 * PER_CALL, table, share._replace(index=i)) for i in (0, 1))
-    first = await one.reserve(SPEC, 1)
-    assert first.probe
+    firsts = [await one.reserve(SPEC, 1) for _ in range(FIRST_CALLS - 1)]
+    firsts.append(await other.reserve(SPEC, 1))
+    assert all(first.probe and first.amount == 0 for first in firsts)
     waiting = asyncio.ensure_future(other.reserve(SPEC, 1))
     done, _ = await asyncio.wait({waiting}, timeout=4 * POLL_S)
-    assert not done  # the model's first call is the run's, not each process's
-    first.paid(Usage(100, 20))
+    assert not done  # the model's first calls are the run's, not each process's
+    firsts[0].paid(Usage(100, 20))
+    # Spent 1; the two first calls in flight may cost as much each, and a fourth call too:
+    # over 2.5.
+    done, _ = await asyncio.wait({waiting}, timeout=4 * POLL_S)
+    assert not done
+    for first in firsts[1:]:
+        first.release()  # those calls failed: nothing paid
     held = await asyncio.wait_for(waiting, 30)
     assert not held.probe and held.amount == pytest.approx(PER_CALL)  # learnt from the other
     assert one.reserved == pytest.approx(PER_CALL) and one.spent == pytest.approx(PER_CALL)
