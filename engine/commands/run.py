@@ -282,8 +282,9 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             with RunProgress(console, totals, enabled=show_progress) as progress:
                 on_outcome, on_fault, on_stop = callbacks(err, log, config, progress,
                                                           session_failures, stopped)
-                spent, capped, interrupted = _run_all(config, store, samples, adapters, on_outcome,
-                                              on_fault, on_stop, terminated, skipped_rows)
+                spent, capped, interrupted = _run_all(
+                    config, store, samples, adapters, on_outcome, on_fault, on_stop, terminated,
+                    skipped_rows)
                 # Read before the bars close: a stop leaves the last trajectories' ends queued,
                 # committed only by the sync here, after their outcomes could be told; the
                 # bars' last drawing counted one or two fewer than the table under them.
@@ -326,8 +327,8 @@ def _run_all(config: RunConfig, store, samples, adapters, on_outcome, on_fault, 
              terminated: _SigtermStops, skipped_rows: int = 0
              ) -> tuple[float | None, bool, bool]:
     """Run every job, in worker processes or on this process's event loop; what the replies
-    cost and whether the cap was reached (with --max-cost), and whether a Ctrl-C or SIGTERM stopped the run, which is no error:
-    the summary is printed for what was done."""
+    cost and whether the cap was reached (with --max-cost), and whether a Ctrl-C or SIGTERM
+    stopped the run, which is no error: the summary is printed for what was done."""
     from engine.gc_tuning import tuned_gc
     from engine.workers import run_in_workers
 
