@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 import sys
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -328,6 +329,8 @@ def read_image_file(folder: Path, value: str, *,
     path = folder / os.path.expanduser(value.replace("\\", "/"))
     try:
         if not path.is_file():
+            path = _other_spelling(path)
+        if not path.is_file():
             try:
                 path.stat()
             except FileNotFoundError:
@@ -353,6 +356,30 @@ def read_image_file(folder: Path, value: str, *,
     except ImageLoadError as exc:
         raise ImageFileError(f"image {name}: {exc.reason}") from None
     return data, os.path.abspath(path), size
+
+
+def _other_spelling(path: Path) -> Path:
+    """``path``, or the file it names with some of its parts spelt in the other Unicode normal
+    form (NFC or NFD), when only that spelling exists.
+
+    macOS keeps "ü" in a file name as "u" plus a combining mark where a JSONL file typed or
+    written by a script spells it as one character; both look alike in every message, and a
+    macOS disk finds either, but on Linux "looked for …/spaced näme.png" named a file that was
+    plainly there. Tried only for a path not found as written, part by part (a folder and a
+    file in it may be spelt each its own way).
+    """
+    if str(path).isascii():
+        return path
+    found = Path(path.anchor)
+    for part in path.parts[1:] if path.anchor else path.parts:
+        for spelling in dict.fromkeys((part, unicodedata.normalize("NFC", part),
+                                       unicodedata.normalize("NFD", part))):
+            if os.path.lexists(found / spelling):
+                found = found / spelling
+                break
+        else:
+            return path
+    return found if found.is_file() else path
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")

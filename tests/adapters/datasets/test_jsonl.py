@@ -380,3 +380,26 @@ def test_an_image_url_is_said_to_be_a_url_not_a_missing_file(folder: Path) -> No
                           "fetch: download the image and give its path (or a data: URI)")
     assert "is a URL" in reasons[1]
     assert "not found" in reasons[2]  # a Windows path is a path
+
+
+def test_an_image_name_spelt_in_the_other_unicode_form_is_found(folder: Path) -> None:
+    # Files from a Mac keep "ü" as "u" plus a combining mark (NFD); a JSONL written by a script
+    # spells it as one character (NFC). On Linux the two are different names that print alike:
+    # "not found (looked for …/näme.png)" named a file that was there.
+    import unicodedata
+
+    nfc_folder = folder / unicodedata.normalize("NFC", "Ünï dir")
+    nfc_folder.mkdir()
+    on_disk = nfc_folder / unicodedata.normalize("NFD", "spaced näme.png")
+    on_disk.write_bytes(png((0, 255, 0)))
+    path = write_lines(folder / "set.jsonl", [
+        row("nfc", image=unicodedata.normalize("NFC", "Ünï dir/spaced näme.png")),
+        row("nfd", image=unicodedata.normalize("NFD", "Ünï dir/spaced näme.png")),
+        row("gone", image=unicodedata.normalize("NFC", "Ünï dir/other näme.png")),
+    ])
+    loader = JsonlLoader(path)
+    samples = loader.samples()
+    assert [s.id for s in samples] == ["nfc", "nfd"]
+    assert {s.image_path for s in samples} == {str(on_disk)}
+    assert samples[0].read_image() == on_disk.read_bytes()
+    assert [(r.line, "not found" in r.reason) for r in loader.skipped] == [(3, True)]
