@@ -20,7 +20,7 @@ import msgspec
 
 __all__ = [
     "PAPER_GROUPS", "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
-    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "content_digest", "decode_data_uri", "in_order", "read_image_file",
+    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "choices_misnamed", "content_digest", "decode_data_uri", "in_order", "read_image_file",
 ]
 
 
@@ -46,6 +46,26 @@ class WrittenNumber(float):
 
     def __str__(self) -> str:
         return self.text
+
+
+CHOICES_OTHER_NAMES = ("options", "option", "choice", "candidates")
+"""What other datasets call a sample's ``choices`` (MMBench and MMMU: ``options``)."""
+
+
+def choices_misnamed(row: dict) -> str | None:
+    """Why a row that gives its options under another name than ``choices`` cannot be used
+    (``None`` when it does not).
+
+    Any other field is left alone, so ``"options": [...]`` was dropped in silence: the model
+    was asked the question without them, and a reply naming an option was scored against none.
+    """
+    if row.get("choices") is not None:
+        return None
+    name = next((key for key in CHOICES_OTHER_NAMES if row.get(key) not in (None, [], {})), None)
+    if name is None:
+        return None
+    return (f"the options are in {name!r}, which vaot does not read (they would be neither shown to "
+            "the model nor scored): name the field 'choices'")
 
 
 class InlineImageError(ValueError):

@@ -9,7 +9,9 @@ Each non-blank line is an object with
 - ``category``, ``group`` (strings, possibly empty; ``group`` is 2D | 3D | Real for the paper's
   tasks),
 - optionally ``choices`` (a list of strings, or an object ``{"A": "cat"}`` kept as ``"A. cat"``,
-  as the See2Think loader does) and ``key_regions`` (a list of ``[x1, y1, x2, y2]`` boxes in the
+  as the See2Think loader does; a row that gives them as ``options`` or another of
+  :data:`~adapters.datasets.base.CHOICES_OTHER_NAMES` instead is skipped, not run without them)
+  and ``key_regions`` (a list of ``[x1, y1, x2, y2]`` boxes in the
   image's pixels; fractional values are widened outward to whole pixels).
 
 A line that is not valid JSON, lacks a field, names a missing image or repeats an earlier ``id``
@@ -44,6 +46,7 @@ from adapters.datasets.base import (
     Sample,
     SkippedRow,
     WrittenNumber,
+    choices_misnamed,
     content_digest,
     decode_data_uri,
     read_image_file,
@@ -205,6 +208,9 @@ class JsonlLoader(CachedLoader):
         category = _string(row, "category")
         group = _string(row, "group")
         group = PAPER_GROUPS.get(group.lower(), group)  # "2d" and "2D" are one summary row
+        misnamed = choices_misnamed(row)
+        if misnamed:
+            raise _BadRow(misnamed)
         path, digest, inline, meta, size = self._image(row["image"], line, number, start)
         return Sample(
             id=sample_id,

@@ -49,6 +49,7 @@ from adapters.datasets.base import (
     Sample,
     SkippedRow,
     WrittenNumber,
+    choices_misnamed,
     content_digest,
     read_image_file,
 )
@@ -270,6 +271,9 @@ class See2ThinkLoader(CachedLoader):
                           "or a number" if odd is not None else
                           f"element id {index} has no {what} (looked for {', '.join(keys)})")
                 raise _Skip(data_path, row_line, reason)
+        misnamed = choices_misnamed(row)
+        if misnamed:
+            raise _Skip(data_path, row_line, f"element id {index}: {misnamed}")
         choices = _choices(row.get("choices"))
         if choices is None:
             raise _Skip(

@@ -403,3 +403,22 @@ def test_an_image_name_spelt_in_the_other_unicode_form_is_found(folder: Path) ->
     assert {s.image_path for s in samples} == {str(on_disk)}
     assert samples[0].read_image() == on_disk.read_bytes()
     assert [(r.line, "not found" in r.reason) for r in loader.skipped] == [(3, True)]
+
+
+def test_options_under_another_name_than_choices_are_a_skipped_row(folder: Path) -> None:
+    # MMBench and MMMU call them "options": dropped in silence, the model was asked the question
+    # without them and an answer "B" was scored against no option.
+    path = write_lines(folder / "set.jsonl", [
+        row("opts", options=["A. cat", "B. dog"], answer="B"),
+        row("cand", candidates={"A": "cat"}, answer="A"),
+        row("both", choices=["cat", "dog"], options=["cat", "dog"], answer="cat"),
+        row("none", options=[]),
+    ])
+    loader = JsonlLoader(path)
+    assert [s.id for s in loader.samples()] == ["both", "none"]
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (1, "the options are in 'options', which vaot does not read (they would be neither "
+            "shown to the model nor scored): name the field 'choices'"),
+        (2, "the options are in 'candidates', which vaot does not read (they would be neither "
+            "shown to the model nor scored): name the field 'choices'"),
+    ]

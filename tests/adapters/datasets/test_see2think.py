@@ -427,3 +427,20 @@ def test_each_task_read_is_told_kept_or_skipped(dataset: Path) -> None:
     limited: list[int] = []
     See2ThinkLoader(dataset, limit=2, on_row=lambda: limited.append(1)).samples()
     assert len(limited) == 2  # rows past the limit are not read, so not told
+
+
+def test_an_element_with_options_under_another_name_is_a_skipped_row(tmp_path: Path) -> None:
+    (tmp_path / "t" / "imgs").mkdir(parents=True)
+    (tmp_path / "t" / "imgs" / "0.png").write_bytes(png((9, 9, 9)))
+    write_array(tmp_path / "t" / "data.json", [
+        {"question": "Q", "image_path": "imgs/0.png", "answer": "B", "options": ["cat", "dog"]},
+        {"question": "Q", "image_path": "imgs/0.png", "answer": "B", "choices": ["A", "B"]},
+    ])
+    write_array(tmp_path / "tasks.json", [task("t/data.json", 0), task("t/data.json", 1)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.id for s in loader.samples()] == ["t/data.json::1"]
+    [skipped] = loader.skipped
+    assert (Path(skipped.source), skipped.line) == (tmp_path / "t" / "data.json", 2)
+    assert skipped.reason == ("element id 0: the options are in 'options', which vaot does not "
+                              "read (they would be neither shown to the model nor scored): name "
+                              "the field 'choices' (task entry 1)")
