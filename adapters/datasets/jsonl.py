@@ -266,7 +266,11 @@ def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:
     """A text field; numbers are written out because answers like 3 are common."""
     value = row[key]
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _BadRow(f"{key!r} must be a string")
+        # Numbers are taken: "must be a string" sent a user who wrote true or ["B"] to quote
+        # every number too.
+        kind = ("a boolean" if isinstance(value, bool) else "an array" if isinstance(value, list)
+                else "an object" if isinstance(value, dict) else type(value).__name__)
+        raise _BadRow(f"{key!r} is {kind}; it must be a string or a number")
     text = str(value).strip()
     if not text and not allow_empty:
         raise _BadRow(f"{key!r} is empty")

@@ -422,3 +422,17 @@ def test_options_under_another_name_than_choices_are_a_skipped_row(folder: Path)
         (2, "the options are in 'candidates', which vaot does not read (they would be neither "
             "shown to the model nor scored): name the field 'choices'"),
     ]
+
+
+def test_a_text_field_of_another_type_says_numbers_are_taken(folder: Path) -> None:
+    path = write_lines(folder / "set.jsonl", [
+        row("t", answer=True), row("l", answer=["B"]), row("o", question={"en": "Why?"}),
+        row("n", answer=3, category=7),
+    ])
+    loader = JsonlLoader(path)
+    assert [(s.id, s.answer, s.category) for s in loader.samples()] == [("n", "3", "7")]
+    assert [r.reason for r in loader.skipped] == [
+        "'answer' is a boolean; it must be a string or a number",
+        "'answer' is an array; it must be a string or a number",
+        "'question' is an object; it must be a string or a number",
+    ]
