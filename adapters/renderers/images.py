@@ -38,6 +38,9 @@ warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 DEFAULT_MAX_PIXELS = 40_000_000
 """Larger images are refused: 40 MP is above any benchmark image and 120 MB as RGB."""
+_IF_A_PHOTO = ": if it is a real photo, downscale it below the limit"
+"""What to do about an image over the limit that is no bomb: a 48- or 50-megapixel camera or
+phone photo was told only that it might be one, and no option raises the limit."""
 # How Pillow's decompression-bomb error and warning count an image: "Image size (N pixels) …".
 _PILLOW_BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 
@@ -172,7 +175,7 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
                 raise ImageLoadError(
                     label,
                     f"{width}×{height} = {width * height:,} pixels exceeds the limit of "
-                    f"{max_pixels:,} (possible decompression bomb)",
+                    f"{max_pixels:,} (possible decompression bomb){_IF_A_PHOTO}",
                 )
             yield im
             if libtiff.errors:
@@ -190,7 +193,7 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
         pillows = 2 * (Image.MAX_IMAGE_PIXELS or 0)
         limit = min(max_pixels, pillows) if pillows else max_pixels
         raise ImageLoadError(label, f"{size} exceeds the limit of {limit:,} (possible "
-                             "decompression bomb)") from None
+                             f"decompression bomb){_IF_A_PHOTO}") from None
     except UnidentifiedImageError:
         raise ImageLoadError(label, "not a recognised image format") from None
     except (OSError, SyntaxError, ValueError, EOFError, UserWarning) as exc:

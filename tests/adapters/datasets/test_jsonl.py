@@ -436,3 +436,13 @@ def test_a_text_field_of_another_type_says_numbers_are_taken(folder: Path) -> No
         "'answer' is an array; it must be a string or a number",
         "'question' is an object; it must be a string or a number",
     ]
+
+
+def test_a_photo_over_the_pixel_limit_is_told_to_be_downscaled(folder: Path) -> None:
+    # A 50-megapixel camera photo is no bomb: the line says what to do with it.
+    Image.new("L", (8688, 5792)).save(folder / "img" / "camera.png")
+    loader = JsonlLoader(write_lines(folder / "set.jsonl", [row("big", image="img/camera.png")]))
+    assert loader.samples() == []
+    assert [r.reason for r in loader.skipped] == [
+        "image 'img/camera.png': 8688×5792 = 50,320,896 pixels exceeds the limit of 40,000,000 "
+        "(possible decompression bomb): if it is a real photo, downscale it below the limit"]
