@@ -195,7 +195,7 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
         raise ImageLoadError(label, f"{size} exceeds the limit of {limit:,} (possible "
                              f"decompression bomb){_IF_A_PHOTO}") from None
     except UnidentifiedImageError:
-        raise ImageLoadError(label, "not a recognised image format") from None
+        raise ImageLoadError(label, _what_it_is(source) or "not a recognised image format") from None
     except (OSError, SyntaxError, ValueError, EOFError, UserWarning) as exc:
         # Pillow reports truncated and corrupt data as OSError ("image file is truncated"),
         # SyntaxError (bad headers) or ValueError/EOFError depending on the codec; and warns
@@ -207,6 +207,35 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
         # the plugins' own arithmetic: still this input's fault, so still named.
         raise ImageLoadError(
             label, f"corrupt image ({type(exc).__name__}: {exc}{libtiff.said()})") from None
+
+
+_NOT_IMAGES = (
+    (b"version https://git-lfs.github.com/spec/",
+     "a Git LFS pointer, not the image: fetch the images (git lfs pull)"),
+    (b"<!doctype html", "an HTML page, not an image (a download that failed?)"),
+    (b"<html", "an HTML page, not an image (a download that failed?)"),
+    (b"%pdf-", "a PDF, not an image: export its page as a PNG"),
+    (b"<svg", "an SVG drawing, which vaot does not read: convert it to a PNG"),
+)
+_HEIF_BRANDS = (b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1")
+
+
+def _what_it_is(data: bytes) -> str:
+    """What an unrecognised file is, when its start shows it, said as the refusal (else "").
+
+    A dataset cloned without Git LFS holds 130-byte pointer files where its images should be,
+    and "not a recognised image format" on every row said nothing of why; an iPhone's HEIC
+    photo, a saved error page or a PDF likewise."""
+    head = bytes(data[:512])
+    if head[4:8] == b"ftyp" and head[8:12] in _HEIF_BRANDS:
+        return "a HEIC/HEIF photo, which vaot cannot read: convert it to JPEG or PNG"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if text.startswith(b"<?xml") and b"<svg" in text:
+        text = b"<svg"
+    for start, what in _NOT_IMAGES:
+        if text.startswith(start):
+            return what
+    return ""
 
 
 def _decode(im: Image.Image, data: bytes) -> None:

@@ -446,3 +446,24 @@ def test_a_photo_over_the_pixel_limit_is_told_to_be_downscaled(folder: Path) -> 
     assert [r.reason for r in loader.skipped] == [
         "image 'img/camera.png': 8688×5792 = 50,320,896 pixels exceeds the limit of 40,000,000 "
         "(possible decompression bomb): if it is a real photo, downscale it below the limit"]
+
+
+def test_a_file_that_is_no_image_is_named_for_what_it_is(folder: Path) -> None:
+    # A dataset cloned without Git LFS has pointer files where its images should be: every row
+    # said "not a recognised image format", and nothing of why.
+    (folder / "img" / "lfs.png").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 4096\n")
+    (folder / "img" / "page.jpg").write_text("<!DOCTYPE html>\n<html><body>403</body></html>\n")
+    (folder / "img" / "photo.heic").write_bytes(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 64)
+    (folder / "img" / "text.png").write_text("hello\n")
+    path = write_lines(folder / "set.jsonl", [row(name, image=f"img/{name}") for name in
+                                              ("lfs.png", "page.jpg", "photo.heic", "text.png")])
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    assert [r.reason for r in loader.skipped] == [
+        "image 'img/lfs.png': a Git LFS pointer, not the image: fetch the images (git lfs pull)",
+        "image 'img/page.jpg': an HTML page, not an image (a download that failed?)",
+        "image 'img/photo.heic': a HEIC/HEIF photo, which vaot cannot read: convert it to JPEG or "
+        "PNG",
+        "image 'img/text.png': not a recognised image format",
+    ]
