@@ -178,6 +178,12 @@ class JsonlLoader(CachedLoader):
             if line.startswith(b"\xef\xbb\xbf"):
                 raise _BadRow("starts with a byte-order mark, which belongs only at the start "
                               "of a file (two files joined?): remove it") from None
+            pieces = [piece for piece in line.split(b"\r") if piece.strip()]
+            if len(pieces) > 1 and all(p.lstrip().startswith(b"{") for p in pieces[1:]):
+                # Rows split by CR alone (classic Mac line ends, some spreadsheet exports)
+                # read as one line: "trailing characters", and "its one row was skipped".
+                raise _BadRow(f"holds {len(pieces)} rows split by carriage returns (CR) alone: "
+                              "save the file with LF or CRLF line ends") from None
             if "UTF-8" in str(exc):
                 raise _BadRow("is not UTF-8 text (Latin-1 or Windows-1252, perhaps): save the "
                               "file as UTF-8") from None

@@ -467,3 +467,18 @@ def test_a_file_that_is_no_image_is_named_for_what_it_is(folder: Path) -> None:
         "PNG",
         "image 'img/text.png': not a recognised image format",
     ]
+
+
+def test_rows_split_by_carriage_returns_alone_are_said_so(folder: Path) -> None:
+    # Classic Mac line ends: the whole file is one line, which failed as "trailing characters"
+    # and "its one row was skipped".
+    path = folder / "set.jsonl"
+    path.write_bytes(("\r".join([row("a"), row("b"), row("c")]) + "\r").encode())
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (1, "holds 3 rows split by carriage returns (CR) alone: save the file with LF or CRLF "
+            "line ends")]
+    # CRLF ends and a CR inside a row, where JSON allows whitespace, are fine.
+    crlf = write_lines(folder / "crlf.jsonl", [row("a"), row("b").replace(", ", ",\r ")], "\r\n")
+    assert [s.id for s in JsonlLoader(crlf).samples()] == ["a", "b"]
