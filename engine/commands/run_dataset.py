@@ -10,7 +10,8 @@ from engine.config import RunConfig
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["answers_naming_no_choice", "tell_skipped", "tell_unmatched"]
+__all__ = ["answers_naming_no_choice", "questions_with_placeholder", "tell_placeholders",
+           "tell_skipped", "tell_unmatched"]
 
 
 def tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable: bool,
@@ -61,3 +62,30 @@ def tell_unmatched(err: Console, unmatched: list, *, dry_run: bool) -> None:
         err.print(f"warning: … and {len(unmatched) - shown} more samples whose answer names "
                   "none of their choices" + ("" if dry_run else " (all in the run's log)"),
                   markup=False)
+
+
+IMAGE_PLACEHOLDER = "<image>"
+"""Where LLaVA-style data puts the image in its text: vaot sends the image on its own."""
+
+
+def questions_with_placeholder(samples: list) -> list:
+    """The samples whose question holds :data:`IMAGE_PLACEHOLDER` (data converted from a
+    LLaVA-style conversation, ``"<image>\\nWhat is …"``)."""
+    return [sample for sample in samples if IMAGE_PLACEHOLDER in sample.question]
+
+
+def tell_placeholders(err: Console, placed: list, *, dry_run: bool) -> None:
+    """Warn of questions that hold an image placeholder: sent as written, a model reads
+    "<image>" as text beside the image it is sent, and a server for LLaVA-style models may
+    take it for an image of its own, which the request does not hold."""
+    if not placed:
+        return
+    shown = 50 if dry_run else 5
+    names = ", ".join(sample.id for sample in placed[:shown])
+    more = f" and {len(placed) - shown} more" if len(placed) > shown else ""
+    err.print(printable(
+        f"warning: the question of {len(placed)} sample{'s' if len(placed) != 1 else ''} "
+        f"({names}{more}) holds {IMAGE_PLACEHOLDER!r}, another format's placeholder for the "
+        "image: vaot sends the image on its own and the question as written, so the model "
+        f"reads {IMAGE_PLACEHOLDER!r} as text (a LLaVA-style server may take it for an image "
+        "the request does not hold); remove it from the question"), markup=False)

@@ -194,3 +194,32 @@ def test_answers_that_name_none_of_their_choices_are_warned_of(tmp_path) -> None
     assert [(e["sample"], e["answer"], e["choices"]) for e in logged
             if e["event"] == "answer_names_no_choice"] == [("s1", "C", ["x", "y"]),
                                                             ("s3", "zebra", ["cat", "dog"])]
+
+
+def test_questions_holding_an_image_placeholder_are_warned_of(tmp_path) -> None:
+    """Data converted from LLaVA-style conversations keeps "<image>\\n" in its questions: sent
+    as written beside the image, the model reads the placeholder as text, and a LLaVA-style
+    server may take it for a second image. The dry run and the run say so once, naming the
+    samples, and the run's log names each."""
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    questions = {"s1": "<image>\nWhich one?", "s2": "Which one?", "s3": "See <image>. Which?"}
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": key, "question": text, "image": "a.png",
+                                        "answer": "x", "category": "c", "group": "2D"}) + "\n"
+                            for key, text in questions.items()))
+    args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--store", str(tmp_path / "run.lmdb"))
+    for extra in (("--dry-run",), ()):
+        done = _vaot(*args, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        assert warned == [
+            "warning: the question of 2 samples (s1, s3) holds '<image>', another format's "
+            "placeholder for the image: vaot sends the image on its own and the question as "
+            "written, so the model reads '<image>' as text (a LLaVA-style server may take it "
+            "for an image the request does not hold); remove it from the question"], done.stderr
+    logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert [e["sample"] for e in logged
+            if e["event"] == "question_holds_image_placeholder"] == ["s1", "s3"]
