@@ -3,7 +3,8 @@
 Every canvas the renderer draws on is RGB. Input images arrive in whatever mode their file uses
 (palette, grey + alpha, CMYK, 16-bit grey, float, with an EXIF rotation); they are normalised
 here, once, so that the pixel hash of the original state does not depend on how it was stored.
-Transparent pixels are composited over white (what a viewer shows).
+Transparent pixels are composited over white (what a viewer shows); an image whose every pixel is
+fully transparent, a blank page so, is refused.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def load_image_upright(
     data = _read(source, label)
     with _opened(data, label, max_pixels) as im:
         _decode(im, data)
+        _refuse_invisible(im, label)
         turned = im.getexif().get(_ORIENTATION, 1) in _TURNING
         return to_rgb(im), turned
 
@@ -141,6 +143,7 @@ def check_image(source: bytes, *, name: str,
     # may read past the header (a PNG's eXIf chunk can follow its pixels).
     with _opened(source, name, max_pixels) as im:
         _decode(im, source)
+        _refuse_invisible(im, name)
         try:
             orientation = im.getexif().get(_ORIENTATION, 1)
         except Exception:  # unreadable EXIF: judged when the image is loaded, not here
@@ -255,6 +258,30 @@ def _decode(im: Image.Image, data: bytes) -> None:
         if short:
             raise OSError(short)
 
+
+
+def _refuse_invisible(im: Image.Image, label: str) -> None:
+    """Refuse a decoded image whose every pixel is fully transparent.
+
+    Composited over white, as a viewer shows it, such an image is a blank page, whatever its
+    colour channels hold (a mask or a canvas export saved with its alpha at 0): the model was
+    shown nothing and asked about it, with no word.
+
+    Raises:
+        ImageLoadError: every pixel's alpha (or colour key) says transparent.
+    """
+    if "A" in im.getbands():
+        clear = im.getchannel("A").getextrema() == (0, 0)
+    elif im.mode == "P" and isinstance(im.info.get("transparency"), int | bytes):
+        key = im.info["transparency"]  # one index (GIF), or an alpha per index (PNG)
+        alpha = [0 if i == key else 255 for i in range(256)] if isinstance(key, int) else (
+            list(key) + [255] * (256 - len(key)))
+        clear = not any(alpha[i] for i, n in enumerate(im.histogram()) if n)
+    else:
+        return
+    if clear:
+        raise ImageLoadError(label, "every pixel is fully transparent (alpha 0): it would be "
+                                    "shown as a blank white image")
 
 
 def _over_white(im: Image.Image) -> Image.Image:

@@ -482,3 +482,24 @@ def test_rows_split_by_carriage_returns_alone_are_said_so(folder: Path) -> None:
     # CRLF ends and a CR inside a row, where JSON allows whitespace, are fine.
     crlf = write_lines(folder / "crlf.jsonl", [row("a"), row("b").replace(", ", ",\r ")], "\r\n")
     assert [s.id for s in JsonlLoader(crlf).samples()] == ["a", "b"]
+
+
+def test_an_image_with_every_pixel_transparent_is_a_skipped_row(folder: Path) -> None:
+    # Over white, as a viewer shows it, such an image is blank whatever its colour channels
+    # hold: the model was shown a white page and asked about it.
+    clear = Image.new("RGBA", (40, 30), (200, 0, 0, 0))
+    clear.save(folder / "img" / "clear.png")
+    clear.save(folder / "img" / "clear.webp", lossless=True)
+    keyed = Image.new("P", (40, 30), 3)
+    keyed.save(folder / "img" / "clear.gif", transparency=3)
+    one = clear.copy()
+    one.putpixel((5, 5), (200, 0, 0, 255))
+    one.save(folder / "img" / "one.png")
+    path = write_lines(folder / "set.jsonl", [row(n, image=f"img/{n}") for n in
+                                              ("clear.png", "clear.webp", "clear.gif", "one.png")])
+    loader = JsonlLoader(path)
+    [kept] = loader.samples()
+    assert kept.id == "one.png"
+    assert [r.reason for r in loader.skipped] == [
+        f"image 'img/{n}': every pixel is fully transparent (alpha 0): it would be shown as a "
+        "blank white image" for n in ("clear.png", "clear.webp", "clear.gif")]
