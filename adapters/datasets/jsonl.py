@@ -260,8 +260,37 @@ class JsonlLoader(CachedLoader):
             data, path, size = read_image_file(self.path.parent, value,
                                             relative_to="the JSONL file's folder")
         except ImageFileError as exc:
-            raise _BadRow(str(exc)) from None
+            raise _BadRow(str(exc) + self._beside_link_target(value)) from None
         return path, content_digest(data), None, {"image": value}, size
+
+
+    @functools.cached_property
+    def _link_target_folder(self) -> Path | None:
+        """The folder of the file the JSONL file is a symbolic link to, when that is another
+        folder than the link's own (else ``None``)."""
+        try:
+            target = self.path.resolve().parent
+            return None if target == self.path.parent.resolve() else target
+        except (OSError, RuntimeError):
+            return None
+
+    def _beside_link_target(self, value: str) -> str:
+        """A clause for a row whose image was not found, when it lies beside the file the
+        JSONL file links to: relative paths are read from the link's folder, and "not found
+        (looked for LINK_FOLDER/…)" alone did not say why the image beside the data was not
+        seen."""
+        target = self._link_target_folder
+        if target is None or value[:5].lower() == "data:" or os.path.isabs(value):
+            return ""
+        try:
+            there = (target / value.replace("\\", "/")).is_file()
+        except (OSError, ValueError):
+            return ""
+        if not there:
+            return ""
+        return (f"; {self.path} is a symbolic link, and the image is in the folder of the file "
+                f"it links to ({target}): name that file as the dataset, or link the images "
+                "beside the link")
 
 
 # Numbers with a fraction or exponent keep their spelling (base.WrittenNumber).

@@ -503,3 +503,24 @@ def test_an_image_with_every_pixel_transparent_is_a_skipped_row(folder: Path) ->
     assert [r.reason for r in loader.skipped] == [
         f"image 'img/{n}': every pixel is fully transparent (alpha 0): it would be shown as a "
         "blank white image" for n in ("clear.png", "clear.webp", "clear.gif")]
+
+
+def test_a_jsonl_linked_from_another_folder_says_where_its_images_are(folder: Path,
+                                                                       tmp_path: Path) -> None:
+    # `ln -s /data/val.jsonl project/val.jsonl`: relative paths are read from the link's
+    # folder, and "not found (looked for project/img/a.png)" did not say why the image beside
+    # the data was not seen.
+    data = write_lines(folder / "set.jsonl", [row("a"), row("gone", image="img/none.png")])
+    (tmp_path / "project").mkdir()
+    link = tmp_path / "project" / "val.jsonl"
+    link.symlink_to(data)
+    loader = JsonlLoader(link)
+    assert loader.samples() == []
+    first, second = (r.reason for r in loader.skipped)
+    assert first == (
+        f"image 'img/a.png' not found (looked for {tmp_path / 'project' / 'img' / 'a.png'}; a "
+        f"relative path is read from the JSONL file's folder); {link} is a symbolic link, and "
+        f"the image is in the folder of the file it links to ({folder}): name that file as the "
+        "dataset, or link the images beside the link")
+    assert "symbolic link" not in second  # not beside the target either
+    assert [s.id for s in JsonlLoader(data).samples()] == ["a"]
