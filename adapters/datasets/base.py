@@ -20,7 +20,7 @@ import msgspec
 
 __all__ = [
     "PAPER_GROUPS", "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
-    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "choices_misnamed", "content_digest", "decode_data_uri", "in_order", "read_image_file",
+    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "choices_misnamed", "content_digest", "decode_data_uri", "in_order", "noted", "read_image_file",
 ]
 
 
@@ -329,10 +329,11 @@ class ImageFileError(ValueError):
     """A dataset row's image file cannot be used; the message says why (for a skipped row)."""
 
 
-def read_image_file(folder: Path, value: str, *,
-                    relative_to: str) -> tuple[bytes, str, tuple[int, int]]:
+def read_image_file(folder: Path, value: str, *, relative_to: str,
+                    notes: list[str] | None = None) -> tuple[bytes, str, tuple[int, int]]:
     """The image file a row names, relative to ``folder`` (or absolute), read and checked as
-    ``load_image`` would check it: its bytes, its absolute path and its upright size.
+    ``load_image`` would check it: its bytes, its absolute path and its upright size
+    (``notes``, when given, gets what is worth a warning: see ``check_image``).
 
     ``relative_to`` names ``folder`` in the message for a missing file ("the JSONL file's
     folder"), so the user knows where a relative path was looked for.
@@ -372,7 +373,7 @@ def read_image_file(folder: Path, value: str, *,
     if not data:
         raise ImageFileError(f"image {name} is an empty file")
     try:
-        size = check_image(data, name=value)
+        size = check_image(data, name=value, notes=notes)
     except ImageLoadError as exc:
         raise ImageFileError(f"image {name}: {exc.reason}") from None
     return data, os.path.abspath(path), size
@@ -400,6 +401,15 @@ def _other_spelling(path: Path) -> Path:
         else:
             return path
     return found if found.is_file() else path
+
+
+IMAGE_NOTE = "image_note"
+"""The key of a sample's ``meta`` that says what is worth a warning in its image."""
+
+
+def noted(meta: dict[str, str], notes: list[str]) -> dict[str, str]:
+    """``meta`` with ``notes`` (of the sample's image) under :data:`IMAGE_NOTE`, if any."""
+    return {**meta, IMAGE_NOTE: "; ".join(notes)} if notes else meta
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")

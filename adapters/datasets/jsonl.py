@@ -49,6 +49,7 @@ from adapters.datasets.base import (
     choices_misnamed,
     content_digest,
     decode_data_uri,
+    noted,
     read_image_file,
 )
 from adapters.renderers.images import ImageLoadError, check_image
@@ -249,19 +250,21 @@ class JsonlLoader(CachedLoader):
                 header, image = decode_data_uri(msgspec.json.decode(literal, type=str))
             except InlineImageError as exc:
                 raise _BadRow(f"'image' {exc}") from None
+            notes: list[str] = []
             try:
-                size = check_image(image, name=header)
+                size = check_image(image, name=header, notes=notes)
             except ImageLoadError as exc:
                 raise _BadRow(f"image {header!r}: {exc.reason}") from None
             inline = InlineImage.spelled(os.path.abspath(self.path), number,
                                          start + line.index(literal), literal)
-            return "", b"", inline, {"image": header}, size
+            return "", b"", inline, noted({"image": header}, notes), size
+        notes = []
         try:
             data, path, size = read_image_file(self.path.parent, value,
-                                            relative_to="the JSONL file's folder")
+                                            relative_to="the JSONL file's folder", notes=notes)
         except ImageFileError as exc:
             raise _BadRow(str(exc) + self._beside_link_target(value)) from None
-        return path, content_digest(data), None, {"image": value}, size
+        return path, content_digest(data), None, noted({"image": value}, notes), size
 
 
     @functools.cached_property

@@ -51,6 +51,7 @@ from adapters.datasets.base import (
     WrittenNumber,
     choices_misnamed,
     content_digest,
+    noted,
     read_image_file,
 )
 
@@ -293,9 +294,11 @@ class See2ThinkLoader(CachedLoader):
                 meta[key] = str(entry[key])
 
         def checked() -> Sample | SkippedRow:
+            notes: list[str] = []
             try:
                 data, image_file, _ = read_image_file(data_path.parent, image_path,
-                                                   relative_to="the folder of its data.json")
+                                                   relative_to="the folder of its data.json",
+                                                   notes=notes)
             except ImageFileError as exc:
                 return SkippedRow(source=str(data_path), line=row_line, reason=str(exc))
             return Sample(
@@ -308,7 +311,7 @@ class See2ThinkLoader(CachedLoader):
                 category=task.strip() if isinstance(task, str) else "",
                 group=group,
                 choices=choices,
-                meta=meta,
+                meta=noted(meta, notes),
             )
 
         return checked

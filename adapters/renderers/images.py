@@ -110,10 +110,12 @@ _QUARTER_TURNS = frozenset(range(5, 9))  # the orientations that swap width and 
 """EXIF orientations Pillow's exif_transpose applies (1 is as stored)."""
 
 
-def check_image(source: bytes, *, name: str,
-                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
+def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXELS,
+                notes: list[str] | None = None) -> tuple[int, int]:
     """Refuse early what :func:`load_image` would refuse; returns the (width, height) of the
-    image as it is shown, turned upright from its EXIF orientation.
+    image as it is shown, turned upright from its EXIF orientation. ``notes``, when given,
+    gets what is worth a warning in an image that is used all the same (see
+    :func:`_worth_noting`).
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
     checksums (a truncated or corrupt PNG). A truncation is found from the file's structure
@@ -148,10 +150,44 @@ def check_image(source: bytes, *, name: str,
             orientation = im.getexif().get(_ORIENTATION, 1)
         except Exception:  # unreadable EXIF: judged when the image is loaded, not here
             orientation = 1
+        if notes is not None:
+            notes.extend(_worth_noting(im))
     if orientation in _QUARTER_TURNS:  # upright, it is the other way round
         width, height = height, width
     return width, height
 
+
+
+_DIM_16_BIT = 4096
+"""A 16-bit image whose values all lie below this (12-bit data or less, as microscopes and
+medical scanners store it) keeps its file's scale, 1/257 a level: at most 16 of 255, black."""
+
+
+def _worth_noting(im: Image.Image) -> list[str]:
+    """What a user should hear of a decoded image that is used as it is: shown as the file
+    says, it is not what they likely meant, and nothing else would tell them.
+
+    - an animation (a GIF, an APNG, a WebP) or a multi-page TIFF: only its first frame is
+      shown;
+    - 16-bit grey whose values reach only the low sixteenth of the range: shown nearly black.
+    """
+    said = []
+    if im.mode.startswith("I;16") or im.mode == "I":
+        low, high = im.getextrema()
+        wide = im.mode.startswith("I;16") or high > 255  # scaled per 257 (_high_depth_to_l)
+        if wide and low >= 0 and 0 < high < _DIM_16_BIT:
+            said.append(f"its 16-bit values reach only {high} of 65535 (12-bit data, or "
+                        f"less?), so it is shown as stored, nearly black ({round(high / 257)} "
+                        "of 255 at most): scale it to the full range")
+    # A camera's or phone's MPO JPEG holds the photo first and a preview, a depth or a gain
+    # map after it: the first is the picture, nothing to say.
+    try:
+        if im.format != "MPO" and getattr(im, "is_animated", False):  # last: it seeks
+            said.append(f"it holds {im.n_frames} frames (an animation, or pages): only the "
+                        "first is shown")
+    except Exception:  # a frame past the first that cannot be read: the first is still shown
+        said.append("it holds several frames (an animation, or pages): only the first is shown")
+    return said
 
 
 def _read(source: bytes | str | os.PathLike[str], label: str) -> bytes:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from adapters.datasets.base import DatasetError
+from adapters.datasets.base import IMAGE_NOTE, DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from engine import event_loop
@@ -28,7 +28,9 @@ from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
 from engine.commands.run_dataset import (
     answers_naming_no_choice,
+    images_noted,
     questions_with_placeholder,
+    tell_image_notes,
     tell_placeholders,
     tell_skipped,
     tell_unmatched,
@@ -101,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     tell_unmatched(err, unmatched, dry_run=args.dry_run)
     placed = questions_with_placeholder(samples)
     tell_placeholders(err, placed, dry_run=args.dry_run)
+    noted = images_noted(samples)
+    tell_image_notes(err, noted, dry_run=args.dry_run)
     if args.dry_run:
         from engine.commands.run_plan import print_plan
 
@@ -152,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
                     choices=list(sample.choices))
     for sample in placed:
         log.warning("question_holds_image_placeholder", sample=sample.id)
+    for sample in noted:
+        log.warning("image_note", sample=sample.id, note=sample.meta[IMAGE_NOTE])
     ran = _run_jobs(console, err, log, config, store, lock, samples, adapters, run_id, ours,
                     totals, show_progress=not args.no_progress, skipped_rows=len(skipped))
     if isinstance(ran, int):

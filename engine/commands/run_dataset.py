@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from adapters.datasets.base import IMAGE_NOTE
 from analysis.scoring import truth_option
 from engine.config import RunConfig
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["answers_naming_no_choice", "questions_with_placeholder", "tell_placeholders",
-           "tell_skipped", "tell_unmatched"]
+__all__ = ["answers_naming_no_choice", "images_noted", "questions_with_placeholder",
+           "tell_image_notes", "tell_placeholders", "tell_skipped", "tell_unmatched"]
 
 
 def tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable: bool,
@@ -89,3 +90,22 @@ def tell_placeholders(err: Console, placed: list, *, dry_run: bool) -> None:
         "image: vaot sends the image on its own and the question as written, so the model "
         f"reads {IMAGE_PLACEHOLDER!r} as text (a LLaVA-style server may take it for an image "
         "the request does not hold); remove it from the question"), markup=False)
+
+
+def images_noted(samples: list) -> list:
+    """The samples whose image is used but worth a warning (an animation, of which only the
+    first frame is shown; 16-bit data shown nearly black), as the loader found it."""
+    return [sample for sample in samples if sample.meta.get(IMAGE_NOTE)]
+
+
+def tell_image_notes(err: Console, noted: list, *, dry_run: bool) -> None:
+    """Warn of the images that are loaded and run as their files say, but likely not as the
+    user meant them to be seen."""
+    shown = 50 if dry_run else 5
+    for sample in noted[:shown]:
+        image = sample.meta.get("image") or sample.meta.get("image_path") or ""
+        err.print(printable(f"warning: sample {sample.id}: its image {image[:120]!r}: "
+                            f"{sample.meta[IMAGE_NOTE]}"), markup=False)
+    if len(noted) > shown:
+        err.print(f"warning: … and {len(noted) - shown} more samples whose image is worth a look"
+                  + ("" if dry_run else " (all in the run's log)"), markup=False)

@@ -223,3 +223,25 @@ def test_questions_holding_an_image_placeholder_are_warned_of(tmp_path) -> None:
     logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
     assert [e["sample"] for e in logged
             if e["event"] == "question_holds_image_placeholder"] == ["s1", "s3"]
+
+
+def test_images_worth_a_warning_are_warned_of(tmp_path) -> None:
+    """An animation (only its first frame is shown) is run, and said by the dry run and the
+    run, and logged."""
+    from PIL import Image
+
+    frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue")]
+    frames[0].save(tmp_path / "moving.gif", save_all=True, append_images=frames[1:])
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "s1", "question": "Which way?", "image": "moving.gif",
+                                "answer": "x", "category": "c", "group": "2D"}) + "\n")
+    args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--store", str(tmp_path / "run.lmdb"))
+    for extra in (("--dry-run",), ()):
+        done = _vaot(*args, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        assert warned == ["warning: sample s1: its image 'moving.gif': it holds 2 frames (an "
+                          "animation, or pages): only the first is shown"], done.stderr
+    logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert [e["sample"] for e in logged if e["event"] == "image_note"] == ["s1"]

@@ -524,3 +524,29 @@ def test_a_jsonl_linked_from_another_folder_says_where_its_images_are(folder: Pa
         "dataset, or link the images beside the link")
     assert "symbolic link" not in second  # not beside the target either
     assert [s.id for s in JsonlLoader(data).samples()] == ["a"]
+
+
+def test_images_used_as_their_files_say_but_worth_a_warning_are_noted(folder: Path) -> None:
+    # 12-bit data in a 16-bit file (a microscope's, a scanner's) keeps the file's scale and is
+    # shown nearly black; of an animation only the first frame is shown. Both are run, and
+    # noted for the run to warn of: nothing else told the user.
+    import numpy as np
+
+    from adapters.datasets.base import IMAGE_NOTE
+
+    ramp = np.linspace(0, 4095, 64 * 48).reshape(48, 64).astype(np.uint16)
+    Image.fromarray(ramp).save(folder / "img" / "twelve.png")
+    Image.fromarray(ramp * 16).save(folder / "img" / "sixteen.png")
+    frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue", "green")]
+    frames[0].save(folder / "img" / "moving.gif", save_all=True, append_images=frames[1:])
+    path = write_lines(folder / "set.jsonl", [row(n, image=f"img/{n}") for n in
+                                              ("twelve.png", "sixteen.png", "moving.gif", "a.png")])
+    notes = {s.id: s.meta.get(IMAGE_NOTE) for s in JsonlLoader(path).samples()}
+    assert notes == {
+        "twelve.png": "its 16-bit values reach only 4095 of 65535 (12-bit data, or less?), so "
+                      "it is shown as stored, nearly black (16 of 255 at most): scale it to the "
+                      "full range",
+        "sixteen.png": None,
+        "moving.gif": "it holds 3 frames (an animation, or pages): only the first is shown",
+        "a.png": None,
+    }

@@ -444,3 +444,20 @@ def test_an_element_with_options_under_another_name_is_a_skipped_row(tmp_path: P
     assert skipped.reason == ("element id 0: the options are in 'options', which vaot does not "
                               "read (they would be neither shown to the model nor scored): name "
                               "the field 'choices' (task entry 1)")
+
+
+def test_an_animated_image_is_noted_for_a_warning(tmp_path: Path) -> None:
+    from adapters.datasets.base import IMAGE_NOTE
+
+    (tmp_path / "t" / "imgs").mkdir(parents=True)
+    frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue")]
+    frames[0].save(tmp_path / "t" / "imgs" / "0.gif", save_all=True, append_images=frames[1:])
+    (tmp_path / "t" / "imgs" / "1.png").write_bytes(png((9, 9, 9)))
+    write_array(tmp_path / "t" / "data.json", [
+        {"question": "Q", "image_path": "imgs/0.gif", "answer": "B"},
+        {"question": "Q", "image_path": "imgs/1.png", "answer": "B"},
+    ])
+    write_array(tmp_path / "tasks.json", [task("t/data.json", 0), task("t/data.json", 1)])
+    samples = See2ThinkLoader(tmp_path / "tasks.json").samples()
+    assert [s.meta.get(IMAGE_NOTE) for s in samples] == [
+        "it holds 2 frames (an animation, or pages): only the first is shown", None]
