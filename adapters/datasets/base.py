@@ -360,8 +360,10 @@ def read_image_file(folder: Path, value: str, *, relative_to: str,
                         raise ImageFileError(f"image {name} is a URL, which vaot does not fetch: "
                                              "download the image and give its path (or a data: "
                                              "URI)") from None
-                    raise ImageFileError(f"image {name} not found (looked for {path}; a relative "
-                                         f"path is read from {relative_to})") from None
+                    # Absolute: a dataset named from the current folder (jsonl:data/x.jsonl)
+                    # said "looked for data/imgs/a.png", relative to a folder it did not name.
+                    raise ImageFileError(f"image {name} not found (looked for {path.absolute()}; "
+                                         f"a relative path is read from {relative_to})") from None
                 raise ImageFileError(f"image {name} is a symbolic link to nothing ({path} -> "
                                      f"{os.readlink(path)})") from None
             # (A loop of links or a folder we may not enter fails the stat: said below, as

@@ -550,3 +550,16 @@ def test_images_used_as_their_files_say_but_worth_a_warning_are_noted(folder: Pa
         "moving.gif": "it holds 3 frames (an animation, or pages): only the first is shown",
         "a.png": None,
     }
+
+
+def test_a_missing_image_is_looked_for_at_an_absolute_path(folder: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--dataset jsonl:data/set.jsonl`, named from the current folder: the line said "looked
+    # for data/img/none.png", relative to a folder it did not name.
+    (folder / "data").mkdir()
+    write_lines(folder / "data" / "set.jsonl", [row("a", image="img/none.png")])
+    monkeypatch.chdir(folder)
+    [skipped] = JsonlLoader(Path("data/set.jsonl")).skipped
+    assert skipped.reason == (f"image 'img/none.png' not found (looked for "
+                              f"{folder / 'data' / 'img' / 'none.png'}; a relative path is read "
+                              "from the JSONL file's folder)")
