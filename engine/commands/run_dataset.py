@@ -58,7 +58,7 @@ def tell_unmatched(err: Console, unmatched: list, *, dry_run: bool) -> None:
         choices = ", ".join(repr(choice) for choice in sample.choices)
         err.print(printable(f"warning: sample {sample.id}: its answer {str(sample.answer)!r} "
                             f"names none of its choices ({choices}); a model that picks one of "
-                            "them is scored wrong"), markup=False)
+                            f"them is scored wrong{_if_an_index(sample)}"), markup=False)
     if len(unmatched) > shown:
         err.print(f"warning: … and {len(unmatched) - shown} more samples whose answer names "
                   "none of their choices" + ("" if dry_run else " (all in the run's log)"),
@@ -109,3 +109,13 @@ def tell_image_notes(err: Console, noted: list, *, dry_run: bool) -> None:
     if len(noted) > shown:
         err.print(f"warning: … and {len(noted) - shown} more samples whose image is worth a look"
                   + ("" if dry_run else " (all in the run's log)"), markup=False)
+
+
+def _if_an_index(sample) -> str:
+    """A clause for an answer that looks like an option's position ("answer": 1 of two
+    choices, as ScienceQA writes it): the scorer reads it as a number, not as an index."""
+    answer = str(sample.answer).strip()
+    if answer.isascii() and answer.isdigit() and int(answer) <= len(sample.choices):
+        return (" (if it is the option's index, write the option's text or letter instead: an "
+                "answer is not read as a position)")
+    return ""

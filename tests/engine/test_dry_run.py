@@ -245,3 +245,27 @@ def test_images_worth_a_warning_are_warned_of(tmp_path) -> None:
                           "animation, or pages): only the first is shown"], done.stderr
     logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
     assert [e["sample"] for e in logged if e["event"] == "image_note"] == ["s1"]
+
+
+def test_an_answer_that_looks_like_an_option_index_is_said_to_be_one(tmp_path) -> None:
+    """ScienceQA writes its answer as the option's position ("answer": 1 of two choices): the
+    scorer reads it as the number 1, which names no option, and the warning said nothing of
+    why."""
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    rows = [{"id": "s1", "answer": 1, "choices": ["cat", "dog"]},
+            {"id": "s2", "answer": 7, "choices": ["cat", "dog"]}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "image": "a.png", "question": "Which one?",
+                                        "category": "c", "group": "2D"}) + "\n" for row in rows))
+    done = _vaot("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+                 "--store", str(tmp_path / "run.lmdb"), "--dry-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [
+        "warning: sample s1: its answer '1' names none of its choices ('cat', 'dog'); a model "
+        "that picks one of them is scored wrong (if it is the option's index, write the "
+        "option's text or letter instead: an answer is not read as a position)",
+        "warning: sample s2: its answer '7' names none of its choices ('cat', 'dog'); a model "
+        "that picks one of them is scored wrong"], done.stderr
