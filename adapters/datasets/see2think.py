@@ -182,18 +182,23 @@ class See2ThinkLoader(CachedLoader):
                 f"cannot read task list {self.task_list}: {_describe(exc)}"
             ) from None
         samples: list[Sample] = []
-        seen: dict[str, int] = {}
+        seen: dict[str, tuple[int, int]] = {}
         jobs = (self._job(line, entry, i) for i, (line, entry) in enumerate(entries))
-        for line, outcome in self._in_order(jobs, samples):
+        # One outcome per entry, in the list's order: the i-th is entry i's.
+        for index, (line, outcome) in enumerate(self._in_order(jobs, samples)):
             if isinstance(outcome, Sample) and outcome.id in seen:
-                outcome = SkippedRow(
+                # Named by entry too: in a list written on one line, "first at line 1" named
+                # none, and the duplicate itself went without its entry, as no other row did.
+                first_line, first_index = seen[outcome.id]
+                outcome = _by_entry(SkippedRow(
                     source=str(self.task_list), line=line,
-                    reason=f"duplicate sample {outcome.id!r} (first at line {seen[outcome.id]})",
-                )
+                    reason=f"duplicate sample {outcome.id!r} (first at line {first_line}, task "
+                           f"entry {first_index + 1})",
+                ), index)
             if isinstance(outcome, SkippedRow):
                 self._skipped.append(outcome)
                 continue
-            seen[outcome.id] = line
+            seen[outcome.id] = (line, index)
             samples.append(outcome)
         return samples
 

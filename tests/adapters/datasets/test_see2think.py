@@ -461,3 +461,17 @@ def test_an_animated_image_is_noted_for_a_warning(tmp_path: Path) -> None:
     samples = See2ThinkLoader(tmp_path / "tasks.json").samples()
     assert [s.meta.get(IMAGE_NOTE) for s in samples] == [
         "it holds 2 frames (an animation, or pages): only the first is shown", None]
+
+
+def test_a_duplicate_entry_in_a_list_on_one_line_names_both_entries(tmp_path: Path) -> None:
+    # json.dump(tasks, f) writes the whole list on line 1: "(first at line 1)" named nothing.
+    (tmp_path / "t" / "imgs").mkdir(parents=True)
+    (tmp_path / "t" / "imgs" / "0.png").write_bytes(png((9, 9, 9)))
+    write_array(tmp_path / "t" / "data.json",
+                [{"question": "Q", "image_path": "imgs/0.png", "answer": "B"}])
+    (tmp_path / "tasks.json").write_text(json.dumps([task("t/data.json", 0),
+                                                     task("t/data.json", "0")]))
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.id for s in loader.samples()] == ["t/data.json::0"]
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (1, "duplicate sample 't/data.json::0' (first at line 1, task entry 1) (task entry 2)")]
