@@ -59,6 +59,10 @@ __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
 REQUIRED_FIELDS = ("id", "image", "question", "answer", "category", "group")
 
 
+_MAY_BE_EMPTY = ("category", "group")
+"""Required fields that may be empty strings."""
+
+
 class _BadRow(Exception):
     """Why one line cannot become a sample."""
 
@@ -195,7 +199,11 @@ class JsonlLoader(CachedLoader):
             raise _BadRow("line is not a JSON object")
         missing = [key for key in REQUIRED_FIELDS if key not in row]
         if missing:
-            raise _BadRow(f"missing field(s): {', '.join(missing)}")
+            # A dataset with no categories or groups left them out, and every row was skipped:
+            # say that empty ones will do.
+            empty = ", ".join(f'"{key}": ""' for key in missing if key in _MAY_BE_EMPTY)
+            hint = f" ({empty} will do)" if empty else ""
+            raise _BadRow(f"missing field(s): {', '.join(missing)}{hint}")
         null = [key for key in REQUIRED_FIELDS if row[key] is None]
         if null:  # there, so "missing" sent the user looking for a key the line has
             raise _BadRow(f"field(s) set to null: {', '.join(null)}")

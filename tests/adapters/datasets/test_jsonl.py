@@ -563,3 +563,17 @@ def test_a_missing_image_is_looked_for_at_an_absolute_path(folder: Path,
     assert skipped.reason == (f"image 'img/none.png' not found (looked for "
                               f"{folder / 'data' / 'img' / 'none.png'}; a relative path is read "
                               "from the JSONL file's folder)")
+
+
+def test_missing_category_and_group_are_said_to_be_allowed_empty(folder: Path) -> None:
+    # A dataset with no categories or groups leaves them out, and every row was skipped as
+    # "missing field(s): category, group", with nothing saying that empty ones will do.
+    bare = {"id": "a", "image": "img/a.png", "question": "Q?", "answer": "3"}
+    path = write_lines(folder / "set.jsonl", [json.dumps(bare),
+                                              json.dumps({**bare, "id": "b", "group": "2D"}),
+                                              json.dumps({"id": "c", "category": "", "group": ""})])
+    assert [r.reason for r in JsonlLoader(path).skipped] == [
+        'missing field(s): category, group ("category": "", "group": "" will do)',
+        'missing field(s): category ("category": "" will do)',
+        "missing field(s): image, question, answer",
+    ]
