@@ -103,8 +103,11 @@ def tell_image_notes(err: Console, noted: list, *, dry_run: bool) -> None:
     user meant them to be seen."""
     shown = 50 if dry_run else 5
     for sample in noted[:shown]:
-        image = sample.meta.get("image") or sample.meta.get("image_path") or ""
-        err.print(printable(f"warning: sample {sample.id}: its image {image[:120]!r}: "
+        if sample.image_inline is not None:
+            image = f"(inline, at line {sample.image_inline.line})"
+        else:
+            image = repr((sample.meta.get("image") or sample.meta.get("image_path") or "")[:120])
+        err.print(printable(f"warning: sample {sample.id}: its image {image}: "
                             f"{sample.meta[IMAGE_NOTE]}"), markup=False)
     if len(noted) > shown:
         err.print(f"warning: … and {len(noted) - shown} more samples whose image is worth a look"

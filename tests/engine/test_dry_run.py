@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -232,9 +233,12 @@ def test_images_worth_a_warning_are_warned_of(tmp_path) -> None:
 
     frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue")]
     frames[0].save(tmp_path / "moving.gif", save_all=True, append_images=frames[1:])
+    inline = "data:image/gif;base64," + base64.b64encode(
+        (tmp_path / "moving.gif").read_bytes()).decode()
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": "s1", "question": "Which way?", "image": "moving.gif",
-                                "answer": "x", "category": "c", "group": "2D"}) + "\n")
+    data.write_text("".join(json.dumps({"id": key, "question": "Which way?", "image": image,
+                                        "answer": "x", "category": "c", "group": "2D"}) + "\n"
+                            for key, image in (("s1", "moving.gif"), ("s2", inline))))
     args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
             "--store", str(tmp_path / "run.lmdb"))
     for extra in (("--dry-run",), ()):
@@ -242,9 +246,11 @@ def test_images_worth_a_warning_are_warned_of(tmp_path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
         assert warned == ["warning: sample s1: its image 'moving.gif': it holds 2 frames (an "
-                          "animation, or pages): only the first is shown"], done.stderr
+                          "animation, or pages): only the first is shown",
+                          "warning: sample s2: its image (inline, at line 2): it holds 2 frames "
+                          "(an animation, or pages): only the first is shown"], done.stderr
     logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
-    assert [e["sample"] for e in logged if e["event"] == "image_note"] == ["s1"]
+    assert [e["sample"] for e in logged if e["event"] == "image_note"] == ["s1", "s2"]
 
 
 def test_an_answer_that_looks_like_an_option_index_is_said_to_be_one(tmp_path) -> None:
