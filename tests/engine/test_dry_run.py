@@ -275,3 +275,31 @@ def test_an_answer_that_looks_like_an_option_index_is_said_to_be_one(tmp_path) -
         "option's text or letter instead: an answer is not read as a position)",
         "warning: sample s2: its answer '7' names none of its choices ('cat', 'dog'); a model "
         "that picks one of them is scored wrong"], done.stderr
+
+
+def test_a_first_image_an_api_would_refuse_is_warned_of(tmp_path) -> None:
+    """A photo over Anthropic's 5 MiB per image (vaot sends PNG) fails every trajectory of the
+    run, each at its first call; the dry run, where a dataset is checked before paying, said
+    nothing of it."""
+    import numpy as np
+    from PIL import Image
+
+    noise = np.random.default_rng(0).integers(0, 256, (1400, 1400, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(tmp_path / "photo.png")
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "small.png")
+    args = ("--model", "anthropic:claude-sonnet-4-5", "--model", "reference:blind",
+            "--settings", "vaot", "--store", str(tmp_path / "run.lmdb"), "--dry-run")
+    for image, said in (("photo.png", True), ("small.png", False)):
+        data = tmp_path / f"{image}.jsonl"
+        data.write_text(json.dumps({"id": "s1", "question": "Which?", "image": image,
+                                    "answer": "x", "category": "c", "group": "2D"}) + "\n")
+        done = _vaot(*args, "--dataset", f"jsonl:{data}", env={"ANTHROPIC_API_KEY": "unused"})
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        if said:
+            [line] = warned
+            assert line.startswith("warning: sample s1, the first, would be refused at its "
+                                   "first call: anthropic:claude-sonnet-4-5: image ")
+            assert "over the Messages API's 5 MiB per image" in line
+        else:
+            assert warned == [], done.stderr
