@@ -249,6 +249,10 @@ class JsonlLoader(CachedLoader):
         bytes (else ``""``, ``b""``) or the place of its ``data:`` URI in the file (line
         ``number``, at byte ``start``), the meta that says where it came from, and its upright
         size."""
+        if isinstance(value, list):
+            # A multi-image sample (MMMU's, say): "must be a path" read as a wrong spelling.
+            raise _BadRow(f"'image' is a list of {len(value)}: vaot takes one image per sample "
+                          "(a path or a data: URI)")
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
         if value[:5].lower() == "data:":

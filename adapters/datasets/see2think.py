@@ -288,6 +288,9 @@ class See2ThinkLoader(CachedLoader):
                 f"element id {index} 'choices' must be a list or an object of strings",
             )
         image_path = row.get("image_path")
+        if isinstance(image_path, list):
+            raise _Skip(data_path, row_line, f"element id {index} 'image_path' is a list of "
+                                             f"{len(image_path)}: vaot takes one image per sample")
         if not isinstance(image_path, str) or not image_path.strip():
             raise _Skip(data_path, row_line, f"element id {index} has no 'image_path'")
         group = entry.get("category")

@@ -577,3 +577,11 @@ def test_missing_category_and_group_are_said_to_be_allowed_empty(folder: Path) -
         'missing field(s): category ("category": "" will do)',
         "missing field(s): image, question, answer",
     ]
+
+
+def test_a_list_of_images_is_said_to_be_one_image_too_many(folder: Path) -> None:
+    # A multi-image sample (MMMU has up to seven): "'image' must be a path or a data: URI"
+    # read as a wrong spelling of one.
+    path = write_lines(folder / "set.jsonl", [row("m", image=["img/a.png", "img/a.png"])])
+    assert [r.reason for r in JsonlLoader(path).skipped] == [
+        "'image' is a list of 2: vaot takes one image per sample (a path or a data: URI)"]

@@ -475,3 +475,12 @@ def test_a_duplicate_entry_in_a_list_on_one_line_names_both_entries(tmp_path: Pa
     assert [s.id for s in loader.samples()] == ["t/data.json::0"]
     assert [(r.line, r.reason) for r in loader.skipped] == [
         (1, "duplicate sample 't/data.json::0' (first at line 1, task entry 1) (task entry 2)")]
+
+
+def test_an_element_with_a_list_of_images_is_said_to_have_too_many(tmp_path: Path) -> None:
+    write_array(tmp_path / "t" / "data.json",
+                [{"question": "Q", "image_path": ["a.png", "b.png"], "answer": "B"}])
+    write_array(tmp_path / "tasks.json", [task("t/data.json", 0)])
+    [skipped] = See2ThinkLoader(tmp_path / "tasks.json").skipped
+    assert skipped.reason == ("element id 0 'image_path' is a list of 2: vaot takes one image "
+                              "per sample (task entry 1)")
