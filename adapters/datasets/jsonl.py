@@ -27,6 +27,7 @@ file (:class:`~adapters.datasets.base.InlineImage`), read again when a trajector
 from __future__ import annotations
 
 import functools
+import io
 import math
 import os
 import unicodedata
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from PIL import Image
 
 from adapters.datasets.base import (
     PAPER_GROUPS,
@@ -58,6 +60,8 @@ __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
 
 REQUIRED_FIELDS = ("id", "image", "question", "answer", "category", "group")
 
+_ORIENTATION = 0x0112  # the EXIF tag
+
 
 _MAY_BE_EMPTY = ("category", "group")
 """Required fields that may be empty strings."""
@@ -65,6 +69,10 @@ _MAY_BE_EMPTY = ("category", "group")
 
 class _BadRow(Exception):
     """Why one line cannot become a sample."""
+
+
+class _PastImage(_BadRow):
+    """A key region that goes past its image."""
 
 
 class _ImageLiteral(msgspec.Struct):
@@ -238,9 +246,24 @@ class JsonlLoader(CachedLoader):
             category=category,
             group=group,
             choices=_choices(row.get("choices")),
-            key_regions=_key_regions(row.get("key_regions"), size),
+            key_regions=self._regions(row.get("key_regions"), size, path or inline),
             meta=meta,
         )
+
+    @staticmethod
+    def _regions(value: Any, size: tuple[int, int], source: str | InlineImage | None
+                 ) -> tuple[tuple[int, int, int, int], ...]:
+        """:func:`_key_regions`, a box past an image that its EXIF orientation turns a quarter
+        said to be measured, perhaps, on the file as stored (``source`` names the image)."""
+        try:
+            return _key_regions(value, size)
+        except _PastImage as exc:
+            if source is None or not _turned_a_quarter(source):
+                raise
+            raise _BadRow(
+                f"{exc} as shown, upright: its EXIF orientation turns the file's "
+                f"{size[1]}×{size[0]} a quarter, and key regions are in the pixels shown "
+                "(measured on the file as stored?)") from None
 
     def _image(self, value: Any, line: bytes, number: int,
                start: int
@@ -377,10 +400,22 @@ def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int
         if x1 < 0 or y1 < 0 or x2 <= x1 or y2 <= y1:
             raise _BadRow(f"key region {box!r} needs 0 <= x1 < x2 and 0 <= y1 < y2")
         if x2 > size[0] or y2 > size[1]:
-            raise _BadRow(f"key region {box!r} goes past the image, which is "
-                          f"{size[0]}×{size[1]} pixels")
+            raise _PastImage(f"key region {box!r} goes past the image, which is "
+                             f"{size[0]}×{size[1]} pixels")
         boxes.append((x1, y1, x2, y2))
     return tuple(boxes)
+
+
+def _turned_a_quarter(source: str | InlineImage) -> bool:
+    """Whether the image (a file's path, or an inline image's place) is shown turned a quarter
+    from how its file stores it, by its EXIF orientation."""
+    try:
+        data = source.read() if isinstance(source, InlineImage) else Path(source).read_bytes()
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()  # a PNG's eXIf chunk may follow its pixels
+            return im.getexif().get(_ORIENTATION, 1) in range(5, 9)
+    except Exception:  # it was checked at load: a failure now says nothing of its turn
+        return False
 
 
 def _finite(value: int | float) -> bool:

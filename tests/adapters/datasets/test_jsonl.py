@@ -159,9 +159,18 @@ def test_key_regions_are_on_the_upright_image(folder: Path, fmt: str) -> None:
     name = f"img/turned.{fmt.lower()}"
     lines = [row("upright", image=name, key_regions=[[0, 0, 20, 40]]),
              row("stored", image=name, key_regions=[[0, 0, 40, 20]])]
+    uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    lines += [row("inline", image=uri, key_regions=[[0, 0, 40, 20]]),
+              row("plain", key_regions=[[0, 0, 9, 9]])]
     loader = JsonlLoader(write_lines(folder / "set.jsonl", lines))
     assert [s.id for s in loader.samples()] == ["upright"]
-    assert "20×40 pixels" in loader.skipped[0].reason
+    # A box measured on the file as stored fits it: the turn is named, as the likely cause.
+    turned = ("key region [0, 0, 40, 20] goes past the image, which is 20×40 pixels as shown, "
+              "upright: its EXIF orientation turns the file's 40×20 a quarter, and key regions "
+              "are in the pixels shown (measured on the file as stored?)")
+    assert [r.reason for r in loader.skipped] == [
+        turned, turned,
+        "key region [0, 0, 9, 9] goes past the image, which is 8×8 pixels"]
 
 
 def test_truncated_webp_and_gif_images_are_skipped_rows_naming_them(folder: Path) -> None:
