@@ -86,8 +86,13 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
                 state = _original_state(sample)
                 if state == event.input_state:
                     continue
-                changed[sample_id] = (f"its image was state {event.input_state[:12]}, now "
-                                      f"{state[:12] if state else 'unreadable'}")
+                # Named by its file: "its image was state 986b4d945590, now f149257782ec"
+                # left the user to find which of the dataset's files they had edited.
+                changed[sample_id] = (
+                    f"its image{_image_named(sample)} "
+                    + (f"shows other pixels now (state {state[:12]}, was "
+                       f"{event.input_state[:12]})" if state else
+                       f"cannot be read now (it was state {event.input_state[:12]})"))
             else:
                 changed[sample_id] = f"{field} was {_short(was)}, now {_short(now[field])}"
             break
@@ -99,6 +104,17 @@ def check_samples_unchanged(store: Recorder, jobs: list[TrajectoryJob],
             f"{first}: {what}{more}. Its finished trajectories would be skipped and reported "
             "as if they were of the dataset as it is now. Restore the dataset, or start a "
             "separate run (--run-name NAME, or another --store)")
+
+
+def _image_named(sample: Sample) -> str:
+    """How a dataset names a sample's image, as a clause: its file as the row spells it, or the
+    line of the dataset file that holds it inline (``""`` for a generated image)."""
+    if sample.image_inline is not None and not sample.image:
+        return f" (inline, at line {sample.image_inline.line} of {sample.image_inline.path})"
+    where = sample.meta.get("image") or sample.meta.get("image_path")
+    if where and not sample.image:
+        return f" {where[:200]!r}"
+    return ""
 
 
 def _same_meaning(field: str, was: str, now: str) -> bool:

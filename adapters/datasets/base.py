@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 import sys
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,7 +20,7 @@ import msgspec
 
 __all__ = [
     "PAPER_GROUPS", "CachedLoader", "DatasetError", "DatasetLoader", "ImageFileError", "InlineImage",
-    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "content_digest", "decode_data_uri", "in_order", "read_image_file",
+    "InlineImageError", "Sample", "SkippedRow", "WrittenNumber", "choices_misnamed", "content_digest", "decode_data_uri", "in_order", "noted", "read_image_file",
 ]
 
 
@@ -45,6 +46,26 @@ class WrittenNumber(float):
 
     def __str__(self) -> str:
         return self.text
+
+
+CHOICES_OTHER_NAMES = ("options", "option", "choice", "candidates")
+"""What other datasets call a sample's ``choices`` (MMBench and MMMU: ``options``)."""
+
+
+def choices_misnamed(row: dict) -> str | None:
+    """Why a row that gives its options under another name than ``choices`` cannot be used
+    (``None`` when it does not).
+
+    Any other field is left alone, so ``"options": [...]`` was dropped in silence: the model
+    was asked the question without them, and a reply naming an option was scored against none.
+    """
+    if row.get("choices") is not None:
+        return None
+    name = next((key for key in CHOICES_OTHER_NAMES if row.get(key) not in (None, [], {})), None)
+    if name is None:
+        return None
+    return (f"the options are in {name!r}, which vaot does not read (they would be neither shown to "
+            "the model nor scored): name the field 'choices'")
 
 
 class InlineImageError(ValueError):
@@ -308,10 +329,11 @@ class ImageFileError(ValueError):
     """A dataset row's image file cannot be used; the message says why (for a skipped row)."""
 
 
-def read_image_file(folder: Path, value: str, *,
-                    relative_to: str) -> tuple[bytes, str, tuple[int, int]]:
+def read_image_file(folder: Path, value: str, *, relative_to: str,
+                    notes: list[str] | None = None) -> tuple[bytes, str, tuple[int, int]]:
     """The image file a row names, relative to ``folder`` (or absolute), read and checked as
-    ``load_image`` would check it: its bytes, its absolute path and its upright size.
+    ``load_image`` would check it: its bytes, its absolute path and its upright size
+    (``notes``, when given, gets what is worth a warning: see ``check_image``).
 
     ``relative_to`` names ``folder`` in the message for a missing file ("the JSONL file's
     folder"), so the user knows where a relative path was looked for.
@@ -328,6 +350,8 @@ def read_image_file(folder: Path, value: str, *,
     path = folder / os.path.expanduser(value.replace("\\", "/"))
     try:
         if not path.is_file():
+            path = _other_spelling(path)
+        if not path.is_file():
             try:
                 path.stat()
             except FileNotFoundError:
@@ -336,8 +360,10 @@ def read_image_file(folder: Path, value: str, *,
                         raise ImageFileError(f"image {name} is a URL, which vaot does not fetch: "
                                              "download the image and give its path (or a data: "
                                              "URI)") from None
-                    raise ImageFileError(f"image {name} not found (looked for {path}; a relative "
-                                         f"path is read from {relative_to})") from None
+                    # Absolute: a dataset named from the current folder (jsonl:data/x.jsonl)
+                    # said "looked for data/imgs/a.png", relative to a folder it did not name.
+                    raise ImageFileError(f"image {name} not found (looked for {path.absolute()}; "
+                                         f"a relative path is read from {relative_to})") from None
                 raise ImageFileError(f"image {name} is a symbolic link to nothing ({path} -> "
                                      f"{os.readlink(path)})") from None
             # (A loop of links or a folder we may not enter fails the stat: said below, as
@@ -349,10 +375,43 @@ def read_image_file(folder: Path, value: str, *,
     if not data:
         raise ImageFileError(f"image {name} is an empty file")
     try:
-        size = check_image(data, name=value)
+        size = check_image(data, name=value, notes=notes)
     except ImageLoadError as exc:
         raise ImageFileError(f"image {name}: {exc.reason}") from None
     return data, os.path.abspath(path), size
+
+
+def _other_spelling(path: Path) -> Path:
+    """``path``, or the file it names with some of its parts spelt in the other Unicode normal
+    form (NFC or NFD), when only that spelling exists.
+
+    macOS keeps "ü" in a file name as "u" plus a combining mark where a JSONL file typed or
+    written by a script spells it as one character; both look alike in every message, and a
+    macOS disk finds either, but on Linux "looked for …/spaced näme.png" named a file that was
+    plainly there. Tried only for a path not found as written, part by part (a folder and a
+    file in it may be spelt each its own way).
+    """
+    if str(path).isascii():
+        return path
+    found = Path(path.anchor)
+    for part in path.parts[1:] if path.anchor else path.parts:
+        for spelling in dict.fromkeys((part, unicodedata.normalize("NFC", part),
+                                       unicodedata.normalize("NFD", part))):
+            if os.path.lexists(found / spelling):
+                found = found / spelling
+                break
+        else:
+            return path
+    return found if found.is_file() else path
+
+
+IMAGE_NOTE = "image_note"
+"""The key of a sample's ``meta`` that says what is worth a warning in its image."""
+
+
+def noted(meta: dict[str, str], notes: list[str]) -> dict[str, str]:
+    """``meta`` with ``notes`` (of the sample's image) under :data:`IMAGE_NOTE`, if any."""
+    return {**meta, IMAGE_NOTE: "; ".join(notes)} if notes else meta
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")

@@ -9,7 +9,9 @@ Each non-blank line is an object with
 - ``category``, ``group`` (strings, possibly empty; ``group`` is 2D | 3D | Real for the paper's
   tasks),
 - optionally ``choices`` (a list of strings, or an object ``{"A": "cat"}`` kept as ``"A. cat"``,
-  as the See2Think loader does) and ``key_regions`` (a list of ``[x1, y1, x2, y2]`` boxes in the
+  as the See2Think loader does; a row that gives them as ``options`` or another of
+  :data:`~adapters.datasets.base.CHOICES_OTHER_NAMES` instead is skipped, not run without them)
+  and ``key_regions`` (a list of ``[x1, y1, x2, y2]`` boxes in the
   image's pixels; fractional values are widened outward to whole pixels).
 
 A line that is not valid JSON, lacks a field, names a missing image or repeats an earlier ``id``
@@ -25,6 +27,7 @@ file (:class:`~adapters.datasets.base.InlineImage`), read again when a trajector
 from __future__ import annotations
 
 import functools
+import io
 import math
 import os
 import unicodedata
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from PIL import Image
 
 from adapters.datasets.base import (
     PAPER_GROUPS,
@@ -44,8 +48,10 @@ from adapters.datasets.base import (
     Sample,
     SkippedRow,
     WrittenNumber,
+    choices_misnamed,
     content_digest,
     decode_data_uri,
+    noted,
     read_image_file,
 )
 from adapters.renderers.images import ImageLoadError, check_image
@@ -54,9 +60,19 @@ __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
 
 REQUIRED_FIELDS = ("id", "image", "question", "answer", "category", "group")
 
+_ORIENTATION = 0x0112  # the EXIF tag
+
+
+_MAY_BE_EMPTY = ("category", "group")
+"""Required fields that may be empty strings."""
+
 
 class _BadRow(Exception):
     """Why one line cannot become a sample."""
+
+
+class _PastImage(_BadRow):
+    """A key region that goes past its image."""
 
 
 class _ImageLiteral(msgspec.Struct):
@@ -175,6 +191,12 @@ class JsonlLoader(CachedLoader):
             if line.startswith(b"\xef\xbb\xbf"):
                 raise _BadRow("starts with a byte-order mark, which belongs only at the start "
                               "of a file (two files joined?): remove it") from None
+            pieces = [piece for piece in line.split(b"\r") if piece.strip()]
+            if len(pieces) > 1 and all(p.lstrip().startswith(b"{") for p in pieces[1:]):
+                # Rows split by CR alone (classic Mac line ends, some spreadsheet exports)
+                # read as one line: "trailing characters", and "its one row was skipped".
+                raise _BadRow(f"holds {len(pieces)} rows split by carriage returns (CR) alone: "
+                              "save the file with LF or CRLF line ends") from None
             if "UTF-8" in str(exc):
                 raise _BadRow("is not UTF-8 text (Latin-1 or Windows-1252, perhaps): save the "
                               "file as UTF-8") from None
@@ -185,7 +207,11 @@ class JsonlLoader(CachedLoader):
             raise _BadRow("line is not a JSON object")
         missing = [key for key in REQUIRED_FIELDS if key not in row]
         if missing:
-            raise _BadRow(f"missing field(s): {', '.join(missing)}")
+            # A dataset with no categories or groups left them out, and every row was skipped:
+            # say that empty ones will do.
+            empty = ", ".join(f'"{key}": ""' for key in missing if key in _MAY_BE_EMPTY)
+            hint = f" ({empty} will do)" if empty else ""
+            raise _BadRow(f"missing field(s): {', '.join(missing)}{hint}")
         null = [key for key in REQUIRED_FIELDS if row[key] is None]
         if null:  # there, so "missing" sent the user looking for a key the line has
             raise _BadRow(f"field(s) set to null: {', '.join(null)}")
@@ -205,6 +231,9 @@ class JsonlLoader(CachedLoader):
         category = _string(row, "category")
         group = _string(row, "group")
         group = PAPER_GROUPS.get(group.lower(), group)  # "2d" and "2D" are one summary row
+        misnamed = choices_misnamed(row)
+        if misnamed:
+            raise _BadRow(misnamed)
         path, digest, inline, meta, size = self._image(row["image"], line, number, start)
         return Sample(
             id=sample_id,
@@ -217,9 +246,24 @@ class JsonlLoader(CachedLoader):
             category=category,
             group=group,
             choices=_choices(row.get("choices")),
-            key_regions=_key_regions(row.get("key_regions"), size),
+            key_regions=self._regions(row.get("key_regions"), size, path or inline),
             meta=meta,
         )
+
+    @staticmethod
+    def _regions(value: Any, size: tuple[int, int], source: str | InlineImage | None
+                 ) -> tuple[tuple[int, int, int, int], ...]:
+        """:func:`_key_regions`, a box past an image that its EXIF orientation turns a quarter
+        said to be measured, perhaps, on the file as stored (``source`` names the image)."""
+        try:
+            return _key_regions(value, size)
+        except _PastImage as exc:
+            if source is None or not _turned_a_quarter(source):
+                raise
+            raise _BadRow(
+                f"{exc} as shown, upright: its EXIF orientation turns the file's "
+                f"{size[1]}×{size[0]} a quarter, and key regions are in the pixels shown "
+                "(measured on the file as stored?)") from None
 
     def _image(self, value: Any, line: bytes, number: int,
                start: int
@@ -228,6 +272,10 @@ class JsonlLoader(CachedLoader):
         bytes (else ``""``, ``b""``) or the place of its ``data:`` URI in the file (line
         ``number``, at byte ``start``), the meta that says where it came from, and its upright
         size."""
+        if isinstance(value, list):
+            # A multi-image sample (MMMU's, say): "must be a path" read as a wrong spelling.
+            raise _BadRow(f"'image' is a list of {len(value)}: vaot takes one image per sample "
+                          "(a path or a data: URI)")
         if not isinstance(value, str) or not value.strip():
             raise _BadRow("'image' must be a path or a data: URI")
         if value[:5].lower() == "data:":
@@ -237,19 +285,50 @@ class JsonlLoader(CachedLoader):
                 header, image = decode_data_uri(msgspec.json.decode(literal, type=str))
             except InlineImageError as exc:
                 raise _BadRow(f"'image' {exc}") from None
+            notes: list[str] = []
             try:
-                size = check_image(image, name=header)
+                size = check_image(image, name=header, notes=notes)
             except ImageLoadError as exc:
                 raise _BadRow(f"image {header!r}: {exc.reason}") from None
             inline = InlineImage.spelled(os.path.abspath(self.path), number,
                                          start + line.index(literal), literal)
-            return "", b"", inline, {"image": header}, size
+            return "", b"", inline, noted({"image": header}, notes), size
+        notes = []
         try:
             data, path, size = read_image_file(self.path.parent, value,
-                                            relative_to="the JSONL file's folder")
+                                            relative_to="the JSONL file's folder", notes=notes)
         except ImageFileError as exc:
-            raise _BadRow(str(exc)) from None
-        return path, content_digest(data), None, {"image": value}, size
+            raise _BadRow(str(exc) + self._beside_link_target(value)) from None
+        return path, content_digest(data), None, noted({"image": value}, notes), size
+
+
+    @functools.cached_property
+    def _link_target_folder(self) -> Path | None:
+        """The folder of the file the JSONL file is a symbolic link to, when that is another
+        folder than the link's own (else ``None``)."""
+        try:
+            target = self.path.resolve().parent
+            return None if target == self.path.parent.resolve() else target
+        except (OSError, RuntimeError):
+            return None
+
+    def _beside_link_target(self, value: str) -> str:
+        """A clause for a row whose image was not found, when it lies beside the file the
+        JSONL file links to: relative paths are read from the link's folder, and "not found
+        (looked for LINK_FOLDER/…)" alone did not say why the image beside the data was not
+        seen."""
+        target = self._link_target_folder
+        if target is None or value[:5].lower() == "data:" or os.path.isabs(value):
+            return ""
+        try:
+            there = (target / value.replace("\\", "/")).is_file()
+        except (OSError, ValueError):
+            return ""
+        if not there:
+            return ""
+        return (f"; {self.path} is a symbolic link, and the image is in the folder of the file "
+                f"it links to ({target}): name that file as the dataset, or link the images "
+                "beside the link")
 
 
 # Numbers with a fraction or exponent keep their spelling (base.WrittenNumber).
@@ -260,7 +339,11 @@ def _string(row: dict[str, Any], key: str, *, allow_empty: bool = True) -> str:
     """A text field; numbers are written out because answers like 3 are common."""
     value = row[key]
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _BadRow(f"{key!r} must be a string")
+        # Numbers are taken: "must be a string" sent a user who wrote true or ["B"] to quote
+        # every number too.
+        kind = ("a boolean" if isinstance(value, bool) else "an array" if isinstance(value, list)
+                else "an object" if isinstance(value, dict) else type(value).__name__)
+        raise _BadRow(f"{key!r} is {kind}; it must be a string or a number")
     text = str(value).strip()
     if not text and not allow_empty:
         raise _BadRow(f"{key!r} is empty")
@@ -317,10 +400,22 @@ def _key_regions(value: Any, size: tuple[int, int]) -> tuple[tuple[int, int, int
         if x1 < 0 or y1 < 0 or x2 <= x1 or y2 <= y1:
             raise _BadRow(f"key region {box!r} needs 0 <= x1 < x2 and 0 <= y1 < y2")
         if x2 > size[0] or y2 > size[1]:
-            raise _BadRow(f"key region {box!r} goes past the image, which is "
-                          f"{size[0]}×{size[1]} pixels")
+            raise _PastImage(f"key region {box!r} goes past the image, which is "
+                             f"{size[0]}×{size[1]} pixels")
         boxes.append((x1, y1, x2, y2))
     return tuple(boxes)
+
+
+def _turned_a_quarter(source: str | InlineImage) -> bool:
+    """Whether the image (a file's path, or an inline image's place) is shown turned a quarter
+    from how its file stores it, by its EXIF orientation."""
+    try:
+        data = source.read() if isinstance(source, InlineImage) else Path(source).read_bytes()
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()  # a PNG's eXIf chunk may follow its pixels
+            return im.getexif().get(_ORIENTATION, 1) in range(5, 9)
+    except Exception:  # it was checked at load: a failure now says nothing of its turn
+        return False
 
 
 def _finite(value: int | float) -> bool:

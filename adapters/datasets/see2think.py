@@ -49,7 +49,9 @@ from adapters.datasets.base import (
     Sample,
     SkippedRow,
     WrittenNumber,
+    choices_misnamed,
     content_digest,
+    noted,
     read_image_file,
 )
 
@@ -180,18 +182,23 @@ class See2ThinkLoader(CachedLoader):
                 f"cannot read task list {self.task_list}: {_describe(exc)}"
             ) from None
         samples: list[Sample] = []
-        seen: dict[str, int] = {}
+        seen: dict[str, tuple[int, int]] = {}
         jobs = (self._job(line, entry, i) for i, (line, entry) in enumerate(entries))
-        for line, outcome in self._in_order(jobs, samples):
+        # One outcome per entry, in the list's order: the i-th is entry i's.
+        for index, (line, outcome) in enumerate(self._in_order(jobs, samples)):
             if isinstance(outcome, Sample) and outcome.id in seen:
-                outcome = SkippedRow(
+                # Named by entry too: in a list written on one line, "first at line 1" named
+                # none, and the duplicate itself went without its entry, as no other row did.
+                first_line, first_index = seen[outcome.id]
+                outcome = _by_entry(SkippedRow(
                     source=str(self.task_list), line=line,
-                    reason=f"duplicate sample {outcome.id!r} (first at line {seen[outcome.id]})",
-                )
+                    reason=f"duplicate sample {outcome.id!r} (first at line {first_line}, task "
+                           f"entry {first_index + 1})",
+                ), index)
             if isinstance(outcome, SkippedRow):
                 self._skipped.append(outcome)
                 continue
-            seen[outcome.id] = line
+            seen[outcome.id] = (line, index)
             samples.append(outcome)
         return samples
 
@@ -270,6 +277,9 @@ class See2ThinkLoader(CachedLoader):
                           "or a number" if odd is not None else
                           f"element id {index} has no {what} (looked for {', '.join(keys)})")
                 raise _Skip(data_path, row_line, reason)
+        misnamed = choices_misnamed(row)
+        if misnamed:
+            raise _Skip(data_path, row_line, f"element id {index}: {misnamed}")
         choices = _choices(row.get("choices"))
         if choices is None:
             raise _Skip(
@@ -278,6 +288,9 @@ class See2ThinkLoader(CachedLoader):
                 f"element id {index} 'choices' must be a list or an object of strings",
             )
         image_path = row.get("image_path")
+        if isinstance(image_path, list):
+            raise _Skip(data_path, row_line, f"element id {index} 'image_path' is a list of "
+                                             f"{len(image_path)}: vaot takes one image per sample")
         if not isinstance(image_path, str) or not image_path.strip():
             raise _Skip(data_path, row_line, f"element id {index} has no 'image_path'")
         group = entry.get("category")
@@ -289,9 +302,11 @@ class See2ThinkLoader(CachedLoader):
                 meta[key] = str(entry[key])
 
         def checked() -> Sample | SkippedRow:
+            notes: list[str] = []
             try:
                 data, image_file, _ = read_image_file(data_path.parent, image_path,
-                                                   relative_to="the folder of its data.json")
+                                                   relative_to="the folder of its data.json",
+                                                   notes=notes)
             except ImageFileError as exc:
                 return SkippedRow(source=str(data_path), line=row_line, reason=str(exc))
             return Sample(
@@ -304,7 +319,7 @@ class See2ThinkLoader(CachedLoader):
                 category=task.strip() if isinstance(task, str) else "",
                 group=group,
                 choices=choices,
-                meta=meta,
+                meta=noted(meta, notes),
             )
 
         return checked

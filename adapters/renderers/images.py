@@ -3,7 +3,8 @@
 Every canvas the renderer draws on is RGB. Input images arrive in whatever mode their file uses
 (palette, grey + alpha, CMYK, 16-bit grey, float, with an EXIF rotation); they are normalised
 here, once, so that the pixel hash of the original state does not depend on how it was stored.
-Transparent pixels are composited over white (what a viewer shows).
+Transparent pixels are composited over white (what a viewer shows); an image whose every pixel is
+fully transparent, a blank page so, is refused.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 DEFAULT_MAX_PIXELS = 40_000_000
 """Larger images are refused: 40 MP is above any benchmark image and 120 MB as RGB."""
+_IF_A_PHOTO = ": if it is a real photo, downscale it below the limit"
+"""What to do about an image over the limit that is no bomb: a 48- or 50-megapixel camera or
+phone photo was told only that it might be one, and no option raises the limit."""
 # How Pillow's decompression-bomb error and warning count an image: "Image size (N pixels) …".
 _PILLOW_BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 
@@ -95,6 +99,7 @@ def load_image_upright(
     data = _read(source, label)
     with _opened(data, label, max_pixels) as im:
         _decode(im, data)
+        _refuse_invisible(im, label)
         turned = im.getexif().get(_ORIENTATION, 1) in _TURNING
         return to_rgb(im), turned
 
@@ -105,10 +110,12 @@ _QUARTER_TURNS = frozenset(range(5, 9))  # the orientations that swap width and 
 """EXIF orientations Pillow's exif_transpose applies (1 is as stored)."""
 
 
-def check_image(source: bytes, *, name: str,
-                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
+def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXELS,
+                notes: list[str] | None = None) -> tuple[int, int]:
     """Refuse early what :func:`load_image` would refuse; returns the (width, height) of the
-    image as it is shown, turned upright from its EXIF orientation.
+    image as it is shown, turned upright from its EXIF orientation. ``notes``, when given,
+    gets what is worth a warning in an image that is used all the same (see
+    :func:`_worth_noting`).
 
     Reads the header (format, size: decompression bombs) and, where the format has them, the
     checksums (a truncated or corrupt PNG). A truncation is found from the file's structure
@@ -138,14 +145,49 @@ def check_image(source: bytes, *, name: str,
     # may read past the header (a PNG's eXIf chunk can follow its pixels).
     with _opened(source, name, max_pixels) as im:
         _decode(im, source)
+        _refuse_invisible(im, name)
         try:
             orientation = im.getexif().get(_ORIENTATION, 1)
         except Exception:  # unreadable EXIF: judged when the image is loaded, not here
             orientation = 1
+        if notes is not None:
+            notes.extend(_worth_noting(im))
     if orientation in _QUARTER_TURNS:  # upright, it is the other way round
         width, height = height, width
     return width, height
 
+
+
+_DIM_16_BIT = 4096
+"""A 16-bit image whose values all lie below this (12-bit data or less, as microscopes and
+medical scanners store it) keeps its file's scale, 1/257 a level: at most 16 of 255, black."""
+
+
+def _worth_noting(im: Image.Image) -> list[str]:
+    """What a user should hear of a decoded image that is used as it is: shown as the file
+    says, it is not what they likely meant, and nothing else would tell them.
+
+    - an animation (a GIF, an APNG, a WebP) or a multi-page TIFF: only its first frame is
+      shown;
+    - 16-bit grey whose values reach only the low sixteenth of the range: shown nearly black.
+    """
+    said = []
+    if im.mode.startswith("I;16") or im.mode == "I":
+        low, high = im.getextrema()
+        wide = im.mode.startswith("I;16") or high > 255  # scaled per 257 (_high_depth_to_l)
+        if wide and low >= 0 and 0 < high < _DIM_16_BIT:
+            said.append(f"its 16-bit values reach only {high} of 65535 (12-bit data, or "
+                        f"less?), so it is shown as stored, nearly black ({round(high / 257)} "
+                        "of 255 at most): scale it to the full range")
+    # A camera's or phone's MPO JPEG holds the photo first and a preview, a depth or a gain
+    # map after it: the first is the picture, nothing to say.
+    try:
+        if im.format != "MPO" and getattr(im, "is_animated", False):  # last: it seeks
+            said.append(f"it holds {im.n_frames} frames (an animation, or pages): only the "
+                        "first is shown")
+    except Exception:  # a frame past the first that cannot be read: the first is still shown
+        said.append("it holds several frames (an animation, or pages): only the first is shown")
+    return said
 
 
 def _read(source: bytes | str | os.PathLike[str], label: str) -> bytes:
@@ -172,7 +214,7 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
                 raise ImageLoadError(
                     label,
                     f"{width}×{height} = {width * height:,} pixels exceeds the limit of "
-                    f"{max_pixels:,} (possible decompression bomb)",
+                    f"{max_pixels:,} (possible decompression bomb){_IF_A_PHOTO}",
                 )
             yield im
             if libtiff.errors:
@@ -190,9 +232,9 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
         pillows = 2 * (Image.MAX_IMAGE_PIXELS or 0)
         limit = min(max_pixels, pillows) if pillows else max_pixels
         raise ImageLoadError(label, f"{size} exceeds the limit of {limit:,} (possible "
-                             "decompression bomb)") from None
+                             f"decompression bomb){_IF_A_PHOTO}") from None
     except UnidentifiedImageError:
-        raise ImageLoadError(label, "not a recognised image format") from None
+        raise ImageLoadError(label, _what_it_is(source) or "not a recognised image format") from None
     except (OSError, SyntaxError, ValueError, EOFError, UserWarning) as exc:
         # Pillow reports truncated and corrupt data as OSError ("image file is truncated"),
         # SyntaxError (bad headers) or ValueError/EOFError depending on the codec; and warns
@@ -204,6 +246,35 @@ def _opened(source: bytes, name: str | None, max_pixels: int) -> Iterator[Image.
         # the plugins' own arithmetic: still this input's fault, so still named.
         raise ImageLoadError(
             label, f"corrupt image ({type(exc).__name__}: {exc}{libtiff.said()})") from None
+
+
+_NOT_IMAGES = (
+    (b"version https://git-lfs.github.com/spec/",
+     "a Git LFS pointer, not the image: fetch the images (git lfs pull)"),
+    (b"<!doctype html", "an HTML page, not an image (a download that failed?)"),
+    (b"<html", "an HTML page, not an image (a download that failed?)"),
+    (b"%pdf-", "a PDF, not an image: export its page as a PNG"),
+    (b"<svg", "an SVG drawing, which vaot does not read: convert it to a PNG"),
+)
+_HEIF_BRANDS = (b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1")
+
+
+def _what_it_is(data: bytes) -> str:
+    """What an unrecognised file is, when its start shows it, said as the refusal (else "").
+
+    A dataset cloned without Git LFS holds 130-byte pointer files where its images should be,
+    and "not a recognised image format" on every row said nothing of why; an iPhone's HEIC
+    photo, a saved error page or a PDF likewise."""
+    head = bytes(data[:512])
+    if head[4:8] == b"ftyp" and head[8:12] in _HEIF_BRANDS:
+        return "a HEIC/HEIF photo, which vaot cannot read: convert it to JPEG or PNG"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if text.startswith(b"<?xml") and b"<svg" in text:
+        text = b"<svg"
+    for start, what in _NOT_IMAGES:
+        if text.startswith(start):
+            return what
+    return ""
 
 
 def _decode(im: Image.Image, data: bytes) -> None:
@@ -223,6 +294,30 @@ def _decode(im: Image.Image, data: bytes) -> None:
         if short:
             raise OSError(short)
 
+
+
+def _refuse_invisible(im: Image.Image, label: str) -> None:
+    """Refuse a decoded image whose every pixel is fully transparent.
+
+    Composited over white, as a viewer shows it, such an image is a blank page, whatever its
+    colour channels hold (a mask or a canvas export saved with its alpha at 0): the model was
+    shown nothing and asked about it, with no word.
+
+    Raises:
+        ImageLoadError: every pixel's alpha (or colour key) says transparent.
+    """
+    if "A" in im.getbands():
+        clear = im.getchannel("A").getextrema() == (0, 0)
+    elif im.mode == "P" and isinstance(im.info.get("transparency"), int | bytes):
+        key = im.info["transparency"]  # one index (GIF), or an alpha per index (PNG)
+        alpha = [0 if i == key else 255 for i in range(256)] if isinstance(key, int) else (
+            list(key) + [255] * (256 - len(key)))
+        clear = not any(alpha[i] for i, n in enumerate(im.histogram()) if n)
+    else:
+        return
+    if clear:
+        raise ImageLoadError(label, "every pixel is fully transparent (alpha 0): it would be "
+                                    "shown as a blank white image")
 
 
 def _over_white(im: Image.Image) -> Image.Image:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from adapters.datasets.base import DatasetError
+from adapters.datasets.base import IMAGE_NOTE, DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from engine import event_loop
@@ -26,7 +26,15 @@ from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
-from engine.commands.run_dataset import answers_naming_no_choice, tell_skipped, tell_unmatched
+from engine.commands.run_dataset import (
+    answers_naming_no_choice,
+    images_noted,
+    questions_with_placeholder,
+    tell_image_notes,
+    tell_placeholders,
+    tell_skipped,
+    tell_unmatched,
+)
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
 from engine.commands.run_report import SKIPPED_ROWS, RunEnd, count, report, run_line
 from engine.commands.run_session import SessionReplies, dialect_notes, logged_records
@@ -93,6 +101,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     unmatched = answers_naming_no_choice(samples)
     tell_unmatched(err, unmatched, dry_run=args.dry_run)
+    placed = questions_with_placeholder(samples)
+    tell_placeholders(err, placed, dry_run=args.dry_run)
+    noted = images_noted(samples)
+    tell_image_notes(err, noted, dry_run=args.dry_run)
     if args.dry_run:
         from engine.commands.run_plan import print_plan
 
@@ -142,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
     for sample in unmatched:
         log.warning("answer_names_no_choice", sample=sample.id, answer=str(sample.answer),
                     choices=list(sample.choices))
+    for sample in placed:
+        log.warning("question_holds_image_placeholder", sample=sample.id)
+    for sample in noted:
+        log.warning("image_note", sample=sample.id, note=sample.meta[IMAGE_NOTE])
     ran = _run_jobs(console, err, log, config, store, lock, samples, adapters, run_id, ours,
                     totals, show_progress=not args.no_progress, skipped_rows=len(skipped))
     if isinstance(ran, int):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from adapters.datasets.base import IMAGE_NOTE
 from analysis.scoring import truth_option
 from engine.config import RunConfig
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["answers_naming_no_choice", "tell_skipped", "tell_unmatched"]
+__all__ = ["answers_naming_no_choice", "images_noted", "questions_with_placeholder",
+           "tell_image_notes", "tell_placeholders", "tell_skipped", "tell_unmatched"]
 
 
 def tell_skipped(err: Console, config: RunConfig, skipped: list, *, any_usable: bool,
@@ -56,8 +58,67 @@ def tell_unmatched(err: Console, unmatched: list, *, dry_run: bool) -> None:
         choices = ", ".join(repr(choice) for choice in sample.choices)
         err.print(printable(f"warning: sample {sample.id}: its answer {str(sample.answer)!r} "
                             f"names none of its choices ({choices}); a model that picks one of "
-                            "them is scored wrong"), markup=False)
+                            f"them is scored wrong{_if_an_index(sample)}"), markup=False)
     if len(unmatched) > shown:
         err.print(f"warning: … and {len(unmatched) - shown} more samples whose answer names "
                   "none of their choices" + ("" if dry_run else " (all in the run's log)"),
                   markup=False)
+
+
+IMAGE_PLACEHOLDER = "<image>"
+"""Where LLaVA-style data puts the image in its text: vaot sends the image on its own."""
+
+
+def questions_with_placeholder(samples: list) -> list:
+    """The samples whose question holds :data:`IMAGE_PLACEHOLDER` (data converted from a
+    LLaVA-style conversation, ``"<image>\\nWhat is …"``)."""
+    return [sample for sample in samples if IMAGE_PLACEHOLDER in sample.question]
+
+
+def tell_placeholders(err: Console, placed: list, *, dry_run: bool) -> None:
+    """Warn of questions that hold an image placeholder: sent as written, a model reads
+    "<image>" as text beside the image it is sent, and a server for LLaVA-style models may
+    take it for an image of its own, which the request does not hold."""
+    if not placed:
+        return
+    shown = 50 if dry_run else 5
+    names = ", ".join(sample.id for sample in placed[:shown])
+    more = f" and {len(placed) - shown} more" if len(placed) > shown else ""
+    err.print(printable(
+        f"warning: the question of {len(placed)} sample{'s' if len(placed) != 1 else ''} "
+        f"({names}{more}) holds {IMAGE_PLACEHOLDER!r}, another format's placeholder for the "
+        "image: vaot sends the image on its own and the question as written, so the model "
+        f"reads {IMAGE_PLACEHOLDER!r} as text (a LLaVA-style server may take it for an image "
+        "the request does not hold); remove it from the question"), markup=False)
+
+
+def images_noted(samples: list) -> list:
+    """The samples whose image is used but worth a warning (an animation, of which only the
+    first frame is shown; 16-bit data shown nearly black), as the loader found it."""
+    return [sample for sample in samples if sample.meta.get(IMAGE_NOTE)]
+
+
+def tell_image_notes(err: Console, noted: list, *, dry_run: bool) -> None:
+    """Warn of the images that are loaded and run as their files say, but likely not as the
+    user meant them to be seen."""
+    shown = 50 if dry_run else 5
+    for sample in noted[:shown]:
+        if sample.image_inline is not None:
+            image = f"(inline, at line {sample.image_inline.line})"
+        else:
+            image = repr((sample.meta.get("image") or sample.meta.get("image_path") or "")[:120])
+        err.print(printable(f"warning: sample {sample.id}: its image {image}: "
+                            f"{sample.meta[IMAGE_NOTE]}"), markup=False)
+    if len(noted) > shown:
+        err.print(f"warning: … and {len(noted) - shown} more samples whose image is worth a look"
+                  + ("" if dry_run else " (all in the run's log)"), markup=False)
+
+
+def _if_an_index(sample) -> str:
+    """A clause for an answer that looks like an option's position ("answer": 1 of two
+    choices, as ScienceQA writes it): the scorer reads it as a number, not as an index."""
+    answer = str(sample.answer).strip()
+    if answer.isascii() and answer.isdigit() and int(answer) <= len(sample.choices):
+        return (" (if it is the option's index, write the option's text or letter instead: an "
+                "answer is not read as a position)")
+    return ""

@@ -8,6 +8,7 @@ would be sent it (images shown as placeholders naming their size and pixel hash)
 
 from __future__ import annotations
 
+import base64
 import os
 from collections import Counter
 from pathlib import Path
@@ -18,9 +19,9 @@ except ImportError:  # not on Windows: no run lock to look at
     fcntl = None  # type: ignore[assignment]
 
 from adapters.datasets.base import Sample
-from adapters.models.base import ImagePart, ModelAdapter, ModelRequest, TextPart
+from adapters.models.base import ImagePart, ModelAdapter, ModelCallError, ModelRequest, TextPart
 from adapters.renderers.canvas import CanvasState
-from adapters.renderers.encode import image_hash
+from adapters.renderers.encode import encode_png, image_hash
 from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
 from engine.commands._errors import error_line
@@ -85,7 +86,7 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
         + f"; {most:,} for the trajectories left (each stops at its answer)", markup=False)
     sample = samples[0]
     try:
-        image, _ = load_original(sample.image_source, name=f"sample {sample.id}")
+        image, png = load_original(sample.image_source, name=f"sample {sample.id}")
     except ImageLoadError as exc:  # it names the sample
         err.print(error_line("run", str(exc)), markup=False)
         return 2
@@ -95,6 +96,8 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
     spec = RequestSpec(shape=config.shape, image_history=config.image_history,
                        max_tokens=config.max_tokens, temperature=config.temperature,
                        cot_max_tokens=config.cot_max_tokens)
+    _tell_image_refusals(err, config, adapters, sample, original,
+                         png if png is not None else encode_png(canvas.image), spec, size)
     readings = dict.fromkeys((m.dialect, m.convention, m.native_tools) for m in config.models)
     for dialect, convention, native in readings:
         models = [m.spec for m in config.models
@@ -114,6 +117,35 @@ def print_plan(console, err, config: RunConfig, samples: list[Sample],
     console.print("\ndry run: no model was called and nothing was written; run the same "
                   "command without --dry-run to start", markup=False)
     return 0
+
+
+def _tell_image_refusals(err, config: RunConfig, adapters: dict[str, ModelAdapter],
+                         sample: Sample, original: str, png: bytes, spec: RequestSpec,
+                         size: tuple[int, int]) -> None:
+    """Warn of each model whose API would refuse the first sample's image (over its documented
+    size or bytes: a 12-megapixel photo is some 22 MB as the PNG vaot sends), as its adapter
+    checks it before a call; the run fails each such trajectory, and the dry run, where a
+    dataset is checked before paying, said nothing of it."""
+    part = ImagePart(sha=original, media_type="image/png",
+                     b64=base64.b64encode(png).decode("ascii"))
+    for model in config.models:
+        build_body = getattr(adapters[model.spec], "build_body", None)
+        if build_body is None:  # in-process models take any image
+            continue
+        pixel_boxes = getattr(get_dialect(model.dialect), "PIXEL_BOXES", False)
+        request = build_request(
+            setting="vaot", question=sample.question, choices=sample.choices,
+            original_state=original, history=(), step=1, max_steps=config.max_steps, spec=spec,
+            image=lambda sha: part, convention=model.convention, dialect=model.dialect,
+            original_size=size if pixel_boxes else None, native_tools=model.native_tools)
+        try:
+            build_body(request)
+        except ModelCallError as exc:
+            if exc.kind in ("image_too_large", "request_too_large"):
+                err.print(printable(f"warning: sample {sample.id}, the first, would be refused "
+                                    f"at its first call: {exc}"), markup=False)
+        except Exception:  # the plan goes on; the run says what else is wrong
+            continue
 
 
 class _Refused(Exception):

@@ -212,7 +212,8 @@ def test_a_new_setting_on_a_replaced_image_is_refused(tmp_path, capsys, workers)
     err = capsys.readouterr().err
     # Found before anything runs, for every sample at once (by the driver, before the
     # samples' images were compared up front).
-    assert "the dataset changed since run" in err and "sample s0: its image was state" in err
+    assert "the dataset changed since run" in err and "sample s0: its image 'a.png' shows " \
+        "other pixels now (state " in err
     assert "(and 1 more samples)" in err and "Traceback" not in err
     # Restored, the run goes on and adds the new setting.
     (tmp_path / "d" / "a.png").write_bytes(_png((9, 99, 199)))
@@ -233,7 +234,8 @@ def test_an_image_replaced_under_finished_trajectories_is_refused(tmp_path, caps
     capsys.readouterr()
     assert _run(store, f"jsonl:{path}", *workers) == 2
     err = capsys.readouterr().err
-    assert "the dataset changed since run" in err and "sample s0: its image was state" in err
+    assert "the dataset changed since run" in err and "sample s0: its image 'a.png' shows " \
+        "other pixels now (state " in err
     assert "Traceback" not in err
     # The same pixels saved again (other bytes: another compression level) are no change.
     buffer = io.BytesIO()
@@ -322,3 +324,24 @@ async def test_an_image_that_breaks_between_load_and_run_ends_its_trajectories_b
     assert "b.png" in errors[0].error
     assert errors[0].traj not in finished  # unfinished: a fixed file and a rerun run it
     assert len(finished) == 1
+
+
+def test_a_replaced_image_is_named_by_its_place_in_the_dataset(tmp_path, capsys) -> None:
+    # "its image was state 986b4d945590, now f149257782ec" left the user to find which of the
+    # dataset's images they had edited: the refusal names the file, or the line of an inline one.
+    import base64
+
+    def uri(colour) -> str:
+        return "data:image/png;base64," + base64.b64encode(_png(colour)).decode()
+
+    path = tmp_path / "inline.jsonl"
+    row = {"id": "s0", "question": "Which colour?", "answer": "red", "category": "c",
+           "group": "2D"}
+    path.write_text(json.dumps({**row, "image": uri((9, 99, 199))}) + "\n")
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{path}") == 0
+    path.write_text(json.dumps({**row, "image": uri((200, 10, 10))}) + "\n")
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{path}") == 2
+    err = capsys.readouterr().err
+    assert f"sample s0: its image (inline, at line 1 of {path}) shows other pixels now" in err

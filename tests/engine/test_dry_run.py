@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -194,3 +195,111 @@ def test_answers_that_name_none_of_their_choices_are_warned_of(tmp_path) -> None
     assert [(e["sample"], e["answer"], e["choices"]) for e in logged
             if e["event"] == "answer_names_no_choice"] == [("s1", "C", ["x", "y"]),
                                                             ("s3", "zebra", ["cat", "dog"])]
+
+
+def test_questions_holding_an_image_placeholder_are_warned_of(tmp_path) -> None:
+    """Data converted from LLaVA-style conversations keeps "<image>\\n" in its questions: sent
+    as written beside the image, the model reads the placeholder as text, and a LLaVA-style
+    server may take it for a second image. The dry run and the run say so once, naming the
+    samples, and the run's log names each."""
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    questions = {"s1": "<image>\nWhich one?", "s2": "Which one?", "s3": "See <image>. Which?"}
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": key, "question": text, "image": "a.png",
+                                        "answer": "x", "category": "c", "group": "2D"}) + "\n"
+                            for key, text in questions.items()))
+    args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--store", str(tmp_path / "run.lmdb"))
+    for extra in (("--dry-run",), ()):
+        done = _vaot(*args, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        assert warned == [
+            "warning: the question of 2 samples (s1, s3) holds '<image>', another format's "
+            "placeholder for the image: vaot sends the image on its own and the question as "
+            "written, so the model reads '<image>' as text (a LLaVA-style server may take it "
+            "for an image the request does not hold); remove it from the question"], done.stderr
+    logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert [e["sample"] for e in logged
+            if e["event"] == "question_holds_image_placeholder"] == ["s1", "s3"]
+
+
+def test_images_worth_a_warning_are_warned_of(tmp_path) -> None:
+    """An animation (only its first frame is shown) is run, and said by the dry run and the
+    run, and logged."""
+    from PIL import Image
+
+    frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue")]
+    frames[0].save(tmp_path / "moving.gif", save_all=True, append_images=frames[1:])
+    inline = "data:image/gif;base64," + base64.b64encode(
+        (tmp_path / "moving.gif").read_bytes()).decode()
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": key, "question": "Which way?", "image": image,
+                                        "answer": "x", "category": "c", "group": "2D"}) + "\n"
+                            for key, image in (("s1", "moving.gif"), ("s2", inline))))
+    args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+            "--store", str(tmp_path / "run.lmdb"))
+    for extra in (("--dry-run",), ()):
+        done = _vaot(*args, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        assert warned == ["warning: sample s1: its image 'moving.gif': it holds 2 frames (an "
+                          "animation, or pages): only the first is shown",
+                          "warning: sample s2: its image (inline, at line 2): it holds 2 frames "
+                          "(an animation, or pages): only the first is shown"], done.stderr
+    logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert [e["sample"] for e in logged if e["event"] == "image_note"] == ["s1", "s2"]
+
+
+def test_an_answer_that_looks_like_an_option_index_is_said_to_be_one(tmp_path) -> None:
+    """ScienceQA writes its answer as the option's position ("answer": 1 of two choices): the
+    scorer reads it as the number 1, which names no option, and the warning said nothing of
+    why."""
+    from PIL import Image
+
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "a.png")
+    rows = [{"id": "s1", "answer": 1, "choices": ["cat", "dog"]},
+            {"id": "s2", "answer": 7, "choices": ["cat", "dog"]}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "image": "a.png", "question": "Which one?",
+                                        "category": "c", "group": "2D"}) + "\n" for row in rows))
+    done = _vaot("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
+                 "--store", str(tmp_path / "run.lmdb"), "--dry-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert warned == [
+        "warning: sample s1: its answer '1' names none of its choices ('cat', 'dog'); a model "
+        "that picks one of them is scored wrong (if it is the option's index, write the "
+        "option's text or letter instead: an answer is not read as a position)",
+        "warning: sample s2: its answer '7' names none of its choices ('cat', 'dog'); a model "
+        "that picks one of them is scored wrong"], done.stderr
+
+
+def test_a_first_image_an_api_would_refuse_is_warned_of(tmp_path) -> None:
+    """A photo over Anthropic's 5 MiB per image (vaot sends PNG) fails every trajectory of the
+    run, each at its first call; the dry run, where a dataset is checked before paying, said
+    nothing of it."""
+    import numpy as np
+    from PIL import Image
+
+    noise = np.random.default_rng(0).integers(0, 256, (1400, 1400, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(tmp_path / "photo.png")
+    Image.new("RGB", (32, 32), "white").save(tmp_path / "small.png")
+    args = ("--model", "anthropic:claude-sonnet-4-5", "--model", "reference:blind",
+            "--settings", "vaot", "--store", str(tmp_path / "run.lmdb"), "--dry-run")
+    for image, said in (("photo.png", True), ("small.png", False)):
+        data = tmp_path / f"{image}.jsonl"
+        data.write_text(json.dumps({"id": "s1", "question": "Which?", "image": image,
+                                    "answer": "x", "category": "c", "group": "2D"}) + "\n")
+        done = _vaot(*args, "--dataset", f"jsonl:{data}", env={"ANTHROPIC_API_KEY": "unused"})
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        if said:
+            [line] = warned
+            assert line.startswith("warning: sample s1, the first, would be refused at its "
+                                   "first call: anthropic:claude-sonnet-4-5: image ")
+            assert "over the Messages API's 5 MiB per image" in line
+        else:
+            assert warned == [], done.stderr

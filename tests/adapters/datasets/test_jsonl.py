@@ -159,9 +159,18 @@ def test_key_regions_are_on_the_upright_image(folder: Path, fmt: str) -> None:
     name = f"img/turned.{fmt.lower()}"
     lines = [row("upright", image=name, key_regions=[[0, 0, 20, 40]]),
              row("stored", image=name, key_regions=[[0, 0, 40, 20]])]
+    uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    lines += [row("inline", image=uri, key_regions=[[0, 0, 40, 20]]),
+              row("plain", key_regions=[[0, 0, 9, 9]])]
     loader = JsonlLoader(write_lines(folder / "set.jsonl", lines))
     assert [s.id for s in loader.samples()] == ["upright"]
-    assert "20×40 pixels" in loader.skipped[0].reason
+    # A box measured on the file as stored fits it: the turn is named, as the likely cause.
+    turned = ("key region [0, 0, 40, 20] goes past the image, which is 20×40 pixels as shown, "
+              "upright: its EXIF orientation turns the file's 40×20 a quarter, and key regions "
+              "are in the pixels shown (measured on the file as stored?)")
+    assert [r.reason for r in loader.skipped] == [
+        turned, turned,
+        "key region [0, 0, 9, 9] goes past the image, which is 8×8 pixels"]
 
 
 def test_truncated_webp_and_gif_images_are_skipped_rows_naming_them(folder: Path) -> None:
@@ -380,3 +389,208 @@ def test_an_image_url_is_said_to_be_a_url_not_a_missing_file(folder: Path) -> No
                           "fetch: download the image and give its path (or a data: URI)")
     assert "is a URL" in reasons[1]
     assert "not found" in reasons[2]  # a Windows path is a path
+
+
+def test_an_image_name_spelt_in_the_other_unicode_form_is_found(folder: Path) -> None:
+    # Files from a Mac keep "ü" as "u" plus a combining mark (NFD); a JSONL written by a script
+    # spells it as one character (NFC). On Linux the two are different names that print alike:
+    # "not found (looked for …/näme.png)" named a file that was there.
+    import unicodedata
+
+    nfc_folder = folder / unicodedata.normalize("NFC", "Ünï dir")
+    nfc_folder.mkdir()
+    on_disk = nfc_folder / unicodedata.normalize("NFD", "spaced näme.png")
+    on_disk.write_bytes(png((0, 255, 0)))
+    path = write_lines(folder / "set.jsonl", [
+        row("nfc", image=unicodedata.normalize("NFC", "Ünï dir/spaced näme.png")),
+        row("nfd", image=unicodedata.normalize("NFD", "Ünï dir/spaced näme.png")),
+        row("gone", image=unicodedata.normalize("NFC", "Ünï dir/other näme.png")),
+    ])
+    loader = JsonlLoader(path)
+    samples = loader.samples()
+    assert [s.id for s in samples] == ["nfc", "nfd"]
+    assert {s.image_path for s in samples} == {str(on_disk)}
+    assert samples[0].read_image() == on_disk.read_bytes()
+    assert [(r.line, "not found" in r.reason) for r in loader.skipped] == [(3, True)]
+
+
+def test_options_under_another_name_than_choices_are_a_skipped_row(folder: Path) -> None:
+    # MMBench and MMMU call them "options": dropped in silence, the model was asked the question
+    # without them and an answer "B" was scored against no option.
+    path = write_lines(folder / "set.jsonl", [
+        row("opts", options=["A. cat", "B. dog"], answer="B"),
+        row("cand", candidates={"A": "cat"}, answer="A"),
+        row("both", choices=["cat", "dog"], options=["cat", "dog"], answer="cat"),
+        row("none", options=[]),
+    ])
+    loader = JsonlLoader(path)
+    assert [s.id for s in loader.samples()] == ["both", "none"]
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (1, "the options are in 'options', which vaot does not read (they would be neither "
+            "shown to the model nor scored): name the field 'choices'"),
+        (2, "the options are in 'candidates', which vaot does not read (they would be neither "
+            "shown to the model nor scored): name the field 'choices'"),
+    ]
+
+
+def test_a_text_field_of_another_type_says_numbers_are_taken(folder: Path) -> None:
+    path = write_lines(folder / "set.jsonl", [
+        row("t", answer=True), row("l", answer=["B"]), row("o", question={"en": "Why?"}),
+        row("n", answer=3, category=7),
+    ])
+    loader = JsonlLoader(path)
+    assert [(s.id, s.answer, s.category) for s in loader.samples()] == [("n", "3", "7")]
+    assert [r.reason for r in loader.skipped] == [
+        "'answer' is a boolean; it must be a string or a number",
+        "'answer' is an array; it must be a string or a number",
+        "'question' is an object; it must be a string or a number",
+    ]
+
+
+def test_a_photo_over_the_pixel_limit_is_told_to_be_downscaled(folder: Path) -> None:
+    # A 50-megapixel camera photo is no bomb: the line says what to do with it.
+    Image.new("L", (8688, 5792)).save(folder / "img" / "camera.png")
+    loader = JsonlLoader(write_lines(folder / "set.jsonl", [row("big", image="img/camera.png")]))
+    assert loader.samples() == []
+    assert [r.reason for r in loader.skipped] == [
+        "image 'img/camera.png': 8688×5792 = 50,320,896 pixels exceeds the limit of 40,000,000 "
+        "(possible decompression bomb): if it is a real photo, downscale it below the limit"]
+
+
+def test_a_file_that_is_no_image_is_named_for_what_it_is(folder: Path) -> None:
+    # A dataset cloned without Git LFS has pointer files where its images should be: every row
+    # said "not a recognised image format", and nothing of why.
+    (folder / "img" / "lfs.png").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 4096\n")
+    (folder / "img" / "page.jpg").write_text("<!DOCTYPE html>\n<html><body>403</body></html>\n")
+    (folder / "img" / "photo.heic").write_bytes(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 64)
+    (folder / "img" / "text.png").write_text("hello\n")
+    path = write_lines(folder / "set.jsonl", [row(name, image=f"img/{name}") for name in
+                                              ("lfs.png", "page.jpg", "photo.heic", "text.png")])
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    assert [r.reason for r in loader.skipped] == [
+        "image 'img/lfs.png': a Git LFS pointer, not the image: fetch the images (git lfs pull)",
+        "image 'img/page.jpg': an HTML page, not an image (a download that failed?)",
+        "image 'img/photo.heic': a HEIC/HEIF photo, which vaot cannot read: convert it to JPEG or "
+        "PNG",
+        "image 'img/text.png': not a recognised image format",
+    ]
+
+
+def test_rows_split_by_carriage_returns_alone_are_said_so(folder: Path) -> None:
+    # Classic Mac line ends: the whole file is one line, which failed as "trailing characters"
+    # and "its one row was skipped".
+    path = folder / "set.jsonl"
+    path.write_bytes(("\r".join([row("a"), row("b"), row("c")]) + "\r").encode())
+    loader = JsonlLoader(path)
+    assert loader.samples() == []
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (1, "holds 3 rows split by carriage returns (CR) alone: save the file with LF or CRLF "
+            "line ends")]
+    # CRLF ends and a CR inside a row, where JSON allows whitespace, are fine.
+    crlf = write_lines(folder / "crlf.jsonl", [row("a"), row("b").replace(", ", ",\r ")], "\r\n")
+    assert [s.id for s in JsonlLoader(crlf).samples()] == ["a", "b"]
+
+
+def test_an_image_with_every_pixel_transparent_is_a_skipped_row(folder: Path) -> None:
+    # Over white, as a viewer shows it, such an image is blank whatever its colour channels
+    # hold: the model was shown a white page and asked about it.
+    clear = Image.new("RGBA", (40, 30), (200, 0, 0, 0))
+    clear.save(folder / "img" / "clear.png")
+    clear.save(folder / "img" / "clear.webp", lossless=True)
+    keyed = Image.new("P", (40, 30), 3)
+    keyed.save(folder / "img" / "clear.gif", transparency=3)
+    one = clear.copy()
+    one.putpixel((5, 5), (200, 0, 0, 255))
+    one.save(folder / "img" / "one.png")
+    path = write_lines(folder / "set.jsonl", [row(n, image=f"img/{n}") for n in
+                                              ("clear.png", "clear.webp", "clear.gif", "one.png")])
+    loader = JsonlLoader(path)
+    [kept] = loader.samples()
+    assert kept.id == "one.png"
+    assert [r.reason for r in loader.skipped] == [
+        f"image 'img/{n}': every pixel is fully transparent (alpha 0): it would be shown as a "
+        "blank white image" for n in ("clear.png", "clear.webp", "clear.gif")]
+
+
+def test_a_jsonl_linked_from_another_folder_says_where_its_images_are(folder: Path,
+                                                                       tmp_path: Path) -> None:
+    # `ln -s /data/val.jsonl project/val.jsonl`: relative paths are read from the link's
+    # folder, and "not found (looked for project/img/a.png)" did not say why the image beside
+    # the data was not seen.
+    data = write_lines(folder / "set.jsonl", [row("a"), row("gone", image="img/none.png")])
+    (tmp_path / "project").mkdir()
+    link = tmp_path / "project" / "val.jsonl"
+    link.symlink_to(data)
+    loader = JsonlLoader(link)
+    assert loader.samples() == []
+    first, second = (r.reason for r in loader.skipped)
+    assert first == (
+        f"image 'img/a.png' not found (looked for {tmp_path / 'project' / 'img' / 'a.png'}; a "
+        f"relative path is read from the JSONL file's folder); {link} is a symbolic link, and "
+        f"the image is in the folder of the file it links to ({folder}): name that file as the "
+        "dataset, or link the images beside the link")
+    assert "symbolic link" not in second  # not beside the target either
+    assert [s.id for s in JsonlLoader(data).samples()] == ["a"]
+
+
+def test_images_used_as_their_files_say_but_worth_a_warning_are_noted(folder: Path) -> None:
+    # 12-bit data in a 16-bit file (a microscope's, a scanner's) keeps the file's scale and is
+    # shown nearly black; of an animation only the first frame is shown. Both are run, and
+    # noted for the run to warn of: nothing else told the user.
+    import numpy as np
+
+    from adapters.datasets.base import IMAGE_NOTE
+
+    ramp = np.linspace(0, 4095, 64 * 48).reshape(48, 64).astype(np.uint16)
+    Image.fromarray(ramp).save(folder / "img" / "twelve.png")
+    Image.fromarray(ramp * 16).save(folder / "img" / "sixteen.png")
+    frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue", "green")]
+    frames[0].save(folder / "img" / "moving.gif", save_all=True, append_images=frames[1:])
+    path = write_lines(folder / "set.jsonl", [row(n, image=f"img/{n}") for n in
+                                              ("twelve.png", "sixteen.png", "moving.gif", "a.png")])
+    notes = {s.id: s.meta.get(IMAGE_NOTE) for s in JsonlLoader(path).samples()}
+    assert notes == {
+        "twelve.png": "its 16-bit values reach only 4095 of 65535 (12-bit data, or less?), so "
+                      "it is shown as stored, nearly black (16 of 255 at most): scale it to the "
+                      "full range",
+        "sixteen.png": None,
+        "moving.gif": "it holds 3 frames (an animation, or pages): only the first is shown",
+        "a.png": None,
+    }
+
+
+def test_a_missing_image_is_looked_for_at_an_absolute_path(folder: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--dataset jsonl:data/set.jsonl`, named from the current folder: the line said "looked
+    # for data/img/none.png", relative to a folder it did not name.
+    (folder / "data").mkdir()
+    write_lines(folder / "data" / "set.jsonl", [row("a", image="img/none.png")])
+    monkeypatch.chdir(folder)
+    [skipped] = JsonlLoader(Path("data/set.jsonl")).skipped
+    assert skipped.reason == (f"image 'img/none.png' not found (looked for "
+                              f"{folder / 'data' / 'img' / 'none.png'}; a relative path is read "
+                              "from the JSONL file's folder)")
+
+
+def test_missing_category_and_group_are_said_to_be_allowed_empty(folder: Path) -> None:
+    # A dataset with no categories or groups leaves them out, and every row was skipped as
+    # "missing field(s): category, group", with nothing saying that empty ones will do.
+    bare = {"id": "a", "image": "img/a.png", "question": "Q?", "answer": "3"}
+    path = write_lines(folder / "set.jsonl", [json.dumps(bare),
+                                              json.dumps({**bare, "id": "b", "group": "2D"}),
+                                              json.dumps({"id": "c", "category": "", "group": ""})])
+    assert [r.reason for r in JsonlLoader(path).skipped] == [
+        'missing field(s): category, group ("category": "", "group": "" will do)',
+        'missing field(s): category ("category": "" will do)',
+        "missing field(s): image, question, answer",
+    ]
+
+
+def test_a_list_of_images_is_said_to_be_one_image_too_many(folder: Path) -> None:
+    # A multi-image sample (MMMU has up to seven): "'image' must be a path or a data: URI"
+    # read as a wrong spelling of one.
+    path = write_lines(folder / "set.jsonl", [row("m", image=["img/a.png", "img/a.png"])])
+    assert [r.reason for r in JsonlLoader(path).skipped] == [
+        "'image' is a list of 2: vaot takes one image per sample (a path or a data: URI)"]

@@ -427,3 +427,60 @@ def test_each_task_read_is_told_kept_or_skipped(dataset: Path) -> None:
     limited: list[int] = []
     See2ThinkLoader(dataset, limit=2, on_row=lambda: limited.append(1)).samples()
     assert len(limited) == 2  # rows past the limit are not read, so not told
+
+
+def test_an_element_with_options_under_another_name_is_a_skipped_row(tmp_path: Path) -> None:
+    (tmp_path / "t" / "imgs").mkdir(parents=True)
+    (tmp_path / "t" / "imgs" / "0.png").write_bytes(png((9, 9, 9)))
+    write_array(tmp_path / "t" / "data.json", [
+        {"question": "Q", "image_path": "imgs/0.png", "answer": "B", "options": ["cat", "dog"]},
+        {"question": "Q", "image_path": "imgs/0.png", "answer": "B", "choices": ["A", "B"]},
+    ])
+    write_array(tmp_path / "tasks.json", [task("t/data.json", 0), task("t/data.json", 1)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.id for s in loader.samples()] == ["t/data.json::1"]
+    [skipped] = loader.skipped
+    assert (Path(skipped.source), skipped.line) == (tmp_path / "t" / "data.json", 2)
+    assert skipped.reason == ("element id 0: the options are in 'options', which vaot does not "
+                              "read (they would be neither shown to the model nor scored): name "
+                              "the field 'choices' (task entry 1)")
+
+
+def test_an_animated_image_is_noted_for_a_warning(tmp_path: Path) -> None:
+    from adapters.datasets.base import IMAGE_NOTE
+
+    (tmp_path / "t" / "imgs").mkdir(parents=True)
+    frames = [Image.new("RGB", (16, 16), colour) for colour in ("red", "blue")]
+    frames[0].save(tmp_path / "t" / "imgs" / "0.gif", save_all=True, append_images=frames[1:])
+    (tmp_path / "t" / "imgs" / "1.png").write_bytes(png((9, 9, 9)))
+    write_array(tmp_path / "t" / "data.json", [
+        {"question": "Q", "image_path": "imgs/0.gif", "answer": "B"},
+        {"question": "Q", "image_path": "imgs/1.png", "answer": "B"},
+    ])
+    write_array(tmp_path / "tasks.json", [task("t/data.json", 0), task("t/data.json", 1)])
+    samples = See2ThinkLoader(tmp_path / "tasks.json").samples()
+    assert [s.meta.get(IMAGE_NOTE) for s in samples] == [
+        "it holds 2 frames (an animation, or pages): only the first is shown", None]
+
+
+def test_a_duplicate_entry_in_a_list_on_one_line_names_both_entries(tmp_path: Path) -> None:
+    # json.dump(tasks, f) writes the whole list on line 1: "(first at line 1)" named nothing.
+    (tmp_path / "t" / "imgs").mkdir(parents=True)
+    (tmp_path / "t" / "imgs" / "0.png").write_bytes(png((9, 9, 9)))
+    write_array(tmp_path / "t" / "data.json",
+                [{"question": "Q", "image_path": "imgs/0.png", "answer": "B"}])
+    (tmp_path / "tasks.json").write_text(json.dumps([task("t/data.json", 0),
+                                                     task("t/data.json", "0")]))
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    assert [s.id for s in loader.samples()] == ["t/data.json::0"]
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (1, "duplicate sample 't/data.json::0' (first at line 1, task entry 1) (task entry 2)")]
+
+
+def test_an_element_with_a_list_of_images_is_said_to_have_too_many(tmp_path: Path) -> None:
+    write_array(tmp_path / "t" / "data.json",
+                [{"question": "Q", "image_path": ["a.png", "b.png"], "answer": "B"}])
+    write_array(tmp_path / "tasks.json", [task("t/data.json", 0)])
+    [skipped] = See2ThinkLoader(tmp_path / "tasks.json").skipped
+    assert skipped.reason == ("element id 0 'image_path' is a list of 2: vaot takes one image "
+                              "per sample (task entry 1)")

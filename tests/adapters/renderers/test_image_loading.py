@@ -169,8 +169,10 @@ def test_check_image_refuses_what_loading_refuses_and_nothing_more() -> None:
     # Cut inside the pixel data: refused by both, by name.
     with pytest.raises(ImageLoadError, match=r"cut\.png"):
         check_image(good[: idat + 20], name="cut.png")
-    with pytest.raises(ImageLoadError, match="not a recognised image format"):
+    with pytest.raises(ImageLoadError, match="an SVG drawing, which vaot does not read"):
         check_image(b"<svg xmlns='http://www.w3.org/2000/svg'/>", name="x.svg")
+    with pytest.raises(ImageLoadError, match="not a recognised image format"):
+        check_image(b"GIF87a? no", name="x.gif")
 
 
 @pytest.mark.parametrize("progressive", [False, True])
