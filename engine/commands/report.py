@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "tokens into a cost")
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
-                        "its options (the last header); trajectories, ended, failed and "
+                        "its options (the last header); epochs (those its log holds, pooled "
+                        "in the accuracy cells); trajectories, ended, failed and "
                         "unfinished counts; skipped_rows (dataset rows its last invocation "
                         "left out at load); planned and never_started, with coverage per "
                         "model, setting and group (null for runs recorded before headers "
@@ -191,6 +192,12 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
               if isinstance(m, dict)]
     ended = sum(r.status is not None for r in records)
     failed = sum(r.status == "failed" for r in records)
+    if len(epochs := _epochs(records)) > 1:
+        # Pooled, as `vaot run`'s table pools them: without this, a cell's n (samples × epochs)
+        # reads as that many samples, and the header's epochs (its last invocation's) may be
+        # fewer than the log holds.
+        missing += (f"; {len(epochs)} epochs (" + ", ".join(map(str, epochs)) + ") pooled in "
+                    "the tables: each cell counts every epoch's trajectory of a sample")
     name = header.get("run_name")
     console.print(printable(
         f"run {run_id}" + (f" ({name})" if name else "")
@@ -220,6 +227,12 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
                                         priced=prices is not None), markup=False)
 
 
+def _epochs(records: list[TrajectoryRecord]) -> list[int]:
+    """The epochs the log holds trajectories of (not forks), which the tables pool: the last
+    header's ``epochs`` says only what its invocation asked for."""
+    return sorted({r.epoch for r in records if r.parent is None})
+
+
 def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
              prices: PriceTable | None) -> dict:
     out = {}
@@ -243,6 +256,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         seen = exposure_by_model(ours)
         out[run_id] = {
             "options": headers[-1],
+            "epochs": _epochs(ours),
             "trajectories": len(ours),
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),

@@ -287,3 +287,35 @@ def test_a_config_without_a_price_table_is_said_once(tmp_path) -> None:
     assert f"--config {config} has no price table" in done.stderr
     assert "cost unknown" not in done.stdout
     assert "tokens of every reply recorded:" in done.stdout
+
+
+def test_epochs_pooled_in_the_cells_are_said_though_the_last_header_asked_for_fewer(
+        tmp_path) -> None:
+    """Each cell counts every epoch's trajectory of a sample (n = samples × epochs): the report
+    says so, and its JSON lists the epochs the log holds, where the options (the last header)
+    give only what the last invocation asked for."""
+    store = str(tmp_path / "ep.lmdb")
+    common = ("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2", "--settings",
+              "cot", "--model", "reference:calibrated", "--store", store)
+    two = _vaot(*common, "--epochs", "2")
+    assert two.returncode == 0, two.stdout + two.stderr
+    again = _vaot(*common, "--epochs", "1")  # the same run: its header now says 1 epoch
+    assert again.returncode == 0, again.stdout + again.stderr
+    run_id = two.stdout.split()[1].rstrip(":")
+    assert again.stdout.split()[1].rstrip(":") == run_id
+    done = _vaot("report", store)
+    assert done.returncode == 0, done.stderr
+    assert "2 epochs (0, 1) pooled in the tables" in done.stdout
+    data = json.loads(_vaot("report", store, "--json").stdout)["runs"][run_id]
+    assert data["options"]["epochs"] == 1 and data["epochs"] == [0, 1]
+    (cell,) = [c for c in data["accuracy"] if c["aggregate"]]
+    assert cell["ended"] == 4  # 2 samples × 2 epochs
+    one = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1",
+                "--settings", "cot", "--model", "reference:blind", "--store",
+                str(tmp_path / "one.lmdb"))
+    assert one.returncode == 0, one.stdout + one.stderr
+    alone = _vaot("report", str(tmp_path / "one.lmdb"))
+    assert "pooled" not in alone.stdout
+    (only,) = json.loads(_vaot("report", str(tmp_path / "one.lmdb"), "--json").stdout)[
+        "runs"].values()
+    assert only["epochs"] == [0]
