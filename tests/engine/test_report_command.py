@@ -319,3 +319,50 @@ def test_epochs_pooled_in_the_cells_are_said_though_the_last_header_asked_for_fe
     (only,) = json.loads(_vaot("report", str(tmp_path / "one.lmdb"), "--json").stdout)[
         "runs"].values()
     assert only["epochs"] == [0]
+
+
+def test_an_export_counted_as_the_readme_says_gives_the_report_s_figures(tmp_path) -> None:
+    """README: from `vaot export`, a retried trajectory's last trajectory_finished counts,
+    unless a step or call_failed of it follows (a retry stopped before it ended): that one is
+    unfinished, as `vaot report` and a rerun count it, not failed."""
+    from store import open_store
+    from store.events import (CallFailed, RunStarted, Step, TrajectoryFinished,
+                              TrajectoryStarted, run_stream)
+
+    def started(traj: str) -> TrajectoryStarted:
+        return TrajectoryStarted(traj=traj, pos=0, run_id="r", sample_id=traj, setting="cot",
+                                 model="m:a", input_state="00",
+                                 sample_meta={"group": "g", "answer": "7"})
+
+    def step(traj: str, pos: int) -> Step:
+        return Step(traj=traj, pos=pos, step=1, request_hash="h", raw_text="Final Answer: 7")
+
+    store_path = tmp_path / "retried.lmdb"
+    with open_store(store_path) as store:
+        store.append_sync([
+            RunStarted(traj=run_stream("r"), pos=0, run_id="r", config={}),
+            # failed, retried, answered: counts once, as answered
+            started("a"), TrajectoryFinished(traj="a", pos=1, status="failed"),
+            step("a", 2), TrajectoryFinished(traj="a", pos=3, status="answered", answer="7"),
+            # failed, retried, the retry stopped after its first fault: unfinished
+            started("b"), TrajectoryFinished(traj="b", pos=1, status="failed"),
+            CallFailed(traj="b", pos=2, step=1, attempt=1, kind="http_503"),
+            # failed, not retried: failed
+            started("c"), TrajectoryFinished(traj="c", pos=1, status="failed"),
+        ])
+    exported = _vaot("export", str(store_path))
+    assert exported.returncode == 0, exported.stderr
+    status: dict[str, str | None] = {}
+    for line in exported.stdout.splitlines():
+        event = json.loads(line)["event"]
+        if event["type"] == "trajectory_started":
+            status[event["traj"]] = None
+        elif event["type"] == "trajectory_finished":
+            status[event["traj"]] = event["status"]
+        elif event["type"] in ("step", "call_failed"):
+            status[event["traj"]] = None  # a retry under way: unfinished until it ends
+    assert status == {"a": "answered", "b": None, "c": "failed"}
+    (run,) = json.loads(_vaot("report", str(store_path), "--json").stdout)["runs"].values()
+    assert (run["ended"], run["failed"], run["unfinished"]) == (2, 1, 1)
+    (cell,) = [c for c in run["accuracy"] if c["aggregate"]]
+    assert (cell["ended"], cell["correct"], cell["failed"], cell["unfinished"]) == (2, 1, 1, 1)
