@@ -366,3 +366,34 @@ def test_an_export_counted_as_the_readme_says_gives_the_report_s_figures(tmp_pat
     assert (run["ended"], run["failed"], run["unfinished"]) == (2, 1, 1)
     (cell,) = [c for c in run["accuracy"] if c["aggregate"]]
     assert (cell["ended"], cell["correct"], cell["failed"], cell["unfinished"]) == (2, 1, 1, 1)
+
+
+def test_samples_whose_answer_names_no_choice_are_said_as_the_run_warned_at_load(
+        tmp_path) -> None:
+    """`vaot run` warns of a sample whose answer names none of its choices ("C" of two) as its
+    dataset loads; the report, read later, scored every pick of an option on it wrong in
+    silence, as if the model's errors."""
+    from store import open_store
+    from store.events import RunStarted, TrajectoryFinished, TrajectoryStarted, run_stream
+
+    def ended(traj: str, sample: str, answer: str, setting: str) -> list:
+        meta = {"group": "g", "answer": answer, "choices": json.dumps(["cat", "dog"])}
+        return [TrajectoryStarted(traj=traj, pos=0, run_id="r", sample_id=sample,
+                                  setting=setting, model="m:a", input_state="00",
+                                  sample_meta=meta),
+                TrajectoryFinished(traj=traj, pos=1, status="answered", answer="A")]
+
+    store_path = tmp_path / "labels.lmdb"
+    with open_store(store_path) as store:
+        store.append_sync([RunStarted(traj=run_stream("r"), pos=0, run_id="r", config={}),
+                           *ended("t1", "bad", "C", "cot"), *ended("t2", "bad", "C", "vaot"),
+                           *ended("t3", "good", "A", "cot"), *ended("t4", "dog", "dog", "cot")])
+    done = _vaot("report", str(store_path))
+    assert done.returncode == 0, done.stderr
+    assert ("note: 1 sample whose answer names none of its choices (bad): a model that picks an "
+            "offered option is scored wrong on it, and the tables count 2 trajectories of it"
+            ) in " ".join(done.stdout.split())
+    (run,) = json.loads(_vaot("report", str(store_path), "--json").stdout)["runs"].values()
+    assert run["answer_names_no_choice"] == ["bad"]
+    (cot,) = [c for c in run["accuracy"] if c["aggregate"] and c["setting"] == "cot"]
+    assert (cot["ended"], cot["correct"]) == (3, 1)  # scored as before: only "good" is right
