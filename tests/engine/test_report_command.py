@@ -397,3 +397,11 @@ def test_samples_whose_answer_names_no_choice_are_said_as_the_run_warned_at_load
     assert run["answer_names_no_choice"] == ["bad"]
     (cot,) = [c for c in run["accuracy"] if c["aggregate"] and c["setting"] == "cot"]
     assert (cot["ended"], cot["correct"]) == (3, 1)  # scored as before: only "good" is right
+
+
+def test_the_json_help_says_what_an_accuracy_is_over() -> None:
+    # A notebook reading "accuracy" must know its denominator: the failed and the out of steps
+    # are in it (as wrong), the unfinished are not.
+    said = " ".join(_vaot("report", "--help").stdout.split())
+    assert ("correct / ended, where ended counts the answered, the max_steps and the failed, "
+            "the last two as wrong, and not the unfinished") in said
