@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from analysis.scoring import score_answer
+from analysis.scoring import score_answer, truth_option
 from store.events import (
     CallFailed,
     Event,
@@ -65,6 +65,9 @@ class TrajectoryRecord(msgspec.Struct):
     uncounted_steps: int = 0
     """Steps whose reply came with no token counts (recorded as 0 input tokens; every real
     request has input): their tokens and cost are unknown."""
+    truth_unoffered: bool = False
+    """The sample has choices and its answer names none of them (``truth_option`` is None):
+    a model that picks an offered option is scored wrong on it whatever it picks."""
 
 
 def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str, ...]] | None = None
@@ -81,6 +84,8 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
     # Runs whose requests omit every returned image: their renders are never shown.
     hides_renders: set[str] = set()
     recorded_choices: dict[str, tuple[str, ...]] = {}
+    # (truth, options) -> whether the truth names none of them (datasets repeat their options).
+    unoffered: dict[tuple[str, tuple[str, ...]], bool] = {}
     for item in events:
         event = item.event if isinstance(item, StoredEvent) else item
         if isinstance(event, RunStarted):
@@ -91,11 +96,16 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             meta = event.sample_meta
             if meta.get("choices"):
                 recorded_choices[event.traj] = _decode_choices(meta["choices"])
+            truth = meta.get("answer", "")
+            opts = (choices or {}).get(event.sample_id) or recorded_choices.get(event.traj, ())
+            if opts and (truth, tuple(opts)) not in unoffered:
+                unoffered[truth, tuple(opts)] = truth_option(truth, opts) is None
             records[event.traj] = TrajectoryRecord(
                 traj=event.traj, run_id=event.run_id, sample_id=event.sample_id,
                 model=event.model, setting=event.setting, category=meta.get("category", ""),
                 group=meta.get("group", ""), family=meta.get("family", ""),
-                truth=meta.get("answer", ""), parent=event.parent, epoch=event.epoch,
+                truth=truth, parent=event.parent, epoch=event.epoch,
+                truth_unoffered=bool(opts) and unoffered[truth, tuple(opts)],
             )
             continue
         record = records.get(event.traj)

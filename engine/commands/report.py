@@ -52,14 +52,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "tokens into a cost")
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
-                        "its options (the last header); trajectories, ended, failed and "
+                        "its options (the last header); epochs (those its log holds, pooled "
+                        "in the accuracy cells); trajectories, ended, failed and "
                         "unfinished counts; skipped_rows (dataset rows its last invocation "
-                        "left out at load); planned and never_started, with coverage per "
+                        "left out at load); answer_names_no_choice (the ids of samples whose "
+                        "answer names none of their choices, scored wrong for any option "
+                        "picked); planned and never_started, with coverage per "
                         "model, setting and group (null for runs recorded before headers "
                         "said how many samples they ran); accuracy cells per model, group and "
                         "setting (ended, correct, failed, max_steps, unfinished with the "
                         "never started, "
-                        "accuracy as a fraction 0-1; the row 'all' with aggregate true); "
+                        "accuracy as a fraction 0-1: correct / ended, where ended counts the "
+                        "answered, the max_steps and the failed, the last two as wrong, and "
+                        "not the unfinished; null when none ended; the row 'all' with "
+                        "aggregate true); "
                         "shown_a_render (and shown_a_render_by_model), "
                         "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
                         "without token counts, whose cost is not in it; cost "
@@ -191,6 +197,12 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
               if isinstance(m, dict)]
     ended = sum(r.status is not None for r in records)
     failed = sum(r.status == "failed" for r in records)
+    if len(epochs := _epochs(records)) > 1:
+        # Pooled, as `vaot run`'s table pools them: without this, a cell's n (samples × epochs)
+        # reads as that many samples, and the header's epochs (its last invocation's) may be
+        # fewer than the log holds.
+        missing += (f"; {len(epochs)} epochs (" + ", ".join(map(str, epochs)) + ") pooled in "
+                    "the tables: each cell counts every epoch's trajectory of a sample")
     name = header.get("run_name")
     console.print(printable(
         f"run {run_id}" + (f" ({name})" if name else "")
@@ -202,6 +214,17 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         markup=False)
     if not tabled:
         return
+    if unoffered := _unoffered(records):
+        # `vaot run` warns of these as its dataset loads, hours before; the tables, read
+        # later, count every pick of an option on them as the model's error.
+        shown = ", ".join(unoffered[:10]) + (f", … ({len(unoffered) - 10} more)"
+                                              if len(unoffered) > 10 else "")
+        console.print(printable(
+            f"note: {count(len(unoffered), 'sample')} whose answer names none of its choices "
+            f"({shown}): a model that picks an offered option is scored wrong on "
+            f"{'it' if len(unoffered) == 1 else 'them'}, and the tables count "
+            f"{count(sum(r.truth_unoffered for r in records), 'trajectory', 'trajectories')} "
+            f"of {'it' if len(unoffered) == 1 else 'them'}"), markup=False)
     # In the order the run's invocations first named them, as its first `vaot run` showed.
     named = [s for h in headers for s in h.get("settings", [])]
     settings = list(dict.fromkeys(s for s in (*named, *SETTINGS)
@@ -218,6 +241,17 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
                       "tokens and cost of every reply recorded:", markup=False)
         console.print(format_cost_lines(tally.lines(prices, order=by_model),
                                         priced=prices is not None), markup=False)
+
+
+def _unoffered(records: list[TrajectoryRecord]) -> list[str]:
+    """The samples whose answer names none of their choices (as the scorer reads both)."""
+    return sorted({r.sample_id for r in records if r.truth_unoffered})
+
+
+def _epochs(records: list[TrajectoryRecord]) -> list[int]:
+    """The epochs the log holds trajectories of (not forks), which the tables pool: the last
+    header's ``epochs`` says only what its invocation asked for."""
+    return sorted({r.epoch for r in records if r.parent is None})
 
 
 def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
@@ -243,11 +277,13 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         seen = exposure_by_model(ours)
         out[run_id] = {
             "options": headers[-1],
+            "epochs": _epochs(ours),
             "trajectories": len(ours),
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),
             "unfinished": len(ours) - len(ended),
             "skipped_rows": headers[-1].get("skipped_rows", 0),
+            "answer_names_no_choice": _unoffered(ours),
             "planned": None if planned is None else sum(c.planned for c in planned),
             "never_started": (None if planned is None
                               else sum(c.never_started for c in planned)),

@@ -287,3 +287,121 @@ def test_a_config_without_a_price_table_is_said_once(tmp_path) -> None:
     assert f"--config {config} has no price table" in done.stderr
     assert "cost unknown" not in done.stdout
     assert "tokens of every reply recorded:" in done.stdout
+
+
+def test_epochs_pooled_in_the_cells_are_said_though_the_last_header_asked_for_fewer(
+        tmp_path) -> None:
+    """Each cell counts every epoch's trajectory of a sample (n = samples × epochs): the report
+    says so, and its JSON lists the epochs the log holds, where the options (the last header)
+    give only what the last invocation asked for."""
+    store = str(tmp_path / "ep.lmdb")
+    common = ("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2", "--settings",
+              "cot", "--model", "reference:calibrated", "--store", store)
+    two = _vaot(*common, "--epochs", "2")
+    assert two.returncode == 0, two.stdout + two.stderr
+    again = _vaot(*common, "--epochs", "1")  # the same run: its header now says 1 epoch
+    assert again.returncode == 0, again.stdout + again.stderr
+    run_id = two.stdout.split()[1].rstrip(":")
+    assert again.stdout.split()[1].rstrip(":") == run_id
+    done = _vaot("report", store)
+    assert done.returncode == 0, done.stderr
+    assert "2 epochs (0, 1) pooled in the tables" in done.stdout
+    data = json.loads(_vaot("report", store, "--json").stdout)["runs"][run_id]
+    assert data["options"]["epochs"] == 1 and data["epochs"] == [0, 1]
+    (cell,) = [c for c in data["accuracy"] if c["aggregate"]]
+    assert cell["ended"] == 4  # 2 samples × 2 epochs
+    one = _vaot("run", "--no-progress", "--dataset", "synthetic:1", "--limit", "1",
+                "--settings", "cot", "--model", "reference:blind", "--store",
+                str(tmp_path / "one.lmdb"))
+    assert one.returncode == 0, one.stdout + one.stderr
+    alone = _vaot("report", str(tmp_path / "one.lmdb"))
+    assert "pooled" not in alone.stdout
+    (only,) = json.loads(_vaot("report", str(tmp_path / "one.lmdb"), "--json").stdout)[
+        "runs"].values()
+    assert only["epochs"] == [0]
+
+
+def test_an_export_counted_as_the_readme_says_gives_the_report_s_figures(tmp_path) -> None:
+    """README: from `vaot export`, a retried trajectory's last trajectory_finished counts,
+    unless a step or call_failed of it follows (a retry stopped before it ended): that one is
+    unfinished, as `vaot report` and a rerun count it, not failed."""
+    from store import open_store
+    from store.events import (CallFailed, RunStarted, Step, TrajectoryFinished,
+                              TrajectoryStarted, run_stream)
+
+    def started(traj: str) -> TrajectoryStarted:
+        return TrajectoryStarted(traj=traj, pos=0, run_id="r", sample_id=traj, setting="cot",
+                                 model="m:a", input_state="00",
+                                 sample_meta={"group": "g", "answer": "7"})
+
+    def step(traj: str, pos: int) -> Step:
+        return Step(traj=traj, pos=pos, step=1, request_hash="h", raw_text="Final Answer: 7")
+
+    store_path = tmp_path / "retried.lmdb"
+    with open_store(store_path) as store:
+        store.append_sync([
+            RunStarted(traj=run_stream("r"), pos=0, run_id="r", config={}),
+            # failed, retried, answered: counts once, as answered
+            started("a"), TrajectoryFinished(traj="a", pos=1, status="failed"),
+            step("a", 2), TrajectoryFinished(traj="a", pos=3, status="answered", answer="7"),
+            # failed, retried, the retry stopped after its first fault: unfinished
+            started("b"), TrajectoryFinished(traj="b", pos=1, status="failed"),
+            CallFailed(traj="b", pos=2, step=1, attempt=1, kind="http_503"),
+            # failed, not retried: failed
+            started("c"), TrajectoryFinished(traj="c", pos=1, status="failed"),
+        ])
+    exported = _vaot("export", str(store_path))
+    assert exported.returncode == 0, exported.stderr
+    status: dict[str, str | None] = {}
+    for line in exported.stdout.splitlines():
+        event = json.loads(line)["event"]
+        if event["type"] == "trajectory_started":
+            status[event["traj"]] = None
+        elif event["type"] == "trajectory_finished":
+            status[event["traj"]] = event["status"]
+        elif event["type"] in ("step", "call_failed"):
+            status[event["traj"]] = None  # a retry under way: unfinished until it ends
+    assert status == {"a": "answered", "b": None, "c": "failed"}
+    (run,) = json.loads(_vaot("report", str(store_path), "--json").stdout)["runs"].values()
+    assert (run["ended"], run["failed"], run["unfinished"]) == (2, 1, 1)
+    (cell,) = [c for c in run["accuracy"] if c["aggregate"]]
+    assert (cell["ended"], cell["correct"], cell["failed"], cell["unfinished"]) == (2, 1, 1, 1)
+
+
+def test_samples_whose_answer_names_no_choice_are_said_as_the_run_warned_at_load(
+        tmp_path) -> None:
+    """`vaot run` warns of a sample whose answer names none of its choices ("C" of two) as its
+    dataset loads; the report, read later, scored every pick of an option on it wrong in
+    silence, as if the model's errors."""
+    from store import open_store
+    from store.events import RunStarted, TrajectoryFinished, TrajectoryStarted, run_stream
+
+    def ended(traj: str, sample: str, answer: str, setting: str) -> list:
+        meta = {"group": "g", "answer": answer, "choices": json.dumps(["cat", "dog"])}
+        return [TrajectoryStarted(traj=traj, pos=0, run_id="r", sample_id=sample,
+                                  setting=setting, model="m:a", input_state="00",
+                                  sample_meta=meta),
+                TrajectoryFinished(traj=traj, pos=1, status="answered", answer="A")]
+
+    store_path = tmp_path / "labels.lmdb"
+    with open_store(store_path) as store:
+        store.append_sync([RunStarted(traj=run_stream("r"), pos=0, run_id="r", config={}),
+                           *ended("t1", "bad", "C", "cot"), *ended("t2", "bad", "C", "vaot"),
+                           *ended("t3", "good", "A", "cot"), *ended("t4", "dog", "dog", "cot")])
+    done = _vaot("report", str(store_path))
+    assert done.returncode == 0, done.stderr
+    assert ("note: 1 sample whose answer names none of its choices (bad): a model that picks an "
+            "offered option is scored wrong on it, and the tables count 2 trajectories of it"
+            ) in " ".join(done.stdout.split())
+    (run,) = json.loads(_vaot("report", str(store_path), "--json").stdout)["runs"].values()
+    assert run["answer_names_no_choice"] == ["bad"]
+    (cot,) = [c for c in run["accuracy"] if c["aggregate"] and c["setting"] == "cot"]
+    assert (cot["ended"], cot["correct"]) == (3, 1)  # scored as before: only "good" is right
+
+
+def test_the_json_help_says_what_an_accuracy_is_over() -> None:
+    # A notebook reading "accuracy" must know its denominator: the failed and the out of steps
+    # are in it (as wrong), the unfinished are not.
+    said = " ".join(_vaot("report", "--help").stdout.split())
+    assert ("correct / ended, where ended counts the answered, the max_steps and the failed, "
+            "the last two as wrong, and not the unfinished") in said
