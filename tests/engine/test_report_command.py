@@ -326,8 +326,14 @@ def test_an_export_counted_as_the_readme_says_gives_the_report_s_figures(tmp_pat
     unless a step or call_failed of it follows (a retry stopped before it ended): that one is
     unfinished, as `vaot report` and a rerun count it, not failed."""
     from store import open_store
-    from store.events import (CallFailed, RunStarted, Step, TrajectoryFinished,
-                              TrajectoryStarted, run_stream)
+    from store.events import (
+        CallFailed,
+        RunStarted,
+        Step,
+        TrajectoryFinished,
+        TrajectoryStarted,
+        run_stream,
+    )
 
     def started(traj: str) -> TrajectoryStarted:
         return TrajectoryStarted(traj=traj, pos=0, run_id="r", sample_id=traj, setting="cot",
