@@ -32,10 +32,36 @@ from store.recorder import Recorder
 __all__ = [
     "check_joined_models",
     "check_resume",
+    "check_resumed_run",
     "check_samples_unchanged",
     "fixed_model_fields",
     "started_samples",
 ]
+
+
+def check_resumed_run(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob],
+                      run_id: str) -> dict[str, TrajectoryStarted]:
+    """Every check a resume makes, before the invocation writes anything: the run's options
+    (:func:`check_resume`), the models that joined it later (:func:`check_joined_models`) and
+    the samples it started (:func:`check_samples_unchanged`). Returns those samples' started
+    events (none for a run the store does not hold yet).
+
+    Run before the invocation's header is appended: a header written by an invocation that is
+    then refused stays in the log, and ``vaot report`` counted what it asked for (another
+    setting, a new row) as trajectories the run never started, for good.
+
+    Raises:
+        ConfigError: the first check that refuses, naming what changed and how to go on.
+    """
+    header = store.read_trajectory(run_stream(run_id))
+    if not header:
+        return {}
+    check_resume(config, header, run_id)
+    check_joined_models(config, store, jobs, run_id)
+    earlier = started_samples(store, jobs)
+    if earlier:
+        check_samples_unchanged(store, jobs, earlier)
+    return earlier
 
 
 def started_samples(store: Recorder, jobs: list[TrajectoryJob]) -> dict[str, TrajectoryStarted]:

@@ -30,12 +30,7 @@ from engine.cost import PriceTable
 from engine.driver import drive_trajectory
 from engine.ids import run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
-from engine.resume import (
-    check_joined_models,
-    check_samples_unchanged,
-    fixed_model_fields,
-    started_samples,
-)
+from engine.resume import check_resumed_run, fixed_model_fields
 from engine.retry import RetryPolicy
 from engine.run_header import run_identity, write_run_header
 from engine.runtime import Outcome, PendingWrites, Runtime, SampleChangedError, TrajectoryJob
@@ -254,16 +249,13 @@ async def run_jobs(
         attach = getattr(adapter, "attach", None)
         if attach is not None:
             attach(store)
-    fresh = (False if header_written
-             else await write_run_header(config, store, run_id, samples, skipped_rows))
     jobs = build_jobs(config, run_id, samples)
     if recorded_originals is None:
-        if not fresh:
-            check_joined_models(config, store, jobs, run_id)
-        earlier = {} if fresh else started_samples(store, jobs)
-        if earlier:
-            check_samples_unchanged(store, jobs, earlier)
+        # Checked before the header is written: a refused invocation leaves nothing behind.
+        earlier = check_resumed_run(config, store, jobs, run_id)
         recorded_originals = {sid: ev.input_state for sid, ev in earlier.items()}
+    if not header_written:
+        await write_run_header(config, store, run_id, samples, skipped_rows)
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                               thread_name_prefix="vaot-render")
     canvas_budget, b64_budget = cache_budgets(memory_share)

@@ -54,7 +54,7 @@ from engine.breaker import NO_USAGE
 from engine.config import RunConfig
 from engine.cost import PriceTable
 from engine.ids import run_id_for
-from engine.resume import check_joined_models, check_samples_unchanged, started_samples
+from engine.resume import check_resumed_run
 from engine.run_header import run_identity, write_run_header
 from engine.runner import (
     RunResult,
@@ -196,16 +196,13 @@ def run_in_workers(
     started = time.monotonic()
     workers = worker_count(config, len(samples))
     run_id = run_id_for(run_identity(config))
-    # Written here, once: workers racing to write it would conflict on the header stream.
-    fresh = event_loop.run(write_run_header(config, store, run_id, samples, skipped_rows))
     all_jobs = build_jobs(config, run_id, samples)
     # Here, before any worker starts, rather than in each worker's share; each worker gets what
     # the run recorded of its samples' originals, and does not read the started events again.
-    if not fresh:
-        check_joined_models(config, store, all_jobs, run_id)
-    earlier = {} if fresh else started_samples(store, all_jobs)
-    if earlier:
-        check_samples_unchanged(store, all_jobs, earlier)
+    # Before the header is written: a refused invocation leaves nothing behind.
+    earlier = check_resumed_run(config, store, all_jobs, run_id)
+    # Written here, once: workers racing to write it would conflict on the header stream.
+    event_loop.run(write_run_header(config, store, run_id, samples, skipped_rows))
     jobs = {job.traj: job for job in all_jobs}
     context = _context()
     messages = context.Queue()

@@ -32,18 +32,12 @@ from engine.conversation import RequestSpec, build_request
 from engine.ids import run_id_for
 from engine.parsing import get_dialect
 from engine.printable import printable
-from engine.resume import (
-    check_joined_models,
-    check_resume,
-    check_samples_unchanged,
-    started_samples,
-)
+from engine.resume import check_resumed_run
 from engine.run_header import nearest_other_run, run_identity
 from engine.run_lock import LOCK_NAME
 from engine.runner import build_jobs
 from engine.states import load_original
 from store import StoreError, open_store
-from store.events import run_stream
 from store.lmdb_store import refuse_filled_folder
 
 __all__ = ["print_plan"]
@@ -180,13 +174,7 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
     except StoreError as exc:
         raise _Refused(f"cannot open the store {config.store}: {exc}") from None
     with store:
-        header = list(store.read_trajectory(run_stream(run_id)))
-        if header:
-            check_resume(config, header, run_id)
-            check_joined_models(config, store, jobs, run_id)
-            earlier = started_samples(store, jobs)
-            if earlier:
-                check_samples_unchanged(store, jobs, earlier)
+        check_resumed_run(config, store, jobs, run_id)  # as the run checks it
         ours = {job.traj for job in jobs}
         records = {traj: record for traj, record in project(store.iter_events()).items()
                    if traj in ours}
