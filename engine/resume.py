@@ -17,12 +17,14 @@ from typing import Any
 import msgspec
 
 from adapters.datasets.base import PAPER_GROUPS, Sample
+from adapters.datasets.loading import dataset_identity
 from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import image_hash
 from adapters.renderers.images import ImageLoadError
 from engine import version  # read at each use: tests change it there
 from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.driver import sample_meta
+from engine.ids import recorded_text
 from engine.prompts import NATIVE_TOOLS_VERSION, PROMPTS_VERSION
 from engine.runtime import TrajectoryJob
 from engine.states import load_original
@@ -61,7 +63,30 @@ def check_resumed_run(config: RunConfig, store: Recorder, jobs: list[TrajectoryJ
     earlier = started_samples(store, jobs)
     if earlier:
         check_samples_unchanged(store, jobs, earlier)
+    else:
+        _refuse_another_dataset(config, header, run_id)
     return earlier
+
+
+def _refuse_another_dataset(config: RunConfig, header_events: list, run_id: str) -> None:
+    """Refuse a named run given a dataset it was never run on, none of whose samples it has.
+
+    A named run keeps its id whatever its dataset, so that more rows, or the same file reached
+    by another path, go on with it (the samples it started are then compared one by one). A
+    file of other samples altogether was taken in silently: its trajectories counted in the
+    same table cells as the first file's, under a header naming only the last.
+    """
+    recorded = [s.event.config.get("dataset") for s in header_events
+                if isinstance(s.event, RunStarted)]
+    now = recorded_text(dataset_identity(config.dataset))
+    if not recorded or now in recorded:
+        return
+    name = f" ({config.run_name})" if config.run_name else ""
+    raise ConfigError(
+        f"run {run_id}{name} in this store was started on dataset {recorded[0]}, and none of "
+        f"the samples of {config.dataset} are among those it ran; resuming would count two "
+        "datasets in one run's tables. Give its --dataset back, or start a separate run with "
+        "another --run-name")
 
 
 def started_samples(store: Recorder, jobs: list[TrajectoryJob]) -> dict[str, TrajectoryStarted]:

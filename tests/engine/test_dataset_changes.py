@@ -18,6 +18,7 @@ from PIL import Image
 from engine.cli import main
 from engine.config import RunConfig
 from engine.run_header import run_identity
+from store import RunStarted, TrajectoryStarted, open_store
 
 
 def _png(colour: tuple[int, int, int]) -> bytes:
@@ -345,3 +346,37 @@ def test_a_replaced_image_is_named_by_its_place_in_the_dataset(tmp_path, capsys)
     assert _run(store, f"jsonl:{path}") == 2
     err = capsys.readouterr().err
     assert f"sample s0: its image (inline, at line 1 of {path}) shows other pixels now" in err
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_named_run_refuses_a_dataset_of_other_samples(tmp_path, capsys, workers) -> None:
+    """A named run keeps its id whatever its dataset: another file's samples were taken in
+    silently and counted in the same cells as the first file's, the header naming the last."""
+    first = _dataset(tmp_path / "a", "red")
+    store = tmp_path / "run.lmdb"
+    assert _run(store, f"jsonl:{first}", "--run-name", "exp") == 0
+    other = tmp_path / "b" / "val.jsonl"
+    other.parent.mkdir()
+    (other.parent / "a.png").write_bytes((first.parent / "a.png").read_bytes())
+    other.write_text(first.read_text().replace('"s', '"t'))  # ids t0, t1, t2
+    for dry in ([], ["--dry-run"]):
+        capsys.readouterr()
+        assert _run(store, f"jsonl:{other}", "--run-name", "exp", "--workers", workers,
+                    *dry) == 2
+        err = capsys.readouterr().err
+        assert f"(exp) in this store was started on dataset jsonl:{first}" in err
+        assert "none of the samples of" in err and "--run-name" in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    with open_store(store, create=False) as opened:
+        started = {s.event.sample_id for s in opened.iter_events()
+                   if isinstance(s.event, TrajectoryStarted)}
+        headers = [s.event for s in opened.iter_events() if isinstance(s.event, RunStarted)]
+    assert started == {"s0", "s1", "s2"} and len(headers) == 1
+    # The same file moved (or copied) elsewhere is the same samples: the run goes on.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in ("a.png", "val.jsonl"):
+        (moved / name).write_bytes((first.parent / name).read_bytes())
+    capsys.readouterr()
+    assert _run(store, f"jsonl:{moved / 'val.jsonl'}", "--run-name", "exp") == 0
+    assert "model calls this session 0" in capsys.readouterr().out
