@@ -141,9 +141,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(printable(f"{args.store} holds {len(runs)} runs, each reported below from "
                                 "its own `run ID` line, its id in its tables' titles; "
                                 "--run ID reports one"), markup=False)
+    # Runs of one store that differ in their prompts alone (an edited engine/prompts.py) are
+    # told apart by the prompts' version.
+    show_prompts = len({h[-1].get("prompts_version") for h in runs.values()}) > 1
     for run_id, headers in runs.items():
         _print_run(console, run_id, headers, [r for r in records if r.run_id == run_id], prices,
-                   one_of_several=several)
+                   one_of_several=several, show_prompts=show_prompts)
     return 0
 
 
@@ -176,8 +179,29 @@ def _with_plan(run_id: str, headers: list[dict], records: list[TrajectoryRecord]
     return planned, records if planned is None else with_never_started(records, run_id, planned)
 
 
+def _options_said(header: dict, show_prompts: bool = False) -> str:
+    """The options that make up a run (engine/run_header.py: run_identity), as its header
+    recorded them: two runs of one store that differ in --seed, --max-tokens or --temperature
+    alone read alike without them. The optional ones only when given; the prompts' version
+    when the store's runs differ in it."""
+    said = [f"seed {header.get('seed', '?')}", f"max steps {header.get('max_steps', '?')}",
+            f"max tokens {header.get('max_tokens', '?')}"]
+    for key, label in (("cot_max_tokens", "cot max tokens"), ("temperature", "temperature"),
+                       ("token_budget", "token budget")):
+        if header.get(key) is not None:
+            said.append(f"{label} {header[key]}")
+    said += [f"shape {header.get('shape', '?')}",
+             f"image history {header.get('image_history', '?')}"]
+    if header.get("render_base", "current") != "current":
+        said.append(f"render base {header['render_base']}")
+    if show_prompts:
+        said.append(f"prompts {header.get('prompts_version', '?')}")
+    return ", ".join(said)
+
+
 def _print_run(console, run_id: str, headers: list[dict], records: list[TrajectoryRecord],
-               prices: PriceTable | None, one_of_several: bool = False) -> None:
+               prices: PriceTable | None, one_of_several: bool = False,
+               show_prompts: bool = False) -> None:
     header = headers[-1]
     planned, tabled = _with_plan(run_id, headers, records)
     missing = "" if planned is None else (
@@ -207,8 +231,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     console.print(printable(
         f"run {run_id}" + (f" ({name})" if name else "")
         + f": dataset {header.get('dataset', '?')}, {header.get('engine_version', '?')}, "
-        f"max steps {header.get('max_steps', '?')}, shape {header.get('shape', '?')}, image "
-        f"history {header.get('image_history', '?')}; {count(len(records), 'trajectory', 'trajectories')} "
+        + _options_said(header, show_prompts)
+        + f"; {count(len(records), 'trajectory', 'trajectories')} "
         f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"
         + missing),
         markup=False)

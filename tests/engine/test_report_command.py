@@ -411,3 +411,25 @@ def test_the_json_help_says_what_an_accuracy_is_over() -> None:
     said = " ".join(_vaot("report", "--help").stdout.split())
     assert ("correct / ended, where ended counts the answered, the max_steps and the failed, "
             "the last two as wrong, and not the unfinished") in said
+
+
+def test_runs_that_differ_in_seed_or_max_tokens_alone_are_told_apart(tmp_path, capsys) -> None:
+    """Each run's line names the options that make it a run: two runs of one store that
+    differed in --seed (or --max-tokens, --temperature) alone had the same line word for
+    word, and nothing said which table was which."""
+    from engine.cli import main
+
+    store = str(tmp_path / "runs.lmdb")
+    base = ["run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2", "--settings",
+            "vaot", "--model", "reference:calibrated", "--store", store]
+    assert main(base) == 0
+    assert main([*base, "--seed", "7"]) == 0
+    assert main([*base, "--max-tokens", "900", "--token-budget", "50000"]) == 0
+    capsys.readouterr()
+    assert main(["report", store]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("run ")]
+    assert len(lines) == 3 and len({line.split(":", 1)[1] for line in lines}) == 3
+    assert "seed 0, max steps 10, max tokens 2048, shape" in lines[0]
+    assert "seed 7, max steps 10, max tokens 2048, shape" in lines[1]
+    assert "max tokens 900, token budget 50000, shape" in lines[2]
+    assert "prompts" not in "".join(lines)  # all of one prompts version: not said
