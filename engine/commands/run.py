@@ -36,7 +36,15 @@ from engine.commands.run_dataset import (
     tell_unmatched,
 )
 from engine.commands.run_flags import add_arguments  # noqa: F401 (engine/cli.py reads it here)
-from engine.commands.run_report import SKIPPED_ROWS, RunEnd, count, report, run_line
+from engine.commands.run_report import (
+    SKIPPED_ROWS,
+    TRAJ,
+    TRAJS,
+    RunEnd,
+    count,
+    report,
+    run_line,
+)
 from engine.commands.run_session import SessionReplies, dialect_notes, logged_records
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for, log_unwritable
@@ -140,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(run_line(run_id, config, len(samples), len(ours)), markup=False)
     if made is not None:
         _note_folder_made(err, log, config, made)
-    _note_run_beside(err, log, config, store, run_id)
+    if not _note_run_beside(err, log, config, store, run_id):
+        console.print(_new_or_resumed(store, run_id, jobs), markup=False)
     if config.workers > 1:
         from engine.workers import fewer_workers
 
@@ -215,15 +224,31 @@ def _note_folder_made(err: Console, log, config: RunConfig, made: Path) -> None:
     log.info("store_folder_made", folder=str(made), store=config.store)
 
 
-def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -> None:
+def _new_or_resumed(store, run_id: str, jobs) -> str:
+    """Whether the command starts its run or goes on with one the store holds, and how much
+    of it the store has: the run's first line reads the same either way, and a rerun that
+    resumed was told apart from one that started afresh only by its end's call count."""
+    from store.events import run_stream
+
+    if store.head(run_stream(run_id)) is None:
+        return "a new run: the store holds none of its trajectories yet"
+    logged = sum(store.head(job.traj) is not None for job in jobs)
+    left = len(jobs) - logged
+    return (f"resuming run {run_id}: {logged} of {count(len(jobs), TRAJ, TRAJS)} already in "
+            "the store (those ended are kept as they are, the others go on from their last "
+            "step)" + (f", {left} to start" if left else ""))
+
+
+def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -> bool:
     """When the store holds another run that is nearly this one, say how they differ and that
-    its trajectories do not count here: a changed option would otherwise start afresh unseen."""
+    its trajectories do not count here: a changed option would otherwise start afresh unseen.
+    Whether it did (the note says the run is new)."""
     from engine.run_header import nearest_other_run
     from engine.version import ENGINE_VERSION
 
     other = nearest_other_run(config, store, run_id)
     if other is None:
-        return
+        return False
     other_id, diff = other
     reference_apart = diff[0][0] == "--model"
     changes = ", ".join(f"{name} ({_short(theirs)} there, {_short(ours_)} here)"
@@ -249,6 +274,7 @@ def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -
                   "--run-name", markup=False)
     log.info("new_run_beside", run_id=run_id, other=other_id,
              differs={name: [theirs, ours_] for name, theirs, ours_ in diff})
+    return True
 
 
 @dataclass(frozen=True, kw_only=True)

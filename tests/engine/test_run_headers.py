@@ -35,3 +35,25 @@ def test_a_changed_invocation_is_recorded_and_the_same_one_is_not(tmp_path, caps
     assert out.count("run started") == 1
     assert "resumed with another config: reference:calibrated on vaot,cot" in out
 
+
+
+def test_the_run_says_whether_it_starts_or_resumes(tmp_path, capsys) -> None:
+    """The run's first line reads the same for a new run and a resumed one: a line under it
+    says which, and how much of it the store already holds."""
+    store = tmp_path / "run.lmdb"
+    assert _run(store, "--settings", "vaot") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "a new run: the store holds none of its trajectories yet"
+    run_id = out[0].split()[1].rstrip(":")
+    assert _run(store, "--settings", "vaot") == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith(
+        f"resuming run {run_id}: 2 of 2 trajectories already in the store")
+    assert _run(store, "--settings", "vaot,cot") == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.startswith(f"resuming run {run_id}: 2 of 4 trajectories already in the store")
+    assert line.endswith(", 2 to start")
+    # Another --max-steps is a new run: the note beside the old one says so, once.
+    assert _run(store, "--settings", "vaot", "--max-steps", "3") == 0
+    captured = capsys.readouterr()
+    assert "resuming" not in captured.out and "a new run:" not in captured.out
+    assert "note: a new run;" in captured.err
