@@ -65,7 +65,10 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     _put_flags(args, raw, in_file)
     tables, model_tables = _model_tables(args, models)
     api_tables = [t for t in model_tables if not str(t.get("spec", "")).startswith("reference:")]
-    _refuse_api_options_of_reference_agents(args, tables, model_tables, api_tables)
+    _refuse_api_options_of_reference_agents(args, tables, model_tables, api_tables,
+                                            file_temperature=("temperature" in in_file
+                                                              and raw.get("temperature")
+                                                              is not None))
     _put_model_flags(args, api_tables)
     raw["models"] = model_tables
     config = _converted(args, raw, in_file, tables, model_tables)
@@ -136,9 +139,16 @@ def _model_tables(args: argparse.Namespace, models: object) -> tuple[list[dict],
 
 def _refuse_api_options_of_reference_agents(args: argparse.Namespace, tables: list[dict],
                                             model_tables: list[dict],
-                                            api_tables: list[dict]) -> None:
+                                            api_tables: list[dict], *,
+                                            file_temperature: bool = False) -> None:
     """Refuse an option of the models called through an API given for the reference agents,
-    as a flag when no other model runs, or in a reference agent's table."""
+    as a flag when no other model runs, or in a reference agent's table; ``file_temperature``:
+    the config file sets ``temperature`` (no flag over it)."""
+    if not api_tables and file_temperature:
+        # As the flag is: taken from the file, it started another run of the same replies.
+        raise ConfigError(f"--config {args.config}: temperature: only models called through an "
+                          "API use it, and this run has none (the reference agents run "
+                          "in-process); name one in models, or leave temperature out")
     if not api_tables:
         # The reference agents run in-process and write their own format: these flags would
         # be dropped without a word (a forgotten --model), or break the control (a dialect).

@@ -81,6 +81,10 @@ BAD_INPUTS = {
     # started another run that computed the very same replies again.
     "temperature, no API model": (["--model", "reference:blind", "--temperature", "0"],
                                   "--temperature: only models called through an API"),
+    # From a config file as from the flag: it started another run of the same replies.
+    "temperature in the file, no API model": (["--config", "{tmp}/reference_temperature.toml"],
+                                              "reference_temperature.toml: temperature: only "
+                                              "models called through an API use it"),
     # In a [[models]] table too: a convention set there for a reference agent read its boxes
     # the wrong way round (its control fell from 93 % to 14 %), a dialect stopped its renders.
     "reference table, convention": (["--config", "{tmp}/reference_yxyx.toml"],
@@ -129,6 +133,8 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     (tmp_path / "no_models.toml").write_text("models = []\n")
     (tmp_path / "zero_steps.toml").write_text("# a comment\nmax_steps = 0\n")
     (tmp_path / "typed.toml").write_text('concurrency = "8"\n')
+    (tmp_path / "reference_temperature.toml").write_text(
+        'models = ["reference:calibrated"]\ntemperature = 0.5\n')
     (tmp_path / "reference_yxyx.toml").write_text(
         '[[models]]\nspec = "reference:calibrated"\nconvention = "yxyx"\n')
     (tmp_path / "model_url.toml").write_text(
