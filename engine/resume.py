@@ -79,8 +79,8 @@ def _refuse_another_dataset(config: RunConfig, header_events: list, run_id: str)
     recorded = [s.event.config.get("dataset") for s in header_events
                 if isinstance(s.event, RunStarted)]
     now = recorded_text(dataset_identity(config.dataset))
-    if not recorded or now in recorded:
-        return
+    if not recorded or None in recorded or now in recorded:
+        return  # a header that does not say its dataset (written before headers did): unknown
     name = f" ({config.run_name})" if config.run_name else ""
     raise ConfigError(
         f"run {run_id}{name} in this store was started on dataset {recorded[0]}, and none of "
