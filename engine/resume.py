@@ -266,9 +266,11 @@ def check_resume(config: RunConfig, header_events: list, run_id: str) -> None:
             how = (f"without {label}, and this has {label} {value!r}" if was is None
                    else f"with {label} {was!r}, and this has none" if value is None
                    else f"with {label} {was!r}, not {value!r}")
+            keep = ("Keep it" if not label.startswith("--") else f"Leave {label} out"
+                    if was is None else f"Give {label} {was!r} again")
             raise ConfigError(
                 f"run {run_id} in this store was started {how}; resuming would mix the two in "
-                "one run. Keep it, or start a separate run with another --run-name")
+                f"one run. {keep}, or start a separate run with another --run-name")
     before = {m.get("spec"): m for m in header.config.get("models", [])}
     for model in config.models:
         old = before.get(model.spec)
@@ -327,7 +329,7 @@ def _refuse_changed_model(config: RunConfig, model: ModelConfig, old: dict[str, 
                 said, keep = (f"{flag} {'on' if was else 'off'}, not {'on' if is_ else 'off'}",
                               f"{'keep' if was else 'leave out'} {flag}")
             else:
-                said, keep = f"{field} {was!r}, not {is_!r}", f"keep {was!r}"
+                said, keep = f"{field} {was!r}, not {is_!r}", f"keep {field} {was!r}"
             raise ConfigError(
                 f"model {model.spec}: {how} with {said}; resuming would mix the two in one "
                 f"run. {keep[0].upper() + keep[1:]}, or start a separate run with "

@@ -57,3 +57,22 @@ def test_the_run_says_whether_it_starts_or_resumes(tmp_path, capsys) -> None:
     captured = capsys.readouterr()
     assert "resuming" not in captured.out and "a new run:" not in captured.out
     assert "note: a new run;" in captured.err
+
+
+def test_a_named_run_s_refusal_says_what_to_give_back(tmp_path, capsys) -> None:
+    """A refused resume names the flag and the value to give back (or to leave out): it said
+    'Keep it', and for a model's field 'Keep {}' (its extra), naming nothing to keep."""
+    store = tmp_path / "run.lmdb"
+    base = ["run", "--model", "scripted:builtin", "--dataset", "synthetic:1", "--limit", "1",
+            "--settings", "vaot", "--store", str(store), "--no-progress", "--run-name", "pilot"]
+    assert main([*base, "--temperature", "0.7"]) == 0
+    for more, said in ((["--temperature", "0.7", "--max-steps", "3"],
+                        "Give --max-steps 10 again, or start a separate run with another "
+                        "--run-name"),
+                       ([], "Give --temperature 0.7 again, or start"),
+                       (["--temperature", "0.7", "--dialect", "qwen3vl"],
+                        "Keep dialect 'vaot', or start")):
+        capsys.readouterr()
+        assert main([*base, *more]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
