@@ -179,6 +179,30 @@ def _with_plan(run_id: str, headers: list[dict], records: list[TrajectoryRecord]
     return planned, records if planned is None else with_never_started(records, run_id, planned)
 
 
+def _unequal_models(records: list[TrajectoryRecord], settings: list[str],
+                    models: list[str]) -> str | None:
+    """A warning when the run's models hold different numbers of trajectories of a setting (a
+    model added by a later invocation with a smaller --limit, or fewer epochs): their tables
+    then score other samples, side by side as if they compared the models alone. Each table's
+    own caption says it of its settings; this is the same across the tables."""
+    counts: dict[str, dict[str, int]] = {}
+    for r in records:
+        if r.parent is not None:
+            continue  # a fork is no trajectory a run asked for
+        counts.setdefault(r.setting, {}).setdefault(r.model, 0)
+        counts[r.setting][r.model] += 1
+    uneven = [setting for setting in settings
+              if len(set(counts.get(setting, {}).values())) > 1]
+    if not uneven:
+        return None
+    said = "; ".join(f"{setting}: " + ", ".join(
+        f"{model} {counts[setting][model]}" for model in models if model in counts[setting])
+        for setting in uneven)
+    return printable(f"the models hold different numbers of trajectories ({said}): their "
+                     "tables score different samples; compare the models on the samples they "
+                     "share")
+
+
 def _options_said(header: dict, show_prompts: bool = False) -> str:
     """The options that make up a run (engine/run_header.py: run_identity), as its header
     recorded them: two runs of one store that differ in --seed, --max-tokens or --temperature
@@ -258,6 +282,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     whose = run_id[:8] if one_of_several else None  # in each title, beside the model
     for table in summary_tables(tabled, settings, by_model, run=whose):
         console.print(table)
+    if note := _unequal_models(tabled, settings, by_model):
+        console.print(note, markup=False)
     print_exposure(console, records, by_model)
     tally = usage_of(records)
     if tally.lines():

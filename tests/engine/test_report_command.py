@@ -433,3 +433,25 @@ def test_runs_that_differ_in_seed_or_max_tokens_alone_are_told_apart(tmp_path, c
     assert "seed 7, max steps 10, max tokens 2048, shape" in lines[1]
     assert "max tokens 900, token budget 50000, shape" in lines[2]
     assert "prompts" not in "".join(lines)  # all of one prompts version: not said
+
+
+def test_models_of_one_run_over_different_samples_are_said_to_be(tmp_path, capsys) -> None:
+    """A model added to a run by a later invocation with a smaller --limit is reported over
+    fewer samples than the first: its table stood beside the other's with no word of it."""
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--no-progress", "--dataset", "synthetic:1", "--settings", "vaot,cot",
+            "--store", store, "--model", "reference:calibrated"]
+    assert main([*base, "--limit", "4"]) == 0
+    assert main([*base, "--model", "reference:blind", "--limit", "2"]) == 0
+    capsys.readouterr()
+    assert main(["report", store]) == 0
+    out = capsys.readouterr().out
+    assert ("the models hold different numbers of trajectories (vaot: reference:calibrated 4, "
+            "reference:blind 2; cot: reference:calibrated 4, reference:blind 2)") in out
+    # The same samples for both: nothing to say.
+    assert main([*base, "--model", "reference:blind", "--limit", "4"]) == 0
+    capsys.readouterr()
+    assert main(["report", store]) == 0
+    assert "the models hold different numbers" not in capsys.readouterr().out
