@@ -36,7 +36,7 @@ from engine.prompts import SETTINGS
 from store import RunStarted, StoreError
 from store.events import run_stream
 
-__all__ = ["HELP", "NAME", "add_arguments", "run"]
+__all__ = ["HELP", "NAME", "add_arguments", "options_said", "run"]
 
 NAME = "report"
 HELP = "print a store's results: accuracy tables, renders shown, tokens and cost"
@@ -203,7 +203,7 @@ def _unequal_models(records: list[TrajectoryRecord], settings: list[str],
                      "share")
 
 
-def _options_said(header: dict, show_prompts: bool = False) -> str:
+def options_said(header: dict, show_prompts: bool = False) -> str:
     """The options that make up a run (engine/run_header.py: run_identity), as its header
     recorded them: two runs of one store that differ in --seed, --max-tokens or --temperature
     alone read alike without them. The optional ones only when given; the prompts' version
@@ -255,7 +255,7 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
     console.print(printable(
         f"run {run_id}" + (f" ({name})" if name else "")
         + f": dataset {header.get('dataset', '?')}, {header.get('engine_version', '?')}, "
-        + _options_said(header, show_prompts)
+        + options_said(header, show_prompts)
         + f"; {count(len(records), 'trajectory', 'trajectories')} "
         f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"
         + missing),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine import event_loop
 from engine.commands._store_arg import add_store_argument, open_existing_store
+from engine.commands.report import options_said
 from engine.printable import printable
 from store.events import (
     CallFailed,
@@ -50,13 +51,36 @@ def _short(text: str | None, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def describe(stored: StoredEvent) -> str:
+def describe(stored: StoredEvent, before: dict | None = None) -> str:
     """One human-readable line for an event, its control characters escaped: a reply's thought
-    is the model's text, and an escape sequence in it reached the terminal as it was."""
-    return printable(_line(stored))
+    is the model's text, and an escape sequence in it reached the terminal as it was.
+    ``before``: for a run header after the first, the config of the one before it."""
+    return printable(_line(stored, before))
 
 
-def _line(stored: StoredEvent) -> str:
+# What an invocation that goes on with a run may change, as a header records it.
+_HEADER_CHANGES = (("settings", "settings"), ("samples", "samples"), ("epochs", "epochs"),
+                   ("dataset", "dataset"), ("skipped_rows", "skipped rows"))
+
+
+def _changes(before: dict, now: dict) -> str:
+    """How a run's header differs from the one before it, in a few words."""
+    said = []
+    specs = [[m.get("spec", "?") for m in h.get("models") or ()] for h in (before, now)]
+    if specs[0] != specs[1]:
+        said.append(f"models {','.join(specs[0])} → {','.join(specs[1])}")
+    elif before.get("models") != now.get("models"):
+        said.append("a model's endpoint or limits")
+    for key, label in _HEADER_CHANGES:
+        was, is_ = before.get(key), now.get(key)
+        if was != is_:
+            was, is_ = (",".join(v) if isinstance(v, list) else v for v in (was, is_))
+            said.append(f"{label} {was if was is not None else 0 if key == 'skipped_rows' else '-'}"
+                        f" → {is_ if is_ is not None else 0 if key == 'skipped_rows' else '-'}")
+    return "; ".join(said) if said else "other run options"
+
+
+def _line(stored: StoredEvent, before: dict | None = None) -> str:
     e = stored.event
     head = f"{stored.seq:>8}  {e.traj[:16]:<16} {e.pos:>3}  "
     if isinstance(e, Step):
@@ -74,14 +98,32 @@ def _line(stored: StoredEvent) -> str:
         retried = "retried" if e.retried else "gave up"
         return f"{head}call failed step {e.step} attempt {e.attempt} {e.kind} ({retried})"
     if isinstance(e, RunStarted):
-        if e.pos == 0:
-            return f"{head}run started {e.run_id}"
         settings = ",".join(e.config.get("settings") or ())
         models = ",".join(m.get("spec", "?") for m in e.config.get("models") or ())
-        return f"{head}run {e.run_id} resumed with another config: {models} on {settings}"
+        if e.pos == 0:
+            if "dataset" not in e.config:  # a header that says nothing of the run
+                return f"{head}run started {e.run_id}"
+            # What makes it a run: two runs of one store otherwise read alike here.
+            name = e.config.get("run_name")
+            return (f"{head}run started {e.run_id}" + (f" ({name})" if name else "")
+                    + f": {models} on {settings}, dataset {e.config['dataset']}, "
+                    + options_said(e.config))
+        changed = f" ({_changes(before, e.config)})" if before is not None else ""
+        return (f"{head}run {e.run_id} resumed with another config: {models} on {settings}"
+                + changed)
     if isinstance(e, Judged):
         return f"{head}judged {e.judge} {_short(str(e.verdict), 60)}"
     return f"{head}{type(e).__name__}"
+
+
+def _header_before(store, stored: StoredEvent) -> dict | None:
+    """For a run header after the first, the config of the header before it (read from the
+    run's stream: ``--from`` may start past it); None for any other event."""
+    e = stored.event
+    if not isinstance(e, RunStarted) or e.pos == 0:
+        return None
+    return next((s.event.config for s in store.read_trajectory(e.traj)
+                 if s.event.pos == e.pos - 1 and isinstance(s.event, RunStarted)), None)
 
 
 def _policy(step: Step) -> str:
@@ -128,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             out.write(event_line(stored.seq, record).decode() + "\n")
         else:
-            out.write(describe(stored) + "\n")
+            out.write(describe(stored, _header_before(store, stored)) + "\n")
 
     with store:
         last = args.start - 1

@@ -33,7 +33,11 @@ def test_a_changed_invocation_is_recorded_and_the_same_one_is_not(tmp_path, caps
     assert main(["tail", str(store)]) == 0
     out = capsys.readouterr().out
     assert out.count("run started") == 1
-    assert "resumed with another config: reference:calibrated on vaot,cot" in out
+    assert ("resumed with another config: reference:calibrated on vaot,cot "
+            "(settings vaot → vaot,cot)") in out  # what changed, not only that something did
+    # Its first header says what makes it a run: two runs of a store read alike without it.
+    assert ("run started " + headers[0].run_id + ": reference:calibrated on vaot, dataset "
+            "synthetic:1, seed 0, max steps 10, max tokens 2048, shape see2think") in out
 
 
 
