@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         _note_folder_made(err, log, config, made)
     if not _note_run_beside(err, log, config, store, run_id):
         console.print(_new_or_resumed(store, run_id, jobs), markup=False)
+        _note_endpoint_changed(err, log, config, store, run_id)
     if config.workers > 1:
         from engine.workers import fewer_workers
 
@@ -237,6 +238,34 @@ def _new_or_resumed(store, run_id: str, jobs) -> str:
     return (f"resuming run {run_id}: {logged} of {count(len(jobs), TRAJ, TRAJS)} already in "
             "the store (those ended are kept as they are, the others go on from their last "
             "step)" + (f", {left} to start" if left else ""))
+
+
+def _note_endpoint_changed(err: Console, log, config: RunConfig, store, run_id: str) -> None:
+    """Say when a model of a resumed run is reached at another --base-url than when the run
+    last ran it. Allowed (a server moved to another port), but perhaps another checkpoint
+    served under the same name, whose replies then count as the one model's: the header
+    recorded it, and the terminal said nothing."""
+    from store import RunStarted
+    from store.events import run_stream
+
+    before: dict[str, object] = {}
+    for stored in store.read_trajectory(run_stream(run_id)):
+        if isinstance(stored.event, RunStarted):
+            for entry in stored.event.config.get("models") or ():
+                if isinstance(entry, dict) and "spec" in entry:
+                    before[entry["spec"]] = entry.get("base_url")
+    for model in config.models:
+        if model.spec not in before or before[model.spec] == model.base_url:
+            continue
+        was = before[model.spec] or "its provider's default"
+        now = model.base_url or "its provider's default"
+        err.print(printable(
+            f"note: {model.spec} is reached at {now}, and was at {was} when run {run_id} "
+            "last ran it; the replies from both count as this one model's in the run. If it "
+            "is another model (a new checkpoint under the same name), give it a --run-name of "
+            "its own"), markup=False)
+        log.info("endpoint_changed", run_id=run_id, model=model.spec, was=str(was),
+                 now=str(now))
 
 
 def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -> bool:

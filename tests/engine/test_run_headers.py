@@ -80,3 +80,27 @@ def test_a_named_run_s_refusal_says_what_to_give_back(tmp_path, capsys) -> None:
         assert main([*base, *more]) == 2
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_model_reached_at_another_base_url_is_said_on_resume(tmp_path, capsys) -> None:
+    """Another --base-url goes on with the run (a server moved to another port), but may be
+    another checkpoint served under the same name: its replies then count with the first's as
+    one model's. The header recorded it; the terminal said nothing."""
+    from tests.fakes.process import fake_server_process
+
+    store = tmp_path / "run.lmdb"
+
+    def run(port: int) -> int:
+        return main(["run", "--model", "openai:fake-model", "--base-url",
+                     f"http://127.0.0.1:{port}/v1", "--dataset", "synthetic:1", "--limit",
+                     "2", "--settings", "cot", "--store", str(store), "--no-progress"])
+
+    with fake_server_process("openai") as first, fake_server_process("openai") as second:
+        assert run(first) == 0
+        assert run(first) == 0
+        assert "note:" not in capsys.readouterr().err  # the same endpoint: nothing to say
+        assert run(second) == 0
+        err = capsys.readouterr().err
+        assert (f"note: openai:fake-model is reached at http://127.0.0.1:{second}/v1, and was "
+                f"at http://127.0.0.1:{first}/v1 when run") in err
+        assert "--run-name" in err and len(err.strip().splitlines()) == 1
