@@ -93,8 +93,12 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
                 diff = [("--model", *(("reference agents only" if only else
                                        "a model called through an API")
                                       for only in (theirs, ours_only)))]
-        if not diff:  # the same options: it can only be a named run (its command's name)
-            diff = [("--run-name", header.config.get("run_name") or "a name", None)]
+        if header.config.get("run_name") or not diff:
+            # A named run is resumed by its name alone: said among the differences, so that
+            # of two runs as near, the unnamed one this command would resume with its options
+            # given back is the one named (and with the same options, the name is the only
+            # difference).
+            diff.append(("--run-name", header.config.get("run_name") or "a name", None))
         if diff and (best is None or len(diff) < len(best[1])):
             best = (other, diff)
     return best

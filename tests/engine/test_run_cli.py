@@ -581,6 +581,33 @@ def test_dropping_the_run_name_is_said_to_start_a_new_run(tmp_path, capsys) -> N
     assert "--run-name (pilot there, none here)" in capsys.readouterr().err
 
 
+def test_the_note_names_the_unnamed_run_the_options_would_resume(tmp_path, capsys) -> None:
+    """Beside a named run and an unnamed one of the same options, a command that changed one
+    option is told of the unnamed one, which giving the option back resumes; the named run was
+    named (the first in the store's order), whose options given back resume nothing."""
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress"]
+    for name in ("aaa", "zzz"):  # runs named before and after: whatever the store's order
+        assert main([*base, "--run-name", name]) == 0
+    capsys.readouterr()
+    assert main(base) == 0
+    unnamed = capsys.readouterr().out.split()[1].rstrip(":")
+    assert main([*base, "--max-steps", "3"]) == 0
+    err = capsys.readouterr().err
+    assert f"holds run {unnamed}, which differs from it in --max-steps (10 there, 3 here), " \
+        "and none" in err, err
+    # Beside named runs alone, the nearest is said with its name among the differences.
+    other = str(tmp_path / "named.lmdb")
+    assert main([*base[:-3], "--store", other, "--no-progress", "--run-name", "pilot"]) == 0
+    capsys.readouterr()
+    assert main([*base[:-3], "--store", other, "--no-progress", "--max-steps", "3"]) == 0
+    assert "--max-steps (10 there, 3 here), --run-name (pilot there, none here)" in \
+        capsys.readouterr().err
+
+
 def test_an_api_model_beside_a_reference_run_is_said_to_be_apart(tmp_path, capsys) -> None:
     # A run of reference agents alone has the engine's version in its identity; the note
     # blamed "--run-name (a name there …)" on a store where no name was ever given.
