@@ -297,10 +297,15 @@ def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -
                   "To see both in one table, give every model with --model in one command",
                   markup=False)
     else:
+        # No flag gives the prompts (or an engine) back: say which vaot can resume it.
+        unflagged = [name for name, _, _ in diff if not name.startswith("--")]
+        back = ("use the vaot (and engine/prompts.py) that recorded it"
+                + (", with its options given back" if len(unflagged) < len(diff) else "")
+                if unflagged else "give its options back")
         err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
                   f"it in {changes}, and none of its trajectories count here. To resume that "
-                  "run, give its options back; to keep runs apart on purpose, name them with "
-                  "--run-name", markup=False)
+                  f"run, {back}; to keep runs apart on purpose, name them with --run-name",
+                  markup=False)
     log.info("new_run_beside", run_id=run_id, other=other_id,
              differs={name: [theirs, ours_] for name, theirs, ours_ in diff})
     return True

@@ -769,3 +769,25 @@ def test_replies_in_another_dialects_format_are_told_at_the_end(tmp_path) -> Non
     logged = [json.loads(line)["event"]
               for line in (tmp_path / "workers.log").read_text().splitlines()]
     assert logged.count("other_dialect") == 1 and "call_fault" not in logged, logged
+
+
+def test_a_run_of_other_prompts_is_said_to_need_the_vaot_that_recorded_it(tmp_path, capsys,
+                                                                         monkeypatch) -> None:
+    """No flag gives the prompts back: 'give its options back' was no way to resume a run
+    whose prompts differ (another vaot, or an edited engine/prompts.py)."""
+    import engine.resume
+    import engine.run_header
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--model", "reference:calibrated", "--store", store, "--no-progress"]
+    assert main(base) == 0
+    for module in (engine.run_header, engine.resume):  # as another vaot's prompts would be
+        monkeypatch.setattr(module, "PROMPTS_VERSION", "0123456789ab")
+    capsys.readouterr()
+    assert main(base) == 0
+    err = capsys.readouterr().err
+    assert "differs from it in the prompts' version" in err
+    assert "To resume that run, use the vaot (and engine/prompts.py) that recorded it;" in err
+    assert "give its options back" not in err
