@@ -91,7 +91,11 @@ def _line(stored: StoredEvent, before: dict | None = None) -> str:
                 f"{_short(e.thought, 50)}")
     if isinstance(e, TrajectoryStarted):
         fork = f" fork of {e.parent[:12]}@{e.fork_step} {e.intervention}" if e.parent else ""
-        return f"{head}started {e.model} {e.setting} sample={e.sample_id}{fork}"
+        # The run and the epoch: two runs of one store, or two epochs of a sample, started
+        # lines that read alike.
+        epoch = f" epoch={e.epoch}" if e.epoch else ""
+        return (f"{head}started {e.model} {e.setting} sample={e.sample_id}{epoch} "
+                f"run={e.run_id[:8]}{fork}")
     if isinstance(e, TrajectoryFinished):
         return f"{head}finished {e.status} answer={_short(e.answer, 40)!r} steps={e.steps}"
     if isinstance(e, CallFailed):

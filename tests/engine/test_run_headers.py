@@ -38,6 +38,15 @@ def test_a_changed_invocation_is_recorded_and_the_same_one_is_not(tmp_path, caps
     # Its first header says what makes it a run: two runs of a store read alike without it.
     assert ("run started " + headers[0].run_id + ": reference:calibrated on vaot, dataset "
             "synthetic:1, seed 0, max steps 10, max tokens 2048, shape see2think") in out
+    # Each trajectory's start names its run (and its epoch past the first): a store's two runs
+    # started lines that read alike.
+    started = [line for line in out.splitlines() if " started reference:" in line]
+    assert started and all(line.endswith(f"run={headers[0].run_id[:8]}") for line in started)
+    assert _run(store, "--settings", "vaot", "--epochs", "2") == 0
+    capsys.readouterr()
+    assert main(["tail", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert " epoch=1 run=" in out
 
 
 
