@@ -63,6 +63,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         raw["settings"] = [s.strip() for s in raw["settings"].split(",") if s.strip()]
     models = raw.pop("models", None)
     _put_flags(args, raw, in_file)
+    _refuse_paths_beside_the_config(args, raw, in_file)
     tables, model_tables = _model_tables(args, models)
     api_tables = [t for t in model_tables if not str(t.get("spec", "")).startswith("reference:")]
     _refuse_api_options_of_reference_agents(args, tables, model_tables, api_tables,
@@ -110,6 +111,35 @@ def _put_flags(args: argparse.Namespace, raw: dict, in_file: set[str]) -> None:
         raw["store"] = os.path.expanduser(raw["store"])  # as the shell would for a flag
     if args.settings is not None:  # "" is a mistake to report, not "all settings"
         raw["settings"] = [s.strip() for s in args.settings.split(",") if s.strip()]
+
+
+def _refuse_paths_beside_the_config(args: argparse.Namespace, raw: dict,
+                                    in_file: set[str]) -> None:
+    """Refuse a relative store or dataset path of the config file that is not there from the
+    current folder but is beside the file: the paths are read from the current folder, so a
+    config run from another folder made a new, empty store there and asked every sample again
+    (a paid run paid twice), with no word but "a new run"."""
+    if not args.config:
+        return
+    beside = Path(args.config).expanduser().parent
+    for key, flag in (("store", "--store"), ("dataset", "--dataset")):
+        value = raw.get(key)
+        if key not in in_file or not isinstance(value, str):
+            continue
+        kind, sep, path = value.strip().partition(":") if key == "dataset" else ("", "", value)
+        if key == "dataset" and (not sep or kind not in ("jsonl", "see2think")):
+            continue
+        if not path or path == ":memory:" or Path(path).expanduser().is_absolute():
+            continue
+        here, there = Path(path), beside / path
+        if here.exists() or not there.exists() or beside.resolve() == Path.cwd().resolve():
+            continue
+        raise ConfigError(
+            f"--config {args.config}: {_where(args.config, key)}: {path!r} is read from the "
+            f"current folder ({Path.cwd()}), which has none; the config file's folder has one "
+            f"({there}): run from {beside}, or give {flag} "
+            + (f"{kind}:{there}" if key == "dataset" else str(there)) + " (or an absolute path "
+            "in the file)")
 
 
 def _model_tables(args: argparse.Namespace, models: object) -> tuple[list[dict], list[dict]]:

@@ -791,3 +791,39 @@ def test_a_run_of_other_prompts_is_said_to_need_the_vaot_that_recorded_it(tmp_pa
     assert "differs from it in the prompts' version" in err
     assert "To resume that run, use the vaot (and engine/prompts.py) that recorded it;" in err
     assert "give its options back" not in err
+
+
+def test_a_config_s_relative_store_or_dataset_beside_it_is_not_made_anew_elsewhere(
+        tmp_path, capsys, monkeypatch) -> None:
+    """A config's relative paths are read from the current folder: run from another folder,
+    its store was made anew there (with the run's dataset given absolute) and every sample
+    asked again, a paid run paid twice. Refused when the path is beside the file instead."""
+    from engine.cli import main
+
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    config = folder / "run.toml"
+    config.write_text('models = ["reference:calibrated"]\ndataset = "synthetic:1"\n'
+                      'store = "run.lmdb"\nsettings = "cot"\nlimit = 1\n')
+    monkeypatch.chdir(folder)
+    assert main(["run", "--config", str(config), "--no-progress"]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["run", "--config", str(config), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert (f"store (line 3): 'run.lmdb' is read from the current folder ({elsewhere}), which "
+            f"has none; the config file's folder has one ({folder / 'run.lmdb'}): run from "
+            f"{folder}, or give --store {folder / 'run.lmdb'}") in err
+    assert len(err.strip().splitlines()) == 1 and not any(elsewhere.iterdir())
+    # The flag given resumes the run; so does running from the file's folder.
+    assert main(["run", "--config", str(config), "--store", str(folder / "run.lmdb"),
+                 "--no-progress"]) == 0
+    assert "resuming run" in capsys.readouterr().out
+    # A dataset file beside the config, named relative, is pointed at the same way.
+    (folder / "val.jsonl").write_text("")
+    config.write_text('models = ["reference:calibrated"]\ndataset = "jsonl:val.jsonl"\n'
+                      f'store = "{folder / "other.lmdb"}"\n')
+    assert main(["run", "--config", str(config), "--no-progress"]) == 2
+    assert f"give --dataset jsonl:{folder / 'val.jsonl'}" in capsys.readouterr().err
