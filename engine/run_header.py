@@ -21,7 +21,7 @@ from adapters.renderers.pillow_renderer import RENDERER_VERSION
 from engine import version  # read at each use: tests change it there
 from engine.config import ModelConfig, RunConfig
 from engine.context import Context
-from engine.ids import recorded_text
+from engine.ids import recorded_text, trajectory_id
 from engine.prompts import (
     NATIVE_TOOLS_VERSION,
     PROMPTS_VERSION,
@@ -32,7 +32,7 @@ from engine.resume import _IDENTITY_IN_HEADER, check_resume
 from store.events import RunStarted, run_stream
 from store.recorder import Recorder
 
-__all__ = ["nearest_other_run", "run_identity", "write_run_header"]
+__all__ = ["nearest_other_run", "run_identity", "shared_samples", "write_run_header"]
 
 
 def run_identity(config: RunConfig) -> dict:
@@ -102,6 +102,15 @@ def nearest_other_run(config: RunConfig, store: Recorder, run_id: str
         if diff and (best is None or len(diff) < len(best[1])):
             best = (other, diff)
     return best
+
+
+def shared_samples(config: RunConfig, store: Recorder, other_id: str,
+                   samples: Sequence[Sample]) -> int:
+    """How many of ``samples`` (by id) run ``other_id`` of the store started a trajectory of,
+    with the command's models and settings (first epoch): those another run asks again."""
+    return sum(any(store.head(trajectory_id(other_id, m.spec, sample.id, setting, 0))
+                   is not None for m in config.models for setting in config.settings)
+               for sample in samples)
 
 
 def _reference_only(specs) -> bool:

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(run_line(run_id, config, len(samples), len(ours)), markup=False)
     if made is not None:
         _note_folder_made(err, log, config, made)
-    if not _note_run_beside(err, log, config, store, run_id):
+    if not _note_run_beside(err, log, config, store, run_id, samples):
         console.print(_new_or_resumed(store, run_id, jobs), markup=False)
         _note_endpoint_changed(err, log, config, store, run_id)
     if config.workers > 1:
@@ -268,11 +268,12 @@ def _note_endpoint_changed(err: Console, log, config: RunConfig, store, run_id: 
                  now=str(now))
 
 
-def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -> bool:
+def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str,
+                     samples=()) -> bool:
     """When the store holds another run that is nearly this one, say how they differ and that
     its trajectories do not count here: a changed option would otherwise start afresh unseen.
     Whether it did (the note says the run is new)."""
-    from engine.run_header import nearest_other_run
+    from engine.run_header import nearest_other_run, shared_samples
     from engine.version import ENGINE_VERSION
 
     other = nearest_other_run(config, store, run_id)
@@ -302,9 +303,16 @@ def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str) -
         back = ("use the vaot (and engine/prompts.py) that recorded it"
                 + (", with its options given back" if len(unflagged) < len(diff) else "")
                 if unflagged else "give its options back")
+        # Another --dataset that holds samples the other run has (synthetic:1 grown to
+        # synthetic:2, the same file at another path): those are paid for again here.
+        shared = (shared_samples(config, store, other_id, samples)
+                  if [name for name, _, _ in diff] == ["--dataset"] else 0)
+        again = (f" {count(shared, 'sample')} of this run {'is' if shared == 1 else 'are'} "
+                 "among those that run asked (by id), and asked again here: a run grows by "
+                 "--limit over one --dataset, or under one --run-name." if shared else "")
         err.print(f"note: a new run; {config.store} holds run {other_id}, which differs from "
-                  f"it in {changes}, and none of its trajectories count here. To resume that "
-                  f"run, {back}; to keep runs apart on purpose, name them with --run-name",
+                  f"it in {changes}, and none of its trajectories count here.{again} To resume "
+                  f"that run, {back}; to keep runs apart on purpose, name them with --run-name",
                   markup=False)
     log.info("new_run_beside", run_id=run_id, other=other_id,
              differs={name: [theirs, ours_] for name, theirs, ours_ in diff})

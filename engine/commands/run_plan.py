@@ -26,14 +26,14 @@ from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
 from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
-from engine.commands.run_report import run_line
+from engine.commands.run_report import count, run_line
 from engine.config import ConfigError, RunConfig
 from engine.conversation import RequestSpec, build_request
 from engine.ids import run_id_for
 from engine.parsing import get_dialect
 from engine.printable import printable
 from engine.resume import check_resumed_run
-from engine.run_header import nearest_other_run, run_identity
+from engine.run_header import nearest_other_run, run_identity, shared_samples
 from engine.run_lock import LOCK_NAME
 from engine.runner import build_jobs
 from engine.states import load_original
@@ -179,6 +179,10 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
         records = {traj: record for traj, record in project(store.iter_events()).items()
                    if traj in ours}
         other = nearest_other_run(config, store, run_id)
+        # Another --dataset holding samples that run has: asked again, paid again.
+        shared = (shared_samples(config, store, other[0],
+                                 list({job.sample.id: job.sample for job in jobs}.values()))
+                  if other is not None and [n for n, _, _ in other[1]] == ["--dataset"] else 0)
     status: Counter[str] = Counter(
         "to continue" if r.status is None else f"ended {r.status}" for r in records.values())
     status["to start"] = len(jobs) - len(records)
@@ -191,7 +195,9 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
     if other is not None:
         other_id, diff = other
         console.print(f"note: a new run beside run {other_id}, which differs in "
-                      + ", ".join(name for name, _, _ in diff), markup=False)
+                      + ", ".join(name for name, _, _ in diff)
+                      + (f"; {count(shared, 'sample')} of this run that run asked (by id) "
+                         f"would be asked again" if shared else ""), markup=False)
     return records
 
 

@@ -827,3 +827,25 @@ def test_a_config_s_relative_store_or_dataset_beside_it_is_not_made_anew_elsewhe
                       f'store = "{folder / "other.lmdb"}"\n')
     assert main(["run", "--config", str(config), "--no-progress"]) == 2
     assert f"give --dataset jsonl:{folder / 'val.jsonl'}" in capsys.readouterr().err
+
+
+def test_a_grown_dataset_says_the_samples_it_asks_again(tmp_path, capsys) -> None:
+    """synthetic:1 grown to synthetic:2 (or a file at another path) is a new run that asks
+    the samples the first run asked again, paid again: said with how many, before (dry run)
+    and as it starts, with how a run grows instead."""
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--settings", "cot", "--model", "reference:calibrated", "--store", store,
+            "--no-progress"]
+    assert main([*base, "--dataset", "synthetic:1"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--dataset", "synthetic:2", "--dry-run"]) == 0
+    assert ("which differs in --dataset; 7 samples of this run that run asked (by id) would "
+            "be asked again") in capsys.readouterr().out
+    assert main([*base, "--dataset", "synthetic:2"]) == 0
+    err = capsys.readouterr().err
+    assert ("7 samples of this run are among those that run asked (by id), and asked again "
+            "here: a run grows by --limit over one --dataset, or under one --run-name") in err
+    assert main([*base, "--dataset", "synthetic:1", "--max-steps", "3"]) == 0
+    assert "asked again" not in capsys.readouterr().err  # another option: a new run as said
