@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "tokens into a cost")
     parser.add_argument("--json", action="store_true",
                         help="print the results as one JSON object instead of tables: per run "
-                        "its options (the last header); epochs (those its log holds, pooled "
+                        "its options (the last header), the models and settings of all its "
+                        "invocations and how many headers they wrote (headers: one per "
+                        "invocation that changed any); epochs (those its log holds, pooled "
                         "in the accuracy cells); trajectories, ended, failed and "
                         "unfinished counts; skipped_rows (dataset rows its last invocation "
                         "left out at load); answer_names_no_choice (the ids of samples whose "
@@ -327,6 +329,12 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         seen = exposure_by_model(ours)
         out[run_id] = {
             "options": headers[-1],
+            # Of every invocation, in the order first named: "options" are the last one's, and
+            # an earlier invocation's models and settings are in the cells below too.
+            "models": list(dict.fromkeys(m.get("spec") for h in headers
+                                         for m in h.get("models", []) if isinstance(m, dict))),
+            "settings": list(dict.fromkeys(s for h in headers for s in h.get("settings", []))),
+            "headers": len([h for h in headers if h]),  # one per invocation that changed any
             "epochs": _epochs(ours),
             "trajectories": len(ours),
             "ended": len(ended),

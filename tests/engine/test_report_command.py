@@ -455,3 +455,23 @@ def test_models_of_one_run_over_different_samples_are_said_to_be(tmp_path, capsy
     capsys.readouterr()
     assert main(["report", store]) == 0
     assert "the models hold different numbers" not in capsys.readouterr().out
+
+
+def test_json_gives_the_models_and_settings_of_every_invocation(tmp_path, capsys) -> None:
+    """"options" are the last invocation's header: a run whose last invocation ran fewer
+    settings or models said only those, beside accuracy cells of the others."""
+    from engine.cli import main
+
+    store = str(tmp_path / "run.lmdb")
+    base = ["run", "--no-progress", "--dataset", "synthetic:1", "--limit", "2", "--store",
+            store]
+    assert main([*base, "--settings", "vaot,cot", "--model", "reference:calibrated",
+                 "--model", "reference:blind"]) == 0
+    assert main([*base, "--settings", "vaot", "--model", "reference:calibrated"]) == 0
+    capsys.readouterr()
+    assert main(["report", store, "--json"]) == 0
+    run = next(iter(json.loads(capsys.readouterr().out)["runs"].values()))
+    assert run["options"]["settings"] == ["vaot"]  # the last invocation's, as documented
+    assert run["settings"] == ["vaot", "cot"] and run["headers"] == 2
+    assert run["models"] == ["reference:calibrated", "reference:blind"]
+    assert {c["setting"] for c in run["accuracy"]} == {"vaot", "cot"}
