@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from analysis.scoring import score_answer, truth_option
+from analysis.scoring import names_an_option, score_answer, truth_option
 from store.events import (
     CallFailed,
     Event,
@@ -68,6 +68,13 @@ class TrajectoryRecord(msgspec.Struct):
     truth_unoffered: bool = False
     """The sample has choices and its answer names none of them (``truth_option`` is None):
     a model that picks an offered option is scored wrong on it whatever it picks."""
+    multiple_choice: bool = False
+    """Its sample has choices (recorded, or given to :func:`project`)."""
+    no_option: bool = False
+    """Answered on a sample with choices, with an answer that names none of them
+    (``names_an_option`` is False: "the picture is unclear", an empty answer, "B or C"), and
+    so scored wrong: a wrong answer that is no wrong pick. (Unset for the rare such answer
+    scored right, being the dataset's answer as written where that names no choice either.)"""
 
 
 def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str, ...]] | None = None
@@ -106,6 +113,7 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
                 group=meta.get("group", ""), family=meta.get("family", ""),
                 truth=truth, parent=event.parent, epoch=event.epoch,
                 truth_unoffered=bool(opts) and unoffered[truth, tuple(opts)],
+                multiple_choice=bool(opts),
             )
             continue
         record = records.get(event.traj)
@@ -141,10 +149,15 @@ def project(events: Iterable[StoredEvent | Event], choices: dict[str, tuple[str,
             record.status = event.status
             record.answer = event.answer
             record.hit_max_steps = event.status == "max_steps"
+            record.no_option = False
             if event.status != "failed":
                 opts = (choices or {}).get(record.sample_id) or recorded_choices.get(
                     record.traj, ())
                 record.correct = bool(score_answer(event.answer, record.truth, opts))
+                # Only a wrong answer is read again: a right one names an option, or is the
+                # truth as written (scored right either way).
+                record.no_option = (event.status == "answered" and not record.correct
+                                    and names_an_option(event.answer, opts) is False)
     return records
 
 

@@ -38,7 +38,7 @@ from analysis.answer_numbers import (
     truth_number,
 )
 
-__all__ = ["normalise", "score_answer", "truth_option"]
+__all__ = ["answer_option", "names_an_option", "normalise", "score_answer", "truth_option"]
 
 # An option that carries its own label: "A. cat", "(b) dog", "3: five" (a space after the
 # mark, so a number such as "3.5 mm" is not read as one).
@@ -429,13 +429,33 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
     """
     if answer is None:
         return None
-    given = normalise(answer)
     expected = normalise(truth)
+    options = _options(choices)
+    read = _read(answer, options, expected)
+    if isinstance(read, bool):
+        return read
+    given, hedged = read
+    truth_at = _picked(expected, options) if options else None
+    if truth_at is not None:
+        picked = _picked_by(given, hedged, options)
+        if picked is not None:
+            return picked == truth_at
+        return _same_value(given, expected) or (
+            same_measure(hedged, expected) and _measured(hedged, options) == [truth_at])
+    return _without_choices(hedged, expected) or _without_choices(given, expected)
+
+
+def _read(answer: str, options: list[_Option], expected: str | None = None
+          ) -> tuple[str, str] | bool:
+    """An answer as :func:`score_answer` reads it before comparing it with anything: (the answer
+    normalised, and that with its hedge set aside); False when it gives no answer (empty, one that
+    denies an option, or rejects one and names nothing after); True when it is ``expected`` (the
+    truth, normalised) as written. Without ``expected``, an answer is read for its option alone."""
+    given = normalise(answer)
     if not given:
         return False
     if given == expected:
         return True
-    options = _options(choices)
     # "答案：否" ("answer: no") is a whole "no" once its lead-in is set aside.
     hedged = given if _leads_with_option(given, options) else _yes_no_word(_LEAD_IN.sub("", given))
     corrected = _CORRECTED.match(hedged)
@@ -444,19 +464,47 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
         # "Not A; B", "B is wrong, it's A": the answer is what follows the rejection (and
         # nothing at all when nothing does).
         rest = corrected.group("rest")
-        return score_answer(rest, truth, choices) if rest else False
+        return _read(rest, options, expected) if rest else False
     if _denies(hedged, expected, options):
         return False
-    truth_at = _picked(expected, options) if options else None
-    if truth_at is not None:
-        picked = _picked(hedged, options)
-        if picked is None:
-            picked = _picked(given, options)
-        if picked is not None:
-            return picked == truth_at
-        return _same_value(given, expected) or (
-            same_measure(hedged, expected) and _measure_of_one_option(hedged, truth_at, options))
-    return _without_choices(hedged, expected) or _without_choices(given, expected)
+    return given, hedged
+
+
+def _picked_by(given: str, hedged: str, options: list[_Option]) -> int | None:
+    """The option an answer read by :func:`_read` names: past its hedge, else whole."""
+    picked = _picked(hedged, options)
+    return _picked(given, options) if picked is None else picked
+
+
+def answer_option(answer: str | None, choices: Sequence[str]) -> int | None:
+    """The option (0-based) a model's answer names, as :func:`score_answer` reads it against
+    its sample's options; None when it names none of ``choices`` ("the picture is unclear", an
+    empty answer, "B or C", "not A"), when there is no answer, or when there are no choices.
+
+    An answer that gives a number or a measure names the one option whose measure it meets
+    ("3" of "3 cats" and "4 dogs"), as it is scored right when that option is the truth."""
+    options = _options(choices)
+    if answer is None or not options:
+        return None
+    read = _read(answer, options)
+    if isinstance(read, bool):  # no answer given (True needs a truth to meet)
+        return None
+    given, hedged = read
+    picked = _picked_by(given, hedged, options)
+    if picked is None and len(met := _measured(hedged, options)) == 1:
+        picked = met[0]
+    return picked
+
+
+def names_an_option(answer: str | None, choices: Sequence[str]) -> bool | None:
+    """Whether an ended trajectory's answer names one of its sample's ``choices`` (see
+    :func:`answer_option`): False for one that names none, and for no answer at all (a
+    trajectory out of steps or failed); None for a free-answer sample (no choices), where
+    there is no option to name. An answer that names none is scored wrong unless it is the
+    dataset's answer as written (a truth that names none of the choices either)."""
+    if not choices:
+        return None
+    return answer_option(answer, choices) is not None
 
 
 def truth_option(truth: str, choices: Sequence[str]) -> int | None:
@@ -467,11 +515,10 @@ def truth_option(truth: str, choices: Sequence[str]) -> int | None:
     return _picked(normalise(truth), options) if options else None
 
 
-def _measure_of_one_option(given: str, truth_at: int, options: list[_Option]) -> bool:
-    """Whether the true option is the only one whose measure or count ("3 cats", "3 cm") the
-    answer's number meets: with "3 cats" and "3 dogs" both offered, "3" picks neither."""
-    met = [i for i, option in enumerate(options) if same_measure(given, option.text)]
-    return met == [truth_at]
+def _measured(given: str, options: list[_Option]) -> list[int]:
+    """The options whose measure or count ("3 cats", "3 cm") the answer's number meets: with
+    "3 cats" and "3 dogs" both offered, "3" meets two and so picks neither."""
+    return [i for i, option in enumerate(options) if same_measure(given, option.text)]
 
 
 def _leads_with_option(text: str, options: list[_Option]) -> bool:
@@ -480,7 +527,7 @@ def _leads_with_option(text: str, options: list[_Option]) -> bool:
     return any(re.match(_as_word(o.text), text) for o in options)
 
 
-def _denies(hedged: str, expected: str, options: list[_Option]) -> bool:
+def _denies(hedged: str, expected: str | None, options: list[_Option]) -> bool:
     """Whether an answer, past its hedge, rules one out ("not A", "It isn't cat"): the option
     it names is the one it rejects. Not when those words are the truth or an option's text."""
     return (bool(_DENIAL.match(hedged)) and hedged != expected

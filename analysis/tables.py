@@ -30,6 +30,9 @@ class Cell(msgspec.Struct):
     """Of ``n``, the ones out of steps (or of token budget) before an answer: wrong too."""
     unfinished: int = 0
     """Not ended (interrupted, or its model stopped): outside ``n`` until a rerun ends them."""
+    no_option: int = 0
+    """Of ``n``, the answered ones on samples with choices whose answer named none of them
+    (``TrajectoryRecord.no_option``): wrong, as a wrong pick is, but no pick at all."""
 
     @property
     def accuracy(self) -> float | None:
@@ -53,6 +56,7 @@ def accuracy_table(records: Iterable[TrajectoryRecord], by: str = "group"
             else:
                 cell.max_steps += r.status == "max_steps"
                 cell.correct += int(bool(r.correct))
+                cell.no_option += r.no_option
     return dict(cells)
 
 

@@ -27,7 +27,7 @@ from analysis.records import TrajectoryRecord, project
 from analysis.tables import ALL, accuracy_table, exposure_by_model, paired_exposed_accuracy
 from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
-from engine.commands.run_report import count, print_exposure, usage_of
+from engine.commands.run_report import count, no_option_lines, print_exposure, usage_of
 from engine.config import ConfigError, load_toml
 from engine.cost import PriceTable, format_cost_lines
 from engine.printable import printable
@@ -55,15 +55,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "its options (the last header), the models and settings of all its "
                         "invocations and how many headers they wrote (headers: one per "
                         "invocation that changed any); epochs (those its log holds, pooled "
-                        "in the accuracy cells); trajectories, ended, failed and "
-                        "unfinished counts; skipped_rows (dataset rows its last invocation "
-                        "left out at load); answer_names_no_choice (the ids of samples whose "
+                        "in the accuracy cells); trajectories, ended, failed, max_steps, "
+                        "no_option and unfinished counts; skipped_rows (dataset rows its "
+                        "last invocation left out at load); answer_names_no_choice (the ids "
+                        "of samples whose "
                         "answer names none of their choices, scored wrong for any option "
                         "picked); planned and never_started, with coverage per "
                         "model, setting and group (null for runs recorded before headers "
                         "said how many samples they ran); accuracy cells per model, group and "
-                        "setting (ended, correct, failed, max_steps, unfinished with the "
-                        "never started, "
+                        "setting (ended, correct, failed, max_steps, no_option: the ended "
+                        "answered on a sample with choices whose answer named none of them, "
+                        "scored wrong as a wrong pick is, unfinished with the never started, "
                         "accuracy as a fraction 0-1: correct / ended, where ended counts the "
                         "answered, the max_steps and the failed, the last two as wrong, and "
                         "not the unfinished; null when none ended; the row 'all' with "
@@ -286,6 +288,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         console.print(table)
     if note := _unequal_models(tabled, settings, by_model):
         console.print(note, markup=False)
+    for line in no_option_lines(records, by_model, settings, run=whose):
+        console.print(line, markup=False)
     print_exposure(console, records, by_model)
     tally = usage_of(records)
     if tally.lines():
@@ -317,7 +321,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
             {"model": model, "group": "all" if group is ALL else group, "setting": setting,
              "aggregate": group is ALL, "ended": cell.n, "correct": cell.correct,
              "failed": cell.failed, "max_steps": cell.max_steps, "unfinished": cell.unfinished,
-             "accuracy": cell.accuracy}
+             "no_option": cell.no_option, "accuracy": cell.accuracy}
             for (model, group, setting), cell in sorted(
                 cells.items(), key=lambda kv: (kv[0][0], kv[0][1] is ALL, kv[0][1] or "",
                                                kv[0][2]))
@@ -339,6 +343,8 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
             "trajectories": len(ours),
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),
+            "max_steps": sum(r.status == "max_steps" for r in ended),
+            "no_option": sum(r.no_option for r in ended),
             "unfinished": len(ours) - len(ended),
             "skipped_rows": headers[-1].get("skipped_rows", 0),
             "answer_names_no_choice": _unoffered(ours),

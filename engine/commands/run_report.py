@@ -30,8 +30,8 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "print_exposure", "report", "run_line",
-           "stop_reason", "usage_of"]
+__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "no_option_lines", "print_exposure", "report",
+           "run_line", "stop_reason", "usage_of"]
 
 
 SKIPPED_ROWS = 4
@@ -108,6 +108,8 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
         + _cache_said(cached, written) + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)
+    for line in no_option_lines(records, [m.spec for m in config.models], config.settings):
+        console.print(line, markup=False)
     print_exposure(console, records, [m.spec for m in config.models])
     for job, outcome in session_failures[:5]:
         what = "error" if outcome.unrecorded else "failed"
@@ -231,6 +233,34 @@ def print_exposure(console, records, models: Sequence[str] = ()) -> None:
         if model not in by_model:
             console.print(f"{printable(model)}: every vaot and wrong_render trajectory failed, so "
                           "its columns cannot show whether it used the images", markup=False)
+
+
+def no_option_lines(records, models: Sequence[str] = (), settings: Sequence[str] = (),
+                    run: str | None = None) -> list[str]:
+    """One line per model (in the order of ``models``, then by name) whose answers on samples
+    with choices named none of them ("the picture is unclear", an empty answer): scored wrong
+    like a wrong pick, they are no pick at all, and the tables cannot tell the two apart.
+    ``settings`` orders the per-setting counts (the tables' columns); ``run`` names the run
+    (a store of several)."""
+    answered: dict[str, int] = {}
+    named_none: dict[str, dict[str, int]] = {}
+    for r in records:
+        if r.multiple_choice and r.status == "answered":
+            answered[r.model] = answered.get(r.model, 0) + 1
+            if r.no_option:
+                by_setting = named_none.setdefault(r.model, {})
+                by_setting[r.setting] = by_setting.get(r.setting, 0) + 1
+    lines = []
+    whose = f" (run {run})" if run else ""
+    for model in _in_order(named_none, models):
+        by_setting = named_none[model]
+        order = [s for s in dict.fromkeys([*settings, *sorted(by_setting)]) if s in by_setting]
+        lines.append(printable(
+            f"{model}{whose}: {sum(by_setting.values())} of {count(answered[model], 'answer')} to "
+            "multiple-choice samples named none of their options ("
+            + ", ".join(f"{s} {by_setting[s]}" for s in order)
+            + "; scored wrong; --json: no_option)"))
+    return lines
 
 
 def _exposed(seen: dict[str, Exposure], short: bool = False) -> str:

@@ -125,3 +125,32 @@ def test_a_reply_concluding_the_answer_is_is_answered_and_scored_as_a_final_answ
     for key, r in concluded.items():
         assert (r.status, r.steps, r.hit_max_steps) == ("answered", looks[key].steps, False)
         assert (r.answer, r.correct) == (looks[key].answer, looks[key].correct), key
+
+
+def test_an_answer_naming_none_of_its_samples_options_is_marked_and_counted() -> None:
+    # A real run: the model answers "the picture is unclear" in cot and the first option
+    # otherwise. On a multiple-choice sample that is no option (scored wrong, marked apart from
+    # a wrong pick); on a free-answer sample there is no option to name, so it is not marked.
+    import msgspec
+
+    from analysis.tables import ALL, accuracy_table
+
+    unsure = Script(steps=["Step 1 (Text): I see it.\nFinal Answer: {first_option}"],
+                    cot="Step 1 (Text): I cannot tell.\nFinal Answer: the picture is unclear")
+    config = RunConfig(models=(ModelConfig("scripted:unsure"),), dataset="synthetic:1",
+                       limit=4, max_steps=MAX_STEPS, settings=("cot", "vaot"))
+    samples, _ = load_dataset(config.dataset, limit=config.limit)
+    free = samples[0].id
+    samples = [msgspec.structs.replace(samples[0], choices=()), *samples[1:]]
+    store = MemoryStore()
+    asyncio.run(run_jobs(config, store, samples,
+                         adapters={"scripted:unsure": ScriptedAdapter("unsure", unsure)}))
+    records = list(project(store.iter_events()).values())
+    assert len(records) == 8 and all(r.status == "answered" for r in records)
+    assert {r.sample_id for r in records if not r.multiple_choice} == {free}
+    marked = {(r.sample_id, r.setting) for r in records if r.no_option}
+    assert marked == {(s.id, "cot") for s in samples[1:]}
+    assert not any(r.correct for r in records if r.no_option)
+    cells = accuracy_table(records)
+    assert (cells["scripted:unsure", ALL, "cot"].no_option,
+            cells["scripted:unsure", ALL, "vaot"].no_option) == (3, 0)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from analysis.scoring import score_answer, truth_option
+from analysis.scoring import answer_option, names_an_option, score_answer, truth_option
 from engine.parsing import parse_step
 
 AS_LIST = ("red", "blue", "green")
@@ -848,3 +848,31 @@ def test_the_option_a_datasets_answer_names(truth, choices, option) -> None:
     assert truth_option(truth, choices) == option
     if option is not None:  # the option it names is the one a model is scored right for
         assert score_answer(choices[option], truth, choices) is True
+
+
+@pytest.mark.parametrize(("answer", "choices", "option"), [
+    # Named as the scorer reads an answer: text, label, both, hedged, after a rejection.
+    ("dog", ["cat", "dog"], 1), ("B", ["cat", "dog"], 1), ("(B) dog", ["cat", "dog"], 1),
+    ("I think it's a dog", ["cat", "dog"], 1), ("not cat; dog", ["cat", "dog"], 1),
+    ("Step 1 (Text): a cat? no.\nFinal Answer: dog", ["cat", "dog"], 1),
+    ("B", ["A. cat", "B. dog"], 1), ("three", ["2", "3"], 1), ("3", ["3 cm", "none"], 0),
+    # Named none: prose, empty, two of them, a label past the last, one ruled out, a
+    # contradiction, no answer at all.
+    ("the picture is unclear", ["cat", "dog"], None), ("", ["cat", "dog"], None),
+    ("  ", ["cat", "dog"], None), ("cat or dog", ["cat", "dog"], None),
+    ("C", ["cat", "dog"], None), ("not cat", ["cat", "dog"], None),
+    ("(B) cat", ["cat", "dog"], None), (None, ["cat", "dog"], None),
+])
+def test_the_option_a_models_answer_names(answer, choices, option) -> None:
+    assert answer_option(answer, choices) == option
+    assert names_an_option(answer, choices) is (option is not None)
+    if option is not None:  # read as the scorer reads it: right exactly for that option
+        for truth_at, truth in enumerate(choices):
+            assert score_answer(answer, truth, choices) is (truth_at == option)
+    elif answer is not None:  # no option named: wrong whichever option is the truth
+        assert not any(score_answer(answer, truth, choices) for truth in choices)
+
+
+def test_a_free_answer_sample_has_no_option_to_name() -> None:
+    for answer in ("3", "the picture is unclear", "", None):
+        assert names_an_option(answer, ()) is None and answer_option(answer, []) is None

@@ -475,3 +475,66 @@ def test_json_gives_the_models_and_settings_of_every_invocation(tmp_path, capsys
     assert run["settings"] == ["vaot", "cot"] and run["headers"] == 2
     assert run["models"] == ["reference:calibrated", "reference:blind"]
     assert {c["setting"] for c in run["accuracy"]} == {"vaot", "cot"}
+
+
+def test_answers_that_name_no_option_are_counted_apart_from_wrong_picks(tmp_path) -> None:
+    """A real run whose scripted model answers "the picture is unclear" in cot and picks the
+    first option in the other settings: on a cat/dog sample that names no option (scored wrong
+    as a wrong pick is, and said apart); on a sample offering those very words it is a pick; on
+    a free-answer sample there is no option to name. A model that never answers ends out of
+    steps, counted as such and not as naming none."""
+    from PIL import Image
+
+    rows = [
+        {"id": "cat", "question": "Cat or dog?", "answer": "cat", "choices": ["cat", "dog"],
+         "group": "2D"},
+        {"id": "blue", "question": "Red or blue?", "answer": "blue", "choices": ["red", "blue"],
+         "group": "3D"},
+        {"id": "offered", "question": "Is it clear?", "answer": "a clear cat",
+         "choices": ["the picture is unclear", "a clear cat"], "group": "2D"},
+        {"id": "free", "question": "How many?", "answer": "3", "group": "2D"},
+    ]
+    for row in rows:
+        Image.new("RGB", (32, 32), "white").save(tmp_path / f"{row['id']}.png")
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**row, "image": f"{row['id']}.png", "category": "c"})
+                            + "\n" for row in rows))
+    unsure = tmp_path / "unsure.json"
+    unsure.write_text(json.dumps({
+        "cot": "Step 1 (Text): I cannot tell.\nFinal Answer: the picture is unclear",
+        "steps": ["Step 1 (Text): I can see it.\nFinal Answer: {first_option}"]}))
+    stuck = tmp_path / "stuck.json"
+    stuck.write_text(json.dumps({"cot": "Step 1 (Text): I look.",
+                                 "steps": ["Step 1 (Text): I look again."]}))
+    config = tmp_path / "run.toml"
+    config.write_text("".join(f'[[models]]\nspec = "scripted:{name}"\nextra = {{ script = '
+                              f'{json.dumps(str(script))} }}\n'
+                              for name, script in (("unsure", unsure), ("stuck", stuck))))
+    store = str(tmp_path / "s.lmdb")
+    ran = _vaot("run", "--no-progress", "--config", str(config), "--dataset", f"jsonl:{data}",
+                "--max-steps", "2", "--store", store)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    # 3 multiple-choice samples × 4 settings answered; in cot, "cat" and "blue" named none.
+    said = ("scripted:unsure: 2 of 12 answers to multiple-choice samples named none of their "
+            "options (cot 2; scored wrong; --json: no_option)")
+    done = _vaot("report", store)
+    assert done.returncode == 0, done.stderr
+    assert said in done.stdout.splitlines() and said in ran.stdout.splitlines()
+    # One note, of the one model that answered: none for the one that never did.
+    assert [line for line in done.stdout.splitlines() if "named none" in line] == [said]
+    (run,) = json.loads(_vaot("report", store, "--json").stdout)["runs"].values()
+    assert (run["ended"], run["failed"], run["max_steps"], run["no_option"]) == (32, 0, 16, 2)
+    cells = {(c["model"], c["group"], c["setting"]): c for c in run["accuracy"]}
+    for setting in ("cot", "no_render", "vaot", "wrong_render"):
+        unsure_cells = {group: cells["scripted:unsure", group, setting]
+                        for group in ("2D", "3D", "all")}
+        expected = {"2D": 1, "3D": 1, "all": 2} if setting == "cot" else {
+            "2D": 0, "3D": 0, "all": 0}
+        assert {g: c["no_option"] for g, c in unsure_cells.items()} == expected, setting
+        assert unsure_cells["all"]["ended"] == 4 and unsure_cells["all"]["max_steps"] == 0
+        # The model that never answered: out of steps, not "named none".
+        stuck_all = cells["scripted:stuck", "all", setting]
+        assert (stuck_all["ended"], stuck_all["max_steps"], stuck_all["no_option"]) == (4, 4, 0)
+    # Scored as before: cot right on none; the others right on "cat" only (the first option).
+    assert cells["scripted:unsure", "all", "cot"]["correct"] == 0
+    assert cells["scripted:unsure", "all", "vaot"]["correct"] == 1
