@@ -440,8 +440,9 @@ def score_answer(answer: str | None, truth: str, choices: Sequence[str] = ()) ->
         picked = _picked_by(given, hedged, options)
         if picked is not None:
             return picked == truth_at
-        return _same_value(given, expected) or (
-            same_measure(hedged, expected) and _measured(hedged, options) == [truth_at])
+        # A bare number that meets one option's measure alone ("3" of "3 cm" and "none") picks
+        # it, whether the dataset gives the truth as that text or as its label ("A").
+        return _same_value(given, expected) or _measured(hedged, options) == [truth_at]
     return _without_choices(hedged, expected) or _without_choices(given, expected)
 
 

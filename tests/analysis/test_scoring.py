@@ -463,6 +463,11 @@ def test_reasoning_before_a_final_marker_does_not_change_the_answer(texts, data)
     ("3", "3 dogs", ("3 cats", "3 dogs"), False),
     ("3", "3 cm", ("3 cm", "3 m"), False),
     ("3", "3 cats", ("3 cats", "4 cats"), True),
+    # …whether the truth is given as the option's text or as its label.
+    ("3", "A", ("3 cats", "4 cats"), True),
+    ("3", "B", ("3 cats", "4 cats"), False),
+    ("3", "A", ("3 cm", "none of these"), True),
+    ("3", "A", ("3 cm", "3 m"), False),
     ("3 cats", "3 cats", ("3 cats", "3 dogs"), True),
     ("−5", "-5", (), True),  # the minus sign
     ("Therefore, the answer is 3.", "3", (), True),
