@@ -22,6 +22,17 @@ def _vaot(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})})
 
 
+def _warnings_of_dry_run_and_run(*args: str) -> list[list[str]]:
+    """The ``warning:`` lines of ``vaot run ARGS --dry-run``, then of ``vaot run ARGS``: what a
+    run warns of at load, its dry run must warn of too (each must succeed)."""
+    said = []
+    for extra in (("--dry-run",), ()):
+        done = _vaot(*args, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        said.append([line for line in done.stderr.splitlines() if line.startswith("warning:")])
+    return said
+
+
 def _digest(folder: Path) -> str:
     """Every file's bytes but LMDB's lock file, whose reader table any reader writes."""
     h = hashlib.sha256()
@@ -182,15 +193,12 @@ def test_answers_that_name_none_of_their_choices_are_warned_of(tmp_path) -> None
                             for row in rows))
     args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
             "--store", str(tmp_path / "run.lmdb"))
-    for extra in (("--dry-run",), ()):
-        done = _vaot(*args, *extra)
-        assert done.returncode == 0, done.stdout + done.stderr
-        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    for warned in _warnings_of_dry_run_and_run(*args):
         assert warned == [
             "warning: sample s1: its answer 'C' names none of its choices ('x', 'y'); a model "
             "that picks one of them is scored wrong",
             "warning: sample s3: its answer 'zebra' names none of its choices ('cat', 'dog'); "
-            "a model that picks one of them is scored wrong"], done.stderr
+            "a model that picks one of them is scored wrong"], warned
     logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
     assert [(e["sample"], e["answer"], e["choices"]) for e in logged
             if e["event"] == "answer_names_no_choice"] == [("s1", "C", ["x", "y"]),
@@ -212,15 +220,12 @@ def test_questions_holding_an_image_placeholder_are_warned_of(tmp_path) -> None:
                             for key, text in questions.items()))
     args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
             "--store", str(tmp_path / "run.lmdb"))
-    for extra in (("--dry-run",), ()):
-        done = _vaot(*args, *extra)
-        assert done.returncode == 0, done.stdout + done.stderr
-        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    for warned in _warnings_of_dry_run_and_run(*args):
         assert warned == [
             "warning: the question of 2 samples (s1, s3) holds '<image>', another format's "
             "placeholder for the image: vaot sends the image on its own and the question as "
             "written, so the model reads '<image>' as text (a LLaVA-style server may take it "
-            "for an image the request does not hold); remove it from the question"], done.stderr
+            "for an image the request does not hold); remove it from the question"], warned
     logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
     assert [e["sample"] for e in logged
             if e["event"] == "question_holds_image_placeholder"] == ["s1", "s3"]
@@ -241,14 +246,11 @@ def test_images_worth_a_warning_are_warned_of(tmp_path) -> None:
                             for key, image in (("s1", "moving.gif"), ("s2", inline))))
     args = ("--model", "reference:blind", "--dataset", f"jsonl:{data}", "--settings", "cot",
             "--store", str(tmp_path / "run.lmdb"))
-    for extra in (("--dry-run",), ()):
-        done = _vaot(*args, *extra)
-        assert done.returncode == 0, done.stdout + done.stderr
-        warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    for warned in _warnings_of_dry_run_and_run(*args):
         assert warned == ["warning: sample s1: its image 'moving.gif': it holds 2 frames (an "
                           "animation, or pages): only the first is shown",
                           "warning: sample s2: its image (inline, at line 2): it holds 2 frames "
-                          "(an animation, or pages): only the first is shown"], done.stderr
+                          "(an animation, or pages): only the first is shown"], warned
     logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
     assert [e["sample"] for e in logged if e["event"] == "image_note"] == ["s1", "s2"]
 
