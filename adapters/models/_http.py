@@ -99,9 +99,10 @@ class JsonClient:
         base = target.removesuffix(path) if target.endswith(path) else None
         advice = (f"use --base-url {base}" if base else
                   f"point --base-url at the address it moved to ({target})")
-        return ModelCallError(
+        # The Location is the server's: it may carry the key (a path, userinfo) back to us.
+        return ModelCallError(redact(
             f"{self._provider}:{self._model}: {url} redirects (HTTP {status}) to {target}, "
-            f"which a POST cannot follow; {advice}", retry="no", kind="redirect", status=status)
+            f"which a POST cannot follow; {advice}"), retry="no", kind="redirect", status=status)
 
     def _fail(self, message: str, kind: str) -> ModelCallError:
         return ModelCallError(
