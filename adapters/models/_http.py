@@ -290,7 +290,12 @@ class HttpAdapter(abc.ABC):
                 isinstance(c.name, str) and isinstance(c.arguments, str)
                 for c in reply.tool_calls):
             raise self._reply_error("reply text or tool call is not a string", "bad_reply")
-        return reply
+        # A reply is the server's text: one that repeats the key (a proxy echoing the request,
+        # a model shown it) would put it in the store, the log and every `tail` of the run.
+        return msgspec.structs.replace(
+            reply, text=redact(reply.text), finish_message=redact(reply.finish_message),
+            tool_calls=tuple(msgspec.structs.replace(c, arguments=redact(c.arguments))
+                             for c in reply.tool_calls))
 
     async def aclose(self) -> None:
         """Close the HTTP session."""

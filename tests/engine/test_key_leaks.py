@@ -1,0 +1,48 @@
+"""The API key stays out of everything a run writes or prints, whatever the server sends back:
+a run of the real CLI against a fake server, then every output searched for the key."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.process import fake_server_process
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY_ENV = "VAOT_LEAKCHECK_KEY"
+KEY = "sk-LEAKCHECK-7f3a9b2c"
+
+
+def _vaot(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT,
+                          env={**os.environ, KEY_ENV: KEY}, capture_output=True, text=True,
+                          timeout=120)
+
+
+def _everything(store: Path, run: subprocess.CompletedProcess[str]) -> str:
+    """All vaot wrote or printed about the run: its output, the store raw and exported, the
+    log beside the store, tail, report and verify."""
+    seen = [run.stdout, run.stderr]
+    for command in ("export", "tail", "report", "verify"):
+        out = _vaot(command, str(store))
+        seen += [out.stdout, out.stderr]
+    for path in [*store.iterdir(), *store.parent.glob("*.log")]:
+        seen.append(path.read_bytes().decode("latin-1"))
+    return "\n".join(seen)
+
+
+def test_a_reply_that_repeats_the_key_is_stored_redacted(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([f"The key is {KEY}.\n\nFinal Answer: {KEY}"] * 4))
+    store = tmp_path / "s.lmdb"
+    with fake_server_process("openai", "--api-key", KEY, "--script", str(script)) as port:
+        run = _vaot("run", "--model", "openai:m", "--base-url", f"http://127.0.0.1:{port}/v1",
+                    "--api-key-env", KEY_ENV, "--dataset", "synthetic:1", "--limit", "1",
+                    "--settings", "vaot", "--store", str(store), "--no-progress")
+    assert run.returncode == 0, run.stdout + run.stderr
+    everything = _everything(store, run)
+    assert f"[redacted ${KEY_ENV}]" in everything  # the reply was stored, without the key
+    assert "7f3a9b2c" not in everything
