@@ -46,3 +46,20 @@ def test_a_reply_that_repeats_the_key_is_stored_redacted(tmp_path: Path) -> None
     everything = _everything(store, run)
     assert f"[redacted ${KEY_ENV}]" in everything  # the reply was stored, without the key
     assert "7f3a9b2c" not in everything
+
+
+def test_a_base_url_with_a_password_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    """The base URL is part of the run's header: a password in it was kept in the store (and
+    shown by export and --dry-run), and the run failed with aiohttp's 'Cannot combine
+    AUTHORIZATION header with ... credentials encoded in URL', blamed on an image."""
+    store = tmp_path / "s.lmdb"
+    for extra in ((), ("--dry-run",)):
+        with fake_server_process("openai", "--api-key", KEY) as port:
+            run = _vaot("run", "--model", "openai:m", "--base-url",
+                        f"http://user:hunter2secret@127.0.0.1:{port}/v1", "--api-key-env",
+                        KEY_ENV, "--dataset", "synthetic:1", "--limit", "1", "--settings",
+                        "vaot", "--store", str(store), "--no-progress", *extra)
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert "user name or password" in run.stderr
+        assert "hunter2" not in run.stdout + run.stderr
+        assert not store.exists()
