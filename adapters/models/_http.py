@@ -41,6 +41,17 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 10  # aiohttp's own bound
 
 
+def _holds(value: Any, secret: str) -> bool:
+    """Whether ``secret`` is in any string (key or value) of a JSON-like ``value``."""
+    if isinstance(value, str):
+        return secret in value
+    if isinstance(value, Mapping):
+        return any(_holds(k, secret) or _holds(v, secret) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds(v, secret) for v in value)
+    return False
+
+
 def _same_origin(a: yarl.URL, b: yarl.URL) -> bool:
     try:
         return a.origin() == b.origin()
@@ -244,6 +255,12 @@ class HttpAdapter(abc.ABC):
         """Every call is bounded by this (connect to last byte); the engine relies on it."""
         key_env = options.api_key_env or self.default_key_env
         key = self._read_key(base_url, key_env)
+        if key and _holds(options.extra, key):
+            # extra goes into the run's header (the store, export, --dry-run) as it is.
+            raise AdapterError(
+                f"{self.name}: extra holds the API key read from ${key_env}, and the run's "
+                "header records extra as it is; leave it out: vaot sends the key in the "
+                f"{self.provider} API's own auth header")
         self._client = JsonClient(
             base_url,
             headers={**options.extra_headers, **self._auth_headers(key)},

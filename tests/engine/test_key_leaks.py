@@ -63,3 +63,21 @@ def test_a_base_url_with_a_password_is_refused_without_echoing_it(tmp_path: Path
         assert "user name or password" in run.stderr
         assert "hunter2" not in run.stdout + run.stderr
         assert not store.exists()
+
+
+def test_extra_holding_the_key_is_refused_before_the_header_records_it(tmp_path: Path) -> None:
+    """A config's extra is recorded in the run's header as it is: the key pasted into it was
+    kept in the store for good (export showed it)."""
+    store = tmp_path / "s.lmdb"
+    with fake_server_process("openai", "--api-key", KEY) as port:
+        config = tmp_path / "run.toml"
+        config.write_text(
+            f'dataset = "synthetic:1"\nlimit = 1\nsettings = ["vaot"]\nstore = "{store}"\n\n'
+            f'[[models]]\nspec = "openai:m"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+            f'api_key_env = "{KEY_ENV}"\nextra = {{metadata = {{auth = "Bearer {KEY}"}}}}\n')
+        for extra in ((), ("--dry-run",)):
+            run = _vaot("run", "--config", str(config), "--no-progress", *extra)
+            assert run.returncode != 0, run.stdout + run.stderr
+            assert f"extra holds the API key read from ${KEY_ENV}" in run.stderr
+            assert "7f3a9b2c" not in run.stdout + run.stderr
+            assert not store.exists()
