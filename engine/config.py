@@ -258,6 +258,15 @@ def _validate_model(model: ModelConfig) -> None:
                               "header would record; give the URL without them, and the key in "
                               "the variable --api-key-env names", model=model.spec,
                               field="base_url")
+        if url.query or url.fragment or model.base_url.rstrip().endswith(("?", "#")):
+            # Never echo it: a query is where a key is put (Gemini's ?key=), and the base URL
+            # is part of the run's header. The endpoint's path would follow the query anyway.
+            shown = urllib.parse.urlunsplit(url._replace(query="", fragment=""))
+            raise ConfigError(f"{where}: base URL {_without_userinfo(shown)!r} is followed by a "
+                              "query or fragment (?… or #…), which the run's header would "
+                              "record and vaot's endpoint path would follow; give the URL "
+                              "without it, and the key in the variable --api-key-env names",
+                              model=model.spec, field="base_url")
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ConfigError(f"{where}: base URL {model.base_url!r} is not an http(s) URL "
                               "with a host, like http://127.0.0.1:8000/v1",
