@@ -196,6 +196,12 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_USERINFO = re.compile(r"(//)[^/?#]*@")
+
+
+def _without_userinfo(text: str) -> str:
+    """``text`` with any ``user:password@`` of a URL in it shown as ``…@``."""
+    return _USERINFO.sub(r"\1…@", text)
 # The providers whose adapters declare tools and replay calls (a cassette replays a run of
 # theirs by request hash, declarations included).
 _NATIVE_TOOL_PROVIDERS = ("openai", "anthropic", "gemini", "cassette")
@@ -241,8 +247,26 @@ def _validate_model(model: ModelConfig) -> None:
             url = urllib.parse.urlsplit(model.base_url)
             url.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError as exc:
-            raise ConfigError(f"{where}: base URL {model.base_url!r} is not a URL ({exc})",
+            raise ConfigError(f"{where}: base URL {_without_userinfo(model.base_url)!r} is not "
+                              f"a URL ({_without_userinfo(str(exc))})",
                               model=model.spec, field="base_url") from None
+        if "@" in url.netloc:
+            # Never echo it: the password is a secret, and the base URL is part of the run's
+            # header (the store, `export`, --dry-run), which keeps it for good.
+            raise ConfigError(f"{where}: base URL {_without_userinfo(model.base_url)!r} holds a "
+                              "user name or password (user:password@host), which the run's "
+                              "header would record; give the URL without them, and the key in "
+                              "the variable --api-key-env names", model=model.spec,
+                              field="base_url")
+        if url.query or url.fragment or model.base_url.rstrip().endswith(("?", "#")):
+            # Never echo it: a query is where a key is put (Gemini's ?key=), and the base URL
+            # is part of the run's header. The endpoint's path would follow the query anyway.
+            shown = urllib.parse.urlunsplit(url._replace(query="", fragment=""))
+            raise ConfigError(f"{where}: base URL {_without_userinfo(shown)!r} is followed by a "
+                              "query or fragment (?… or #…), which the run's header would "
+                              "record and vaot's endpoint path would follow; give the URL "
+                              "without it, and the key in the variable --api-key-env names",
+                              model=model.spec, field="base_url")
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ConfigError(f"{where}: base URL {model.base_url!r} is not an http(s) URL "
                               "with a host, like http://127.0.0.1:8000/v1",

@@ -37,6 +37,26 @@ __all__ = [
 ]
 
 _json_encoder = msgspec.json.Encoder()
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS = 10  # aiohttp's own bound
+
+
+def _holds(value: Any, secret: str) -> bool:
+    """Whether ``secret`` is in any string (key or value) of a JSON-like ``value``."""
+    if isinstance(value, str):
+        return secret in value
+    if isinstance(value, Mapping):
+        return any(_holds(k, secret) or _holds(v, secret) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds(v, secret) for v in value)
+    return False
+
+
+def _same_origin(a: yarl.URL, b: yarl.URL) -> bool:
+    try:
+        return a.origin() == b.origin()
+    except ValueError:  # not an absolute http(s) URL
+        return False
 
 
 class JsonClient:
@@ -94,14 +114,18 @@ class JsonClient:
 
     def _redirected(self, url: yarl.URL, path: str, status: int,
                     final: yarl.URL) -> ModelCallError:
-        """A redirect that turned the POST into a GET: the base URL to use instead."""
+        """A redirect not followed (a POST turned into a GET, or another host, which the key
+        is not sent to): the base URL to use instead."""
         target = str(final.with_query(None))
         base = target.removesuffix(path) if target.endswith(path) else None
         advice = (f"use --base-url {base}" if base else
                   f"point --base-url at the address it moved to ({target})")
-        return ModelCallError(
+        why = ("which a POST cannot follow" if status in (301, 302, 303) else
+               "another host, which vaot does not send the API key to unasked")
+        # The Location is the server's: it may carry the key (a path, userinfo) back to us.
+        return ModelCallError(redact(
             f"{self._provider}:{self._model}: {url} redirects (HTTP {status}) to {target}, "
-            f"which a POST cannot follow; {advice}", retry="no", kind="redirect", status=status)
+            f"{why}; {advice}"), retry="no", kind="redirect", status=status)
 
     def _fail(self, message: str, kind: str) -> ModelCallError:
         return ModelCallError(
@@ -120,24 +144,37 @@ class JsonClient:
         payload = _json_encoder.encode(body)
         session = self._get_session()
         try:
-            async with session.post(url, data=payload) as resp:
-                raw = await resp.read()
-                # A 307/308 is followed with the same POST; after a 301/302/303 aiohttp asked
-                # again with a GET, and the server's answer (a 405, say) is not to the request.
-                moved = next((r for r in resp.history if r.status in (301, 302, 303)), None)
-                if moved is not None:
-                    raise self._redirected(url, path, moved.status, resp.url)
-                if resp.status >= 300:
-                    raise classify_status(
-                        resp.status,
-                        resp.headers,
-                        raw,
-                        provider=self._provider,
-                        model=self._model,
-                        url=url,
-                        key_env=self._key_env,
-                        now=self._now,
-                    )
+            target = url
+            for _hop in range(_MAX_REDIRECTS + 1):
+                # Redirects are followed here, not by aiohttp: it forwards every session header
+                # but Authorization to another host, and x-api-key / x-goog-api-key are keys.
+                async with session.post(target, data=payload, allow_redirects=False) as resp:
+                    raw = await resp.read()
+                    location = resp.headers.get("Location")
+                    if resp.status in _REDIRECTS and location:
+                        moved = resp.url.join(yarl.URL(location))
+                        # A 307/308 keeps the POST, followed while it stays on the host the
+                        # user named; a 301/302/303 would turn it into a GET.
+                        if resp.status in (307, 308) and _same_origin(moved, url):
+                            target = moved
+                            continue
+                        raise self._redirected(url, path, resp.status, moved)
+                    break
+            else:
+                raise ModelCallError(
+                    redact(f"{self._provider}:{self._model}: {url} redirects more than "
+                           f"{_MAX_REDIRECTS} times"), retry="no", kind="redirect")
+            if resp.status >= 300:
+                raise classify_status(
+                    resp.status,
+                    resp.headers,
+                    raw,
+                    provider=self._provider,
+                    model=self._model,
+                    url=url,
+                    key_env=self._key_env,
+                    now=self._now,
+                )
         except ModelCallError:
             raise
         except aiohttp.ClientPayloadError as exc:
@@ -218,6 +255,12 @@ class HttpAdapter(abc.ABC):
         """Every call is bounded by this (connect to last byte); the engine relies on it."""
         key_env = options.api_key_env or self.default_key_env
         key = self._read_key(base_url, key_env)
+        if key and _holds(options.extra, key):
+            # extra goes into the run's header (the store, export, --dry-run) as it is.
+            raise AdapterError(
+                f"{self.name}: extra holds the API key read from ${key_env}, and the run's "
+                "header records extra as it is; leave it out: vaot sends the key in the "
+                f"{self.provider} API's own auth header")
         self._client = JsonClient(
             base_url,
             headers={**options.extra_headers, **self._auth_headers(key)},
@@ -264,7 +307,12 @@ class HttpAdapter(abc.ABC):
                 isinstance(c.name, str) and isinstance(c.arguments, str)
                 for c in reply.tool_calls):
             raise self._reply_error("reply text or tool call is not a string", "bad_reply")
-        return reply
+        # A reply is the server's text: one that repeats the key (a proxy echoing the request,
+        # a model shown it) would put it in the store, the log and every `tail` of the run.
+        return msgspec.structs.replace(
+            reply, text=redact(reply.text), finish_message=redact(reply.finish_message),
+            tool_calls=tuple(msgspec.structs.replace(c, arguments=redact(c.arguments))
+                             for c in reply.tool_calls))
 
     async def aclose(self) -> None:
         """Close the HTTP session."""
