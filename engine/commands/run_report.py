@@ -196,9 +196,9 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                   "until then", markup=False)
     if errors:
         err.print(f"{count(len(errors), TRAJ, TRAJS)} ended by an error before they could finish "
-                  "(see each line above); they stay unfinished, not failed: fix the cause (an "
-                  "image that cannot be decoded: replace the file, or drop its row) and rerun "
-                  "the same command", markup=False)
+                  "(see each line above); they stay unfinished, not failed: fix the cause each "
+                  "line names (for an image that cannot be decoded: replace the file, or drop "
+                  "its row) and rerun the same command", markup=False)
     if failed:
         err.print(f"{count(failed, TRAJ, TRAJS)} failed; once the cause is fixed, rerun with "
                   "--retry-failed to run them again", markup=False)
