@@ -27,7 +27,6 @@ file (:class:`~adapters.datasets.base.InlineImage`), read again when a trajector
 from __future__ import annotations
 
 import functools
-import io
 import math
 import os
 import unicodedata
@@ -36,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from PIL import Image
 
 from adapters.datasets.base import (
     PAPER_GROUPS,
@@ -54,13 +52,12 @@ from adapters.datasets.base import (
     noted,
     read_image_file,
 )
-from adapters.renderers.images import ImageLoadError, check_image
+from adapters.renderers.images import ImageLoadError, check_image, turned_a_quarter
 
 __all__ = ["REQUIRED_FIELDS", "JsonlLoader"]
 
 REQUIRED_FIELDS = ("id", "image", "question", "answer", "category", "group")
 
-_ORIENTATION = 0x0112  # the EXIF tag
 
 
 _MAY_BE_EMPTY = ("category", "group")
@@ -411,9 +408,7 @@ def _turned_a_quarter(source: str | InlineImage) -> bool:
     from how its file stores it, by its EXIF orientation."""
     try:
         data = source.read() if isinstance(source, InlineImage) else Path(source).read_bytes()
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()  # a PNG's eXIf chunk may follow its pixels
-            return im.getexif().get(_ORIENTATION, 1) in range(5, 9)
+        return turned_a_quarter(data)
     except Exception:  # it was checked at load: a failure now says nothing of its turn
         return False
 

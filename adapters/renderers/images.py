@@ -26,8 +26,14 @@ from .image_ends import png_pixel_data_short, png_reached_its_last_row, truncate
 from .libtiff_messages import libtiff_messages
 
 __all__ = [
-    "DEFAULT_MAX_PIXELS", "ImageLoadError", "RenderError", "check_image", "load_image",
-    "load_image_upright", "to_rgb",
+    "DEFAULT_MAX_PIXELS",
+    "ImageLoadError",
+    "RenderError",
+    "check_image",
+    "load_image",
+    "load_image_upright",
+    "to_rgb",
+    "turned_a_quarter",
 ]
 
 # Pillow's warnings about an input (corrupt EXIF, an image over its own pixel limit) would reach
@@ -108,6 +114,14 @@ _ORIENTATION = 0x0112
 _TURNING = frozenset(range(2, 9))
 _QUARTER_TURNS = frozenset(range(5, 9))  # the orientations that swap width and height
 """EXIF orientations Pillow's exif_transpose applies (1 is as stored)."""
+
+
+def turned_a_quarter(data: bytes) -> bool:
+    """Whether an image file's EXIF orientation shows it turned a quarter from how it is
+    stored (so its upright width and height are the stored ones swapped)."""
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()  # a PNG's eXIf chunk may follow its pixels
+        return im.getexif().get(_ORIENTATION, 1) in _QUARTER_TURNS
 
 
 def check_image(source: bytes, *, name: str, max_pixels: int = DEFAULT_MAX_PIXELS,
