@@ -111,7 +111,8 @@ TINY_REGION_PX = 8
 
 def undrawable_labels(block: Sequence[Action]) -> list[str]:
     """A warning for each label with characters the renderer's font cannot draw: they reach
-    the model as empty boxes, so the render is not what was asked for (θ, ×, 血管 …)."""
+    the model as empty boxes, so the render is not what was asked for (血管: neither bundled
+    face covers CJK)."""
     out = []
     for action in block:
         content = getattr(action, "content", None)

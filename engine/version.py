@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["ENGINE_VERSION"]
 
-ENGINE_VERSION = "vaot-engine/12"
+ENGINE_VERSION = "vaot-engine/13"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -66,4 +66,6 @@ right choice.", "The 2019 bar is the answer.", "B是正确答案。", "因此B�
 "所以是B", or a last "**Conclusion:** B" line answered (a reason after it too: "B is correct
 because …"); negated, hedged, asked or supposed ones ("B is not correct", "B is probably the
 answer", "Is B correct?", "If B is correct, …"), and a list item weighing one option, no
-answer."""
+answer. 13: a label with a character Pillow's Aileron face cannot draw ("∠ABC", "θ", "x²", "3×4",
+"café") drawn whole in a bundled subset of DejaVu Sans instead of with empty boxes (a label
+Aileron draws renders as before)."""

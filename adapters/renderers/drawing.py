@@ -12,6 +12,7 @@ import io
 import itertools
 import math
 from collections.abc import Sequence
+from importlib import resources
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
@@ -31,39 +32,62 @@ __all__ = [
 RGB = tuple[int, int, int]
 PxBox = tuple[int, int, int, int]
 
-# Pillow's bundled Aileron face. The BASIC layout engine (not Raqm) keeps glyph placement
-# independent of which shaping libraries this machine has, so text renders the same everywhere.
+# Pillow's bundled Aileron face draws every label its repertoire covers, so those render as
+# they always have. The BASIC layout engine (not Raqm) keeps glyph placement independent of
+# which shaping libraries this machine has, so text renders the same everywhere.
 _FONT_BYTES: bytes = ImageFont.load_default(size=12).font_bytes  # type: ignore[union-attr]
 
+# Aileron covers little beyond ASCII: "θ", "×", "∠ABC" or "x²" would reach the model as empty
+# boxes. A label with such a character is drawn whole in this subset of DejaVu Sans (Latin,
+# Greek, Cyrillic, arrows, mathematical operators, geometric shapes; its licence beside it),
+# one face per label so its glyphs share one design and baseline.
+_FALLBACK_BYTES: bytes = (
+    resources.files(__package__) / "fonts" / "DejaVuSans-subset.ttf"
+).read_bytes()
 
-_DRAWABLE: dict[str, bool] = {}
+_DRAWABLE: dict[tuple[bytes, str], bool] = {}
 
 
-def undrawable(text: str) -> str:
-    """The characters of ``text`` the bundled font has no glyph for, each once, in order: they
-    are drawn as the same empty box (the bundled face covers little beyond ASCII, so "θ", "×"
-    and "血管" would reach the model as boxes). Whitespace is never counted."""
+def _face(data: bytes, size_px: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(
+        io.BytesIO(data), max(6, size_px), layout_engine=ImageFont.Layout.BASIC
+    )
+
+
+def _missing(data: bytes, text: str) -> str:
+    """The characters of ``text`` the face in ``data`` has no glyph for, each once, in order.
+    Whitespace is never counted."""
     missing = []
     for char in dict.fromkeys(text):
         if char.isspace():
             continue
-        known = _DRAWABLE.get(char)
+        known = _DRAWABLE.get((data, char))
         if known is None:
-            face = font(24)
-            # U+E000 is a private-use code point no face maps: its mask is the missing glyph's.
+            face = _face(data, 24)
+            # U+E000 is a private-use code point neither face maps: its mask is the missing glyph's.
             mask, notdef = face.getmask(char), face.getmask("\ue000")
-            known = _DRAWABLE[char] = not (mask.size == notdef.size
-                                           and bytes(mask) == bytes(notdef))
+            known = _DRAWABLE[data, char] = not (mask.size == notdef.size
+                                                 and bytes(mask) == bytes(notdef))
         if not known:
             missing.append(char)
     return "".join(missing)
 
 
-def font(size_px: int) -> ImageFont.FreeTypeFont:
-    """The bundled font at ``size_px`` (a fresh object: FreeType faces are not shared across threads)."""
-    return ImageFont.truetype(
-        io.BytesIO(_FONT_BYTES), max(6, size_px), layout_engine=ImageFont.Layout.BASIC
-    )
+def _face_bytes(text: str) -> bytes:
+    return _FONT_BYTES if not _missing(_FONT_BYTES, text) else _FALLBACK_BYTES
+
+
+def undrawable(text: str) -> str:
+    """The characters of ``text`` that :func:`font` for ``text`` has no glyph for, each once, in
+    order: they are drawn as the same empty box ("血管": neither face covers CJK). Whitespace is
+    never counted."""
+    return _missing(_face_bytes(text), text)
+
+
+def font(size_px: int, text: str = "") -> ImageFont.FreeTypeFont:
+    """The face that draws ``text`` at ``size_px``: Aileron, or the DejaVu subset when ``text``
+    has a character Aileron lacks (a fresh object: FreeType faces are not shared across threads)."""
+    return _face(_face_bytes(text), size_px)
 
 
 def label_size(

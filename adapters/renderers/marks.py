@@ -105,7 +105,7 @@ def _union(*boxes: tuple[float, float, float, float], margin: float = 0) -> tupl
 
 
 def _label_extent(ctx: Context, text: str, size_units: int = 16, pad_units: int = 3):
-    face = font(ctx.size_px(size_units))
+    face = font(ctx.size_px(size_units), text)
     pad = ctx.size_px(pad_units)
     left, top, right, bottom = label_size(text, face)
     return face, pad, (right - left + 2 * pad, bottom - top + 2 * pad)
@@ -440,7 +440,7 @@ def _wrap(text: str, face, max_width: float) -> str:
 
 def draw_overlay_text(ctx: Context, action: OverlayText) -> None:
     style = action.style
-    face = font(ctx.size_px(style.font_size))
+    face = font(ctx.size_px(style.font_size), action.content)
     pad = ctx.size_px(style.padding) if style.padding else 0
     box = ctx.box(action.target)
     cw, _ = ctx.size

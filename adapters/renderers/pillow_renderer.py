@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 RENDERER_VERSION = (
-    f"vaot-pillow/2 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
+    f"vaot-pillow/3 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
 )
 """Recorded in every run header; bump the leading number whenever output pixels change."""
 

@@ -104,6 +104,10 @@ CASES: dict[str, tuple[list, GlobalStyle | None, int]] = {
     "text_padding_12": ([text(padding=12)], None, 0),
     "text_border": ([text(border=True)], None, 0),
     "text_color": ([text(color="#ffee00")], None, 0),
+    # a label beyond Aileron's repertoire, drawn in the DejaVu subset rather than as boxes
+    "text_symbols": ([OverlayText(target=(80, 80, 600, 300), content="∠ABC = 60°, x² ≈ θ → π")],
+                     None, 0),
+    "annotate_symbols": ([Annotate(target=BOX, content="△ 3×4 cm")], None, 0),
     # draw_line and ellipse
     "line_default": ([DrawLine(target=((100, 900), (900, 200)), content="AB")], None, 0),
     "line_dashed": (
