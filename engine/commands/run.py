@@ -326,6 +326,7 @@ class _Ran:
     records: list
     """The log's records of the command's trajectories, those not started yet left out."""
     calls: int
+    from_cache: int
     started: float
     """``time.monotonic()`` when the jobs started: the summary's wall time counts from it."""
     interrupted: bool
@@ -401,7 +402,8 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             return 1
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
-    return _Ran(records=records, calls=max(seen.calls, progress.calls), started=started,
+    return _Ran(records=records, calls=max(seen.calls, progress.calls),
+                from_cache=seen.from_cache, started=started,
                 interrupted=interrupted, terminated=terminated, spent=spent, capped=capped,
                 session_failures=session_failures, stopped=stopped,
                 dialect_notes=dialect_notes(config, seen))
@@ -456,7 +458,7 @@ def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[
                 console.print(table)
             end = RunEnd(
                 run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
-                calls=ran.calls, session_failures=ran.session_failures,
+                calls=ran.calls, from_cache=ran.from_cache, session_failures=ran.session_failures,
                 stopped=ran.stopped, interrupted=ran.interrupted, terminated=ran.terminated.seen,
                 spent=ran.spent, capped=ran.capped)
             status = report(console, err, log, config, end)

@@ -71,6 +71,9 @@ class RunEnd(msgspec.Struct, kw_only=True):
     calls: int
     """Replies received this session, counted from the log (a stop or Ctrl-C cancels
     trajectories whose replies were already paid for and recorded)."""
+    from_cache: int = 0
+    """Steps recorded this session from the reply cache, with no call: the replies an earlier,
+    stopped command received but could not record."""
     session_failures: list
     """(job, outcome) of each trajectory that failed or ended by an error this session."""
     stopped: list
@@ -104,7 +107,11 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
     console.print(
         f"trajectories {len(finished)}/{len(ours)} finished, {failed} failed, "
         + (f"{len(errors)} ended by an error, " if errors else "") +
-        f"{retried} call faults recorded; model calls this session {calls}; tokens of these trajectories {tokens:,}"
+        f"{retried} call faults recorded; model calls this session {calls}"
+        + (f" (and {end.from_cache} {'reply' if end.from_cache == 1 else 'replies'} from the "
+           "reply cache, received by an earlier command, not paid again)"
+           if end.from_cache else "") +
+        f"; tokens of these trajectories {tokens:,}"
         + _cache_said(cached, written) + "; "
         f"skipped dataset rows {end.skipped}; wall {end.wall:.1f} s", markup=False)
     seen = exposure(records)
@@ -141,6 +148,7 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
             else:
                 console.print("no replies recorded", markup=False)
     fields = dict(run_id=end.run_id, finished=len(finished), failed=failed, calls=calls,
+                  replies_from_cache=end.from_cache,
                   wall_s=round(end.wall, 3), interrupted=interrupted,
                   shown_a_render={k: {"shown": e.shown, "finished": e.finished}
                                   for k, e in seen.items()},

@@ -18,10 +18,13 @@ class SessionReplies:
     and the steps' tokens by setting (what the bars' "new tok" ends on: the outcomes told as
     the run went miss the trajectories a stop cancelled mid-way, whose steps are committed)."""
 
-    __slots__ = ("calls", "hinted", "replies", "tokens")
+    __slots__ = ("calls", "from_cache", "hinted", "replies", "tokens")
 
     def __init__(self) -> None:
         self.calls = 0
+        self.from_cache = 0
+        """Steps recorded from the reply cache: replies a stopped command received and paid
+        for but could not record, served again without a call."""
         self.tokens: dict[str, int] = {}
         self.replies: dict[str, int] = {}
         """Steps recorded, by model."""
@@ -63,6 +66,7 @@ def count_calls(events, ours: set[str], since: float, seen: SessionReplies):
             model_of[event.traj] = event.model
         elif isinstance(event, Step) and event.at >= since and event.traj in ours:
             seen.calls += not event.from_cache
+            seen.from_cache += event.from_cache
             model = model_of.get(event.traj, "")
             seen.replies[model] = seen.replies.get(model, 0) + 1
             for warning in event.parse_warnings:

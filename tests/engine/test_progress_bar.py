@@ -109,6 +109,7 @@ def test_settling_counts_the_tokens_of_steps_no_outcome_told_of() -> None:
                                {"old", "t1", "t2", "c1"}, 100.0, seen))
     assert len(passed) == len(events)  # every event goes on to the records
     assert seen.calls == 2  # the reply served from the cache was not a call
+    assert seen.from_cache == 1  # and the end line says it was served, not asked again
     assert seen.tokens == {"vaot": 500, "cot": 70}  # its tokens count, as an outcome's do
 
     sample = Sample(id="s", image=b"", question="How many?", answer="3")

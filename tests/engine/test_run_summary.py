@@ -92,7 +92,9 @@ async def test_a_reply_paid_for_before_a_stop_is_in_the_cost_lines(tmp_path) -> 
     assert _cost_lines(done.stdout) == {"scripted:priced": (2, tokens_in, tokens_out)}
     assert f"total: {tokens_in + tokens_out:.4f} USD" in done.stdout
     assert "scripted:priced: 2 replies, " in done.stdout
-    assert "model calls this session 1;" in done.stdout  # only one was asked this session
+    # Only one was asked this session; the other came from the cache, which the line says.
+    assert ("model calls this session 1 (and 1 reply from the reply cache, received by an "
+            "earlier command, not paid again);") in done.stdout
 
 
 def test_the_cost_lines_cover_the_trajectories_of_the_table(tmp_path) -> None:
@@ -244,3 +246,34 @@ def test_the_renders_shown_line_says_its_counts_leave_the_failed_out(tmp_path) -
     assert "trajectories 2/2 finished, 1 failed" in done.stdout
     assert ("shown a render (of the trajectories answered or out of steps): vaot 1/1"
             in done.stdout), done.stdout
+
+
+def test_the_end_line_says_how_many_replies_the_reply_cache_served() -> None:
+    # After a kill, the rerun records the replies the killed command had received but not yet
+    # recorded from the reply cache: "model calls this session 0" alone left the user to guess
+    # whether those steps were asked (and paid for) again.
+    import io
+
+    from rich.console import Console
+
+    from analysis.records import TrajectoryRecord
+    from engine.commands.run_report import RunEnd, report
+    from engine.config import RunConfig
+
+    def line(from_cache: int) -> tuple[str, dict]:
+        record = TrajectoryRecord(traj="t", run_id="r", sample_id="s", model="m",
+                                  setting="vaot", status="answered", correct=True)
+        out, log = io.StringIO(), _Log()
+        report(Console(file=out, width=400), Console(file=io.StringIO(), width=400), log,
+               RunConfig(store=":memory:"),
+               RunEnd(run_id="r", records=[record], ours={"t"}, skipped=0, wall=1.0, calls=2,
+                      from_cache=from_cache, session_failures=[], stopped=[],
+                      interrupted=False, terminated=False, spent=None))
+        return out.getvalue().splitlines()[0], dict(log.events)["run_end"]
+
+    said, logged = line(3)
+    assert ("model calls this session 2 (and 3 replies from the reply cache, received by an "
+            "earlier command, not paid again); tokens") in said
+    assert logged["replies_from_cache"] == 3
+    said, logged = line(0)
+    assert "model calls this session 2; tokens" in said and logged["replies_from_cache"] == 0
