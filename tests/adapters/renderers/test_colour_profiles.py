@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -122,19 +123,29 @@ async def test_the_original_sent_at_step_0_is_the_converted_one() -> None:
     await states.settle()
 
 
-def test_a_stored_blob_is_decoded_as_stored() -> None:
+async def test_a_canvas_rebuilt_from_a_blob_has_the_pixels_its_key_hashes() -> None:
     # A state's key is the hash of its pixels as stored: a blob an older vaot wrote with the
-    # original's profile must not be converted when a canvas is rebuilt from it.
-    data = _encode(Image.new("RGB", (8, 8), (200, 80, 60)), "PNG", ADOBE)
-    assert load_image(data, to_srgb=False).getpixel((0, 0)) == (200, 80, 60)
+    # original's profile must not be converted when a canvas is rebuilt from it (on resume).
+    stored = Image.new("RGB", (8, 8), (200, 80, 60))
+    blob = _encode(stored, "PNG", ADOBE)
+    assert load_image(blob, to_srgb=False).getpixel((0, 0)) == (200, 80, 60)
+    store = MemoryStore()
+    key = image_hash(stored)
+    store.put_blob_sync(key, blob)
+    canvas = await StateCache(store, None).canvas(key.hex(), None, False, key.hex())
+    assert image_hash(canvas.image) == key
 
 
 def test_the_same_file_hashes_the_same_on_every_load() -> None:
+    # The state hash of an original is recorded with its trajectories and compared on resume.
     data = _encode(NOISE, "JPEG", ADOBE, quality=90)
     first = image_hash(load_image(data))
     _cached_conversion.cache_clear()  # a transform built afresh, as in another process
     assert image_hash(load_image(data)) == first == image_hash(load_image(data))
     assert first != image_hash(load_image(data, to_srgb=False))
+    # Images load in a thread pool, sharing one transform.
+    with ThreadPoolExecutor(4) as pool:
+        assert set(pool.map(lambda _: image_hash(load_image(data)), range(16))) == {first}
 
 
 def _press(c: int, m: int, y: int, k: int) -> tuple[float, float, float]:
