@@ -33,9 +33,10 @@ _FITTING_MODES = {
     "CMYK": frozenset({"CMYK"}),
 }
 _SRGB_TOLERANCE = 2
-"""A profile that moves no probe colour by more than this (of 255) is sRGB in effect: the
-sRGB profiles cameras and editors embed differ from littlecms's own by a rounding at most, and
-converting through them would change pixels for nothing (and every such image's hash)."""
+"""A profile that moves no probe colour by more than this (of 255) is sRGB in effect: the sRGB
+profiles cameras and editors embed (a curve of 1024 points, a v4 parametric one) differ from
+littlecms's own by a rounding or so, and converting through them would change pixels for
+nothing (and the hash of every such image)."""
 _TRANSFORMS_KEPT = 8
 """Transforms kept built, by profile: a dataset's photos share their camera's few profiles, and
 building a CMYK profile's transform costs tens of milliseconds."""
@@ -113,9 +114,11 @@ def _conversion_for(im: Image.Image) -> _Conversion | str | None:
 
 @functools.lru_cache(maxsize=_TRANSFORMS_KEPT)
 def _cached_conversion(profile: bytes) -> _Conversion | str:
-    """The profile's conversion to sRGB, or a note saying why it cannot
-    be used. lru_cache is thread-safe; a transform is shared by the loading threads, built with
-    no pixel cache (littlecms's one mutable part)."""
+    """The profile's conversion to sRGB, or a note saying why it cannot be used.
+
+    A transform is shared by the loading threads: it is built without littlecms's one-pixel
+    cache, its only state that a conversion changes. (Two threads may build the same one at
+    once; both give the same pixels.)"""
     image_cms = _image_cms()
     assert image_cms is not None  # checked by the caller
     try:
@@ -132,8 +135,9 @@ def _cached_conversion(profile: bytes) -> _Conversion | str:
         # exactly as the file means it, and only those beyond it are clipped; perceptual
         # rendering would compress every colour by tables that differ per vendor (and that a
         # phone's or a camera's matrix profile lacks: littlecms falls back to colorimetric).
-        # Black point compensation maps a press profile's black (ink on paper, never black)
-        # to black, as image editors convert CMYK; it changes nothing for RGB profiles.
+        # Black point compensation, as image editors convert CMYK by default: a press
+        # profile's black (ink on paper, never quite black) is shown black where littlecms
+        # finds that black point; an RGB profile's black is black already.
         transform = image_cms.buildTransform(
             source, image_cms.createProfile("sRGB"), mode, "RGB",
             renderingIntent=image_cms.Intent.RELATIVE_COLORIMETRIC,
