@@ -14,6 +14,8 @@ from collections.abc import Callable
 ADOBE_RGB = ((0.6097, 0.3111, 0.0195), (0.2053, 0.6257, 0.0609), (0.1492, 0.0632, 0.7446))
 """Adobe RGB (1998)'s red, green and blue colorants, adapted to D50 as a profile holds them."""
 ADOBE_RGB_GAMMA = 563 / 256
+SRGB_COLORANTS = ((0.4361, 0.2225, 0.0139), (0.3851, 0.7169, 0.0971), (0.1431, 0.0606, 0.7141))
+"""sRGB's colorants, adapted to D50, as the sRGB IEC61966-2.1 profiles cameras embed hold them."""
 _D50 = (0.9642, 1.0, 0.8249)
 
 
@@ -27,6 +29,18 @@ def _xyz(x: float, y: float, z: float) -> bytes:
 
 def _gamma(gamma: float) -> bytes:
     return b"curv\0\0\0\0" + struct.pack(">IH", 1, round(gamma * 256)) + b"\0\0"
+
+
+def _table(values: list[int]) -> bytes:
+    body = b"curv\0\0\0\0" + struct.pack(">I", len(values))
+    return body + b"".join(struct.pack(">H", v) for v in values)
+
+
+def srgb_curve(points: int = 1024) -> list[int]:
+    """sRGB's tone curve sampled at ``points`` points, as a curv table holds it."""
+    def linear(x: float) -> float:
+        return x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4
+    return [round(linear(i / (points - 1)) * 65535) for i in range(points)]
 
 
 def _desc(text: str) -> bytes:
@@ -53,13 +67,16 @@ def _profile(device_class: bytes, space: bytes, pcs: bytes,
     return header + struct.pack(">I", len(tags)) + table + data
 
 
-def rgb_profile(name: str, colorants=ADOBE_RGB, gamma: float = ADOBE_RGB_GAMMA) -> bytes:
-    """An RGB display profile: ``colorants`` (red, green, blue XYZ, D50) and one gamma."""
+def rgb_profile(name: str, colorants=ADOBE_RGB, gamma: float | list[int] = ADOBE_RGB_GAMMA
+                ) -> bytes:
+    """An RGB display profile: ``colorants`` (red, green, blue XYZ, D50) and one tone curve, a
+    gamma or a table of 16-bit values."""
     red, green, blue = colorants
+    curve = _table(gamma) if isinstance(gamma, list) else _gamma(gamma)
     return _profile(b"mntr", b"RGB ", b"XYZ ", [
         (b"desc", _desc(name)), (b"wtpt", _xyz(*_D50)), (b"cprt", b"text\0\0\0\0none\0"),
         (b"rXYZ", _xyz(*red)), (b"gXYZ", _xyz(*green)), (b"bXYZ", _xyz(*blue)),
-        (b"rTRC", _gamma(gamma)), (b"gTRC", _gamma(gamma)), (b"bTRC", _gamma(gamma))])
+        (b"rTRC", curve), (b"gTRC", curve), (b"bTRC", curve)])
 
 
 def cmyk_profile(name: str, lab_of: Callable[[int, int, int, int], tuple[float, float, float]]

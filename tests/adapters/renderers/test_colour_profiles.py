@@ -24,11 +24,19 @@ from adapters.renderers.images import check_image
 from engine.states import StateCache
 from store import MemoryStore, Step, TrajectoryStarted, open_store
 from store.actions import Crop, Highlight
-from tests.adapters.renderers._icc_profiles import cmyk_profile, grey_profile, rgb_profile
+from tests.adapters.renderers._icc_profiles import (
+    SRGB_COLORANTS,
+    cmyk_profile,
+    grey_profile,
+    rgb_profile,
+    srgb_curve,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 ADOBE = rgb_profile("Adobe RGB (1998), as written for a test")
 SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+# sRGB as a camera writes it: a 1024-point curve, not littlecms's own parametric one.
+CAMERA_SRGB = rgb_profile("sRGB IEC61966-2.1", SRGB_COLORANTS, srgb_curve())
 RNG = np.random.default_rng(11)
 NOISE = Image.fromarray(RNG.integers(0, 256, (24, 32, 3), dtype=np.uint8))
 
@@ -88,8 +96,9 @@ def test_an_adobe_rgb_image_is_converted_to_srgb(fmt: str) -> None:
 def test_an_srgb_profile_and_none_give_the_very_pixels_of_today(fmt: str) -> None:
     plain = _encode(NOISE, fmt, None)
     with_srgb = _encode(NOISE, fmt, SRGB)
-    assert with_srgb != plain
-    for data in (plain, with_srgb):
+    with_camera_srgb = _encode(NOISE, fmt, CAMERA_SRGB)
+    assert plain not in (with_srgb, with_camera_srgb)
+    for data in (plain, with_srgb, with_camera_srgb):
         loaded = load_image(data)
         assert np.array_equal(np.asarray(loaded), _as_stored(plain))
         assert image_hash(loaded) == image_hash(load_image(plain))
