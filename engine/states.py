@@ -96,6 +96,11 @@ def load_original(source: bytes | str | InlineImage, name: str,
     return image, (None if turned else plain_png_bytes(source))
 
 
+def _load_blob(data: bytes) -> Image.Image:
+    """A stored state's pixels, as stored: its key is their hash (see ``load_image``)."""
+    return load_image(data, to_srgb=False)
+
+
 _PLACE = struct.Struct(">QQ")
 
 
@@ -300,7 +305,7 @@ class StateCache:
         """
         orig = self._canvases.get_touch(original)
         if orig is None:
-            image = await self._in_pool(load_image, self._blob(original))
+            image = await self._in_pool(_load_blob, self._blob(original))
             orig = CanvasState.from_image(image)
             self._canvases.put(original, orig)
         elif orig.frame != Frame() or orig.decorated:
@@ -312,7 +317,7 @@ class StateCache:
             return orig
         canvas = self._canvases.get_touch(hex_key)
         if canvas is None:
-            image = await self._in_pool(load_image, self._blob(hex_key))
+            image = await self._in_pool(_load_blob, self._blob(hex_key))
         elif (canvas.frame == frame and canvas.decorated == decorated
               and canvas.original is orig.image):
             return canvas

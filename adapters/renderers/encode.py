@@ -19,7 +19,9 @@ PNG_COMPRESS_LEVEL = 1
 def encode_png(image: Image.Image) -> bytes:
     """The image as PNG bytes (fast compression, no metadata, so equal pixels give equal bytes)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    # Pillow embeds a colour profile found in the image's info: the pixels are sRGB already,
+    # and a viewer would apply the profile to them a second time.
+    image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL, icc_profile=None)
     return buffer.getvalue()
 
 

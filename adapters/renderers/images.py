@@ -4,7 +4,8 @@ Every canvas the renderer draws on is RGB. Input images arrive in whatever mode 
 (palette, grey + alpha, CMYK, 16-bit grey, float, with an EXIF rotation); they are normalised
 here, once, so that the pixel hash of the original state does not depend on how it was stored.
 Transparent pixels are composited over white (what a viewer shows); an image whose every pixel is
-fully transparent, a blank page so, is refused.
+fully transparent, a blank page so, is refused. Colours are converted to sRGB from an embedded
+colour profile (see colour_profiles.py): every canvas is sRGB.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .colour_profiles import in_srgb, profile_note
 from .image_ends import png_pixel_data_short, png_reached_its_last_row, truncated_where
 from .libtiff_messages import libtiff_messages
 
@@ -78,6 +80,7 @@ def load_image(
     *,
     name: str | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    to_srgb: bool = True,
 ) -> Image.Image:
     """Decode ``source`` (encoded bytes or a file path) into a fully loaded RGB image.
 
@@ -85,11 +88,14 @@ def load_image(
         source: the encoded image, or a path to it.
         name: how to name the input in errors (defaults to the path or the byte count).
         max_pixels: refuse images with more pixels than this (decompression bombs).
+        to_srgb: convert the colours from an embedded colour profile to sRGB. False for a
+            stored state's blob: its key is the hash of its pixels as stored (a blob an
+            older vaot wrote may carry the original's profile).
 
     Raises:
         ImageLoadError: missing, unreadable, truncated, too large or undecodable input.
     """
-    return load_image_upright(source, name=name, max_pixels=max_pixels)[0]
+    return load_image_upright(source, name=name, max_pixels=max_pixels, to_srgb=to_srgb)[0]
 
 
 def load_image_upright(
@@ -97,6 +103,7 @@ def load_image_upright(
     *,
     name: str | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    to_srgb: bool = True,
 ) -> tuple[Image.Image, bool]:
     """As :func:`load_image`, and whether the image was turned upright: its metadata (EXIF, in
     whichever chunk or segment Pillow found it, or XMP) gave an orientation other than as
@@ -107,7 +114,7 @@ def load_image_upright(
         _decode(im, data)
         _refuse_invisible(im, label)
         turned = im.getexif().get(_ORIENTATION, 1) in _TURNING
-        return to_rgb(im), turned
+        return to_rgb(im, to_srgb=to_srgb), turned
 
 
 _ORIENTATION = 0x0112
@@ -183,9 +190,13 @@ def _worth_noting(im: Image.Image) -> list[str]:
 
     - an animation (a GIF, an APNG, a WebP) or a multi-page TIFF: only its first frame is
       shown;
-    - 16-bit grey whose values reach only the low sixteenth of the range: shown nearly black.
+    - 16-bit grey whose values reach only the low sixteenth of the range: shown nearly black;
+    - a colour profile that cannot be applied (unreadable, for other pixels, or no littlecms):
+      its colours are shown as stored, taken as sRGB.
     """
     said = []
+    if profile := profile_note(im):
+        said.append(profile)
     if im.mode.startswith("I;16") or im.mode == "I":
         low, high = im.getextrema()
         wide = im.mode.startswith("I;16") or high > 255  # scaled per 257 (_high_depth_to_l)
@@ -405,9 +416,19 @@ def _finite_range(arr: np.ndarray, strips: list[slice]) -> tuple[float, float]:
     return (0.0, 0.0) if lo > hi else (lo, hi)
 
 
-def to_rgb(im: Image.Image) -> Image.Image:
-    """Apply the EXIF orientation and convert any mode to RGB (transparency over white)."""
-    im = ImageOps.exif_transpose(im)
+def to_rgb(im: Image.Image, *, to_srgb: bool = True) -> Image.Image:
+    """Apply the EXIF orientation and convert any mode to RGB (transparency over white), its
+    colours to sRGB from an embedded colour profile unless ``to_srgb`` is False. The result
+    carries no profile: its pixels are sRGB (an encoder would embed one found in ``info``)."""
+    rgb = _to_rgb(ImageOps.exif_transpose(im), to_srgb)
+    rgb.info.pop("icc_profile", None)
+    return rgb
+
+
+def _to_rgb(im: Image.Image, to_srgb: bool) -> Image.Image:
+    if to_srgb:
+        # After the turn: a converted image is a new one, without the EXIF that says it.
+        im = in_srgb(im)
     # A colour key (a PNG's tRNS chunk on a palette, grey or RGB image) is transparency too.
     keyed = "transparency" in im.info
     if im.mode == "RGB" and not keyed:
