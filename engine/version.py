@@ -68,4 +68,7 @@ because …"); negated, hedged, asked or supposed ones ("B is not correct", "B i
 answer", "Is B correct?", "If B is correct, …"), and a list item weighing one option, no
 answer. 13: a label with a character Pillow's Aileron face cannot draw ("∠ABC", "θ", "x²", "3×4",
 "café") drawn whole in a bundled subset of DejaVu Sans instead of with empty boxes (a label
-Aileron draws renders as before)."""
+Aileron draws renders as before); an image with an embedded colour profile that is not sRGB (a
+Display P3 photo, an Adobe RGB scan, a profiled CMYK JPEG) converted to sRGB when decoded, so its
+original's and every render's pixels differ from 12's, and no PNG sent or stored carries the
+file's profile any more."""

@@ -62,7 +62,9 @@ __all__ = [
 ]
 
 RENDERER_VERSION = (
-    f"vaot-pillow/3 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'})"
+    f"vaot-pillow/3 (Pillow {PIL.__version__}; FreeType {features.version('freetype2') or 'none'}; "
+    # Converting an image from its colour profile is littlecms's arithmetic.
+    f"littlecms {features.version('littlecms2') or 'none'})"
 )
 """Recorded in every run header; bump the leading number whenever output pixels change."""
 
