@@ -67,9 +67,14 @@ def parse_image_history(value: str) -> int | None:
 
 def _question_text(question: str, choices: Sequence[str]) -> str:
     text = FRAMING["question"].format(question=question.strip())
-    if choices:
-        text += FRAMING["options"] + "; ".join(choices)
-    return text
+    if not choices:
+        return text
+    if any(";" in choice or "\n" in choice for choice in choices):
+        # "A. 3 cm; 4 cm; B. 5 cm" would not say where an option ends: one per line instead,
+        # each on a line of its own (an option's own line breaks read as spaces).
+        return (text + FRAMING["options"].rstrip() + "\n"
+                + "\n".join(" ".join(choice.split()) for choice in choices))
+    return text + FRAMING["options"] + "; ".join(choices)
 
 
 def build_request(

@@ -71,4 +71,5 @@ answer. 13: a label with a character Pillow's Aileron face cannot draw ("∠ABC"
 Aileron draws renders as before); an image with an embedded colour profile that is not sRGB (a
 Display P3 photo, an Adobe RGB scan, a profiled CMYK JPEG) converted to sRGB when decoded, so its
 original's and every render's pixels differ from 12's, and no PNG sent or stored carries the
-file's profile any more."""
+file's profile any more; a sample's options asked one per line when one of them holds a ";" (the
+"; " between them did not say where such an option ended)."""

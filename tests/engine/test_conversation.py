@@ -196,3 +196,20 @@ def test_no_render_says_not_executed_for_an_invalid_action_too() -> None:
                             actions_raw=({"type": "zoom", "target": "the sign"},)))
     [shown] = state.history()
     assert shown.acted
+
+
+def _asked(choices) -> str:
+    return _texts(build_request(
+        setting="vaot", question="Which length?", choices=choices, original_state="orig",
+        history=[], step=1, max_steps=10, spec=RequestSpec(), image=_image))
+
+
+def test_options_are_one_line_apart_by_semicolons_when_none_holds_one() -> None:
+    assert "\nOptions: A. 3 cm; B. 4 cm; C. 5 cm" in _asked(("A. 3 cm", "B. 4 cm", "C. 5 cm"))
+
+
+def test_options_holding_a_semicolon_are_asked_one_per_line() -> None:
+    # "Options: A. 3 cm; 4 cm; B. 5 cm" read as three options, or four: the model could not
+    # tell where the first one ended.
+    said = _asked(("A. 3 cm; 4 cm", "B. 5 cm", "C. 6\ncm"))
+    assert "\nOptions:\nA. 3 cm; 4 cm\nB. 5 cm\nC. 6 cm" in said
