@@ -170,6 +170,7 @@ class OpenAIAdapter(HttpAdapter):
             usage = data.get("usage") or {}
             # Part of prompt_tokens: OpenAI caches a long repeated prefix on its own.
             cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            output_tokens = _output_tokens(usage)
             logprobs = (choice.get("logprobs") or {}).get("content") or ()
             top = tuple(
                 {c["token"]: float(c["logprob"]) for c in entry.get("top_logprobs") or ()}
@@ -199,7 +200,7 @@ class OpenAIAdapter(HttpAdapter):
             finish_reason=_FINISH.get(raw_finish, raw_finish),
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
+                output_tokens=output_tokens,
                 cached_input_tokens=cached,
             ),
             tool_calls=tool_calls,
@@ -207,6 +208,25 @@ class OpenAIAdapter(HttpAdapter):
             model=str(data.get("model") or self.model),
             usage_reported=isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int),
         )
+
+
+def _output_tokens(usage: Any) -> int:
+    """Every token the reply was billed as output for, its reasoning included.
+
+    The API counts reasoning inside ``completion_tokens`` (``completion_tokens_details.
+    reasoning_tokens`` is a part of it) and ``total_tokens`` is prompt plus completion.
+    Gateways that serve a thinking model (Gemini's, say) through this API have been seen to
+    count only the visible answer in ``completion_tokens`` while their total holds the
+    reasoning too: then the reasoning is added back, or a thinking model's steps would be
+    recorded, and costed, at a fraction of what they were billed.
+    """
+    completion = int(usage.get("completion_tokens") or 0)
+    reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+    total, prompt = usage.get("total_tokens"), usage.get("prompt_tokens")
+    if (reasoning and isinstance(total, int) and isinstance(prompt, int)
+            and total - prompt == completion + reasoning):
+        return completion + reasoning
+    return completion
 
 
 def _content_text(content: Any) -> str:

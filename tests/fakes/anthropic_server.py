@@ -332,7 +332,9 @@ class FakeAnthropic(FakeServer):
         if not read and not written:
             read = min(spec.cached_prompt_tokens, prompt)
         return {"input_tokens": prompt - read - written, "cache_creation_input_tokens": written,
-                "cache_read_input_tokens": read, "output_tokens": len(spec.text.split())}
+                "cache_read_input_tokens": read,
+                # Thinking is billed, and counted, as output.
+                "output_tokens": len(spec.text.split()) + spec.reasoning_tokens}
 
     def _cache(self, body: dict) -> tuple[int, int]:
         """(tokens read from the cache, tokens written to it) for a request, caching the

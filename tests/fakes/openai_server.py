@@ -38,10 +38,12 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # ``refusal``: no content, the model's refusal in its own field. ``content_parts``: a good reply
 # whose content is a list of parts (text and a reasoning part), as Mistral's servers send it.
 # ``no_usage``: a good reply ("Final Answer: B") with no token counts, as some proxies send.
+# ``reasoning_apart``: the same reply from a gateway that leaves a thinking model's 400
+# reasoning tokens out of completion_tokens (its total and its details hold them).
 # ``refusal_part``: the refusal as a part of a content list (the API's refusal content part),
 # which servers that answer in parts send instead of the message's own field.
 register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage",
-                       "413", "too_large_400"])
+                       "reasoning_apart", "413", "too_large_400"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -266,7 +268,8 @@ class FakeOpenAI(FakeServer):
                     for token, lp, alts in logprobs_for(spec, view.top_logprobs)
                 ]
             }
-        completion_tokens = len(spec.text.split())
+        # The reasoning is part of completion_tokens, its share said in the details.
+        completion_tokens = len(spec.text.split()) + spec.reasoning_tokens
         prompt_tokens = sum(len(t.split()) for t in view.texts) + 85 * view.n_images
         return {
             "id": "chatcmpl-fake",
@@ -281,6 +284,7 @@ class FakeOpenAI(FakeServer):
                 # Part of prompt_tokens, as OpenAI reports its automatic prefix caching.
                 "prompt_tokens_details": {
                     "cached_tokens": min(spec.cached_prompt_tokens, prompt_tokens)},
+                "completion_tokens_details": {"reasoning_tokens": spec.reasoning_tokens},
             },
         }
 
@@ -321,6 +325,16 @@ class FakeOpenAI(FakeServer):
                 "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": "Final Answer: B"}}],
+            })
+        if fault == "reasoning_apart":
+            # A gateway serving a thinking model through this API: its completion_tokens
+            # counts the visible answer only; the total, and the detail, hold the reasoning.
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "Final Answer: B"}}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 423,
+                          "completion_tokens_details": {"reasoning_tokens": 400}},
             })
         if fault == "content_parts":
             parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
