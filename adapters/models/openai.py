@@ -52,6 +52,13 @@ _FINISH = {
 
 _TOKEN_FIELDS = frozenset({"max_tokens", "max_completion_tokens"})
 
+# Finish reasons of a reply the server cut short itself, not the model: SGLang answers 200 with
+# "abort" and the text so far when it drops a request (its scheduler gone, the request
+# aborted); vLLM's "error" is a retryable internal error (which it turns into a 500 itself, and
+# which a proxy may pass on). Partial text read as the model's whole step would be scored and
+# sent back as if the model had stopped there.
+_SERVER_ENDED = frozenset({"abort", "error"})
+
 
 def _text_of(message: Message) -> str:
     # One part per line: "(… is omitted.)" and "Now write Step 2." are two sentences, as they
@@ -195,6 +202,11 @@ class OpenAIAdapter(HttpAdapter):
                 "safety_block",
                 retry="no",
             )
+        if raw_finish in _SERVER_ENDED:
+            said = (f"; it had begun: {' '.join(text.split())[:200]!r}" if text.strip() else "")
+            raise self._reply_error(
+                f"the server ended the reply before the model did (finish_reason="
+                f"{raw_finish!r}){said}", "server_aborted")
         return ModelReply(
             text=text,
             finish_reason=_FINISH.get(raw_finish, raw_finish),

@@ -40,10 +40,12 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # ``no_usage``: a good reply ("Final Answer: B") with no token counts, as some proxies send.
 # ``reasoning_apart``: the same reply from a gateway that leaves a thinking model's 400
 # reasoning tokens out of completion_tokens (its total and its details hold them).
+# ``abort``: SGLang's 200 for a request it dropped part-way (finish_reason "abort", the text so
+# far), as when its scheduler process is gone.
 # ``refusal_part``: the refusal as a part of a content list (the API's refusal content part),
 # which servers that answer in parts send instead of the message's own field.
 register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage",
-                       "reasoning_apart", "413", "too_large_400"])
+                       "reasoning_apart", "abort", "413", "too_large_400"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -335,6 +337,14 @@ class FakeOpenAI(FakeServer):
                              "message": {"role": "assistant", "content": "Final Answer: B"}}],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 423,
                           "completion_tokens_details": {"reasoning_tokens": 400}},
+            })
+        if fault == "abort":
+            return web.json_response({
+                "id": "fake", "object": "chat.completion", "created": 0, "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "abort", "logprobs": None,
+                             "message": {"role": "assistant", "content": "Step 1 (Text): The",
+                                         "reasoning_content": None, "tool_calls": None}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14},
             })
         if fault == "content_parts":
             parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},

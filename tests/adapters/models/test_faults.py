@@ -39,6 +39,8 @@ SPECIFIC = {
     "openai": {"content_filter": ("no", "safety_block", None),
                "refusal": ("no", "safety_block", None),
                "refusal_part": ("no", "safety_block", None),
+               # SGLang's 200 for a request it dropped part-way: the text is not the step.
+               "abort": ("transient", "server_aborted", None),
                "too_large_400": ("no", "request_too_large", None)},
     "gemini": {
         "safety_block": ("no", "safety_block", None),
