@@ -276,6 +276,11 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
 )
 
 
+# OpenAI's 429 for one request over the tokens-per-minute limit ("Request too large for gpt-4o
+# in organization org-… on tokens per min (TPM): Limit 30000, Requested 36278. The input or
+# output tokens must be reduced in order to run successfully."), lowercased.
+_OVER_THE_MINUTE = "request too large for"
+
 # Gemini lists each quota exceeded as "…, limit: 0, model: …": the list's own field, not any
 # "limit: 0" a sentence may hold ("remaining limit: 0" would say nothing of the tier).
 _NO_LIMIT = re.compile(r"(?:^|,)[ \t]*limit: 0(?![\d.])", re.MULTILINE)
@@ -376,6 +381,16 @@ def classify_status(
             f"{where}: model not found (HTTP {status}) at {url}: {detail}. Check the model "
             "name, and that the key's project may use it",
             retry="no", kind="not_found", status=status)
+    if status == 429 and _OVER_THE_MINUTE in said:
+        # OpenAI refuses a single request that asks for more tokens (its prompt plus its
+        # max_tokens) than the key's tokens-per-minute limit with a 429 rate_limit_exceeded
+        # that no wait cures: each retry would pause the model's calls for nothing.
+        return ModelCallError(
+            f"{where}: one request asks for more tokens than the key's per-minute limit allows "
+            f"(HTTP 429): {said_so}. No wait cures it: lower --max-tokens (it counts toward "
+            "the request), send fewer images (--image-history original+last:K), or raise the "
+            "account's rate-limit tier",
+            retry="no", kind="request_too_large", status=status)
     if status == 429:
         return ModelCallError(
             f"{where}: rate limited (HTTP 429): {detail}",

@@ -41,11 +41,12 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # ``reasoning_apart``: the same reply from a gateway that leaves a thinking model's 400
 # reasoning tokens out of completion_tokens (its total and its details hold them).
 # ``abort``: SGLang's 200 for a request it dropped part-way (finish_reason "abort", the text so
-# far), as when its scheduler process is gone.
+# far), as when its scheduler process is gone. ``429_tpm``: the 429 for one request asking for
+# more tokens than the key's tokens-per-minute limit, which no wait cures.
 # ``refusal_part``: the refusal as a part of a content list (the API's refusal content part),
 # which servers that answer in parts send instead of the message's own field.
 register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage",
-                       "reasoning_apart", "abort", "413", "too_large_400"])
+                       "reasoning_apart", "abort", "429_tpm", "413", "too_large_400"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -360,6 +361,15 @@ class FakeOpenAI(FakeServer):
                 "<html><head><title>413 Request Entity Too Large</title></head><body><center>"
                 "<h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center>"
                 "</body></html>"))
+        if fault == "429_tpm":
+            return web.json_response({"error": {
+                "message": "Request too large for gpt-4o in organization org-fake on tokens per "
+                "min (TPM): Limit 30000, Requested 36278. The input or output tokens must be "
+                "reduced in order to run successfully. Visit https://platform.openai.com/account/"
+                "rate-limits to learn more.", "type": "tokens", "param": None,
+                "code": "rate_limit_exceeded"}}, status=429, headers={
+                "x-ratelimit-limit-tokens": "30000", "x-ratelimit-remaining-tokens": "30000",
+                "x-ratelimit-reset-tokens": "0s"})
         if fault == "too_large_400":
             return web.json_response(self._error_body(
                 400, "Total image size is 50.56MB, which exceeds the allowed limit of 50MB.",

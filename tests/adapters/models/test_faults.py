@@ -41,6 +41,8 @@ SPECIFIC = {
                "refusal_part": ("no", "safety_block", None),
                # SGLang's 200 for a request it dropped part-way: the text is not the step.
                "abort": ("transient", "server_aborted", None),
+               # One request over the tokens-per-minute limit: a 429 no wait cures.
+               "429_tpm": ("no", "request_too_large", None),
                "too_large_400": ("no", "request_too_large", None)},
     "gemini": {
         "safety_block": ("no", "safety_block", None),
