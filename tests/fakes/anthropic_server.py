@@ -298,6 +298,11 @@ class FakeAnthropic(FakeServer):
         }
 
     async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
+        if fault == "unsupported_parameter":
+            # What the newer models (Claude Opus 4.7 on) say of any temperature, top_p or top_k.
+            return web.json_response(self._error_body(
+                400, "`temperature` is deprecated for this model.", "invalid_request_error"),
+                status=400)
         if fault == "overloaded":
             return web.json_response(
                 self._error_body(529, "Overloaded", "overloaded_error"), status=529

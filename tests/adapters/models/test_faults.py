@@ -58,6 +58,8 @@ SPECIFIC = {
         "overloaded": ("transient", "http_529", None),
         "refusal": ("no", "safety_block", None),
         "spend_limit": ("no", "quota", None),
+        # Claude Opus 4.7 on: "`temperature` is deprecated for this model."
+        "unsupported_parameter": ("no", "unsupported_parameter", None),
         "429_window": ("rate_limit", "http_429", None),
         "too_large_400": ("no", "image_too_large", None),
     },

@@ -233,6 +233,9 @@ def test_a_rate_limit_is_still_one(body) -> None:
         b'"code": "unsupported_value"}}',
         b'{"error": {"code": 400, "message": "Invalid JSON payload received. Unknown name '
         b'\\"topK\\" at \'generation_config\': Cannot find field.", "status": "INVALID_ARGUMENT"}}',
+        # Anthropic's newer models refuse any temperature (top_p, top_k) so.
+        b'{"type": "error", "error": {"type": "invalid_request_error", "message": '
+        b'"`temperature` is deprecated for this model."}}',
     ],
 )
 def test_a_refused_request_parameter_is_named(body) -> None:
