@@ -8,6 +8,7 @@ never sleeps or retries (that is the engine's job, engine/retry.py).
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import math
 import re
@@ -102,14 +103,7 @@ def parse_retry_after(
         when = email.utils.parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError, IndexError):
         return None
-    reference = now()
-    date = headers.get("Date")
-    if date:
-        try:
-            reference = email.utils.parsedate_to_datetime(date).timestamp()
-        except (TypeError, ValueError, IndexError):
-            pass
-    return max(when - reference, 0.0)
+    return max(when - _reference_time(headers, now), 0.0)
 
 
 _NUMBERISH = re.compile(r"[+-]?(?:nan|inf(?:inity)?|[\d.]+(?:e[+-]?\d+)?)", re.IGNORECASE)
@@ -168,12 +162,21 @@ _GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m(?!s))?"
                           r"(?:(\d+(?:\.\d*)?)s)?(?:(\d+(?:\.\d*)?)ms)?")
 
 
-def ratelimit_reset(headers: Mapping[str, str]) -> float | None:
-    """Seconds until an exhausted OpenAI rate-limit window resets, if the headers say.
+# Anthropic's windows, each with anthropic-ratelimit-{window}-{limit,remaining,reset}.
+_ANTHROPIC_WINDOWS = ("requests", "tokens", "input-tokens", "output-tokens")
+
+
+def ratelimit_reset(
+    headers: Mapping[str, str], now: Callable[[], float] = time.time
+) -> float | None:
+    """Seconds until an exhausted rate-limit window resets, if the headers say.
 
     OpenAI sends ``x-ratelimit-remaining-{requests,tokens}`` and ``x-ratelimit-reset-…`` (a
     duration such as ``1s``, ``6m0s`` or ``20ms``) with every reply, and not always a
-    ``Retry-After`` with a 429; the windows that are used up say how long to wait.
+    ``Retry-After`` with a 429; Anthropic ``anthropic-ratelimit-{window}-remaining`` and
+    ``…-reset``, an RFC 3339 time (measured against the reply's ``Date``, as a
+    ``Retry-After`` date is), for its requests, tokens, input-tokens and output-tokens
+    windows. The windows that are used up say how long to wait.
     """
     waits = []
     for window in ("requests", "tokens"):
@@ -183,7 +186,36 @@ def ratelimit_reset(headers: Mapping[str, str]) -> float | None:
         if match and any(match.groups()):
             h, m, s, ms = (float(g) if g else 0.0 for g in match.groups())
             waits.append(3600 * h + 60 * m + s + ms / 1000)
+    for window in _ANTHROPIC_WINDOWS:
+        if headers.get(f"anthropic-ratelimit-{window}-remaining", "").strip() != "0":
+            continue
+        when = _rfc3339(headers.get(f"anthropic-ratelimit-{window}-reset", ""))
+        if when is not None:
+            waits.append(max(when - _reference_time(headers, now), 0.0))
     return max(waits) if waits else None
+
+
+def _rfc3339(text: str) -> float | None:
+    """An RFC 3339 time (``2025-08-21T12:40:59Z``) as a POSIX timestamp, or None."""
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is None:  # RFC 3339 always has an offset; a bare time is not one
+        return None
+    return when.timestamp()
+
+
+def _reference_time(headers: Mapping[str, str], now: Callable[[], float]) -> float:
+    """The reply's own ``Date`` when it has a valid one (so clock skew does not count), else
+    ``now()``."""
+    date = headers.get("Date")
+    if date:
+        try:
+            return email.utils.parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError):
+            pass
+    return now()
 
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
@@ -224,7 +256,9 @@ def retry_info_delay(body: bytes) -> float | None:
 # specified … usage limits") or a 402 billing_error; Gemini, its prepaid credit spent, a 402
 # (a 429 before) saying "prepayment credits are depleted"; not "exceeded your current quota",
 # which Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
-# field (a temperature a reasoning model does not take, an unknown Gemini field): a 400.
+# field (a temperature a reasoning model does not take, an unknown Gemini field, a sampling
+# setting Anthropic's newer models no longer take: "`temperature` is deprecated for this
+# model."): a 400.
 _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, str], ...] = (
     (frozenset({400, 402, 403, 429}),
      frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active",
@@ -238,11 +272,17 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
     (frozenset({400}),
      frozenset({"unsupported_parameter", "unsupported_value", "unknown_parameter"}),
      ("unsupported parameter", "unsupported value",
-      "invalid json payload received. unknown name"), "unsupported_parameter",
+      "invalid json payload received. unknown name", "is deprecated for this model"),
+     "unsupported_parameter",
      "the model refuses a request parameter (HTTP {status}): {detail}. Leave that option out "
      "for this model (say --temperature, or a field of extra)"),
 )
 
+
+# OpenAI's 429 for one request over the tokens-per-minute limit ("Request too large for gpt-4o
+# in organization org-… on tokens per min (TPM): Limit 30000, Requested 36278. The input or
+# output tokens must be reduced in order to run successfully."), lowercased.
+_OVER_THE_MINUTE = "request too large for"
 
 # Gemini lists each quota exceeded as "…, limit: 0, model: …": the list's own field, not any
 # "limit: 0" a sentence may hold ("remaining limit: 0" would say nothing of the tier).
@@ -344,6 +384,16 @@ def classify_status(
             f"{where}: model not found (HTTP {status}) at {url}: {detail}. Check the model "
             "name, and that the key's project may use it",
             retry="no", kind="not_found", status=status)
+    if status == 429 and _OVER_THE_MINUTE in said:
+        # OpenAI refuses a single request that asks for more tokens (its prompt plus its
+        # max_tokens) than the key's tokens-per-minute limit with a 429 rate_limit_exceeded
+        # that no wait cures: each retry would pause the model's calls for nothing.
+        return ModelCallError(
+            f"{where}: one request asks for more tokens than the key's per-minute limit allows "
+            f"(HTTP 429): {said_so}. No wait cures it: lower --max-tokens (it counts toward "
+            "the request), send fewer images (--image-history original+last:K), or raise the "
+            "account's rate-limit tier",
+            retry="no", kind="request_too_large", status=status)
     if status == 429:
         return ModelCallError(
             f"{where}: rate limited (HTTP 429): {detail}",
@@ -351,7 +401,7 @@ def classify_status(
             kind="http_429",
             retry_after=_first_known(parse_retry_after(headers, now), retry_info_delay(body)),
             # Only a floor: the 429 may come from a limit these headers do not describe.
-            wait_at_least=ratelimit_reset(headers),
+            wait_at_least=ratelimit_reset(headers, now),
             status=status,
         )
     if status >= 500 or status in _TRANSIENT_4XX:

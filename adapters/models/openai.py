@@ -52,6 +52,13 @@ _FINISH = {
 
 _TOKEN_FIELDS = frozenset({"max_tokens", "max_completion_tokens"})
 
+# Finish reasons of a reply the server cut short itself, not the model: SGLang answers 200 with
+# "abort" and the text so far when it drops a request (its scheduler gone, the request
+# aborted); vLLM's "error" is a retryable internal error (which it turns into a 500 itself, and
+# which a proxy may pass on). Partial text read as the model's whole step would be scored and
+# sent back as if the model had stopped there.
+_SERVER_ENDED = frozenset({"abort", "error"})
+
 
 def _text_of(message: Message) -> str:
     # One part per line: "(… is omitted.)" and "Now write Step 2." are two sentences, as they
@@ -170,6 +177,7 @@ class OpenAIAdapter(HttpAdapter):
             usage = data.get("usage") or {}
             # Part of prompt_tokens: OpenAI caches a long repeated prefix on its own.
             cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            output_tokens = _output_tokens(usage)
             logprobs = (choice.get("logprobs") or {}).get("content") or ()
             top = tuple(
                 {c["token"]: float(c["logprob"]) for c in entry.get("top_logprobs") or ()}
@@ -194,12 +202,17 @@ class OpenAIAdapter(HttpAdapter):
                 "safety_block",
                 retry="no",
             )
+        if raw_finish in _SERVER_ENDED:
+            said = (f"; it had begun: {' '.join(text.split())[:200]!r}" if text.strip() else "")
+            raise self._reply_error(
+                f"the server ended the reply before the model did (finish_reason="
+                f"{raw_finish!r}){said}", "server_aborted")
         return ModelReply(
             text=text,
             finish_reason=_FINISH.get(raw_finish, raw_finish),
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
+                output_tokens=output_tokens,
                 cached_input_tokens=cached,
             ),
             tool_calls=tool_calls,
@@ -207,6 +220,25 @@ class OpenAIAdapter(HttpAdapter):
             model=str(data.get("model") or self.model),
             usage_reported=isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int),
         )
+
+
+def _output_tokens(usage: Any) -> int:
+    """Every token the reply was billed as output for, its reasoning included.
+
+    The API counts reasoning inside ``completion_tokens`` (``completion_tokens_details.
+    reasoning_tokens`` is a part of it) and ``total_tokens`` is prompt plus completion.
+    Gateways that serve a thinking model (Gemini's, say) through this API have been seen to
+    count only the visible answer in ``completion_tokens`` while their total holds the
+    reasoning too: then the reasoning is added back, or a thinking model's steps would be
+    recorded, and costed, at a fraction of what they were billed.
+    """
+    completion = int(usage.get("completion_tokens") or 0)
+    reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+    total, prompt = usage.get("total_tokens"), usage.get("prompt_tokens")
+    if (reasoning and isinstance(total, int) and isinstance(prompt, int)
+            and total - prompt == completion + reasoning):
+        return completion + reasoning
+    return completion
 
 
 def _content_text(content: Any) -> str:

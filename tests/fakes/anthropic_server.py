@@ -7,7 +7,9 @@ turn, ``text``/``image`` blocks with base64 sources of a supported media type, n
 ``tool_use`` answered by a ``tool_result`` at the start of the next user turn and none without
 one — and answers in the real reply shape. Extra faults: ``overloaded`` (HTTP 529), ``refusal``,
 ``spend_limit`` (the monthly spend cap: a 429 ``rate_limit_error`` without ``retry-after``, told
-from a rate limit only by ``error.details.error_code``).
+from a rate limit only by ``error.details.error_code``), ``429_window`` (a 429 that says when
+its used-up input-tokens window resets, ``retry_after_s`` on, only in the API's
+``anthropic-ratelimit-*`` headers).
 
 Extended thinking, when a request asks for it (``"thinking": {"type": "enabled", ...}``): each
 reply starts with a ``thinking`` block signed by this fake, and, as the API does, a request
@@ -24,8 +26,11 @@ breakpoint or at one of the 20 blocks before it. Nothing expires. Tokens are cou
 from __future__ import annotations
 
 import base64
+import datetime
+import email.utils
 import hashlib
 import json
+import time
 from typing import Any
 
 from aiohttp import web
@@ -44,7 +49,8 @@ from tests.fakes.server import (
 
 __all__ = ["FakeAnthropic", "thinking_signature"]
 
-register_extra_faults(["overloaded", "refusal", "spend_limit", "413", "too_large_400"])
+register_extra_faults(["overloaded", "refusal", "spend_limit", "429_window", "413",
+                       "too_large_400"])
 
 MIN_CACHED = 1024
 """The shortest prefix the API caches (Sonnet's; shorter ones are sent on, not cached)."""
@@ -292,10 +298,40 @@ class FakeAnthropic(FakeServer):
         }
 
     async def _special_fault(self, fault: str, request: web.Request) -> web.StreamResponse | None:
+        if fault == "unsupported_parameter":
+            # What the newer models (Claude Opus 4.7 on) say of any temperature, top_p or top_k.
+            return web.json_response(self._error_body(
+                400, "`temperature` is deprecated for this model.", "invalid_request_error"),
+                status=400)
         if fault == "overloaded":
             return web.json_response(
                 self._error_body(529, "Overloaded", "overloaded_error"), status=529
             )
+        if fault == "429_window":
+            # A 429 saying when the used-up window resets in the API's own headers (RFC 3339
+            # times, every reply has them) and with no retry-after, as the API has answered
+            # (anthropic-sdk-typescript#357). Whole seconds, as the Date header has them.
+            now = int(time.time())
+
+            def stamp(at: int) -> str:
+                return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")
+
+            headers = {
+                "Date": email.utils.formatdate(now, usegmt=True),
+                "anthropic-ratelimit-requests-limit": "50",
+                "anthropic-ratelimit-requests-remaining": "49",
+                "anthropic-ratelimit-requests-reset": stamp(now + 1),
+                "anthropic-ratelimit-input-tokens-limit": "30000",
+                "anthropic-ratelimit-input-tokens-remaining": "0",
+                "anthropic-ratelimit-input-tokens-reset": stamp(now + self.retry_after_s),
+                "anthropic-ratelimit-output-tokens-limit": "8000",
+                "anthropic-ratelimit-output-tokens-remaining": "8000",
+                "anthropic-ratelimit-output-tokens-reset": stamp(now),
+            }
+            return web.json_response(self._error_body(
+                429, "This request would exceed the rate limit for your organization of 30,000 "
+                "input tokens per minute.", "rate_limit_error"), status=429, headers=headers)
         if fault == "spend_limit":
             body = self._error_body(429, "You have reached your organization's monthly usage "
                                     "limit.", "rate_limit_error")
@@ -332,7 +368,9 @@ class FakeAnthropic(FakeServer):
         if not read and not written:
             read = min(spec.cached_prompt_tokens, prompt)
         return {"input_tokens": prompt - read - written, "cache_creation_input_tokens": written,
-                "cache_read_input_tokens": read, "output_tokens": len(spec.text.split())}
+                "cache_read_input_tokens": read,
+                # Thinking is billed, and counted, as output.
+                "output_tokens": len(spec.text.split()) + spec.reasoning_tokens}
 
     def _cache(self, body: dict) -> tuple[int, int]:
         """(tokens read from the cache, tokens written to it) for a request, caching the

@@ -279,12 +279,15 @@ class FakeGemini(FakeServer):
             }
         prompt_tokens = sum(len(t.split()) for t in view.texts) + 258 * view.n_images
         output_tokens = len(spec.text.split())
+        thoughts = spec.reasoning_tokens
         return {
             "candidates": [candidate],
             "usageMetadata": {
                 "promptTokenCount": prompt_tokens,
                 "candidatesTokenCount": output_tokens,
-                "totalTokenCount": prompt_tokens + output_tokens,
+                "totalTokenCount": prompt_tokens + output_tokens + thoughts,
+                # Beside candidatesTokenCount, not part of it; left out when there were none.
+                **({"thoughtsTokenCount": thoughts} if thoughts else {}),
                 # Part of promptTokenCount; Gemini leaves the field out when nothing was cached.
                 **({"cachedContentTokenCount": min(spec.cached_prompt_tokens, prompt_tokens)}
                    if spec.cached_prompt_tokens else {}),

@@ -38,10 +38,15 @@ _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # ``refusal``: no content, the model's refusal in its own field. ``content_parts``: a good reply
 # whose content is a list of parts (text and a reasoning part), as Mistral's servers send it.
 # ``no_usage``: a good reply ("Final Answer: B") with no token counts, as some proxies send.
+# ``reasoning_apart``: the same reply from a gateway that leaves a thinking model's 400
+# reasoning tokens out of completion_tokens (its total and its details hold them).
+# ``abort``: SGLang's 200 for a request it dropped part-way (finish_reason "abort", the text so
+# far), as when its scheduler process is gone. ``429_tpm``: the 429 for one request asking for
+# more tokens than the key's tokens-per-minute limit, which no wait cures.
 # ``refusal_part``: the refusal as a part of a content list (the API's refusal content part),
 # which servers that answer in parts send instead of the message's own field.
 register_extra_faults(["content_filter", "refusal", "refusal_part", "content_parts", "no_usage",
-                       "413", "too_large_400"])
+                       "reasoning_apart", "abort", "429_tpm", "413", "too_large_400"])
 REFUSAL = "I can't help with identifying people in images."
 PARTS_TEXT = ("Step 1 (Text): The label reads B.\n", "Final Answer: B")
 
@@ -266,7 +271,8 @@ class FakeOpenAI(FakeServer):
                     for token, lp, alts in logprobs_for(spec, view.top_logprobs)
                 ]
             }
-        completion_tokens = len(spec.text.split())
+        # The reasoning is part of completion_tokens, its share said in the details.
+        completion_tokens = len(spec.text.split()) + spec.reasoning_tokens
         prompt_tokens = sum(len(t.split()) for t in view.texts) + 85 * view.n_images
         return {
             "id": "chatcmpl-fake",
@@ -281,6 +287,7 @@ class FakeOpenAI(FakeServer):
                 # Part of prompt_tokens, as OpenAI reports its automatic prefix caching.
                 "prompt_tokens_details": {
                     "cached_tokens": min(spec.cached_prompt_tokens, prompt_tokens)},
+                "completion_tokens_details": {"reasoning_tokens": spec.reasoning_tokens},
             },
         }
 
@@ -322,6 +329,24 @@ class FakeOpenAI(FakeServer):
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": "Final Answer: B"}}],
             })
+        if fault == "reasoning_apart":
+            # A gateway serving a thinking model through this API: its completion_tokens
+            # counts the visible answer only; the total, and the detail, hold the reasoning.
+            return web.json_response({
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "Final Answer: B"}}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 423,
+                          "completion_tokens_details": {"reasoning_tokens": 400}},
+            })
+        if fault == "abort":
+            return web.json_response({
+                "id": "fake", "object": "chat.completion", "created": 0, "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "abort", "logprobs": None,
+                             "message": {"role": "assistant", "content": "Step 1 (Text): The",
+                                         "reasoning_content": None, "tool_calls": None}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14},
+            })
         if fault == "content_parts":
             parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
                      *({"type": "text", "text": t} for t in PARTS_TEXT)]
@@ -336,6 +361,15 @@ class FakeOpenAI(FakeServer):
                 "<html><head><title>413 Request Entity Too Large</title></head><body><center>"
                 "<h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center>"
                 "</body></html>"))
+        if fault == "429_tpm":
+            return web.json_response({"error": {
+                "message": "Request too large for gpt-4o in organization org-fake on tokens per "
+                "min (TPM): Limit 30000, Requested 36278. The input or output tokens must be "
+                "reduced in order to run successfully. Visit https://platform.openai.com/account/"
+                "rate-limits to learn more.", "type": "tokens", "param": None,
+                "code": "rate_limit_exceeded"}}, status=429, headers={
+                "x-ratelimit-limit-tokens": "30000", "x-ratelimit-remaining-tokens": "30000",
+                "x-ratelimit-reset-tokens": "0s"})
         if fault == "too_large_400":
             return web.json_response(self._error_body(
                 400, "Total image size is 50.56MB, which exceeds the allowed limit of 50MB.",

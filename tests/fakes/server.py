@@ -85,6 +85,11 @@ class ReplySpec(msgspec.Struct):
     most the prompt's tokens)."""
     finish_message: str = ""
     """The provider's words on why the reply ended (Gemini's ``finishMessage``), if any."""
+    reasoning_tokens: int = 0
+    """Output tokens a thinking model spent on reasoning it does not show, counted as each API
+    counts them: within OpenAI's ``completion_tokens`` (and in its ``reasoning_tokens``
+    detail), in Gemini's ``thoughtsTokenCount`` beside ``candidatesTokenCount``, within
+    Anthropic's ``output_tokens``."""
 
 
 class SeenRequest(msgspec.Struct):

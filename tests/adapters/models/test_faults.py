@@ -39,6 +39,10 @@ SPECIFIC = {
     "openai": {"content_filter": ("no", "safety_block", None),
                "refusal": ("no", "safety_block", None),
                "refusal_part": ("no", "safety_block", None),
+               # SGLang's 200 for a request it dropped part-way: the text is not the step.
+               "abort": ("transient", "server_aborted", None),
+               # One request over the tokens-per-minute limit: a 429 no wait cures.
+               "429_tpm": ("no", "request_too_large", None),
                "too_large_400": ("no", "request_too_large", None)},
     "gemini": {
         "safety_block": ("no", "safety_block", None),
@@ -54,6 +58,9 @@ SPECIFIC = {
         "overloaded": ("transient", "http_529", None),
         "refusal": ("no", "safety_block", None),
         "spend_limit": ("no", "quota", None),
+        # Claude Opus 4.7 on: "`temperature` is deprecated for this model."
+        "unsupported_parameter": ("no", "unsupported_parameter", None),
+        "429_window": ("rate_limit", "http_429", None),
         "too_large_400": ("no", "image_too_large", None),
     },
 }
@@ -86,6 +93,15 @@ async def test_fault_is_classified(serve, provider, fault, retry, kind, retry_af
         assert "context window" in text
     if kind.endswith("_too_large"):  # says so, and what to change
         assert "too large" in text and "--image-history original+last:K" in text, text
+
+
+async def test_anthropic_429_waits_for_its_used_up_window(serve) -> None:
+    # No retry-after: the anthropic-ratelimit-* headers alone say when the window resets.
+    _, adapter = await serve("anthropic", faults=FaultPlan(["429_window"]),
+                             retry_after_s=RETRY_AFTER)
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(vaot_request())
+    assert (info.value.retry_after, info.value.wait_at_least) == (None, RETRY_AFTER)
 
 
 class FakeSleep:

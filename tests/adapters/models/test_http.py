@@ -99,6 +99,40 @@ def test_a_429_waits_for_the_exhausted_openai_window(headers, wait) -> None:
         assert (error.retry_after, error.wait_at_least) == (None, wait)
 
 
+_DATE = "Thu, 21 Aug 2025 12:40:50 GMT"
+
+
+@pytest.mark.parametrize(("headers", "wait"), [
+    # Anthropic's windows reset at an RFC 3339 time, measured against the reply's Date.
+    ({"Date": _DATE, "anthropic-ratelimit-input-tokens-remaining": "0",
+      "anthropic-ratelimit-input-tokens-reset": "2025-08-21T12:41:00Z"}, 10.0),
+    ({"Date": _DATE, "anthropic-ratelimit-requests-remaining": "0",
+      "anthropic-ratelimit-requests-reset": "2025-08-21T12:40:52Z",
+      "anthropic-ratelimit-output-tokens-remaining": "0",
+      "anthropic-ratelimit-output-tokens-reset": "2025-08-21T14:41:00+02:00"}, 10.0),
+    ({"Date": _DATE, "anthropic-ratelimit-tokens-remaining": "0",
+      "anthropic-ratelimit-tokens-reset": "2025-08-21T12:40:00Z"}, 0.0),
+    # A window not used up, or a time that is not one, says nothing.
+    ({"Date": _DATE, "anthropic-ratelimit-tokens-remaining": "120",
+      "anthropic-ratelimit-tokens-reset": "2025-08-21T12:41:00Z"}, None),
+    ({"Date": _DATE, "anthropic-ratelimit-tokens-remaining": "0",
+      "anthropic-ratelimit-tokens-reset": "soon"}, None),
+    ({"Date": _DATE, "anthropic-ratelimit-tokens-remaining": "0",
+      "anthropic-ratelimit-tokens-reset": "2025-08-21T12:41:00"}, None),
+])
+def test_a_429_waits_for_the_exhausted_anthropic_window(headers, wait) -> None:
+    error = classify(429, headers=headers)
+    assert (error.retry_after, error.wait_at_least) == (None, wait)
+
+
+def test_an_anthropic_window_without_a_date_is_measured_by_the_injected_clock() -> None:
+    from adapters.models._http_errors import ratelimit_reset
+
+    headers = {"anthropic-ratelimit-input-tokens-remaining": "0",
+               "anthropic-ratelimit-input-tokens-reset": "2015-10-21T07:28:30Z"}
+    assert ratelimit_reset(headers, now=lambda: 1445412500.0) == pytest.approx(10.0)
+
+
 def test_a_short_window_does_not_take_the_backoff_away() -> None:
     import random
 
@@ -199,6 +233,9 @@ def test_a_rate_limit_is_still_one(body) -> None:
         b'"code": "unsupported_value"}}',
         b'{"error": {"code": 400, "message": "Invalid JSON payload received. Unknown name '
         b'\\"topK\\" at \'generation_config\': Cannot find field.", "status": "INVALID_ARGUMENT"}}',
+        # Anthropic's newer models refuse any temperature (top_p, top_k) so.
+        b'{"type": "error", "error": {"type": "invalid_request_error", "message": '
+        b'"`temperature` is deprecated for this model."}}',
     ],
 )
 def test_a_refused_request_parameter_is_named(body) -> None:

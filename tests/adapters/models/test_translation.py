@@ -308,6 +308,53 @@ async def test_prompt_tokens_served_from_the_cache_are_counted_within_the_input(
     assert fresh.usage.cached_input_tokens == 0
 
 
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_reasoning_tokens_are_counted_as_output(serve, provider) -> None:
+    # Each provider says it its own way: OpenAI within completion_tokens, Gemini in
+    # thoughtsTokenCount beside candidatesTokenCount, Anthropic within output_tokens. Each
+    # bills them as output, and the reply counts them so.
+    _, adapter = await serve(provider, replies=[
+        {"text": "Step 1 (Text): x", "reasoning_tokens": 500}, "Step 1 (Text): x"])
+    thought = await adapter.generate(vaot_request())
+    plain = await adapter.generate(vaot_request())
+    assert thought.usage.output_tokens == plain.usage.output_tokens + 500
+
+
+async def test_openai_gateway_leaving_reasoning_out_of_completion_tokens(serve) -> None:
+    """A gateway serving a thinking model through this API may count only the answer in
+    completion_tokens while its total holds the reasoning: the reasoning is still output."""
+    from tests.fakes.faults import FaultPlan
+
+    _, adapter = await serve("openai", faults=FaultPlan(["reasoning_apart"]))
+    reply = await adapter.generate(vaot_request())
+    assert reply.text == "Final Answer: B"
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (20, 403)
+
+
+@pytest.mark.parametrize(("usage", "output"), [
+    # OpenAI's own count: the reasoning is within completion_tokens.
+    ({"prompt_tokens": 20, "completion_tokens": 403, "total_tokens": 423,
+      "completion_tokens_details": {"reasoning_tokens": 400}}, 403),
+    ({"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 23,
+      "completion_tokens_details": {"reasoning_tokens": 0}}, 3),
+    # A total that the reasoning does not explain is not taken as the output's.
+    ({"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 523,
+      "completion_tokens_details": {"reasoning_tokens": 400}}, 3),
+    ({"prompt_tokens": 20, "completion_tokens": 3,
+      "completion_tokens_details": {"reasoning_tokens": 400}}, 3),
+    ({"prompt_tokens": 20, "completion_tokens": 0, "total_tokens": 80,
+      "completion_tokens_details": {"reasoning_tokens": 60}}, 60),
+])
+def test_openai_output_tokens_hold_the_reasoning_once(usage, output) -> None:
+    from adapters.models.base import AdapterOptions
+    from adapters.models.registry import create_adapter
+
+    adapter = create_adapter("openai:m", AdapterOptions(base_url="http://127.0.0.1:9/v1"))
+    reply = adapter.parse_reply({"choices": [{"message": {"content": "Final Answer: B"},
+                                              "finish_reason": "stop"}], "usage": usage})
+    assert reply.usage.output_tokens == output
+
+
 async def test_anthropic_prompt_cache_marks_the_original_and_the_conversation_so_far(
         serve) -> None:
     from adapters.models.base import Message, ModelRequest, TextPart
