@@ -99,12 +99,13 @@ THRESHOLD_AFTER_SUCCESS = 10
 
 
 NEVER_ANSWERED_KINDS = frozenset({"timeout", "call_timeout", "connection", "connection_reset",
-                                  "truncated", "bad_json", "cassette_miss"})
+                                  "truncated", "bad_json", "cassette_miss", "server_aborted"})
 """Transient faults (with every ``http_5xx``) that count toward a stop like :data:`STOP_KINDS`,
 but only while no call to the model has succeeded: after a whole retry budget each, a server
-that accepts and never answers, or answers every call with an error, is as unusable as a wrong
-port, and each wave of trajectories would wait out the budget again. Once it has answered,
-they are one sample's or one moment's trouble. So with a cassette that holds no reply for any
+that accepts and never answers, or answers every call with an error (or, as SGLang with its
+scheduler gone, with a reply it aborted: ``server_aborted``), is as unusable as a wrong port,
+and each wave of trajectories would wait out the budget again. Once it has answered, they are
+one sample's or one moment's trouble. So with a cassette that holds no reply for any
 request (``cassette_miss``: replayed from another store than the one that recorded it, or with
 options or prompts changed since, so that every request differs): it failed every trajectory of
 the run, each recorded as failed; once it has served one, a miss is that sample's."""

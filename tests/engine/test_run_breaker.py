@@ -121,7 +121,8 @@ def test_an_account_out_of_credit_or_a_refused_parameter_stops_the_run(tmp_path,
     _finishes_after_the_fix(store, tmp_path / "requests.jsonl")
 
 
-@pytest.mark.parametrize(("fault", "kind"), [("503", "http_503"), ("timeout", "timeout")])
+@pytest.mark.parametrize(("fault", "kind"), [("503", "http_503"), ("timeout", "timeout"),
+                                            ("abort", "server_aborted")])
 def test_a_server_that_never_answers_stops_the_run_before_any_success(tmp_path, fault,
                                                                        kind) -> None:
     # Every attempt of every call errs or hangs: before, each trajectory waited out its whole
