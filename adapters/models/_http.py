@@ -270,11 +270,17 @@ class HttpAdapter(abc.ABC):
             key_env=key_env if key else None,
         )
 
+    @classmethod
+    def providers_own(cls, base_url: str) -> bool:
+        """Whether ``base_url`` (no trailing slash) is the provider's own API, whose key, token
+        field and documented limits apply, rather than some other server speaking its format."""
+        return base_url == cls.default_base_url.rstrip("/")
+
     def _read_key(self, base_url: str, key_env: str) -> str | None:
         """The API key. The provider's own API always needs one; a server at another base URL
         gets one only when ``api_key_env`` names it, so a key that happens to be set for the
         provider (``OPENAI_API_KEY`` …) is never sent to some other server."""
-        if base_url == self.default_base_url.rstrip("/") or self.options.api_key_env is not None:
+        if self.providers_own(base_url) or self.options.api_key_env is not None:
             return read_key(key_env, provider=self.provider)
         return None
 

@@ -7,9 +7,11 @@ configured); ``logprobs``/``top_logprobs`` come back per generated token for can
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
+import yarl
 
 from adapters.models._http import HttpAdapter, sampling_fields
 from adapters.models._image_limits import ImageLimits, check_image_limits
@@ -52,6 +54,9 @@ _FINISH = {
 
 _TOKEN_FIELDS = frozenset({"max_tokens", "max_completion_tokens"})
 
+# A regional host of OpenAI's API: one lowercase label before api.openai.com ("eu", "us").
+_REGIONAL_HOST = re.compile(r"[a-z0-9-]+\.api\.openai\.com")
+
 # Finish reasons of a reply the server cut short itself, not the model: SGLang answers 200 with
 # "abort" and the text so far when it drops a request (its scheduler gone, the request
 # aborted); vLLM's "error" is a retryable internal error (which it turns into a 500 itself, and
@@ -76,9 +81,20 @@ class OpenAIAdapter(HttpAdapter):
 
     def __init__(self, model: str, options: AdapterOptions) -> None:
         super().__init__(model, options)
-        hosted = (options.base_url or DEFAULT_BASE_URL).rstrip("/") == DEFAULT_BASE_URL
+        self._hosted = self.providers_own((options.base_url or DEFAULT_BASE_URL).rstrip("/"))
         self._max_tokens_field = options.max_tokens_field or (
-            "max_completion_tokens" if hosted else "max_tokens")
+            "max_completion_tokens" if self._hosted else "max_tokens")
+
+    @classmethod
+    def providers_own(cls, base_url: str) -> bool:
+        """OpenAI's API, or one of its regional hosts (``https://eu.api.openai.com/v1`` for
+        data residency), which take the same key and parameters: taken for another server, a
+        reasoning model was sent ``max_tokens``, which it refuses, and no key."""
+        url = yarl.URL(base_url)
+        host = url.host or ""
+        return url.scheme == "https" and url.port == 443 and url.path == "/v1" and (
+            host == "api.openai.com" or _REGIONAL_HOST.fullmatch(host) is not None) \
+            and not (url.user or url.password or url.query_string or url.fragment)
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}
@@ -132,7 +148,7 @@ class OpenAIAdapter(HttpAdapter):
             ModelCallError: (not retried) the request is over OpenAI's documented limits
                 (:data:`IMAGE_LIMITS`), which it would refuse: said before paying for the upload.
         """
-        if self._client.base_url == DEFAULT_BASE_URL:  # another server sets its own limits
+        if self._hosted:  # another server sets its own limits
             check_image_limits(self.name, request, IMAGE_LIMITS)
         body: dict[str, Any] = {
             "model": self.model,

@@ -60,6 +60,28 @@ def test_openai_names_the_token_cap_as_the_server_reads_it(monkeypatch) -> None:
     assert body["max_completion_tokens"] == 500 and "max_tokens" not in body
 
 
+@pytest.mark.parametrize(("base_url", "own"), [
+    ("https://eu.api.openai.com/v1", True),  # OpenAI's EU data-residency host
+    ("https://us.api.openai.com/v1/", True),
+    ("http://eu.api.openai.com/v1", False),  # not over TLS: the key is not sent there
+    ("https://api.openai.com.example.net/v1", False),
+    ("https://a.b.api.openai.com/v1", False),
+    ("https://eu.api.openai.com:8443/v1", False),
+])
+def test_openai_regional_hosts_are_openai_itself(monkeypatch, base_url, own) -> None:
+    # Taken for some other server, a regional host got no key (every call a 401) and
+    # max_tokens, which OpenAI's reasoning models refuse.
+    from adapters.models.base import AdapterOptions
+    from adapters.models.openai import create
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-regional")
+    adapter = create("gpt-5", AdapterOptions(base_url=base_url))
+    body = adapter.build_body(vaot_request(max_tokens=77))
+    assert ("max_completion_tokens" in body) is own and ("max_tokens" in body) is not own
+    sent = adapter._client._headers.get("Authorization")
+    assert sent == ("Bearer sk-test-regional" if own else None)
+
+
 def test_openai_text_only_turns_keep_their_parts_apart(monkeypatch) -> None:
     # A chat-shape observation with its image omitted: two sentences, not one run together.
     from adapters.models.base import AdapterOptions, Message, ModelRequest, TextPart
