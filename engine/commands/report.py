@@ -381,7 +381,6 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
     return {"priced": prices is not None, "runs": out}
 
 
-
 def _by_epoch(records: list[TrajectoryRecord]) -> list[dict]:
     """Per model and setting, each epoch's accuracy over every group, and their spread."""
     out = []
