@@ -29,6 +29,10 @@ class Coverage(msgspec.Struct, frozen=True):
     started: int
     """Of those, the ones the log holds (ended or not)."""
 
+    missing_by_epoch: tuple[int, ...] = ()
+    """Of :attr:`never_started`, how many of each epoch 0, 1, …: where the epoch holds fewer
+    trajectories than were asked for it (a table per epoch counts them where they belong)."""
+
     @property
     def never_started(self) -> int:
         return max(0, self.planned - self.started)
@@ -60,10 +64,27 @@ def coverage(headers: Sequence[dict], records: Iterable[TrajectoryRecord]
                         per_epoch[epoch] = max(per_epoch.get(epoch, 0), int(samples))
     if not asked:
         return None
-    started = Counter((r.model, r.setting, r.group) for r in records if r.parent is None)
-    return [Coverage(model, setting, group, sum(per_epoch.values()),
-                     started[(model, setting, group)])
-            for (model, setting, group), per_epoch in asked.items()]
+    ours = [r for r in records if r.parent is None]
+    started = Counter((r.model, r.setting, r.group) for r in ours)
+    by_epoch = Counter((r.model, r.setting, r.group, r.epoch) for r in ours)
+    out = []
+    for key, per_epoch in asked.items():
+        cell = Coverage(*key, sum(per_epoch.values()), started[key])
+        short = [per_epoch.get(e, 0) - by_epoch[(*key, e)] for e in range(max(per_epoch) + 1)]
+        out.append(msgspec.structs.replace(
+            cell, missing_by_epoch=_shared_out(cell.never_started, short)))
+    return out
+
+
+def _shared_out(missing: int, short: list[int]) -> tuple[int, ...]:
+    """``missing`` given to the epochs in turn, each as many as it falls short (``short``), so
+    they add up to the pooled count even where an epoch holds more than was asked of it (a row
+    an earlier invocation ran and the last skipped at load) and another the fewer for it."""
+    out = []
+    for shortfall in short:
+        out.append(min(max(0, shortfall), missing))
+        missing -= out[-1]
+    return tuple(out)
 
 
 def with_never_started(records: Iterable[TrajectoryRecord], run_id: str,
@@ -72,8 +93,10 @@ def with_never_started(records: Iterable[TrajectoryRecord], run_id: str,
     table of them counts those as open, as ``vaot run``'s own table does."""
     out = list(records)
     for cell in cells:
+        epochs = [e for e, n in enumerate(cell.missing_by_epoch) for _ in range(n)]
         out.extend(TrajectoryRecord(
             traj=f"never-started/{cell.model}/{cell.setting}/{cell.group}/{n}", run_id=run_id,
-            sample_id="", model=cell.model, setting=cell.setting, group=cell.group)
+            sample_id="", model=cell.model, setting=cell.setting, group=cell.group,
+            epoch=epochs[n] if n < len(epochs) else 0)
             for n in range(cell.never_started))
     return out

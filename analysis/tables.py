@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -9,8 +10,9 @@ import msgspec
 
 from analysis.records import TrajectoryRecord
 
-__all__ = ["ALL", "Cell", "Exposure", "PairedCell", "accuracy_table", "exposure",
-           "exposure_by_model", "paired_exposed_accuracy"]
+__all__ = ["ALL", "Cell", "EpochSpread", "Exposure", "PairedCell", "accuracy_by_epoch",
+           "accuracy_table", "epoch_spread", "exposure", "exposure_by_model",
+           "paired_exposed_accuracy"]
 
 ALL = None
 """The row key of the aggregate over every group: not a string, so a dataset group spelled
@@ -46,18 +48,59 @@ def accuracy_table(records: Iterable[TrajectoryRecord], by: str = "group"
     cells: dict[tuple[str, str | None, str], Cell] = defaultdict(Cell)
     for r in records:
         for row in (getattr(r, by) or "-", ALL):
-            cell = cells[(r.model, row, r.setting)]
-            if r.status is None:
-                cell.unfinished += 1
-                continue
-            cell.n += 1
-            if r.status == "failed":
-                cell.failed += 1
-            else:
-                cell.max_steps += r.status == "max_steps"
-                cell.correct += int(bool(r.correct))
-                cell.no_option += r.no_option
+            _count(cells[(r.model, row, r.setting)], r)
     return dict(cells)
+
+
+def _count(cell: Cell, r: TrajectoryRecord) -> None:
+    """Add one trajectory to a cell: the one rule every accuracy figure is counted by."""
+    if r.status is None:
+        cell.unfinished += 1
+        return
+    cell.n += 1
+    if r.status == "failed":
+        cell.failed += 1
+    else:
+        cell.max_steps += r.status == "max_steps"
+        cell.correct += int(bool(r.correct))
+        cell.no_option += r.no_option
+
+
+def accuracy_by_epoch(records: Iterable[TrajectoryRecord]
+                      ) -> dict[tuple[str, str], dict[int, Cell]]:
+    """(model, setting) → epoch → Cell over every group, each epoch's trajectories counted as
+    :func:`accuracy_table` counts its :data:`ALL` row; forks are left out (no epoch of the
+    run's). The epochs' cells add up to the pooled one, so the spread they show is the one a
+    pooled cell hides."""
+    cells: dict[tuple[str, str], dict[int, Cell]] = {}
+    for r in records:
+        if r.parent is None:
+            _count(cells.setdefault((r.model, r.setting), {}).setdefault(r.epoch, Cell()), r)
+    return cells
+
+
+class EpochSpread(msgspec.Struct):
+    """How a model × setting's accuracy moves from one epoch to the next (fractions 0-1)."""
+
+    epochs: int = 0
+    """Epochs with an ended trajectory: those the figures are over (an epoch whose
+    trajectories are all open has no accuracy yet, and counts for none, not for 0)."""
+    mean: float | None = None
+    """The mean of the epochs' accuracies, each epoch weighing alike whatever its ``n``."""
+    sd: float | None = None
+    """Their sample standard deviation (n - 1 denominator); None below two epochs."""
+    low: float | None = None
+    high: float | None = None
+
+
+def epoch_spread(cells: Iterable[Cell]) -> EpochSpread:
+    """The spread of the accuracies of the cells that have one (an epoch each)."""
+    values = [cell.accuracy for cell in cells if cell.n]
+    if not values:
+        return EpochSpread()
+    return EpochSpread(epochs=len(values), mean=statistics.fmean(values),
+                       sd=statistics.stdev(values) if len(values) > 1 else None,
+                       low=min(values), high=max(values))
 
 
 RENDERING_SETTINGS = ("vaot", "wrong_render")

@@ -13,13 +13,14 @@ from rich.table import Table
 
 from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
-from analysis.tables import ALL, accuracy_table
+from analysis.tables import ALL, Cell, accuracy_by_epoch, accuracy_table, epoch_spread
 from engine.figure_cell import FigureCell
 from engine.printable import printable
 from engine.prompts import SETTINGS
 from engine.runtime import Outcome, TrajectoryJob
 
-__all__ = ["RunProgress", "dataset_progress", "summary_tables", "with_unstarted"]
+__all__ = ["RunProgress", "dataset_progress", "epoch_tables", "summary_tables",
+           "with_unstarted"]
 
 
 @contextlib.contextmanager
@@ -140,7 +141,7 @@ def with_unstarted(records: Iterable[TrajectoryRecord], jobs: Iterable[Trajector
             out.append(TrajectoryRecord(
                 traj=job.traj, run_id=job.run_id, sample_id=sample.id, model=job.model,
                 setting=job.setting, category=sample.category, group=sample.group,
-                family=sample.family, truth=sample.answer))
+                family=sample.family, truth=sample.answer, epoch=job.epoch))
     return out
 
 
@@ -200,3 +201,51 @@ def summary_tables(records: list[TrajectoryRecord], settings: list[str],
         table.caption_justify = "left"
         tables.append(table)
     return tables
+
+
+def epoch_tables(records: list[TrajectoryRecord], settings: list[str],
+                 models: list[str] | None = None, run: str | None = None) -> list[Table]:
+    """Accuracy per epoch × setting over every group, one table per model (in ``models``
+    order), with the mean ± sd and the range across epochs: how much an epoch's accuracy
+    moves from the next, which the pooled tables hide. None when the records hold one epoch."""
+    epochs = sorted({r.epoch for r in records if r.parent is None})
+    if len(epochs) < 2:
+        return []
+    cells = accuracy_by_epoch(records)
+    present = {model for model, _ in cells}
+    tables = []
+    for model in [m for m in (models or sorted(present)) if m in present]:
+        whose = f" (run {escape(printable(run))})" if run else ""
+        table = Table(title=f"{escape(printable(model))}{whose}: accuracy % per epoch, all "
+                      "groups (correct/ended of the epoch, failed = wrong, open not counted); "
+                      "mean ± sd (n − 1) and min–max of the epochs that ended any",
+                      title_justify="left")
+        table.add_column("epoch")
+        for setting in settings:
+            table.add_column(setting, justify="right", overflow="fold")
+        for epoch in epochs:
+            table.add_row(str(epoch), *(_epoch_cell(cells.get((model, s), {}).get(epoch))
+                                        for s in settings), end_section=epoch == epochs[-1])
+        spreads = [epoch_spread(cells.get((model, s), {}).values()) for s in settings]
+        table.add_row("mean ± sd", *(
+            "-" if x.mean is None else f"{100 * x.mean:.1f} ± "
+            + ("-" if x.sd is None else f"{100 * x.sd:.1f}")
+            + ("" if x.epochs == len(epochs) else f" ({x.epochs} of {len(epochs)})")
+            for x in spreads))
+        table.add_row("min–max", *("-" if x.low is None else
+                                   f"{100 * x.low:.1f}–{100 * x.high:.1f}" for x in spreads))
+        tables.append(table)
+    return tables
+
+
+def _epoch_cell(cell: Cell | None) -> str | FigureCell:
+    """An epoch's cell as the pooled table shows one; with none ended, said, not shown as 0."""
+    if cell is None:
+        return "-"
+    parts = [f"{100 * cell.accuracy:.1f} ({cell.correct}/{cell.n})" if cell.n else
+             "none ended"]
+    if cell.failed:
+        parts.append(f"[red]{cell.failed} failed[/red]")
+    if cell.unfinished:
+        parts.append(f"[yellow]{cell.unfinished} open[/yellow]")
+    return FigureCell(parts)

@@ -8,7 +8,8 @@ what its invocations asked for (their headers say), as open in the tables and on
 as ``vaot run``'s own table counts them (runs recorded before headers said so cannot be).
 The tables count every trajectory the run's log holds, of all its invocations: those of a sample
 its last invocation did not run (a dataset row skipped at load, a smaller ``--limit``) too,
-where that invocation's own end table, of its samples, left them out.
+where that invocation's own end table, of its samples, left them out. A run of several epochs
+pools them in those tables, and adds one per model of each epoch's accuracy and their spread.
 ``--json`` gives the same as data, for a notebook or a script. Read only: a run may still be
 writing the store.
 """
@@ -24,14 +25,21 @@ from rich.console import Console
 
 from analysis.coverage import Coverage, coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
-from analysis.tables import ALL, accuracy_table, exposure_by_model, paired_exposed_accuracy
+from analysis.tables import (
+    ALL,
+    accuracy_by_epoch,
+    accuracy_table,
+    epoch_spread,
+    exposure_by_model,
+    paired_exposed_accuracy,
+)
 from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from engine.commands.run_report import count, no_option_lines, print_exposure, usage_of
 from engine.config import ConfigError, load_toml
 from engine.cost import PriceTable, format_cost_lines
 from engine.printable import printable
-from engine.progress import summary_tables
+from engine.progress import epoch_tables, summary_tables
 from engine.prompts import SETTINGS
 from store import RunStarted, StoreError
 from store.events import run_stream
@@ -69,7 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "accuracy as a fraction 0-1: correct / ended, where ended counts the "
                         "answered, the max_steps and the failed, the last two as wrong, and "
                         "not the unfinished; null when none ended; the row 'all' with "
-                        "aggregate true); "
+                        "aggregate true); accuracy_by_epoch per model and setting, over "
+                        "every group: per_epoch cells (epoch, then counted as the accuracy "
+                        "cells are), and across the epochs that ended any (epochs) the mean "
+                        "of their accuracies, sd (sample, n - 1; null below two), min and max; "
                         "shown_a_render (and shown_a_render_by_model), "
                         "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
                         "without token counts, whose cost is not in it; cost "
@@ -254,7 +265,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         # reads as that many samples, and the header's epochs (its last invocation's) may be
         # fewer than the log holds.
         missing += (f"; {len(epochs)} epochs (" + ", ".join(map(str, epochs)) + ") pooled in "
-                    "the tables: each cell counts every epoch's trajectory of a sample")
+                    "the tables: each cell counts every epoch's trajectory of a sample; "
+                    "each epoch's accuracy is in the table per epoch after them")
     name = header.get("run_name")
     console.print(printable(
         f"run {run_id}" + (f" ({name})" if name else "")
@@ -288,6 +300,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         console.print(table)
     if note := _unequal_models(tabled, settings, by_model):
         console.print(note, markup=False)
+    for table in epoch_tables(tabled, settings, by_model, run=whose):
+        console.print(table)
     for line in no_option_lines(records, by_model, settings, run=whose):
         console.print(line, markup=False)
     print_exposure(console, records, by_model)
@@ -356,6 +370,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
                  "planned": c.planned, "started": c.started, "never_started": c.never_started}
                 for c in planned],
             "accuracy": table,
+            "accuracy_by_epoch": _by_epoch(tabled),
             "shown_a_render": {s: msgspec.to_builtins(e) for s, e in seen.pop(ALL, {}).items()},
             "shown_a_render_by_model": {
                 model: {s: msgspec.to_builtins(e) for s, e in settings.items()}
@@ -365,3 +380,19 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
         }
     return {"priced": prices is not None, "runs": out}
 
+
+def _by_epoch(records: list[TrajectoryRecord]) -> list[dict]:
+    """Per model and setting, each epoch's accuracy over every group, and their spread."""
+    out = []
+    for (model, setting), by_epoch in sorted(accuracy_by_epoch(records).items()):
+        spread = epoch_spread(by_epoch.values())
+        out.append({
+            "model": model, "setting": setting,
+            "per_epoch": [{"epoch": epoch, "ended": cell.n, "correct": cell.correct,
+                           "failed": cell.failed, "max_steps": cell.max_steps,
+                           "unfinished": cell.unfinished, "no_option": cell.no_option,
+                           "accuracy": cell.accuracy}
+                          for epoch, cell in sorted(by_epoch.items())],
+            "epochs": spread.epochs, "mean": spread.mean, "sd": spread.sd,
+            "min": spread.low, "max": spread.high})
+    return out

@@ -42,6 +42,7 @@ from engine.commands.run_report import (
     TRAJS,
     RunEnd,
     count,
+    epoch_lines,
     report,
     run_line,
 )
@@ -456,6 +457,8 @@ def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[
             for table in summary_tables(records, list(config.settings),
                                         [m.spec for m in config.models]):
                 console.print(table)
+            for line in epoch_lines(records, [m.spec for m in config.models], config.settings):
+                console.print(line, markup=False)
             end = RunEnd(
                 run_id=run_id, records=records, ours=ours, skipped=len(skipped), wall=wall,
                 calls=ran.calls, from_cache=ran.from_cache, session_failures=ran.session_failures,

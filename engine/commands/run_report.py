@@ -14,6 +14,8 @@ from analysis.tables import (
     ALL,
     RENDERING_SETTINGS,
     Exposure,
+    accuracy_by_epoch,
+    epoch_spread,
     exposure,
     exposure_by_model,
     paired_exposed_accuracy,
@@ -30,8 +32,8 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "no_option_lines", "print_exposure", "report",
-           "run_line", "stop_reason", "usage_of"]
+__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "epoch_lines", "no_option_lines", "print_exposure",
+           "report", "run_line", "stop_reason", "usage_of"]
 
 
 SKIPPED_ROWS = 4
@@ -268,6 +270,32 @@ def no_option_lines(records, models: Sequence[str] = (), settings: Sequence[str]
             "multiple-choice samples named none of their options ("
             + ", ".join(f"{s} {by_setting[s]}" for s in order)
             + "; scored wrong; --json: no_option)"))
+    return lines
+
+
+def epoch_lines(records, models: Sequence[str] = (), settings: Sequence[str] = ()) -> list[str]:
+    """With several epochs, one line per model (in the order of ``models``, then by name): the
+    mean ± sd across the epochs of each setting's accuracy (``settings`` order), which the
+    pooled table hides; ``vaot report`` tables each epoch."""
+    epochs = sorted({r.epoch for r in records if r.parent is None})
+    if len(epochs) < 2:
+        return []
+    cells = accuracy_by_epoch(records)
+    found = {model: None for model, _ in cells}
+    lines = []
+    for model in _in_order(found, models):
+        said = []
+        for setting in dict.fromkeys([*settings, *sorted(s for m, s in cells if m == model)]):
+            if (model, setting) not in cells:
+                continue
+            spread = epoch_spread(cells[model, setting].values())
+            said.append(f"{setting} " + ("- (none ended)" if spread.mean is None else
+                        f"{100 * spread.mean:.1f} ± "
+                        + ("-" if spread.sd is None else f"{100 * spread.sd:.1f}")
+                        + ("" if spread.epochs == len(epochs) else
+                           f" ({spread.epochs} of {len(epochs)} epochs ended any)")))
+        lines.append(printable(f"{model}, accuracy % across {len(epochs)} epochs, mean ± sd: "
+                               + ", ".join(said) + " (each epoch's: vaot report)"))
     return lines
 
 

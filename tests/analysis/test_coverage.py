@@ -62,3 +62,24 @@ def test_the_never_started_are_open_in_their_group_s_row_of_a_table() -> None:
     assert (table[("m:a", "2D", "cot")].n, table[("m:a", "2D", "cot")].unfinished) == (2, 1)
     assert table[("m:a", "Real", "cot")].unfinished == 2
     assert table[("m:a", ALL, "cot")].unfinished == 3
+
+
+def test_the_never_started_fall_in_the_epochs_that_lack_them() -> None:
+    # Three epochs of 4 asked; the log holds 4 of epoch 0, 1 of epoch 1 and none of epoch 2:
+    # a table per epoch showed all 7 missing as epoch 0's (the record's default).
+    records = [r for e, n in ((0, 4), (1, 1)) for r in _records(n, epoch=e)]
+    (cell,) = coverage([_header({"2D": 4}, epochs=3, settings=("cot",))], records)
+    assert (cell.never_started, cell.missing_by_epoch) == (7, (0, 3, 4))
+    opened = [r for r in with_never_started(records, "r", [cell]) if r.status is None]
+    assert sorted(r.epoch for r in opened) == [0] * 4 + [1] * 4 + [2] * 4
+
+
+def test_an_epoch_holding_more_than_asked_leaves_the_pooled_count_as_it_was() -> None:
+    # Epoch 0 holds 5 of 3 asked (rows an earlier invocation ran): pooled, 6 - 5 = 1 missing,
+    # which the epoch that falls short (epoch 1, 2 short) gets; no more than the pooled count.
+    records = _records(5, epoch=0) + _records(1, epoch=1)
+    (cell,) = coverage([_header({"2D": 3}, epochs=2, settings=("cot",))], records)
+    assert (cell.never_started, cell.missing_by_epoch) == (0, (0, 0))
+    records = _records(4, epoch=0) + _records(1, epoch=1)
+    (cell,) = coverage([_header({"2D": 3}, epochs=2, settings=("cot",))], records)
+    assert (cell.never_started, cell.missing_by_epoch) == (1, (0, 1))

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import io
+import math
 import re
 
 from rich.console import Console
 
 from analysis.records import TrajectoryRecord
-from analysis.tables import ALL, accuracy_table
-from engine.progress import summary_tables
+from analysis.tables import ALL, EpochSpread, accuracy_by_epoch, accuracy_table, epoch_spread
+from engine.commands.run_report import epoch_lines
+from engine.progress import epoch_tables, summary_tables
 
 
 def record(i: int, setting: str, status: str | None, correct: bool | None = None,
-           group: str = "2D") -> TrajectoryRecord:
-    return TrajectoryRecord(traj=f"{setting}-{i}", run_id="r", sample_id=str(i), model="m",
-                            setting=setting, group=group, status=status, correct=correct)
+           group: str = "2D", epoch: int = 0) -> TrajectoryRecord:
+    return TrajectoryRecord(traj=f"{setting}-{i}-{epoch}", run_id="r", sample_id=str(i),
+                            model="m", setting=setting, group=group, status=status,
+                            correct=correct, epoch=epoch)
 
 
 def test_a_failed_trajectory_counts_as_wrong_and_an_open_one_is_not_scored() -> None:
@@ -69,3 +72,67 @@ def test_a_narrow_terminal_breaks_a_cell_between_its_figures_and_cuts_none() -> 
         for row in body:
             for cell in row[1:]:
                 assert not cell.strip() or figure.fullmatch(cell.strip()), (width, cell)
+
+
+def _three_epochs() -> list[TrajectoryRecord]:
+    """Four samples, three epochs. cot right on 4, 2, 3 of them; vaot right on 3 and failed on
+    1 in epoch 0, right on 1 of 2 ended (2 open) in epoch 1, and none ended in epoch 2 (a
+    stopped run)."""
+    records = [record(i, "cot", "answered", i < right, epoch=epoch)
+               for epoch, right in enumerate((4, 2, 3)) for i in range(4)]
+    records += [record(i, "vaot", "failed" if i == 3 else "answered", i < 3, epoch=0)
+                for i in range(4)]
+    records += [record(i, "vaot", "answered" if i < 2 else None, i == 0 or None, epoch=1)
+                for i in range(4)]
+    records += [record(i, "vaot", None, epoch=2) for i in range(4)]
+    return records
+
+
+def test_each_epoch_is_scored_alone_as_the_pooled_cell_scores_them_together() -> None:
+    records = _three_epochs()
+    cells = accuracy_by_epoch(records)
+    cot, vaot = cells[("m", "cot")], cells[("m", "vaot")]
+    assert [(c.correct, c.n, c.accuracy) for c in cot.values()] == [
+        (4, 4, 1.0), (2, 4, 0.5), (3, 4, 0.75)]
+    assert [(c.correct, c.n, c.failed, c.unfinished) for c in vaot.values()] == [
+        (3, 4, 1, 0), (1, 2, 0, 2), (0, 0, 0, 4)]
+    pooled = accuracy_table(records)[("m", ALL, "vaot")]
+    assert (pooled.correct, pooled.n, pooled.failed, pooled.unfinished) == (
+        sum(c.correct for c in vaot.values()), sum(c.n for c in vaot.values()),
+        sum(c.failed for c in vaot.values()), sum(c.unfinished for c in vaot.values()))
+    # The sample sd (n - 1) of 1.0, 0.5, 0.75: deviations 0.25, -0.25, 0 → sqrt(0.125 / 2).
+    assert epoch_spread(cot.values()) == EpochSpread(epochs=3, mean=0.75, sd=0.25, low=0.5,
+                                                     high=1.0)
+    # The epoch with none ended has no accuracy: it is not a 0 that drags the mean down.
+    assert epoch_spread(vaot.values()) == EpochSpread(epochs=2, mean=0.625,
+                                                      sd=math.sqrt(0.125 ** 2 * 2), low=0.5,
+                                                      high=0.75)
+    assert epoch_spread([cot[0]]) == EpochSpread(epochs=1, mean=1.0, sd=None, low=1.0, high=1.0)
+    assert epoch_spread([vaot[2]]) == EpochSpread()
+
+
+def test_the_table_per_epoch_shows_each_epoch_and_says_one_with_none_ended() -> None:
+    out = io.StringIO()
+    for table in epoch_tables(_three_epochs(), ["cot", "vaot"]):
+        Console(file=out, width=200, color_system=None).print(table)
+    text = out.getvalue()
+    assert ("m: accuracy % per epoch, all groups (correct/ended of the epoch, failed = wrong, "
+            "open not counted)") in " ".join(text.split())  # the title folds to the table
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines()
+            if line.startswith("│")]
+    assert rows == [
+        ["0", "100.0 (4/4)", "75.0 (3/4) 1 failed"],
+        ["1", "50.0 (2/4)", "50.0 (1/2) 2 open"],
+        ["2", "75.0 (3/4)", "none ended 4 open"],
+        ["mean ± sd", "75.0 ± 25.0", "62.5 ± 17.7 (2 of 3)"],
+        ["min–max", "50.0–100.0", "50.0–75.0"],
+    ]
+    assert epoch_lines(_three_epochs(), ["m"], ["cot", "vaot"]) == [
+        "m, accuracy % across 3 epochs, mean ± sd: cot 75.0 ± 25.0, vaot 62.5 ± 17.7 (2 of 3 "
+        "epochs ended any) (each epoch's: vaot report)"]
+
+
+def test_one_epoch_has_no_table_per_epoch_nor_line() -> None:
+    records = [r for r in _three_epochs() if r.epoch == 0]
+    assert epoch_tables(records, ["cot", "vaot"]) == []
+    assert epoch_lines(records, ["m"], ["cot", "vaot"]) == []
