@@ -47,6 +47,13 @@ SPECIFIC = {
     "gemini": {
         "safety_block": ("no", "safety_block", None),
         "finish_safety": ("no", "safety_block", None),
+        # The service stopped the reply, not the model: asked again, never a step.
+        "finish_malformed_response": ("transient", "server_aborted", None),
+        "finish_other": ("transient", "server_aborted", None),
+        # The request was wrong (a thought signature not sent back; image output asked for):
+        # every retry would repeat it.
+        "finish_missing_thought_signature": ("no", "request_defect", None),
+        "finish_no_image": ("no", "request_defect", None),
         "empty_candidates": ("transient", "empty_reply", None),
         "429_retry_info": ("rate_limit", "http_429", RETRY_AFTER),
         "429_no_quota": ("no", "quota", None),
