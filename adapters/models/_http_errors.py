@@ -276,6 +276,13 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
      "unsupported_parameter",
      "the model refuses a request parameter (HTTP {status}): {detail}. Leave that option out "
      "for this model (say --temperature, or a field of extra)"),
+    # Gemini 3 refuses a replayed function call without the thoughtSignature it came with
+    # ("Function call is missing a thought_signature in functionCall parts"): every retry,
+    # and every later step of the trajectory, sends the same turn.
+    (frozenset({400}), frozenset(), ("missing a thought_signature",), "request_defect",
+     "the request sent back a function call without the thought signature the model gave it "
+     "(HTTP {status}): {detail}. No retry cures it: a trajectory recorded before vaot kept "
+     "signatures cannot go on with this model; any other is a defect of vaot's, to report"),
 )
 
 

@@ -219,3 +219,32 @@ async def test_random_faults_all_recovered(serve, provider) -> None:
     assert len(server.ok_requests()) == 20
     assert server.duplicated() == []
     assert len(failures) == sum(1 for r in server.requests if r.fault) > 0
+
+
+async def test_gemini_refusing_a_call_sent_back_unsigned_says_the_request_was_wrong(
+        serve) -> None:
+    """Gemini 3's 400 for a replayed function call without its thoughtSignature: not a
+    bad request of the user's to fix, but one every retry and every later step repeats."""
+    from adapters.models.base import (
+        Message,
+        ModelRequest,
+        TextPart,
+        ToolCall,
+        ToolResultPart,
+        ToolSpec,
+    )
+
+    server, adapter = await serve("gemini")
+    tool = ToolSpec("visual_action", "Draw on the image.", {"type": "object", "properties": {}})
+    call = ToolCall(name=tool.name, arguments="{}", id="fc-1")  # no signature
+    request = ModelRequest(tools=(tool,), messages=(
+        Message("user", (TextPart("Which bar is longer?"),)),
+        Message("assistant", (TextPart("Step 1 (Text): I zoom."),), tool_calls=(call,)),
+        Message("user", (ToolResultPart("fc-1", tool.name, "drawn"), TextPart("Step 2?"))),
+    ))
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(request)
+    assert (info.value.retry, info.value.kind, info.value.status) == ("no", "request_defect", 400)
+    assert "missing a thought_signature" in str(info.value)
+    assert "a defect of vaot's, to report" in str(info.value)
+    assert server.requests[0].problems  # the fake refused it, as the API does
