@@ -248,3 +248,19 @@ async def test_gemini_refusing_a_call_sent_back_unsigned_says_the_request_was_wr
     assert "missing a thought_signature" in str(info.value)
     assert "a defect of vaot's, to report" in str(info.value)
     assert server.requests[0].problems  # the fake refused it, as the API does
+
+
+@pytest.mark.parametrize("thinking", [{"type": "enabled", "budget_tokens": 1024},
+                                      {"type": "adaptive"}])
+async def test_anthropic_refusing_a_temperature_beside_thinking_stops_with_advice(
+        serve, thinking) -> None:
+    """Anthropic's 400 for a temperature other than 1 with extended thinking, which every call
+    of the model would meet (a proxy's base URL, where the config's own check is not made)."""
+    server, adapter = await serve("anthropic", adapter_options={"extra": {"thinking": thinking}})
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(vaot_request(temperature=0.2, max_tokens=4096))
+    assert (info.value.retry, info.value.kind) == ("no", "unsupported_parameter"), info.value
+    assert "may only be set to 1 when thinking is enabled" in str(info.value)
+    assert "--temperature" in str(info.value)  # the advice: leave it out
+    assert server.requests[0].problems
+    await adapter.generate(vaot_request(temperature=1.0, max_tokens=4096))  # 1 is taken
