@@ -68,6 +68,7 @@ __all__ = [
     "EMPTY_THRESHOLD",
     "NEVER_ANSWERED_KINDS",
     "NO_USAGE",
+    "REQUEST_DEFECT",
     "STOP_KINDS",
     "THRESHOLD",
     "THRESHOLD_AFTER_SUCCESS",
@@ -81,14 +82,19 @@ EMPTY_REPLY_FAULT = "empty_reply"
 candidate at all): retried, then judged as one of :data:`STOP_KINDS`. A reply that is there but
 holds no text is not a fault: it is recorded as an empty step (:data:`EMPTY_REPLY`)."""
 
+REQUEST_DEFECT = "request_defect"
+"""The fault an adapter raises for a reply that says the request itself was wrong in a way
+every retry repeats (Gemini's ``MISSING_THOUGHT_SIGNATURE``: an earlier turn's signature not
+sent back)."""
+
 STOP_KINDS = frozenset({"connect", "auth", "not_found", "quota", "unsupported_parameter",
-                        "wait_too_long", "redirect", EMPTY_REPLY_FAULT})
+                        "wait_too_long", "redirect", EMPTY_REPLY_FAULT, REQUEST_DEFECT})
 """Fault kinds that, when nothing else succeeds, mean the model cannot be used as configured:
 the endpoint refuses connections or redirects them, the key is rejected, the model or URL is
 unknown, the account
 has no credit left, the model refuses a request parameter, the server asks for a longer wait than
-a run allows (``wait_too_long``, engine/retry.py), or every reply comes back with no candidate
-(:data:`EMPTY_REPLY_FAULT`)."""
+a run allows (``wait_too_long``, engine/retry.py), every reply comes back with no candidate
+(:data:`EMPTY_REPLY_FAULT`), or says the request was wrong (:data:`REQUEST_DEFECT`)."""
 
 THRESHOLD = 3
 """Trajectories in a row whose calls fail for good with a stop kind that stop the run, before any
@@ -103,7 +109,8 @@ NEVER_ANSWERED_KINDS = frozenset({"timeout", "call_timeout", "connection", "conn
 """Transient faults (with every ``http_5xx``) that count toward a stop like :data:`STOP_KINDS`,
 but only while no call to the model has succeeded: after a whole retry budget each, a server
 that accepts and never answers, or answers every call with an error (or, as SGLang with its
-scheduler gone, with a reply it aborted: ``server_aborted``), is as unusable as a wrong port,
+scheduler gone, with a reply it aborted: ``server_aborted``, as Gemini's replies its service
+stopped, MALFORMED_RESPONSE or OTHER, are), is as unusable as a wrong port,
 and each wave of trajectories would wait out the budget again. Once it has answered, they are
 one sample's or one moment's trouble. So with a cassette that holds no reply for any
 request (``cassette_miss``: replayed from another store than the one that recorded it, or with

@@ -39,12 +39,22 @@ from interventions.policies import SETTING_POLICY
 from store.actions import Frame, canonicalize
 from store.events import PolicyDetail, Step, TokenUsage, ToolCallRecord
 
-__all__ = ["OTHER_DIALECT", "StepRecorder"]
+__all__ = ["OTHER_DIALECT", "REPETITION", "REPETITION_WARNING", "StepRecorder"]
 
 OTHER_DIALECT = "other_dialect"
 """The kind the run's fault hook hears a reply by that held an action in another dialect's
 format: a reply, not a fault, told once per model so a wrong --dialect shows while the run
 goes on, not only when it has been paid for."""
+
+REPETITION = "repetition"
+"""The finish reason vLLM gives a reply its repetition detector stopped (a request's
+``repetition_detection``): the text so far, cut inside the loop the model had fallen into."""
+
+REPETITION_WARNING = ("the reply was cut short by its server's repetition detector "
+                      "(finish_reason 'repetition'): the model was repeating itself, and its "
+                      "text ends in the loop, not where the model would have stopped")
+"""What a step whose reply ended so says, beside its finish reason: its text is not a whole
+reply, though it came back as one, at HTTP 200."""
 
 ImageRef = tuple[str, Frame, bool]
 """(state hash, frame, carries decor): an image of the trajectory, as the log names it."""
@@ -184,10 +194,13 @@ class StepRecorder:
                 return
 
     def _reply_warnings(self, parsed: ParsedStep, reply: ModelReply, step_no: int) -> list[str]:
-        """The parser's warnings, and what the setting makes of the reply: a CoT reply without
-        an answer, or with actions that will not be drawn (an analysis counting actions from
-        the raw text would otherwise take them as executed)."""
+        """The parser's warnings; a reply its server cut short for repeating itself; and what
+        the setting makes of the reply: a CoT reply without an answer, or with actions that
+        will not be drawn (an analysis counting actions from the raw text would otherwise take
+        them as executed)."""
         warnings = list(parsed.warnings)
+        if reply.finish_reason == REPETITION:
+            warnings.append(REPETITION_WARNING)
         if parsed.final_answer is None and step_no >= self._max_steps and self._cot:
             warnings.append("no final answer in the one CoT reply" + (
                 "; it was cut at its token cap (raise --cot-max-tokens)"

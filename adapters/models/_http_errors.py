@@ -258,7 +258,8 @@ def retry_info_delay(body: bytes) -> float | None:
 # which Gemini also says of its per-minute quotas, in 429s that are rate limits. A refused request
 # field (a temperature a reasoning model does not take, an unknown Gemini field, a sampling
 # setting Anthropic's newer models no longer take: "`temperature` is deprecated for this
-# model."): a 400.
+# model.", or a temperature beside extended thinking: "`temperature` may only be set to 1 when
+# thinking is enabled", "… or in adaptive mode" since adaptive thinking): a 400.
 _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, str], ...] = (
     (frozenset({400, 402, 403, 429}),
      frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active",
@@ -272,10 +273,18 @@ _UNCURABLE: tuple[tuple[frozenset[int], frozenset[str], tuple[str, ...], str, st
     (frozenset({400}),
      frozenset({"unsupported_parameter", "unsupported_value", "unknown_parameter"}),
      ("unsupported parameter", "unsupported value",
-      "invalid json payload received. unknown name", "is deprecated for this model"),
+      "invalid json payload received. unknown name", "is deprecated for this model",
+      "may only be set to 1 when thinking is enabled"),
      "unsupported_parameter",
      "the model refuses a request parameter (HTTP {status}): {detail}. Leave that option out "
      "for this model (say --temperature, or a field of extra)"),
+    # Gemini 3 refuses a replayed function call without the thoughtSignature it came with
+    # ("Function call is missing a thought_signature in functionCall parts"): every retry,
+    # and every later step of the trajectory, sends the same turn.
+    (frozenset({400}), frozenset(), ("missing a thought_signature",), "request_defect",
+     "the request sent back a function call without the thought signature the model gave it "
+     "(HTTP {status}): {detail}. No retry cures it: a trajectory recorded before vaot kept "
+     "signatures cannot go on with this model; any other is a defect of vaot's, to report"),
 )
 
 

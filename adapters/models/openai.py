@@ -49,6 +49,10 @@ _FINISH = {
     "length": "length",
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
+    # vLLM's repetition detector stopped the reply (its FinishReason.REPETITION, stop_reason
+    # "repetition_detected"): the text so far, cut in a loop. Recorded as such, the engine
+    # says so in the step's warnings (engine/step_recorder.py).
+    "repetition": "repetition",
 }
 
 

@@ -173,7 +173,7 @@ def test_one_samples_404_is_its_own_failure_and_the_run_goes_on(tmp_path, concur
 
 async def test_a_stop_kind_failure_waits_for_the_models_other_calls() -> None:
     assert {"connect", "auth", "not_found", "quota", "unsupported_parameter",
-            "wait_too_long", "redirect", "empty_reply"} == STOP_KINDS
+            "wait_too_long", "redirect", "empty_reply", "request_defect"} == STOP_KINDS
     # Three running, three refused in a row: stop, and the two waiting learn it too.
     breaker = ModelBreaker()
     for _ in range(3):

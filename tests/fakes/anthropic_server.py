@@ -14,7 +14,8 @@ its used-up input-tokens window resets, ``retry_after_s`` on, only in the API's
 Extended thinking, when a request asks for it (``"thinking": {"type": "enabled", ...}``): each
 reply starts with a ``thinking`` block signed by this fake, and, as the API does, a request
 whose last turn answers tool calls is refused unless the assistant turn before it starts with
-its thinking blocks, and any thinking block not signed as it came is refused.
+its thinking blocks, any thinking block not signed as it came is refused, and so is a
+``temperature`` other than 1 beside thinking (adaptive too), in the API's words.
 
 Prompt caching as the API documents it: blocks marked ``cache_control`` (at most four,
 ``ephemeral``) are breakpoints; a prefix through a breakpoint of at least :data:`MIN_CACHED`
@@ -97,6 +98,9 @@ class FakeAnthropic(FakeServer):
         if temperature is not None and not (isinstance(temperature, int | float)
                                             and 0 <= temperature <= 1):
             problems.append("temperature: must be from 0 to 1")
+        elif temperature is not None and temperature != 1 and _thinks(body, "adaptive"):
+            problems.append("`temperature` may only be set to 1 when thinking is enabled or in "
+                            "adaptive mode.")
         system = body.get("system")
         if system is not None and not isinstance(system, str | list):
             problems.append("system: must be a string or an array of text blocks")
@@ -399,9 +403,10 @@ class FakeAnthropic(FakeServer):
         return read, written
 
 
-def _thinks(body: Any) -> bool:
+def _thinks(body: Any, *also: str) -> bool:
+    """Whether ``body`` asks for extended thinking (type ``enabled``, or one of ``also``)."""
     thinking = body.get("thinking") if isinstance(body, dict) else None
-    return isinstance(thinking, dict) and thinking.get("type") == "enabled"
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", *also)
 
 
 def thinking_signature(thought: Any) -> str:

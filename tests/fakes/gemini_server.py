@@ -9,7 +9,9 @@ carrying the ``thoughtSignature`` this fake gave it (Gemini 3 signs only that on
 ``functionResponse`` parts, by name and id, in the user turn right after, a turn holding
 nothing else (text and images follow in a user turn of their own) — and answers in the real
 reply shape, with ``logprobsResult`` and signed function calls on demand. Extra faults: ``safety_block`` (prompt blocked, no candidates),
-``finish_safety`` (candidate stopped for SAFETY, no text), ``empty_candidates``, ``429_no_quota``
+``finish_safety`` (candidate stopped for SAFETY, no text), candidates ended by other reasons of
+the API's enum (:data:`FINISH_FAULTS`: MALFORMED_RESPONSE after a part of a reply, OTHER,
+MISSING_THOUGHT_SIGNATURE, NO_IMAGE), ``empty_candidates``, ``429_no_quota``
 (a quota of 0: the free tier's answer for a model it does not serve, with a retry delay all
 the same), ``prepay_depleted`` (HTTP 402: the project's prepaid credit is spent).
 """
@@ -33,7 +35,7 @@ from tests.fakes.server import (
     tool_arguments,
 )
 
-__all__ = ["FakeGemini"]
+__all__ = ["FINISH_FAULTS", "FakeGemini"]
 
 _CONFIG_FIELDS = {
     "maxOutputTokens", "temperature", "topP", "topK", "seed", "stopSequences", "candidateCount",
@@ -41,8 +43,17 @@ _CONFIG_FIELDS = {
     "thinkingConfig", "responseSchema",
 }  # fmt: skip
 
+# fault → (finishReason, the text the candidate holds): 200 replies whose candidate ended so.
+FINISH_FAULTS = {
+    "finish_safety": ("SAFETY", ""),
+    "finish_malformed_response": ("MALFORMED_RESPONSE", "Step 1 (Text): The"),
+    "finish_other": ("OTHER", ""),
+    "finish_missing_thought_signature": ("MISSING_THOUGHT_SIGNATURE", ""),
+    "finish_no_image": ("NO_IMAGE", ""),
+}
+
 register_extra_faults(
-    ["safety_block", "finish_safety", "empty_candidates", "429_retry_info", "429_no_quota",
+    ["safety_block", *FINISH_FAULTS, "empty_candidates", "429_retry_info", "429_no_quota",
      "prepay_depleted", "bad_key", "413", "too_large_400"])
 
 
@@ -314,10 +325,12 @@ class FakeGemini(FakeServer):
             return web.json_response(
                 {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": usage}
             )
-        if fault == "finish_safety":
-            return web.json_response(
-                {"candidates": [{"finishReason": "SAFETY", "index": 0}], "usageMetadata": usage}
-            )
+        if fault in FINISH_FAULTS:
+            reason, text = FINISH_FAULTS[fault]
+            candidate: dict[str, Any] = {"finishReason": reason, "index": 0}
+            if text:
+                candidate["content"] = {"role": "model", "parts": [{"text": text}]}
+            return web.json_response({"candidates": [candidate], "usageMetadata": usage})
         if fault == "empty_candidates":
             return web.json_response({"candidates": [], "usageMetadata": usage})
         if fault == "429_retry_info":

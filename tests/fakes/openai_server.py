@@ -256,6 +256,10 @@ class FakeOpenAI(FakeServer):
             "finish_reason": finish,
             "logprobs": None,
         }
+        if finish == "repetition":
+            # vLLM's repetition detector (a request's repetition_detection) stopped it: said
+            # so twice, the detector's own word in stop_reason.
+            choice["stop_reason"] = "repetition_detected"
         if view.wants_logprobs:
             choice["logprobs"] = {
                 "content": [

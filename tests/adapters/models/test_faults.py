@@ -47,6 +47,13 @@ SPECIFIC = {
     "gemini": {
         "safety_block": ("no", "safety_block", None),
         "finish_safety": ("no", "safety_block", None),
+        # The service stopped the reply, not the model: asked again, never a step.
+        "finish_malformed_response": ("transient", "server_aborted", None),
+        "finish_other": ("transient", "server_aborted", None),
+        # The request was wrong (a thought signature not sent back; image output asked for):
+        # every retry would repeat it.
+        "finish_missing_thought_signature": ("no", "request_defect", None),
+        "finish_no_image": ("no", "request_defect", None),
         "empty_candidates": ("transient", "empty_reply", None),
         "429_retry_info": ("rate_limit", "http_429", RETRY_AFTER),
         "429_no_quota": ("no", "quota", None),
@@ -212,3 +219,48 @@ async def test_random_faults_all_recovered(serve, provider) -> None:
     assert len(server.ok_requests()) == 20
     assert server.duplicated() == []
     assert len(failures) == sum(1 for r in server.requests if r.fault) > 0
+
+
+async def test_gemini_refusing_a_call_sent_back_unsigned_says_the_request_was_wrong(
+        serve) -> None:
+    """Gemini 3's 400 for a replayed function call without its thoughtSignature: not a
+    bad request of the user's to fix, but one every retry and every later step repeats."""
+    from adapters.models.base import (
+        Message,
+        ModelRequest,
+        TextPart,
+        ToolCall,
+        ToolResultPart,
+        ToolSpec,
+    )
+
+    server, adapter = await serve("gemini")
+    tool = ToolSpec("visual_action", "Draw on the image.", {"type": "object", "properties": {}})
+    call = ToolCall(name=tool.name, arguments="{}", id="fc-1")  # no signature
+    request = ModelRequest(tools=(tool,), messages=(
+        Message("user", (TextPart("Which bar is longer?"),)),
+        Message("assistant", (TextPart("Step 1 (Text): I zoom."),), tool_calls=(call,)),
+        Message("user", (ToolResultPart("fc-1", tool.name, "drawn"), TextPart("Step 2?"))),
+    ))
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(request)
+    assert (info.value.retry, info.value.kind, info.value.status) == ("no", "request_defect", 400)
+    assert "missing a thought_signature" in str(info.value)
+    assert "a defect of vaot's, to report" in str(info.value)
+    assert server.requests[0].problems  # the fake refused it, as the API does
+
+
+@pytest.mark.parametrize("thinking", [{"type": "enabled", "budget_tokens": 1024},
+                                      {"type": "adaptive"}])
+async def test_anthropic_refusing_a_temperature_beside_thinking_stops_with_advice(
+        serve, thinking) -> None:
+    """Anthropic's 400 for a temperature other than 1 with extended thinking, which every call
+    of the model would meet (a proxy's base URL, where the config's own check is not made)."""
+    server, adapter = await serve("anthropic", adapter_options={"extra": {"thinking": thinking}})
+    with pytest.raises(ModelCallError) as info:
+        await adapter.generate(vaot_request(temperature=0.2, max_tokens=4096))
+    assert (info.value.retry, info.value.kind) == ("no", "unsupported_parameter"), info.value
+    assert "may only be set to 1 when thinking is enabled" in str(info.value)
+    assert "--temperature" in str(info.value)  # the advice: leave it out
+    assert server.requests[0].problems
+    await adapter.generate(vaot_request(temperature=1.0, max_tokens=4096))  # 1 is taken

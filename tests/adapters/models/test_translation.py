@@ -691,3 +691,45 @@ def test_gemini_finish_message_is_kept(monkeypatch, finish: str) -> None:
         reply = adapter.parse_reply({"candidates": [candidate]})
         assert reply.text == ""
         assert reply.finish_message == "Malformed function call: visual_action(box=[1, 2])"
+
+
+# Every value of the API's FinishReason enum (google-genai's types.FinishReason, with the
+# MISSING_THOUGHT_SIGNATURE and MALFORMED_RESPONSE its Kotlin and Go SDKs list): the model's step
+# under a finish reason, or a fault of a kind that says whose it is.
+GEMINI_FINISH = {
+    "STOP": "stop",
+    "FINISH_REASON_UNSPECIFIED": "stop",  # proto3's default: an absent finishReason
+    "MAX_TOKENS": "length",
+    # What the model did with its turn (a call the API would not take): its step.
+    "MALFORMED_FUNCTION_CALL": "malformed_function_call",
+    "UNEXPECTED_TOOL_CALL": "unexpected_tool_call",
+    "TOO_MANY_TOOL_CALLS": "too_many_tool_calls",
+    **dict.fromkeys(["SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT",
+                     "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"],
+                    ("no", "safety_block")),
+    **dict.fromkeys(["MALFORMED_RESPONSE", "OTHER"], ("transient", "server_aborted")),
+    **dict.fromkeys(["MISSING_THOUGHT_SIGNATURE", "NO_IMAGE", "IMAGE_OTHER"],
+                    ("no", "request_defect")),
+}
+
+
+@pytest.mark.parametrize(("finish", "want"), GEMINI_FINISH.items())
+def test_gemini_records_as_the_models_step_only_what_the_model_said(monkeypatch, finish,
+                                                                     want) -> None:
+    """A candidate the service stopped, or that says the request was wrong, is no step of the
+    model's to score: before, MALFORMED_RESPONSE, OTHER and MISSING_THOUGHT_SIGNATURE were
+    recorded as its (empty or cut) step."""
+    from adapters.models.base import ModelCallError
+
+    candidate = {"finishReason": finish, "index": 0,
+                 "content": {"role": "model", "parts": [{"text": "Step 1 (Text): The"}]}}
+    adapter = _gemini(monkeypatch)
+    if isinstance(want, str):
+        assert adapter.parse_reply({"candidates": [candidate]}).finish_reason == want
+        return
+    with pytest.raises(ModelCallError) as info:
+        adapter.parse_reply({"candidates": [candidate]})
+    assert (info.value.retry, info.value.kind) == want
+    assert f"finishReason={finish}" in str(info.value)
+    if want[1] == "server_aborted":  # the part it had written, for a reader of the log
+        assert "it had begun: 'Step 1 (Text): The'" in str(info.value)
