@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "not the unfinished; null when none ended; the row 'all' with "
                         "aggregate true); accuracy_by_epoch per model and setting, over "
                         "every group: per_epoch cells (epoch, then counted as the accuracy "
-                        "cells are), and across the epochs that ended any (epochs) the mean "
+                        "cells are), and across the epochs that ended any (epochs_ended) the mean "
                         "of their accuracies, sd (sample, n - 1; null below two), min and max; "
                         "shown_a_render (and shown_a_render_by_model), "
                         "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
@@ -393,6 +393,8 @@ def _by_epoch(records: list[TrajectoryRecord]) -> list[dict]:
                            "unfinished": cell.unfinished, "no_option": cell.no_option,
                            "accuracy": cell.accuracy}
                           for epoch, cell in sorted(by_epoch.items())],
-            "epochs": spread.epochs, "mean": spread.mean, "sd": spread.sd,
+            # Not "epochs": the run's own key of that name lists them; flattened beside it
+            # (pandas' json_normalize with the run's keys as meta), the two would clash.
+            "epochs_ended": spread.epochs, "mean": spread.mean, "sd": spread.sd,
             "min": spread.low, "max": spread.high})
     return out
