@@ -207,3 +207,20 @@ def test_vaot_run_ends_with_the_spread_and_one_epoch_prints_no_table_per_epoch(
         "runs"].values()
     # The key is there for one epoch too, its sd null.
     assert {(c["epochs_ended"], c["sd"]) for c in run["accuracy_by_epoch"]} == {(1, None)}
+
+
+async def test_a_run_stopped_in_its_first_epoch_says_the_epochs_its_tables_pool(tmp_path) -> None:
+    # Stopped before its second epoch began: the log holds epoch 0 alone, but the tables (and
+    # the cells per epoch) count the never started of epochs 1 and 2 as open.
+    config = _config(tmp_path, epochs=3)
+    samples, _ = load_dataset(config.dataset)
+    with open_run_store(config.store) as store, pytest.raises(ExceptionGroup):
+        await run_jobs(config, _DiesAtTheFirstStep(store), samples, adapters={MODEL: _Draws()})
+
+    done = _vaot("report", config.store)
+    assert done.returncode == 0, done.stderr
+    assert [row[0] for row in _epoch_rows(done.stdout)[MODEL][:3]] == ["0", "1", "2"]
+    assert "3 epochs (0, 1, 2) pooled in the tables" in " ".join(done.stdout.split())
+    (run,) = json.loads(_vaot("report", config.store, "--json").stdout)["runs"].values()
+    assert run["epochs"] == [0, 1, 2]
+    assert {e["epoch"] for c in run["accuracy_by_epoch"] for e in c["per_epoch"]} == {0, 1, 2}
