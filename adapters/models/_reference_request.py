@@ -31,6 +31,10 @@ class Parsed(NamedTuple):
 
 _QUESTION = re.compile(r"Question:\s*(.*?)(?:\n\s*Options?:|\n\s*\n|\Z)", re.S | re.I)
 _OPTIONS = re.compile(r"^\s*Options?:\s*(.+?)\s*$", re.M | re.I)
+# Options of which one holds a ";" are asked one per line, to the end of the question's part
+# (engine/conversation.py), but for the size a pixel-box dialect is told after them.
+_OPTION_LINES = re.compile(r"^[ \t]*Options?:[ \t]*\n(.*)\Z", re.M | re.S | re.I)
+_IMAGE_SIZE = re.compile(r"The original image is \d+ pixels wide", re.I)
 _NEXT_STEP = re.compile(r"Now write Step (\d+)", re.I)
 _STEP_HEADER = re.compile(r"Step\s+(\d+)\s*\(Text\)", re.I)
 _ACTION_HEADER = re.compile(r"Step\s+\d+\s*\(Action Description\)", re.I)
@@ -56,11 +60,7 @@ def parse_request(request: ModelRequest) -> Parsed:
     prompt = "\n".join(texts)
     found = _QUESTION.search(prompt)
     question = " ".join((found.group(1) if found else prompt).split())
-    listed = _OPTIONS.search(prompt)
-    options = ()
-    if listed:
-        sep = ";" if ";" in listed.group(1) else ","
-        options = tuple(o.strip().rstrip(".") for o in listed.group(1).split(sep) if o.strip())
+    options = _options(texts)
     marker = _PREVIOUS.search(prompt)
     previous = "\n".join(replies) + ("\n" + prompt[marker.end() :] if marker else "")
     steps = _NEXT_STEP.findall(prompt)
@@ -83,3 +83,17 @@ def parse_request(request: ModelRequest) -> Parsed:
         actions_so_far=len(_ACTION_HEADER.findall(previous)),
         seed=request.seed or 0,
     )
+
+
+def _options(texts: list[str]) -> tuple[str, ...]:
+    """The question's options: one per line, or on the line of "Options:", split at ";" (or
+    "," when none has one)."""
+    for text in texts:
+        if lines := _OPTION_LINES.search(text):
+            said = (line.strip() for line in lines.group(1).splitlines())
+            return tuple(o.rstrip(".") for o in said if o and not _IMAGE_SIZE.match(o))
+    listed = _OPTIONS.search("\n".join(texts))
+    if not listed:
+        return ()
+    sep = ";" if ";" in listed.group(1) else ","
+    return tuple(o.strip().rstrip(".") for o in listed.group(1).split(sep) if o.strip())

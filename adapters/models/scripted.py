@@ -40,7 +40,8 @@ BUILTIN_SCRIPT = Script(steps=[
 ])
 
 _STEP = re.compile(r"Now write Step (\d+)\.")
-_OPTIONS = re.compile(r"Options: ([^;\n]+)")
+# "Options: a; b", or one per line after "Options:" when one of them holds a ";".
+_OPTIONS = re.compile(r"Options:(?: ([^;\n]+)|[ \t]*\n([^\n]+))")
 
 
 class ScriptedAdapter:
@@ -56,7 +57,7 @@ class ScriptedAdapter:
             p.text for m in request.messages for p in m.content if isinstance(p, TextPart)
         )
         options = _OPTIONS.search(text)
-        first = options.group(1).strip() if options else "A"
+        first = (options.group(1) or options.group(2)).strip() if options else "A"
         steps = _STEP.findall(text)
         if not steps:
             template = self.script.cot

@@ -27,9 +27,12 @@ __all__ = ["in_srgb", "profile_note"]
 
 # The pixel modes a profile's colour space can convert, by the mode its transform reads.
 _TRANSFORM_MODE = {"RGB": "RGB", "GRAY": "L", "CMYK": "CMYK"}
+_HIGH_DEPTH_GREY = frozenset({"I;16", "I;16L", "I;16B", "I;16N"})
+"""16-bit grey, which a grey profile is for as much as 8-bit grey is: converted once scaled to
+8 bits (images.py scales it, then calls :func:`in_srgb` on the result), not here."""
 _FITTING_MODES = {
     "RGB": frozenset({"RGB", "RGBA", "RGBX", "P", "PA"}),
-    "L": frozenset({"L", "LA", "1"}),
+    "L": frozenset({"L", "LA", "1"}) | _HIGH_DEPTH_GREY,
     "CMYK": frozenset({"CMYK"}),
 }
 _SRGB_TOLERANCE = 2
@@ -46,13 +49,15 @@ def in_srgb(im: Image.Image) -> Image.Image:
     """``im`` with its pixels converted from its embedded colour profile to sRGB: RGB, or RGBA
     when it has transparency (an alpha channel or a colour key, kept as alpha). ``im`` itself
     when there is nothing to convert: no profile, one that is sRGB in effect, or one that
-    cannot be used (see :func:`profile_note`).
+    cannot be used (see :func:`profile_note`); and for 16-bit grey, which the caller scales to
+    8 bits first, as images.py does.
 
     Deterministic: the same pixels and profile always give the same result, so an image's
     pixel hash does not change between two loads.
     """
     conversion = _conversion_for(im)
-    if not isinstance(conversion, _Conversion) or conversion.transform is None:
+    if (not isinstance(conversion, _Conversion) or conversion.transform is None
+            or im.mode in _HIGH_DEPTH_GREY):
         return im
     has_alpha = "A" in im.getbands() or "transparency" in im.info
     # Through RGBA first when there is a colour key: the key names a stored colour, which no

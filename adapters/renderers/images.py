@@ -447,5 +447,10 @@ def _to_rgb(im: Image.Image, to_srgb: bool) -> Image.Image:
             clear = np.asarray(im) == key
             if clear.any():
                 grey = Image.fromarray(np.where(clear, np.uint8(255), np.asarray(grey)), "L")
+        if to_srgb and im.mode.startswith("I;16") and "icc_profile" in im.info:
+            # A grey profile is for the file's grey at any depth: applied to it at 8 bits,
+            # as shown (in_srgb leaves 16-bit grey to this).
+            grey.info["icc_profile"] = im.info["icc_profile"]
+            grey = in_srgb(grey)
         return grey.convert("RGB")
     return im.convert("RGB")

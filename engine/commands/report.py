@@ -62,8 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the results as one JSON object instead of tables: per run "
                         "its options (the last header), the models and settings of all its "
                         "invocations and how many headers they wrote (headers: one per "
-                        "invocation that changed any); epochs (those its log holds, pooled "
-                        "in the accuracy cells); trajectories, ended, failed, max_steps, "
+                        "invocation that changed any); epochs (those pooled in the accuracy "
+                        "cells: its log's, and those of the never started); trajectories, ended, failed, max_steps, "
                         "no_option and unfinished counts; skipped_rows (dataset rows its "
                         "last invocation left out at load); answer_names_no_choice (the ids "
                         "of samples whose "
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "not the unfinished; null when none ended; the row 'all' with "
                         "aggregate true); accuracy_by_epoch per model and setting, over "
                         "every group: per_epoch cells (epoch, then counted as the accuracy "
-                        "cells are), and across the epochs that ended any (epochs) the mean "
+                        "cells are), and across the epochs that ended any (epochs_ended) the mean "
                         "of their accuracies, sd (sample, n - 1; null below two), min and max; "
                         "shown_a_render (and shown_a_render_by_model), "
                         "paired_exposed_accuracy, and usage per model (uncounted_calls: replies "
@@ -260,7 +260,7 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
               if isinstance(m, dict)]
     ended = sum(r.status is not None for r in records)
     failed = sum(r.status == "failed" for r in records)
-    if len(epochs := _epochs(records)) > 1:
+    if len(epochs := _epochs(tabled)) > 1:
         # Pooled, as `vaot run`'s table pools them: without this, a cell's n (samples × epochs)
         # reads as that many samples, and the header's epochs (its last invocation's) may be
         # fewer than the log holds.
@@ -319,8 +319,9 @@ def _unoffered(records: list[TrajectoryRecord]) -> list[str]:
 
 
 def _epochs(records: list[TrajectoryRecord]) -> list[int]:
-    """The epochs the log holds trajectories of (not forks), which the tables pool: the last
-    header's ``epochs`` says only what its invocation asked for."""
+    """The epochs the tables pool (not forks): those the log holds trajectories of, and those
+    of the never started a stopped run was asked for (give :func:`_with_plan`'s records). The
+    last header's ``epochs`` says only what its invocation asked for."""
     return sorted({r.epoch for r in records if r.parent is None})
 
 
@@ -353,7 +354,7 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
                                          for m in h.get("models", []) if isinstance(m, dict))),
             "settings": list(dict.fromkeys(s for h in headers for s in h.get("settings", []))),
             "headers": len([h for h in headers if h]),  # one per invocation that changed any
-            "epochs": _epochs(ours),
+            "epochs": _epochs(tabled),
             "trajectories": len(ours),
             "ended": len(ended),
             "failed": sum(r.status == "failed" for r in ended),
@@ -393,6 +394,8 @@ def _by_epoch(records: list[TrajectoryRecord]) -> list[dict]:
                            "unfinished": cell.unfinished, "no_option": cell.no_option,
                            "accuracy": cell.accuracy}
                           for epoch, cell in sorted(by_epoch.items())],
-            "epochs": spread.epochs, "mean": spread.mean, "sd": spread.sd,
+            # Not "epochs": the run's own key of that name lists them; flattened beside it
+            # (pandas' json_normalize with the run's keys as meta), the two would clash.
+            "epochs_ended": spread.epochs, "mean": spread.mean, "sd": spread.sd,
             "min": spread.low, "max": spread.high})
     return out

@@ -12,6 +12,7 @@ from PIL import Image
 
 from adapters.datasets.synthetic import generate, make_sample
 from adapters.models import reference
+from adapters.models._reference_request import parse_request
 from adapters.models.base import (
     AdapterOptions,
     ImagePart,
@@ -23,6 +24,7 @@ from adapters.models.base import (
 )
 from adapters.models.reference import BEHAVIOURS, ReferenceAgent, UnknownBehaviourError
 from adapters.models.registry import create_adapter
+from engine.conversation import RequestSpec, build_request
 from engine.parsing import parse_step
 from tests.adapters.models._reference_driver import (
     SETTINGS,
@@ -331,3 +333,20 @@ async def test_the_scripted_model_is_cut_at_max_tokens_too():
     assert whole.finish_reason == "stop" and "zoom" in whole.text
     cut = await agent.generate(msgspec.structs.replace(request, max_tokens=3))
     assert (cut.text, cut.finish_reason, cut.usage.output_tokens) == (whole.text[:12], "length", 3)
+
+
+@pytest.mark.parametrize("shape", ["see2think", "chat"])
+@pytest.mark.parametrize("dialect", ["vaot", "deepeyes"])
+def test_options_asked_one_per_line_are_read_whole(shape: str, dialect: str) -> None:
+    # An option holding a ";" has the options asked one per line: read as "Options: a; b",
+    # the agents took the first option's halves for the options and never saw the second.
+    def asked(choices: list[str]) -> tuple[str, ...]:
+        request = build_request(
+            setting="vaot", question="How long is it?", choices=choices, original_state="ab",
+            history=[], step=1, max_steps=5, spec=RequestSpec(shape=shape),
+            image=ImagePart, dialect=dialect,
+            original_size=(40, 30) if dialect == "deepeyes" else None)
+        return parse_request(request).options
+
+    assert asked(["A. 3 cm; 4 cm", "B. 5 cm"]) == ("A. 3 cm; 4 cm", "B. 5 cm")
+    assert asked(["A. 3 cm", "B. 5 cm"]) == ("A. 3 cm", "B. 5 cm")

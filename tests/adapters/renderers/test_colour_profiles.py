@@ -218,6 +218,23 @@ def test_a_grey_image_with_a_grey_profile_is_converted() -> None:
                           np.asarray(ramp.convert("RGB")))
 
 
+def test_16_bit_grey_with_a_grey_profile_is_converted_as_8_bit_grey_is() -> None:
+    # A scanner's 16-bit grey PNG and its 8-bit copy, one grey profile: one picture. The
+    # profile was refused as "for GRAY colours, not for its I;16 pixels" and warned of.
+    profile = grey_profile("Gray Gamma 2.2", 2.2)
+    ramp = np.repeat(np.arange(256, dtype=np.uint16)[:, None], 4, axis=1)
+    deep = _encode(Image.fromarray(ramp * 257), "PNG", profile)
+    assert Image.open(io.BytesIO(deep)).mode == "I;16"
+    shallow = _encode(Image.fromarray(ramp.astype(np.uint8)), "PNG", profile)
+    assert np.array_equal(np.asarray(load_image(deep)), np.asarray(load_image(shallow)))
+    assert _notes(deep) == []
+    # An RGB profile is for other pixels than 16-bit grey, as than 8-bit grey.
+    assert _notes(_encode(Image.fromarray(ramp * 257), "PNG", ADOBE)) == [
+        "its colour profile is for RGB colours, not for its I;16 pixels: it is not applied, so "
+        "its colours are shown as stored, taken as sRGB, and may be off: save it again in "
+        "sRGB, or with a valid profile"]
+
+
 def test_a_corrupt_profile_warns_and_keeps_todays_pixels() -> None:
     for garbage in (b"not a profile", ADOBE[:40] + b"X" * (len(ADOBE) - 40)):
         data = _encode(NOISE, "PNG", garbage)
