@@ -72,4 +72,8 @@ Aileron draws renders as before); an image with an embedded colour profile that 
 Display P3 photo, an Adobe RGB scan, a profiled CMYK JPEG) converted to sRGB when decoded, so its
 original's and every render's pixels differ from 12's, and no PNG sent or stored carries the
 file's profile any more; a sample's options asked one per line when one of them holds a ";" (the
-"; " between them did not say where such an option ended)."""
+"; " between them did not say where such an option ended); a Gemini candidate its service stopped
+(MALFORMED_RESPONSE, OTHER) retried as a fault, and one saying the request was wrong
+(MISSING_THOUGHT_SIGNATURE, NO_IMAGE, IMAGE_OTHER) failed as a request defect that can stop the
+model, neither recorded as the model's step; a vLLM reply cut short by its repetition detector
+warned as such in its step."""
