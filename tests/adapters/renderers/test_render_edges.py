@@ -68,7 +68,7 @@ def test_a_colour_is_read_as_the_model_meant_it_and_a_repair_is_said(color, draw
 
 
 def test_a_label_the_font_cannot_draw_is_named() -> None:
-    from adapters.renderers.drawing import undrawable
+    from adapters.renderers.drawing import font, undrawable
     from engine.observation import undrawable_labels
     from store.actions import OverlayText
 
@@ -77,12 +77,17 @@ def test_a_label_the_font_cannot_draw_is_named() -> None:
     # subset); CJK is in neither face.
     assert undrawable("∠ABC = 60°, x² ≈ θ → π, 3×4 ≤ ½, café, Ω, Привет, △ ⊥ ∥ √2 µm") == ""
     assert undrawable("θ = 30°, 血管 血管") == "血管"
+    assert undrawable("✓ ok, ✗ no, ★, ♥, ☐ ☑") == ""
+    # A label neither face draws better keeps Aileron, as engine 12 drew it; a ligature only
+    # Aileron had is in the subset too, so one beside θ is no box.
+    assert font(24, "血管").font_bytes == font(24, "ok").font_bytes
+    assert undrawable("ﬁθ") == "" and undrawable("ﬁ") == ""
     said = undrawable_labels([OverlayText(target=(0, 0, 500, 500), content="血管 = 30°")])
     assert said and "(血管)" in said[0] and "overlay_text" in said[0]
     assert not undrawable_labels([OverlayText(target=(0, 0, 500, 500), content="θ = 30°")])
 
 
-@pytest.mark.parametrize("symbol", ["θ", "∠", "²", "×", "π", "→", "é", "Ж"])
+@pytest.mark.parametrize("symbol", ["θ", "∠", "²", "×", "π", "→", "é", "Ж", "✓", "★"])
 def test_a_symbol_beyond_ascii_reaches_the_model_as_its_glyph_not_as_a_box(symbol) -> None:
     from adapters.renderers import image_hash
     from store.actions import OverlayText
