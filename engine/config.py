@@ -356,9 +356,27 @@ def _served_by(spec: str) -> str:
     return provider
 
 
+def _at_providers_own_api(model: ModelConfig) -> bool:
+    """Whether the model's requests go to its provider's own API, whose documented limits
+    apply: no --base-url, or one its adapter knows as the provider's (OpenAI's regional hosts,
+    the default URL written out), not some other server speaking the format."""
+    if model.base_url is None:
+        return True
+    provider = _served_by(model.spec)
+    if provider == "openai":
+        from adapters.models.openai import OpenAIAdapter as adapter
+    elif provider == "gemini":
+        from adapters.models.gemini import GeminiAdapter as adapter
+    elif provider == "anthropic":
+        from adapters.models.anthropic import AnthropicAdapter as adapter
+    else:
+        return False
+    return adapter.providers_own(model.base_url.strip().rstrip("/"))
+
+
 def _validate_temperature(model: ModelConfig, temperature: float | None) -> None:
     provider = _served_by(model.spec)
-    high = _TEMPERATURE_MAX.get(provider) if model.base_url is None else None
+    high = _TEMPERATURE_MAX.get(provider) if _at_providers_own_api(model) else None
     if temperature is not None and high is not None and temperature > high:
         raise ConfigError(f"--temperature: {temperature:g} is above {high:g}, the most "
                           f"{provider}'s API takes (model {model.spec})")
@@ -369,7 +387,7 @@ def _validate_anthropic_thinking(model: ModelConfig, config: RunConfig) -> None:
     temperature, a budget under 1,024 tokens or not under the request's ``max_tokens``, and a
     forced tool choice: said before a run starts, naming the option to change."""
     thinking = model.extra.get("thinking")
-    if (_served_by(model.spec) != "anthropic" or model.base_url is not None
+    if (_served_by(model.spec) != "anthropic" or not _at_providers_own_api(model)
             or not isinstance(thinking, dict)
             or thinking.get("type") not in ("enabled", "adaptive")):
         return

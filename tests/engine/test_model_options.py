@@ -67,6 +67,9 @@ def test_prompt_cache_reaches_an_anthropic_adapter_and_is_refused_for_others(
     ("openai:gpt-x", None, 2.5, True),
     ("openai:qwen", "http://127.0.0.1:9/v1", 2.5, False),  # another server sets its own range
     ("anthropic:other", "http://127.0.0.1:9/v1", 1.5, False),
+    # The provider's own API named with --base-url: its regional host, or its default written out.
+    ("openai:gpt-x", "https://eu.api.openai.com/v1", 2.5, True),
+    ("anthropic:claude-x", "https://api.anthropic.com/v1/", 1.5, True),
 ])
 def test_a_temperature_above_the_providers_range_is_named(spec, base_url, temperature,
                                                           refused) -> None:
