@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -51,11 +52,13 @@ def libtiff_messages() -> Iterator[LibtiffMessages]:
 def _libtiff_path() -> str | None:
     """The libtiff Pillow is linked with, as loaded in this process (Linux; else none)."""
     try:
-        maps = Path("/proc/self/maps").read_text()
+        # Bytes: the map names every file this process maps, an LMDB store or a folder of the
+        # install among them, in whatever bytes their names have (not always UTF-8).
+        maps = Path("/proc/self/maps").read_bytes()
     except OSError:
         return None
-    return next((line.split(None, 5)[5] for line in maps.splitlines()
-                 if "/libtiff" in line and len(line.split(None, 5)) == 6), None)
+    return next((os.fsdecode(line.split(None, 5)[5]) for line in maps.splitlines()
+                 if b"/libtiff" in line and len(line.split(None, 5)) == 6), None)
 
 
 _TiffHandler = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p)
