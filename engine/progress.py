@@ -19,7 +19,7 @@ from engine.printable import printable
 from engine.prompts import SETTINGS
 from engine.runtime import Outcome, TrajectoryJob
 
-__all__ = ["RunProgress", "dataset_progress", "epoch_tables", "summary_tables",
+__all__ = ["RunProgress", "dataset_progress", "epoch_tables", "live", "summary_tables",
            "with_unstarted"]
 
 
@@ -36,8 +36,14 @@ def dataset_progress(console: Console, spec: str, enabled: bool = True
                    console=console, transient=True,
                    disable=not (enabled and console.is_terminal))
     task = bar.add_task(escape(spec), total=None)
-    with bar:
+    with live(bar):
         yield lambda: bar.advance(task)
+
+
+def live(bar: Progress) -> contextlib.AbstractContextManager:
+    """``bar``'s live display, or nothing when it is disabled: rich before 14.3 wrote a blank
+    line on stopping even a disabled one, into output a script may read."""
+    return contextlib.nullcontext() if bar.disable else bar
 
 
 class RunProgress:
@@ -62,11 +68,12 @@ class RunProgress:
         """The trajectories an outcome was counted for."""
 
     def __enter__(self) -> RunProgress:
-        self.progress.__enter__()
+        self._live = live(self.progress)
+        self._live.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
+        self._live.__exit__(*exc)
 
     def update(self, job: TrajectoryJob, outcome: Outcome) -> None:
         s = job.setting

@@ -54,7 +54,9 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
             tasks[part] = bars.add_task(part, total=total)
         bars.update(tasks[part], completed=done, total=max(total, done))
 
-    with bars:
+    # Not entered when disabled: rich before 14.3 wrote a blank line on stopping even a disabled
+    # bar (engine.progress.live, not imported here: it would load the renderers for nothing).
+    with contextlib.nullcontext() if bars.disable else bars:
         yield tell
 
 
