@@ -205,6 +205,11 @@ def _main(argv: list[str] | None) -> int:
         _stdout_to_devnull()
         return 1
     except Exception as exc:
+        from store.errors import StoreCutShortError
+
+        if isinstance(exc, StoreCutShortError):  # says what happened and what to do
+            print_error(args.command, str(exc))
+            return 1
         # A store whose bytes were damaged (a disk fault, a hand edit): the decoder or LMDB
         # refuses a record. Said in one line, with what the user can do about it.
         if type(exc).__module__.split(".")[0] not in ("lmdb", "msgspec") and not (

@@ -16,6 +16,7 @@ from store.errors import (
     SequenceConflictError,
     SequenceGapError,
     StoreClosedError,
+    StoreCutShortError,
     StoreError,
 )
 from store.events import (
@@ -52,6 +53,7 @@ __all__ = [
     "SequenceGapError",
     "Step",
     "StoreClosedError",
+    "StoreCutShortError",
     "StoreError",
     "StoredEvent",
     "TokenUsage",

@@ -11,6 +11,7 @@ __all__ = [
     "SequenceConflictError",
     "SequenceGapError",
     "StoreClosedError",
+    "StoreCutShortError",
     "StoreError",
 ]
 
@@ -21,6 +22,12 @@ class StoreError(Exception):
 
 class NotAStoreError(StoreError, FileNotFoundError):
     """The path is not a vaot store (or does not exist and creation was not asked for)."""
+
+
+class StoreCutShortError(StoreError):
+    """The store's data.mdb is shorter than its last commit reaches (a copy that stopped
+    midway, a disk that filled): LMDB would read past the file's end, which kills the process
+    with SIGBUS rather than raising, so it is not opened at all."""
 
 
 class SchemaVersionError(StoreError):

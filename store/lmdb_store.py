@@ -50,6 +50,7 @@ from store.errors import (
 )
 from store.events import SCHEMA_VERSION, StoredEvent, decode_record
 from store.lmdb_jobs import STOP, Job, ReadGate
+from store.lmdb_meta import refuse_cut_short
 from store.lmdb_writer import LmdbWriter
 from store.recorder import Recorder, cache_value, split_stream_key
 
@@ -167,6 +168,8 @@ class LmdbStore(LmdbWriter, Recorder):
             # environment (and a lock file) in a folder a read-only command was pointed at.
             raise NotAStoreError(f"{path}: no vaot store here (its data.mdb is empty or cut "
                                  "short)")
+        if data_file.exists():
+            refuse_cut_short(data_file)
         try:
             env = lmdb.open(
                 # As bytes: a folder name that is not UTF-8 (an old archive) is still a path.

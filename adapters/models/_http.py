@@ -20,7 +20,7 @@ import msgspec
 import yarl
 
 from adapters.models._http_errors import classify_status
-from adapters.models._secrets import read_key, redact
+from adapters.models._secrets import MIN_SECRET_LEN, read_key, redact
 from adapters.models.base import (
     AdapterError,
     AdapterOptions,
@@ -255,7 +255,7 @@ class HttpAdapter(abc.ABC):
         """Every call is bounded by this (connect to last byte); the engine relies on it."""
         key_env = options.api_key_env or self.default_key_env
         key = self._read_key(base_url, key_env)
-        if key and _holds(options.extra, key):
+        if len(key or "") >= MIN_SECRET_LEN and _holds(options.extra, key):
             # extra goes into the run's header (the store, export, --dry-run) as it is.
             raise AdapterError(
                 f"{self.name}: extra holds the API key read from ${key_env}, and the run's "

@@ -16,6 +16,7 @@ from typing import Any
 from adapters.models.base import AdapterError
 
 __all__ = [
+    "MIN_SECRET_LEN",
     "MissingKeyError",
     "RedactingFilter",
     "read_key",
@@ -25,9 +26,10 @@ __all__ = [
     "registered_secret_count",
 ]
 
-# Shorter values are not real API keys (e.g. vLLM's conventional "EMPTY"); redacting them would
-# garble ordinary words in the logs.
-_MIN_SECRET_LEN = 8
+MIN_SECRET_LEN = 8
+"""Shorter values are not real API keys (vLLM's conventional "EMPTY", "none"): redacting them
+would garble ordinary words in the logs, and refusing an extra that holds one would refuse
+ordinary values (reasoning_effort = "none")."""
 
 # value → the variable it came from, so a redaction marker can say which key was hidden.
 _secrets: dict[str, str] = {}
@@ -39,7 +41,7 @@ class MissingKeyError(AdapterError, LookupError):
 
 def register_secret(value: str, source: str = "secret") -> None:
     """Remember ``value`` so every later :func:`redact` call hides it."""
-    if value and len(value) >= _MIN_SECRET_LEN:
+    if value and len(value) >= MIN_SECRET_LEN:
         _secrets[value] = source
 
 

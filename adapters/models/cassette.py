@@ -145,7 +145,8 @@ class CassetteAdapter:
             if self.mode == "replay" or self.inner is None:
                 raise ModelCallError(
                     f"{self.name}: the recorded reply for request {request_key.hex()[:16]}… is "
-                    f"damaged ({exc.reason}); record it again (cassette record mode)",
+                    f"damaged ({exc.reason}); record it again (run {self.model} itself on a "
+                    "new --store)",
                     retry="no",
                     kind="cassette_damaged",
                 ) from None
@@ -157,8 +158,8 @@ class CassetteAdapter:
         if self.mode == "replay" or self.inner is None:
             raise ModelCallError(
                 f"{self.name}: no recorded reply for request {request_key.hex()[:16]}…; record "
-                "it first "
-                f"(cassette record mode) or run against the real model",
+                f"it first (run {self.model} itself on this --store, with the same options and "
+                "prompts) or run against the real model",
                 retry="no",
                 kind="cassette_miss",
             )

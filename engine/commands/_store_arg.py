@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from engine.commands._errors import print_error
-from store import NotAStoreError, Recorder, StoreError, open_store
+from store import NotAStoreError, Recorder, StoreCutShortError, StoreError, open_store
 
 
 def nonempty(value: str) -> str:
@@ -54,6 +54,8 @@ def open_existing_store(path: str, command: str) -> Recorder | None:
         return None
     try:
         return open_store(path, create=False, readonly=not _writable(Path(path)))
+    except StoreCutShortError:
+        raise  # a damaged store, not a wrong path: `vaot` says it with exit status 1
     except StoreError as exc:
         hint = _store_meant(Path(path)) if isinstance(exc, NotAStoreError) else None
         print_error(command, str(exc) + (f"; {hint}" if hint else ""))

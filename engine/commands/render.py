@@ -119,6 +119,7 @@ def _dialect_actions(text: str, dialect: str, convention: str, size: tuple[int, 
 def run(args: argparse.Namespace) -> int:
     """Render and print the state hash; 2 on bad input, with one line on stderr."""
     from adapters.renderers import CanvasState, RenderError, encode_png, render
+    from engine.observation import undrawable_labels
 
     try:
         state = CanvasState.load(args.image)
@@ -137,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
             actions, style, warnings = _dialect_actions(
                 text, args.dialect, args.convention, state.size
             )
+        # A run says so in the step's warnings; the same label drawn here says so too.
+        warnings += undrawable_labels(actions)
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
         result = render(state, actions, style, seed=args.seed)

@@ -88,3 +88,20 @@ def test_extra_holding_the_key_is_refused_before_the_header_records_it(tmp_path:
             assert f"extra holds the API key read from ${KEY_ENV}" in run.stderr
             assert "7f3a9b2c" not in run.stdout + run.stderr
             assert not store.exists()
+
+
+def test_a_placeholder_key_that_a_value_of_extra_contains_is_not_refused(tmp_path: Path) -> None:
+    """A local server's placeholder key (vLLM's EMPTY, "none") is no secret: with
+    OPENAI_API_KEY=none, reasoning_effort = "none" in extra was refused as holding the key."""
+    store = tmp_path / "s.lmdb"
+    with fake_server_process("openai") as port:
+        config = tmp_path / "run.toml"
+        config.write_text(
+            f'dataset = "synthetic:1"\nlimit = 1\nsettings = ["cot"]\nstore = "{store}"\n\n'
+            f'[[models]]\nspec = "openai:m"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+            f'api_key_env = "{KEY_ENV}"\nextra = {{reasoning_effort = "none"}}\n')
+        run = subprocess.run([sys.executable, "-m", "engine", "run", "--config", str(config),
+                              "--no-progress"], cwd=ROOT, env={**os.environ, KEY_ENV: "none"},
+                             capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "extra holds the API key" not in run.stderr

@@ -62,6 +62,9 @@ async def test_record_then_replay_without_network(serve) -> None:
     with pytest.raises(ModelCallError) as info:
         await replay.generate(vaot_request(temperature=0.9))
     assert (info.value.retry, info.value.kind) == ("no", "cassette_miss")
+    # The way to record is a run of the model itself: no flag of `vaot run` picks a record mode.
+    assert "run openai:test-model itself on this --store" in str(info.value)
+    assert "record mode" not in str(info.value)
     assert len(server.requests) == 1
     await replay.aclose()
 
@@ -116,7 +119,7 @@ async def test_a_damaged_recorded_reply_is_never_served(serve) -> None:
     with pytest.raises(ModelCallError) as info:
         await replay.generate(request)
     assert (info.value.retry, info.value.kind) == ("no", "cassette_damaged")
-    assert "damaged" in str(info.value)
+    assert "damaged" in str(info.value) and "record mode" not in str(info.value)
 
     assert (await recorder.generate(request)).text == "second"
     assert len(server.requests) == 2

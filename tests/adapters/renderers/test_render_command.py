@@ -28,6 +28,14 @@ def test_inline_action_prints_the_state_hash(image, tmp_path, capsys):
     assert printed == image_hash(load_image(out)).hex()
 
 
+def test_a_label_the_fonts_cannot_draw_is_warned_of(image, tmp_path, capsys):
+    # As a run's step warnings say: the characters come out as empty boxes.
+    out = tmp_path / "out.png"
+    action = '{"type": "annotate", "target": [100, 100, 500, 500], "content": "血管 ok"}'
+    assert main(["render", str(image), action, "-o", str(out)]) == 0
+    assert "cannot draw (血管)" in capsys.readouterr().err
+
+
 def test_block_from_file_with_global_style_and_warnings(image, tmp_path, capsys):
     spec = tmp_path / "block.json"
     spec.write_text(
