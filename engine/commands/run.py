@@ -52,6 +52,7 @@ from engine.logs import configure_logging, log_path_for, log_unwritable
 from engine.printable import printable
 from engine.run_lock import StoreBusyError, exclusive_run
 from store import StoreError
+from store.errors import StoreCutShortError
 
 
 class _RunConsole(Console):
@@ -560,7 +561,9 @@ def _open_for_run(config: RunConfig):
         if above is not None:  # mkdir says "File exists" of it, which names nothing
             raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
                            "folder") from None
-        raise _Refused(f"cannot open the store {config.store}: {exc}") from None
+        # A store cut short names itself already ("X: the store is cut short …").
+        said = str(exc) if isinstance(exc, StoreCutShortError) else f"{config.store}: {exc}"
+        raise _Refused(f"cannot open the store {said}") from None
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
     doing = f"lock the store {config.store}"
     try:

@@ -38,6 +38,7 @@ from engine.run_lock import LOCK_NAME
 from engine.runner import build_jobs
 from engine.states import load_original
 from store import StoreError, open_store
+from store.errors import StoreCutShortError
 from store.lmdb_store import refuse_filled_folder
 
 __all__ = ["print_plan"]
@@ -172,7 +173,9 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
         refuse_filled_folder(path)  # what the run refuses, not "no vaot store here"
         store = open_store(config.store, create=False, readonly=not writable)
     except StoreError as exc:
-        raise _Refused(f"cannot open the store {config.store}: {exc}") from None
+        # A store cut short names itself already ("X: the store is cut short …").
+        said = str(exc) if isinstance(exc, StoreCutShortError) else f"{config.store}: {exc}"
+        raise _Refused(f"cannot open the store {said}") from None
     with store:
         check_resumed_run(config, store, jobs, run_id)  # as the run checks it
         ours = {job.traj for job in jobs}

@@ -508,3 +508,14 @@ def test_verify_counts_cache_entries_not_replies(tmp_path: Path) -> None:
     done = vaot("verify", store)
     assert done.returncode == 0, done.stderr
     assert "2 reply-cache entries" in done.stdout and "cached replies" not in done.stdout
+
+
+def test_a_run_on_a_store_cut_short_names_it_once(store_path: Path) -> None:
+    data = store_path / "data.mdb"
+    size = data.stat().st_size
+    os.truncate(data, size - size // 3)
+    done = vaot("run", "--store", store_path, "--dataset", "synthetic:1", "--limit", "1",
+                "--settings", "cot", "--model", "reference:blind", "--no-progress")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done
+    said = done.stderr.strip()
+    assert "the store is cut short" in said and said.count(str(store_path)) == 1, said
