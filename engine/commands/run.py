@@ -42,6 +42,7 @@ from engine.commands.run_report import (
     TRAJS,
     RunEnd,
     count,
+    endpoint_changes,
     epoch_lines,
     report,
     run_line,
@@ -244,30 +245,10 @@ def _new_or_resumed(store, run_id: str, jobs) -> str:
 
 def _note_endpoint_changed(err: Console, log, config: RunConfig, store, run_id: str) -> None:
     """Say when a model of a resumed run is reached at another --base-url than when the run
-    last ran it. Allowed (a server moved to another port), but perhaps another checkpoint
-    served under the same name, whose replies then count as the one model's: the header
-    recorded it, and the terminal said nothing."""
-    from store import RunStarted
-    from store.events import run_stream
-
-    before: dict[str, object] = {}
-    for stored in store.read_trajectory(run_stream(run_id)):
-        if isinstance(stored.event, RunStarted):
-            for entry in stored.event.config.get("models") or ():
-                if isinstance(entry, dict) and "spec" in entry:
-                    before[entry["spec"]] = entry.get("base_url")
-    for model in config.models:
-        if model.spec not in before or before[model.spec] == model.base_url:
-            continue
-        was = before[model.spec] or "its provider's default"
-        now = model.base_url or "its provider's default"
-        err.print(printable(
-            f"note: {model.spec} is reached at {now}, and was at {was} when run {run_id} "
-            "last ran it; the replies from both count as this one model's in the run. If it "
-            "is another model (a new checkpoint under the same name), give it a --run-name of "
-            "its own"), markup=False)
-        log.info("endpoint_changed", run_id=run_id, model=model.spec, was=str(was),
-                 now=str(now))
+    last ran it (:func:`endpoint_changes`), and log it."""
+    for model, was, now, note in endpoint_changes(config, store, run_id):
+        err.print(printable(note), markup=False)
+        log.info("endpoint_changed", run_id=run_id, model=model, was=was, now=now)
 
 
 def _note_run_beside(err: Console, log, config: RunConfig, store, run_id: str,

@@ -26,7 +26,7 @@ from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
 from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
-from engine.commands.run_report import count, run_line
+from engine.commands.run_report import count, endpoint_changes, run_line
 from engine.config import ConfigError, RunConfig
 from engine.conversation import RequestSpec, build_request
 from engine.ids import run_id_for
@@ -178,6 +178,7 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
         raise _Refused(f"cannot open the store {said}") from None
     with store:
         check_resumed_run(config, store, jobs, run_id)  # as the run checks it
+        moved = [note for _, _, _, note in endpoint_changes(config, store, run_id)]
         ours = {job.traj for job in jobs}
         records = {traj: record for traj, record in project(store.iter_events()).items()
                    if traj in ours}
@@ -195,6 +196,8 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
                   + ((" (--retry-failed: they run again)" if config.retry_failed
                       else "; failed ones run again only with --retry-failed") if failed
                      else ""), markup=False)
+    for note in moved:
+        console.print(printable(note), markup=False)
     if other is not None:
         other_id, diff = other
         console.print(f"note: a new run beside run {other_id}, which differs in "

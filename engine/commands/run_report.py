@@ -32,8 +32,8 @@ from engine.cost import PriceTable, UsageTally, format_cost_lines
 from engine.logs import log_path_for
 from engine.printable import printable
 
-__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "epoch_lines", "no_option_lines", "print_exposure",
-           "report", "run_line", "stop_reason", "usage_of"]
+__all__ = ["SKIPPED_ROWS", "RunEnd", "count", "endpoint_changes", "epoch_lines", "no_option_lines",
+           "print_exposure", "report", "run_line", "stop_reason", "usage_of"]
 
 
 SKIPPED_ROWS = 4
@@ -415,3 +415,31 @@ def _cache_said(cached: int, written: int) -> str:
     if not cached:
         return f" ({written:,} input tokens written to the provider's cache)"
     return f" ({cached:,} input tokens from the provider's cache, {written:,} written to it)"
+
+
+def endpoint_changes(config: RunConfig, store, run_id: str) -> list[tuple[str, str, str, str]]:
+    """``(model, was, now, note)`` for each model of a resumed run reached at another
+    --base-url than when the run last ran it. Allowed (a server moved to another port), but
+    perhaps another checkpoint served under the same name, whose replies then count as the one
+    model's: the header records it, and the note says it (the dry run's too)."""
+    from store import RunStarted
+    from store.events import run_stream
+
+    before: dict[str, object] = {}
+    for stored in store.read_trajectory(run_stream(run_id)):
+        if isinstance(stored.event, RunStarted):
+            for entry in stored.event.config.get("models") or ():
+                if isinstance(entry, dict) and "spec" in entry:
+                    before[entry["spec"]] = entry.get("base_url")
+    changes = []
+    for model in config.models:
+        if model.spec not in before or before[model.spec] == model.base_url:
+            continue
+        was = str(before[model.spec] or "its provider's default")
+        now = model.base_url or "its provider's default"
+        changes.append((model.spec, was, now, (
+            f"note: {model.spec} is reached at {now}, and was at {was} when run {run_id} "
+            "last ran it; the replies from both count as this one model's in the run. If it "
+            "is another model (a new checkpoint under the same name), give it a --run-name of "
+            "its own")))
+    return changes

@@ -99,15 +99,19 @@ def test_a_model_reached_at_another_base_url_is_said_on_resume(tmp_path, capsys)
 
     store = tmp_path / "run.lmdb"
 
-    def run(port: int) -> int:
+    def run(port: int, *more: str) -> int:
         return main(["run", "--model", "openai:fake-model", "--base-url",
                      f"http://127.0.0.1:{port}/v1", "--dataset", "synthetic:1", "--limit",
-                     "2", "--settings", "cot", "--store", str(store), "--no-progress"])
+                     "2", "--settings", "cot", "--store", str(store), "--no-progress", *more])
 
     with fake_server_process("openai") as first, fake_server_process("openai") as second:
         assert run(first) == 0
         assert run(first) == 0
         assert "note:" not in capsys.readouterr().err  # the same endpoint: nothing to say
+        # The dry run says it too: it was the one place a user would look before paying.
+        assert run(second, "--dry-run") == 0
+        assert (f"note: openai:fake-model is reached at http://127.0.0.1:{second}/v1, and was "
+                f"at http://127.0.0.1:{first}/v1 when run") in capsys.readouterr().out
         assert run(second) == 0
         err = capsys.readouterr().err
         assert (f"note: openai:fake-model is reached at http://127.0.0.1:{second}/v1, and was "
