@@ -140,10 +140,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="draw on the current canvas (default) or always on the original image")
     p.add_argument("--convention", choices=("xyxy", "yxyx"),
                    help="box coordinate order the API models write (default xyxy; the "
-                   "reference agents keep their own)")
+                   "reference agents keep their own, and a run of them alone refuses it)")
     p.add_argument("--dialect", metavar="D",
                    help="action dialect of the API models: vaot (default), deepeyes, qwen3vl, "
-                   "minio3, openai (the reference agents keep their own)")
+                   "minio3, openai (the reference agents keep their own, and a run of them "
+                   "alone refuses it)")
     p.add_argument("--timeout", type=float, metavar="S", help="per-call timeout in seconds, connect to last byte "
                    "(default 300)")
     p.add_argument("--max-attempts", type=int, metavar="N",
