@@ -17,6 +17,7 @@ from store.errors import (
     SequenceGapError,
     StoreClosedError,
     StoreError,
+    StoreTruncatedError,
 )
 from store.events import (
     CallFailed,
@@ -53,6 +54,7 @@ __all__ = [
     "Step",
     "StoreClosedError",
     "StoreError",
+    "StoreTruncatedError",
     "StoredEvent",
     "TokenUsage",
     "TrajectoryFinished",

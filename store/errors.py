@@ -96,5 +96,11 @@ class CacheEntryDamagedError(StoreError, ValueError):
         self.reason = reason
 
 
+class StoreTruncatedError(StoreError):
+    """The store's data file is shorter than the pages its header says are in use (a copy or
+    download that did not finish, a disk that filled): reading those pages would crash the
+    process (LMDB maps the file; a page past its end is SIGBUS), so it is refused at opening."""
+
+
 class StoreClosedError(StoreError):
     """The store was closed (or its writer thread died) before the operation completed."""

@@ -47,6 +47,7 @@ from store.errors import (
     SchemaVersionError,
     StoreClosedError,
     StoreError,
+    StoreTruncatedError,
 )
 from store.events import SCHEMA_VERSION, StoredEvent, decode_record
 from store.lmdb_jobs import STOP, Job, ReadGate
@@ -94,6 +95,26 @@ def refuse_filled_folder(path: Path) -> None:
     if path.is_dir() and any(path.iterdir()) and not (path / "data.mdb").exists():
         raise NotAStoreError(f"{path}: directory is not empty and holds no vaot store; "
                              "choose an empty or new path")
+
+
+def _check_whole(env: lmdb.Environment, data_file: Path) -> None:
+    """Refuse a data file cut short of the pages its header says are in use.
+
+    LMDB maps the file: reading a page past its end kills the process with SIGBUS (exit 135,
+    not a word said), which is what ``vaot verify`` did on a store whose copy had not finished.
+    The header (the meta pages, all that opening reads) is read first and the size after: a
+    writer in another process extends the file before it commits a header naming new pages.
+
+    Raises:
+        StoreTruncatedError: the file is shorter than its pages.
+    """
+    need = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    size = data_file.stat().st_size
+    if size < need:
+        raise StoreTruncatedError(
+            f"{data_file.parent}: the store is cut short: its data.mdb has {size:,} bytes of "
+            f"the {need:,} its pages take (a copy or download that did not finish, a full "
+            "disk?); it cannot be read safely: restore it from a whole copy")
 
 
 def _beside(path: Path) -> Path:
@@ -177,6 +198,7 @@ class LmdbStore(LmdbWriter, Recorder):
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
         try:
+            _check_whole(env, data_file)
             self._check_meta_growing(env, create)
         except BaseException:
             env.close()

@@ -254,6 +254,25 @@ def test_verify_names_a_damaged_cached_reply(store_path: Path) -> None:
     assert f"BAD cache entry {key.hex()}: damaged" in done.stderr
 
 
+@pytest.mark.parametrize(("command", "status"), [("verify", 1), ("export", 2), ("tail", 2),
+                                                ("images", 2)])
+def test_a_data_file_cut_short_is_one_line_not_a_crash(store_path: Path, tmp_path: Path,
+                                                      command: str, status: int) -> None:
+    # A copy that did not finish: LMDB maps the file, and the first page read past its end
+    # killed the command by SIGBUS (exit 135, not a word said).
+    data = store_path / "data.mdb"
+    size = data.stat().st_size
+    os.truncate(data, size - 4096)
+    extra = ("-o", tmp_path / "images") if command == "images" else ()
+    done = vaot(command, store_path, *extra)
+    assert done.returncode == status, done.stderr
+    said = done.stderr.splitlines()[-1]
+    assert said.startswith(f"vaot {command}: error: ") and "Traceback" not in done.stderr
+    assert "cut short" in done.stderr and f"{size - 4096:,} bytes" in done.stderr
+    if command == "verify":
+        assert done.stderr.startswith("BAD data.mdb: ")
+
+
 # ---------------------------------------------------------------------- export
 def test_export_without_a_format_flag_writes_jsonl(store_path: Path) -> None:
     # JSON Lines is the only format: asking for it is allowed, not required.
