@@ -79,6 +79,39 @@ def test_tail_follow_sees_every_event_once_in_order(tmp_path: Path) -> None:
             proc.stderr.close()
 
 
+@pytest.mark.parametrize("then", ["deleted", "replaced"])
+def test_tail_follow_of_a_store_deleted_or_replaced_stops_and_says_so(store_path: Path,
+                                                                      tmp_path: Path,
+                                                                      then: str) -> None:
+    # `rm -rf runs/x.lmdb; vaot run --store runs/x.lmdb …` while a tail followed it: the old
+    # store stayed readable through its map, and the tail waited on it for good, silent, while
+    # the new run's events went to another file.
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "tail", "-f", str(store_path)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        reader = LineReader(proc.stdout)
+        for _ in range(7):  # caught up: every event of the store is out
+            assert reader.next() is not None, proc.stderr.read()
+        if then == "deleted":
+            shutil.rmtree(store_path)
+        else:
+            new = tmp_path / "new"
+            with LmdbStore(new) as store:
+                store.append_sync([step("c", 0)])
+            shutil.rmtree(store_path)
+            new.rename(store_path)
+        assert proc.wait(timeout=30) == 1
+        assert proc.stderr.read() == (f"vaot tail: error: {store_path} was {then} while "
+                                      "followed; nothing more will come from it (`vaot tail -f "
+                                      f"{store_path}` follows a store made there since)\n")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def test_tail_prints_one_line_per_event(store_path: Path) -> None:
     done = vaot("tail", store_path)
     assert done.returncode == 0, done.stderr
