@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.epilog = ("Exit status: 0 when every image was written, 1 when one is missing or "
                      "damaged in the store (the others are written; `vaot verify STORE` says "
-                     "more), 2 for bad input (no store, an unknown --traj, -o inside the store).")
+                     "more), 2 for bad input (no store, an unknown --traj, -o inside the store or not "
+                     "writable), 130 interrupted, 143 terminated (SIGTERM).")
     parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")

@@ -28,6 +28,11 @@ from store.export import event_line
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
+    parser.epilog = ("Exit status: 0 when every event was printed (with --follow: also when "
+                     "Ctrl-C stops it), 1 when the store is damaged, or deleted or replaced "
+                     "while followed, 2 for bad input (no store, a bad --from), 130 interrupted, "
+                     "141 when the reader of standard output went away (`| head`), 143 "
+                     "terminated (SIGTERM).")
     parser.add_argument("--from", dest="start", type=_sequence_number, default=0, metavar="N",
                         help="start at sequence number N (default 0, the first event)")
     parser.add_argument("-f", "--follow", action="store_true",

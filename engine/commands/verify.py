@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="path of the store (a directory)")
     parser.epilog = ("Exit status: 0 when everything checks out, 1 when a problem was found (each "
                      "listed on stderr as BAD; a data file cut short is one), 2 when STORE is not "
-                     "a store.")
+                     "a store, 130 interrupted, 143 terminated (SIGTERM).")
     parser.add_argument("--no-pixels", action="store_true",
                         help="check blob bytes only, without decoding images (faster)")
     parser.add_argument("--no-progress", action="store_true",

@@ -105,6 +105,25 @@ def test_every_command_says_its_error_in_one_line_of_one_format(store: Path, tmp
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(("command", "statuses"), [
+    ("export", (0, 1, 2, 130, 141, 143)),
+    ("tail", (0, 1, 2, 130, 141, 143)),
+    ("verify", (0, 1, 2, 130, 143)),
+    ("images", (0, 1, 2, 130, 143)),
+    ("parse", (0, 2)),
+    ("render", (0, 2)),
+])
+def test_every_read_command_help_says_each_exit_status(command: str, statuses) -> None:
+    # A script that runs them wants the codes: export, tail, parse and render said none.
+    done = vaot(command, "--help")
+    assert done.returncode == 0
+    said = " ".join(done.stdout.split())
+    assert "Exit status: " in said, said
+    codes = said.split("Exit status: ", 1)[1]
+    for status in statuses:
+        assert f"{status} " in codes or f"{status}," in codes, (status, codes)
+
+
 def test_a_read_only_command_does_not_make_an_empty_file_a_store(tmp_path: Path) -> None:
     folder = tmp_path / "notastore"
     folder.mkdir()
