@@ -16,6 +16,7 @@ from store.errors import (
     SequenceConflictError,
     SequenceGapError,
     StoreClosedError,
+    StoreDamagedError,
     StoreError,
     StoreTruncatedError,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "SequenceGapError",
     "Step",
     "StoreClosedError",
+    "StoreDamagedError",
     "StoreError",
     "StoreTruncatedError",
     "StoredEvent",

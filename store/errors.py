@@ -96,7 +96,12 @@ class CacheEntryDamagedError(StoreError, ValueError):
         self.reason = reason
 
 
-class StoreTruncatedError(StoreError):
+class StoreDamagedError(StoreError):
+    """The store's pages are damaged where opening reads them (a page of the wrong type, one
+    that is not there): a store, not a folder of something else, whose copy is needed."""
+
+
+class StoreTruncatedError(StoreDamagedError):
     """The store's data file is shorter than the pages its header says are in use (a copy or
     download that did not finish, a disk that filled): reading those pages would crash the
     process (LMDB maps the file; a page past its end is SIGBUS), so it is refused at opening."""

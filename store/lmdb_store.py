@@ -46,6 +46,7 @@ from store.errors import (
     NotAStoreError,
     SchemaVersionError,
     StoreClosedError,
+    StoreDamagedError,
     StoreError,
     StoreTruncatedError,
 )
@@ -95,6 +96,15 @@ def refuse_filled_folder(path: Path) -> None:
     if path.is_dir() and any(path.iterdir()) and not (path / "data.mdb").exists():
         raise NotAStoreError(f"{path}: directory is not empty and holds no vaot store; "
                              "choose an empty or new path")
+
+
+_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.BadValsizeError)
+"""What LMDB says of pages it cannot walk: damage to a store, not a folder that holds none."""
+
+
+def _damaged(path: Path, exc: lmdb.Error) -> StoreDamagedError:
+    return StoreDamagedError(f"{path}: the store is damaged where opening reads it ({exc}); "
+                             "restore it from a copy")
 
 
 def _check_whole(env: lmdb.Environment, data_file: Path) -> None:
@@ -297,6 +307,8 @@ class LmdbStore(LmdbWriter, Recorder):
                 self._cache = env.open_db(b"cache", txn=txn)
         except lmdb.MapFullError:
             raise
+        except _DAMAGE as exc:
+            raise _damaged(path, exc) from exc
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 
@@ -323,6 +335,8 @@ class LmdbStore(LmdbWriter, Recorder):
                     b"events", b"streams", b"by_traj", b"heads", b"blobs", b"runs", b"cache"))
         except lmdb.NotFoundError:
             raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store") from None
+        except _DAMAGE as exc:
+            raise _damaged(path, exc) from exc
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 

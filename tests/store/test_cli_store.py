@@ -306,6 +306,23 @@ def test_a_data_file_cut_short_is_one_line_not_a_crash(store_path: Path, tmp_pat
         assert done.stderr.startswith("BAD data.mdb: ")
 
 
+def test_a_store_damaged_where_opening_reads_it_is_damage_not_a_folder_of_something_else(
+        store_path: Path) -> None:
+    # The root page of the main table, in the header LMDB reads (the newer of its two meta
+    # pages), flipped: "cannot open as a vaot store", exit 2, as for a folder holding none.
+    data = bytearray((store_path / "data.mdb").read_bytes())
+    txnid = [int.from_bytes(data[page + 144:page + 152], "little") for page in (0, 4096)]
+    data[(0 if txnid[0] > txnid[1] else 4096) + 128] ^= 0x40  # MAIN_DBI's md_root: past the end
+    (store_path / "data.mdb").write_bytes(bytes(data))
+    done = vaot("verify", store_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("BAD data.mdb: ") and "the store is damaged" in done.stderr
+    done = vaot("export", store_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "the store is damaged where opening reads it" in done.stderr
+    assert "restore it from a copy" in done.stderr
+
+
 # ---------------------------------------------------------------------- export
 def test_export_without_a_format_flag_writes_jsonl(store_path: Path) -> None:
     # JSON Lines is the only format: asking for it is allowed, not required.
