@@ -108,6 +108,11 @@ def _resolve(store: Recorder, prefix: str) -> str:
 def _make_dir(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        # mkdir's own words ("cannot make folder out.png: File exists") read as if a folder
+        # were in the way, where it is a file (an -o meant for `vaot render` or `export`).
+        raise _Problem(f"{path} is there and is not a folder; -o names the folder to write "
+                       "the images into (made if missing)") from None
     except OSError as exc:
         raise _Problem(f"cannot make folder {path}: {exc.strerror or exc}") from None
 
