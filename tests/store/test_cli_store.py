@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from store import LmdbStore
+from store import LmdbStore, TrajectoryFinished
 from store.recorder import blob_record
 from tests.store.helpers import LineReader, png_blob, run_started, step, steps
 
@@ -347,6 +347,27 @@ def test_export_jsonl_one_decodable_line_per_event(store_path: Path, tmp_path: P
     done = vaot("export", store_path, "--jsonl", "-o", out)
     assert done.returncode == 0
     assert out.read_bytes().decode().splitlines() == done_lines(store_path)
+
+
+class _NewerFinished(TrajectoryFinished, frozen=True, tag="trajectory_finished"):
+    """A later vaot's ``TrajectoryFinished``, with a field appended last (schema rule 2)."""
+
+    reviewed_by: str = ""
+
+
+def test_an_export_keeps_the_fields_a_newer_vaot_appended(tmp_path: Path) -> None:
+    # This version ignores them on decoding (rule 4), and re-encoded what it had decoded: an
+    # export of a newer store silently lost them, as did `tail --json`.
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.append_sync([step("a", 0), _NewerFinished(traj="a", pos=1, status="answered",
+                                                        answer="Ω 1e-300", reviewed_by="β")])
+    done = vaot("export", path)
+    assert done.returncode == 0, done.stderr
+    assert msgspec.json.decode(done.stdout.splitlines()[1])["event"] == {
+        "type": "trajectory_finished", "traj": "a", "pos": 1, "status": "answered",
+        "answer": "Ω 1e-300", "reviewed_by": "β"}
+    assert vaot("tail", path, "--json").stdout == done.stdout
 
 
 def done_lines(path: Path) -> list[str]:
