@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import select
 import sys
 import time
 from pathlib import Path
@@ -203,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
 
         async def follow() -> str | None:
-            """Print new events until the store's file is gone; why it stopped, or None."""
+            """Print new events until the store's file or the reader is gone; why it stopped
+            (``"deleted"``, ``"replaced"``, ``_READER_GONE``), or None."""
             reading = asyncio.current_task()
             assert reading is not None
             gone: list[str] = []
@@ -212,7 +214,10 @@ def run(args: argparse.Namespace) -> int:
                 # A deleted store stays readable through the open map, and nothing more is
                 # ever committed to it: followed silently for good, while the run started
                 # again at its path wrote to a new one.
-                while (what := _gone(data_file, followed)) is None:
+                # A reader gone (`vaot tail -f STORE | head -3`) is otherwise noticed only by
+                # the next write: with no event to come, never.
+                while (what := _gone(data_file, followed)
+                       or (_READER_GONE if _reader_gone(out) else None)) is None:
                     await asyncio.sleep(_WATCH_S)
                 gone.append(what)
                 reading.cancel()
@@ -237,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
             if type(exc) is not KeyboardInterrupt:
                 raise  # a SIGTERM (the CLI's own subclass): exit 143, as a supervisor expects
             return 0
+    if gone == _READER_GONE:
+        raise BrokenPipeError  # as a write to it would have: exit 141, said by the CLI
     if gone is not None:
         print_error("tail", f"{args.store} was {gone} while followed; nothing more will come "
                     f"from it (`vaot tail -f {args.store}` follows a store made there since)")
@@ -245,7 +252,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 _WATCH_S = 0.5
-"""How often a follower looks whether its store's file is still the one it opened."""
+"""How often a follower looks whether its store's file is still the one it opened, and its
+reader still there."""
+
+_READER_GONE = "reader gone"
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe or socket whose reading end was closed (poll reports an
+    error on it; a terminal or a file never does)."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), 0)  # errors and hang-ups are reported unasked
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False  # no descriptor to look at (a replaced sys.stdout): nothing known
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

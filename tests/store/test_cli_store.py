@@ -139,6 +139,23 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, command) -> N
     assert proc.returncode == 141  # as if killed by SIGPIPE, the shells' convention
 
 
+def test_tail_follow_whose_reader_went_away_ends_with_no_event_to_come(store_path: Path) -> None:
+    # `vaot tail -f STORE | head -3`: the reader's going was noticed only by the next write, so
+    # with the run over (no event to come) the follower stayed for good.
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "tail", "-f", str(store_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        assert proc.wait(timeout=30) == 141  # as if killed by SIGPIPE, the shells' convention
+        assert proc.stderr.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
 def test_tail_escapes_control_characters_of_a_reply(tmp_path: Path) -> None:
     # The thought is the model's text: an escape sequence in it (clear the screen, colour, a
     # bell) went to the terminal as it was, where the answer beside it was escaped.
