@@ -121,9 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, _raise_terminated)
     held = False
+    closed = _reserve_standard_streams() if argv is None else frozenset()
     try:
         try:
-            status = _main(argv)
+            status = _main(argv, stdout_closed=1 in closed)
         except KeyboardInterrupt as exc:
             # Ctrl-C while a command's modules are still importing (the first tenth of a
             # second): nothing has been written yet; say so in the same line as later.
@@ -161,7 +162,43 @@ def _ignore_stops() -> bool:
     return True
 
 
-def _main(argv: list[str] | None) -> int:
+def _reserve_standard_streams() -> frozenset[int]:
+    """Open the null device on each of descriptors 0–2 the process was started without
+    (``vaot export STORE >&-``), and give Python a stream on it; which ones were closed.
+
+    Left closed, the next file opened takes its number: the store's lock.mdb or data.mdb
+    became "standard output", where any write to that number (a worker process's print, a C
+    library's message) would land in the store; and ``sys.stdout`` was None, on which the
+    commands that print their output raised AttributeError with a traceback.
+    """
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+    for fd in closed:
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+    if 0 in closed:
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own streams
+    if 1 in closed:
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    if 2 in closed:
+        sys.stderr = open(2, "w", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    return frozenset(closed)
+
+
+def _prints_its_output(args: argparse.Namespace) -> bool:
+    """Whether the command's product is what it prints (lost, were standard output closed)."""
+    if args.command == "export":
+        return args.output == "-"
+    return args.command in ("tail", "parse", "report")
+
+
+def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser, subs = build_parser()
     # Only the chosen command's module is imported (and asked for its arguments).
@@ -185,6 +222,11 @@ def _main(argv: list[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if stdout_closed and _prints_its_output(args):
+        to_file = " or give -o FILE" if args.command == "export" else ""
+        print_error(args.command, "standard output is closed (`>&-`), so what it prints would "
+                    f"be lost; redirect it to a file (> FILE){to_file}")
+        return 2
     module = importlib.import_module(COMMANDS[args.command])
     try:
         return int(module.run(args) or 0)
@@ -205,9 +247,9 @@ def _main(argv: list[str] | None) -> int:
         _stdout_to_devnull()
         return 1
     except Exception as exc:
-        from store.errors import StoreCutShortError
+        from store.errors import StoreTruncatedError
 
-        if isinstance(exc, StoreCutShortError):  # says what happened and what to do
+        if isinstance(exc, StoreTruncatedError):  # says what happened and what to do
             print_error(args.command, str(exc))
             return 1
         # A store whose bytes were damaged (a disk fault, a hand edit): the decoder or LMDB

@@ -16,8 +16,9 @@ from store.errors import (
     SequenceConflictError,
     SequenceGapError,
     StoreClosedError,
-    StoreCutShortError,
+    StoreDamagedError,
     StoreError,
+    StoreTruncatedError,
 )
 from store.events import (
     CallFailed,
@@ -53,8 +54,9 @@ __all__ = [
     "SequenceGapError",
     "Step",
     "StoreClosedError",
-    "StoreCutShortError",
+    "StoreDamagedError",
     "StoreError",
+    "StoreTruncatedError",
     "StoredEvent",
     "TokenUsage",
     "TrajectoryFinished",

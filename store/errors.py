@@ -11,7 +11,6 @@ __all__ = [
     "SequenceConflictError",
     "SequenceGapError",
     "StoreClosedError",
-    "StoreCutShortError",
     "StoreError",
 ]
 
@@ -22,12 +21,6 @@ class StoreError(Exception):
 
 class NotAStoreError(StoreError, FileNotFoundError):
     """The path is not a vaot store (or does not exist and creation was not asked for)."""
-
-
-class StoreCutShortError(StoreError):
-    """The store's data.mdb is shorter than its last commit reaches (a copy that stopped
-    midway, a disk that filled): LMDB would read past the file's end, which kills the process
-    with SIGBUS rather than raising, so it is not opened at all."""
 
 
 class SchemaVersionError(StoreError):
@@ -101,6 +94,17 @@ class CacheEntryDamagedError(StoreError, ValueError):
                          "again, or see `vaot verify STORE`")
         self.key = key
         self.reason = reason
+
+
+class StoreDamagedError(StoreError):
+    """The store's pages are damaged where opening reads them (a page of the wrong type, one
+    that is not there): a store, not a folder of something else, whose copy is needed."""
+
+
+class StoreTruncatedError(StoreDamagedError):
+    """The store's data file is shorter than the pages its header says are in use (a copy or
+    download that did not finish, a disk that filled): reading those pages would crash the
+    process (LMDB maps the file; a page past its end is SIGBUS), so it is refused at opening."""
 
 
 class StoreClosedError(StoreError):

@@ -7,19 +7,27 @@ from typing import BinaryIO
 
 import msgspec
 
-from store.events import decode_record
+from store.events import HEADER_SIZE, decode_record
 from store.recorder import Recorder
 
 __all__ = ["event_line", "export_jsonl", "iter_jsonl"]
 
 _json = msgspec.json.Encoder()
+_as_stored = msgspec.msgpack.Decoder()
 
 
 def event_line(seq: int, record: bytes) -> bytes:
-    """``{"seq": N, "prev": "<hex>", "event": {...}}`` as one JSON line (no newline)."""
+    """``{"seq": N, "prev": "<hex>", "event": {...}}`` as one JSON line (no newline).
+
+    The event is written as stored, not as this version's Struct re-encodes it: a field a newer
+    vaot appended (schema rule 2), which this one ignores on decoding, was silently dropped
+    from the export of a store it wrote. It is decoded all the same: a record that does not
+    decode is damage, and is said to be.
+    """
     stored = decode_record(seq, record)
+    event = _as_stored.decode(record[HEADER_SIZE:])
     return b'{"seq":%d,"prev":"%s","event":%s}' % (seq, stored.prev.hex().encode(),
-                                                      _json.encode(stored.event))
+                                                      _json.encode(event))
 
 
 def iter_jsonl(store: Recorder, after: int = -1) -> Iterator[bytes]:

@@ -46,11 +46,12 @@ from store.errors import (
     NotAStoreError,
     SchemaVersionError,
     StoreClosedError,
+    StoreDamagedError,
     StoreError,
+    StoreTruncatedError,
 )
 from store.events import SCHEMA_VERSION, StoredEvent, decode_record
 from store.lmdb_jobs import STOP, Job, ReadGate
-from store.lmdb_meta import refuse_cut_short
 from store.lmdb_writer import LmdbWriter
 from store.recorder import Recorder, cache_value, split_stream_key
 
@@ -95,6 +96,35 @@ def refuse_filled_folder(path: Path) -> None:
     if path.is_dir() and any(path.iterdir()) and not (path / "data.mdb").exists():
         raise NotAStoreError(f"{path}: directory is not empty and holds no vaot store; "
                              "choose an empty or new path")
+
+
+_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.BadValsizeError)
+"""What LMDB says of pages it cannot walk: damage to a store, not a folder that holds none."""
+
+
+def _damaged(path: Path, exc: lmdb.Error) -> StoreDamagedError:
+    return StoreDamagedError(f"{path}: the store is damaged where opening reads it ({exc}); "
+                             "restore it from a copy")
+
+
+def _check_whole(env: lmdb.Environment, data_file: Path) -> None:
+    """Refuse a data file cut short of the pages its header says are in use.
+
+    LMDB maps the file: reading a page past its end kills the process with SIGBUS (exit 135,
+    not a word said), which is what ``vaot verify`` did on a store whose copy had not finished.
+    The header (the meta pages, all that opening reads) is read first and the size after: a
+    writer in another process extends the file before it commits a header naming new pages.
+
+    Raises:
+        StoreTruncatedError: the file is shorter than its pages.
+    """
+    need = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    size = data_file.stat().st_size
+    if size < need:
+        raise StoreTruncatedError(
+            f"{data_file.parent}: the store is cut short: its data.mdb has {size:,} bytes of "
+            f"the {need:,} its pages take (a copy or download that did not finish, a full "
+            "disk?); it cannot be read safely: restore it from a whole copy")
 
 
 def _beside(path: Path) -> Path:
@@ -168,8 +198,6 @@ class LmdbStore(LmdbWriter, Recorder):
             # environment (and a lock file) in a folder a read-only command was pointed at.
             raise NotAStoreError(f"{path}: no vaot store here (its data.mdb is empty or cut "
                                  "short)")
-        if data_file.exists():
-            refuse_cut_short(data_file)
         try:
             env = lmdb.open(
                 # As bytes: a folder name that is not UTF-8 (an old archive) is still a path.
@@ -180,6 +208,7 @@ class LmdbStore(LmdbWriter, Recorder):
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
         try:
+            _check_whole(env, data_file)
             self._check_meta_growing(env, create)
         except BaseException:
             env.close()
@@ -278,6 +307,8 @@ class LmdbStore(LmdbWriter, Recorder):
                 self._cache = env.open_db(b"cache", txn=txn)
         except lmdb.MapFullError:
             raise
+        except _DAMAGE as exc:
+            raise _damaged(path, exc) from exc
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 
@@ -304,6 +335,8 @@ class LmdbStore(LmdbWriter, Recorder):
                     b"events", b"streams", b"by_traj", b"heads", b"blobs", b"runs", b"cache"))
         except lmdb.NotFoundError:
             raise NotAStoreError(f"{path}: an LMDB environment, but not a vaot store") from None
+        except _DAMAGE as exc:
+            raise _damaged(path, exc) from exc
         except lmdb.Error as exc:
             raise NotAStoreError(f"{path}: cannot open as a vaot store: {exc}") from exc
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from engine.commands._errors import print_error
-from store import NotAStoreError, Recorder, StoreCutShortError, StoreError, open_store
+from store import NotAStoreError, Recorder, StoreError, StoreTruncatedError, open_store
 
 
 def nonempty(value: str) -> str:
@@ -41,9 +41,10 @@ def missing_folder(store: str) -> Path | None:
     return missing
 
 
-def open_existing_store(path: str, command: str) -> Recorder | None:
+def open_existing_store(path: str, command: str, *,
+                        raising: tuple[type[StoreError], ...] = ()) -> Recorder | None:
     """The store at ``path``, or ``None`` after printing why it cannot be opened, as the error
-    of ``command`` (the one reading it).
+    of ``command`` (the one reading it); the errors in ``raising`` are raised instead.
 
     For the commands that only read: a store this process may not write (an archived copy, a
     colleague's shared folder) is opened read-only, with no lock file, rather than refused.
@@ -54,9 +55,11 @@ def open_existing_store(path: str, command: str) -> Recorder | None:
         return None
     try:
         return open_store(path, create=False, readonly=not _writable(Path(path)))
-    except StoreCutShortError:
+    except StoreTruncatedError:
         raise  # a damaged store, not a wrong path: `vaot` says it with exit status 1
     except StoreError as exc:
+        if isinstance(exc, raising):
+            raise
         hint = _store_meant(Path(path)) if isinstance(exc, NotAStoreError) else None
         print_error(command, str(exc) + (f"; {hint}" if hint else ""))
         return None

@@ -22,6 +22,14 @@ from store.export import export_jsonl
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
+    parser.epilog = ('Each line is {"seq": N, "prev": "<hex chain hash>", "event": {"type": '
+                     '..., ...}}, in sequence order (UTF-8; image hashes are hex and name the '
+                     "files `vaot images` writes). With -o, a file already there is replaced only "
+                     "once the export is whole. Exit status: 0 when every event was "
+                     "written, 1 when the store is damaged or a write failed midway (a full disk: "
+                     "what was written is incomplete), 2 for bad input (no store, -o inside the "
+                     "store or not writable), 130 interrupted, 141 when the reader of standard "
+                     "output went away (`| head`), 143 terminated (SIGTERM).")
     parser.add_argument("--jsonl", action="store_true",
                         help="write JSON Lines, one event per line in sequence order (the only "
                              "format, and the default)")

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.epilog = ("Exit status: 0 when every image was written, 1 when one is missing or "
                      "damaged in the store (the others are written; `vaot verify STORE` says "
-                     "more), 2 for bad input (no store, an unknown --traj, -o inside the store).")
+                     "more), 2 for bad input (no store, an unknown --traj, -o inside the store or not "
+                     "writable), 130 interrupted, 143 terminated (SIGTERM).")
     parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")
@@ -107,6 +108,11 @@ def _resolve(store: Recorder, prefix: str) -> str:
 def _make_dir(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        # mkdir's own words ("cannot make folder out.png: File exists") read as if a folder
+        # were in the way, where it is a file (an -o meant for `vaot render` or `export`).
+        raise _Problem(f"{path} is there and is not a folder; -o names the folder to write "
+                       "the images into (made if missing)") from None
     except OSError as exc:
         raise _Problem(f"cannot make folder {path}: {exc.strerror or exc}") from None
 

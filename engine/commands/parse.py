@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the command's arguments."""
     from engine.parsing import DIALECTS
 
+    parser.epilog = ("Prints the parse as JSON on standard output, a note on standard error "
+                     "when a flag is missing to read it. Exit status: 0 when the reply was "
+                     "parsed (a reply with no action or answer too: its warnings say why), 2 "
+                     "for bad input (FILE or --tool-calls unreadable, not UTF-8 or not JSON, "
+                     "a bad --canvas).")
+
     parser.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="the reply text; '-' or none: stdin"
     )

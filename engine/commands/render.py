@@ -26,6 +26,10 @@ HELP = "apply one visual action to an image and print the state hash"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the command's arguments."""
+    parser.epilog = ("Prints the hex pixel hash of the new state on standard output; warnings "
+                     "and the frame in the original on standard error. Exit status: 0 when the "
+                     "PNG was written, 2 for bad input (IMAGE unreadable, ACTION_JSON no "
+                     "action, an action that cannot be drawn, OUT.png not writable).")
     parser.add_argument("image", metavar="IMAGE", help="the input image (any format Pillow reads)")
     parser.add_argument(
         "actions",

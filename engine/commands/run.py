@@ -53,7 +53,7 @@ from engine.logs import configure_logging, log_path_for, log_unwritable
 from engine.printable import printable
 from engine.run_lock import StoreBusyError, exclusive_run
 from store import StoreError
-from store.errors import StoreCutShortError
+from store.errors import StoreTruncatedError
 
 
 class _RunConsole(Console):
@@ -543,7 +543,7 @@ def _open_for_run(config: RunConfig):
             raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
                            "folder") from None
         # A store cut short names itself already ("X: the store is cut short …").
-        said = str(exc) if isinstance(exc, StoreCutShortError) else f"{config.store}: {exc}"
+        said = str(exc) if isinstance(exc, StoreTruncatedError) else f"{config.store}: {exc}"
         raise _Refused(f"cannot open the store {said}") from None
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
     doing = f"lock the store {config.store}"

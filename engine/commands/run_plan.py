@@ -38,7 +38,7 @@ from engine.run_lock import LOCK_NAME
 from engine.runner import build_jobs
 from engine.states import load_original
 from store import StoreError, open_store
-from store.errors import StoreCutShortError
+from store.errors import StoreTruncatedError
 from store.lmdb_store import refuse_filled_folder
 
 __all__ = ["print_plan"]
@@ -174,7 +174,7 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
         store = open_store(config.store, create=False, readonly=not writable)
     except StoreError as exc:
         # A store cut short names itself already ("X: the store is cut short …").
-        said = str(exc) if isinstance(exc, StoreCutShortError) else f"{config.store}: {exc}"
+        said = str(exc) if isinstance(exc, StoreTruncatedError) else f"{config.store}: {exc}"
         raise _Refused(f"cannot open the store {said}") from None
     with store:
         check_resumed_run(config, store, jobs, run_id)  # as the run checks it

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import select
 import sys
 import time
 from pathlib import Path
 
 from engine import event_loop
+from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from engine.commands.report import options_said
 from engine.printable import printable
@@ -26,11 +29,17 @@ from store.export import event_line
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
+    parser.epilog = ("Exit status: 0 when every event was printed (with --follow: also when "
+                     "Ctrl-C stops it), 1 when the store is damaged, or deleted or replaced "
+                     "while followed, 2 for bad input (no store, a bad --from), 130 interrupted, "
+                     "141 when the reader of standard output went away (`| head`), 143 "
+                     "terminated (SIGTERM).")
     parser.add_argument("--from", dest="start", type=_sequence_number, default=0, metavar="N",
                         help="start at sequence number N (default 0, the first event)")
     parser.add_argument("-f", "--follow", action="store_true",
                         help="keep running and print new events as they are committed; a "
-                        "store not made yet is waited for")
+                        "store not made yet is waited for, and one deleted or replaced while "
+                        "followed ends it (exit 1)")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line (for machines) instead of text")
 
@@ -168,6 +177,10 @@ def run(args: argparse.Namespace) -> int:
     store = open_existing_store(args.store, "tail")
     if store is None:
         return 2
+    # Looked at as it is opened: after the events already there are out, a store deleted
+    # since (and another made in its place) would be taken for the one followed.
+    data_file = Path(args.store) / "data.mdb"
+    followed = _identity(data_file)
     out = sys.stdout
 
     def emit(stored: StoredEvent, record: bytes | None = None) -> None:
@@ -190,14 +203,89 @@ def run(args: argparse.Namespace) -> int:
         if not args.follow:
             return 0
 
-        async def follow() -> None:
-            async for seq, record in store.subscribe_records(after=last):
-                emit(decode_record(seq, record), record)
-                out.flush()
+        async def follow() -> str | None:
+            """Print new events until the store's file or the reader is gone; why it stopped
+            (``"deleted"``, ``"replaced"``, ``_READER_GONE``), or None."""
+            reading = asyncio.current_task()
+            assert reading is not None
+            gone: list[str] = []
+
+            async def watch() -> None:
+                # A deleted store stays readable through the open map, and nothing more is
+                # ever committed to it: followed silently for good, while the run started
+                # again at its path wrote to a new one.
+                # A reader gone (`vaot tail -f STORE | head -3`) is otherwise noticed only by
+                # the next write: with no event to come, never.
+                while (what := _gone(data_file, followed)
+                       or (_READER_GONE if _reader_gone(out) else None)) is None:
+                    await asyncio.sleep(_WATCH_S)
+                gone.append(what)
+                reading.cancel()
+
+            watcher = asyncio.create_task(watch())
+            try:
+                async for seq, record in store.subscribe_records(after=last):
+                    emit(decode_record(seq, record), record)
+                    out.flush()
+            except asyncio.CancelledError:
+                if not gone:
+                    raise  # a Ctrl-C
+                reading.uncancel()
+                return gone[0]
+            finally:
+                watcher.cancel()
+            return None
 
         try:
-            event_loop.run(follow())
+            gone = event_loop.run(follow())
         except KeyboardInterrupt as exc:
             if type(exc) is not KeyboardInterrupt:
                 raise  # a SIGTERM (the CLI's own subclass): exit 143, as a supervisor expects
+            return 0
+    if gone == _READER_GONE:
+        raise BrokenPipeError  # as a write to it would have: exit 141, said by the CLI
+    if gone is not None:
+        print_error("tail", f"{args.store} was {gone} while followed; nothing more will come "
+                    f"from it (`vaot tail -f {args.store}` follows a store made there since)")
+        return 1
     return 0
+
+
+_WATCH_S = 0.5
+"""How often a follower looks whether its store's file is still the one it opened, and its
+reader still there."""
+
+_READER_GONE = "reader gone"
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe or socket whose reading end was closed (poll reports an
+    error on it; a terminal or a file never does)."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), 0)  # errors and hang-ups are reported unasked
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False  # no descriptor to look at (a replaced sys.stdout): nothing known
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, or None when it cannot be looked at."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _gone(path: Path, followed: tuple[int, int] | None) -> str | None:
+    """``"deleted"`` or ``"replaced"`` when ``path`` is no longer the file followed, else None."""
+    if followed is None:
+        return None  # never known: nothing to compare
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return "deleted"
+    except OSError:
+        return None  # unreadable for a moment (a network file system): not proof of anything
+    return "replaced" if (info.st_dev, info.st_ino) != followed else None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
+from store import StoreDamagedError
 from store.blobs import pixel_hash
 from store.verify import verify
 
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="path of the store (a directory)")
     parser.epilog = ("Exit status: 0 when everything checks out, 1 when a problem was found (each "
-                     "listed on stderr as BAD), 2 when STORE is not a store.")
+                     "listed on stderr as BAD; a data file cut short, or damaged where opening "
+                     "reads it, is one), 2 when STORE is not a store, 130 interrupted, 143 "
+                     "terminated (SIGTERM).")
     parser.add_argument("--no-pixels", action="store_true",
                         help="check blob bytes only, without decoding images (faster)")
     parser.add_argument("--no-progress", action="store_true",
@@ -61,7 +64,14 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = open_existing_store(args.store, "verify")
+    try:
+        store = open_existing_store(args.store, "verify", raising=(StoreDamagedError,))
+    except StoreDamagedError as exc:
+        # Damage found, as a flipped byte is (exit 1), though none of it can be walked.
+        print(f"BAD data.mdb: {exc}", file=sys.stderr)
+        print_error("verify", f"1 problem(s) in {args.store}, listed above as BAD; first: "
+                    "data.mdb")
+        return 1
     if store is None:
         return 2
     with store, _progress(enabled=not args.no_progress) as progress:

@@ -105,6 +105,25 @@ def test_every_command_says_its_error_in_one_line_of_one_format(store: Path, tmp
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(("command", "statuses"), [
+    ("export", (0, 1, 2, 130, 141, 143)),
+    ("tail", (0, 1, 2, 130, 141, 143)),
+    ("verify", (0, 1, 2, 130, 143)),
+    ("images", (0, 1, 2, 130, 143)),
+    ("parse", (0, 2)),
+    ("render", (0, 2)),
+])
+def test_every_read_command_help_says_each_exit_status(command: str, statuses) -> None:
+    # A script that runs them wants the codes: export, tail, parse and render said none.
+    done = vaot(command, "--help")
+    assert done.returncode == 0
+    said = " ".join(done.stdout.split())
+    assert "Exit status: " in said, said
+    codes = said.split("Exit status: ", 1)[1]
+    for status in statuses:
+        assert f"{status} " in codes or f"{status}," in codes, (status, codes)
+
+
 def test_a_read_only_command_does_not_make_an_empty_file_a_store(tmp_path: Path) -> None:
     folder = tmp_path / "notastore"
     folder.mkdir()
@@ -153,6 +172,45 @@ def test_a_run_whose_reader_went_away_still_runs_and_ends_as_itself(tmp_path: Pa
     with LmdbStore(path, create=False, readonly=True) as s:
         assert len(s.trajectory_ids()) == 2 * 4 + 1  # every trajectory, and the run header
     assert '"run_end"' in (tmp_path / "s.log").read_text()
+
+
+def _closed(*args: str | Path, closing: str = ">&-") -> subprocess.CompletedProcess[str]:
+    """``vaot ARGS`` started with a standard stream closed (``>&-``, ``2>&-``, ``<&-``)."""
+    return subprocess.run(["sh", "-c", f'exec "$0" "$@" {closing}', sys.executable, "-m",
+                           "engine", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, check=False)
+
+
+@pytest.mark.parametrize("args", [("export", "{store}"), ("tail", "{store}"),
+                                  ("tail", "{store}", "--json"), ("parse", "{reply}")])
+def test_output_to_a_closed_standard_output_is_one_line(store: Path, tmp_path: Path,
+                                                         args) -> None:
+    # `vaot export STORE >&-`: sys.stdout was None, and the command died on it with a traceback.
+    reply = tmp_path / "reply.txt"
+    reply.write_text("Step 1: the answer is B")
+    done = _closed(*(a.format(store=store, reply=reply) for a in args))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"vaot {args[0]}: error: standard output is closed (`>&-`), so what "
+                           "it prints would be lost; redirect it to a file (> FILE)"
+                           + (" or give -o FILE" if args[0] == "export" else "") + "\n")
+
+
+def test_a_store_read_without_standard_streams_is_not_given_their_numbers(store: Path,
+                                                                         tmp_path: Path) -> None:
+    # Started without stdout and stderr, the store's lock.mdb and data.mdb took descriptors 1
+    # and 2, where anything written to "standard output" would land in the store.
+    out = tmp_path / "events.jsonl"
+    probe = ("import os, sys; from engine import cli; cli._reserve_standard_streams(); "
+             "from store import open_store; s = open_store(sys.argv[1], create=False); "
+             "s.last_seq(); print(sorted(os.readlink(f'/proc/self/fd/{fd}') "
+             "for fd in (1, 2)), file=open(sys.argv[2], 'w'))")
+    done = subprocess.run(["sh", "-c", 'exec "$0" "$@" >&- 2>&-', sys.executable, "-c", probe,
+                           str(store), str(out)], cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 0
+    assert out.read_text() == f"{[os.devnull, os.devnull]}\n"
+    done = _closed("export", store, "-o", out, closing=">&- 2>&-")
+    assert done.returncode == 0
+    assert out.read_text() == vaot("export", store).stdout
 
 
 def test_tail_follow_stopped_by_sigterm_says_so_in_its_status(store: Path) -> None:

@@ -97,6 +97,15 @@ def test_an_unknown_or_ambiguous_trajectory_is_one_line(store_path: Path, tmp_pa
     assert "Traceback" not in unknown.stderr + ambiguous.stderr
 
 
+def test_an_output_that_is_a_file_is_said_to_be_one(store_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.png"
+    out.write_bytes(b"mine")
+    done = vaot("images", store_path, "-o", out)
+    assert done.returncode == 2 and out.read_bytes() == b"mine"
+    assert done.stderr == (f"vaot images: error: {out} is there and is not a folder; -o names "
+                           "the folder to write the images into (made if missing)\n")
+
+
 @pytest.mark.parametrize("offset", [-1, 0], ids=["image-byte", "format-byte"])
 def test_a_damaged_image_is_named_and_not_written(store_path: Path, tmp_path: Path,
                                                   offset: int) -> None:

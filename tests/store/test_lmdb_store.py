@@ -17,6 +17,7 @@ from store import (
     SchemaVersionError,
     SequenceConflictError,
     StoreError,
+    StoreTruncatedError,
     open_store,
 )
 from store.verify import verify
@@ -245,6 +246,22 @@ def test_an_lmdb_environment_that_is_not_a_vaot_store(tmp_path: Path) -> None:
         LmdbStore(path)
     with pytest.raises(NotAStoreError, match=str(path)):
         LmdbStore(path, create=False)
+
+
+def test_a_data_file_cut_short_of_its_pages_is_refused_at_opening(tmp_path: Path) -> None:
+    with LmdbStore(tmp_path / "s") as store:
+        store.append_sync(steps("a", 0, 50))
+        store.put_blob_sync(*png_blob(1))
+    data = tmp_path / "s" / "data.mdb"
+    whole = data.read_bytes()
+    for size in (3 * 4096, len(whole) - 1):
+        data.write_bytes(whole[:size])
+        for options in ({}, {"readonly": True}):
+            with pytest.raises(StoreTruncatedError, match=f"has {size:,} bytes"):
+                LmdbStore(tmp_path / "s", create=False, **options)
+    data.write_bytes(whole + bytes(4096))  # longer than its pages: free space, nothing amiss
+    with LmdbStore(tmp_path / "s", create=False) as store:
+        assert verify(store).ok
 
 
 def test_a_newer_schema_version_refuses_to_open(tmp_path: Path) -> None:
