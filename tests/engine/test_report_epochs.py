@@ -21,7 +21,7 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.base import ModelReply, ModelRequest, TextPart, offline_reply
 from engine.config import ModelConfig, RunConfig
 from engine.runner import open_run_store, run_jobs
-from store import Step, StoreError
+from tests.fakes.dying_store import Died, DiesAtTheFirstStep
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "scripted:draws"
@@ -59,33 +59,6 @@ class _Draws:
 
     async def aclose(self) -> None:
         return None
-
-
-class _Died(StoreError):
-    """The process dies; a StoreError, so the runner stops rather than failing a trajectory."""
-
-
-class _DiesAtTheFirstStep:
-    """The run's real store, but the process dies before it records a step: a run stopped as
-    its next epoch begins, whose trajectories are open or never started."""
-
-    def __init__(self, store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def _check(self, events) -> None:
-        if any(isinstance(e, Step) for e in events):
-            raise _Died
-
-    def append_nowait(self, events):
-        self._check(events)
-        return self._store.append_nowait(events)
-
-    async def append(self, events):
-        self._check(events)
-        return await self._store.append(events)
 
 
 def _config(tmp_path: Path, epochs: int) -> RunConfig:
@@ -168,8 +141,8 @@ async def test_an_epoch_a_stopped_run_ended_nothing_of_is_said_so_not_scored_0(t
     # The same run asked for a third epoch, and stopped before its first step was recorded.
     more = msgspec.structs.replace(config, epochs=3)
     with open_run_store(config.store) as store, pytest.raises(ExceptionGroup) as died:
-        await run_jobs(more, _DiesAtTheFirstStep(store), samples, adapters={MODEL: model})
-    assert died.group_contains(_Died)
+        await run_jobs(more, DiesAtTheFirstStep(store), samples, adapters={MODEL: model})
+    assert died.group_contains(Died)
 
     done = _vaot("report", config.store)
     assert done.returncode == 0, done.stderr
@@ -215,7 +188,7 @@ async def test_a_run_stopped_in_its_first_epoch_says_the_epochs_its_tables_pool(
     config = _config(tmp_path, epochs=3)
     samples, _ = load_dataset(config.dataset)
     with open_run_store(config.store) as store, pytest.raises(ExceptionGroup):
-        await run_jobs(config, _DiesAtTheFirstStep(store), samples, adapters={MODEL: _Draws()})
+        await run_jobs(config, DiesAtTheFirstStep(store), samples, adapters={MODEL: _Draws()})
 
     done = _vaot("report", config.store)
     assert done.returncode == 0, done.stderr

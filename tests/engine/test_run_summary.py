@@ -15,7 +15,8 @@ from adapters.datasets.loading import load_dataset
 from adapters.models.scripted import BUILTIN_SCRIPT, ScriptedAdapter
 from engine.config import ModelConfig, RunConfig
 from engine.runner import open_run_store, run_jobs
-from store import Step, StoreError, open_store
+from store import Step, open_store
+from tests.fakes.dying_store import Died, DiesAtTheFirstStep
 from tests.fakes.process import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,33 +43,6 @@ def _cost_lines(stdout: str) -> dict[str, tuple[int, int, int]]:
             for model, n, tin, tout in found}
 
 
-class _Died(StoreError):
-    """The process dies; a StoreError, so the runner stops rather than failing a trajectory."""
-
-
-class _DiesBeforeTheFirstStep:
-    """The run's real store, but the process dies once a reply is cached, before its Step is
-    written: the moment a Ctrl-C or a kill can fall on."""
-
-    def __init__(self, store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def _check(self, events) -> None:
-        if any(isinstance(e, Step) for e in events):
-            raise _Died
-
-    def append_nowait(self, events):
-        self._check(events)
-        return self._store.append_nowait(events)
-
-    async def append(self, events):
-        self._check(events)
-        return await self._store.append(events)
-
-
 async def test_a_reply_paid_for_before_a_stop_is_in_the_cost_lines(tmp_path) -> None:
     store_path = tmp_path / "run.lmdb"
     config_file = tmp_path / "run.toml"
@@ -79,9 +53,9 @@ async def test_a_reply_paid_for_before_a_stop_is_in_the_cost_lines(tmp_path) -> 
     samples, _ = load_dataset(config.dataset, limit=config.limit)
     paid = ScriptedAdapter("priced", BUILTIN_SCRIPT)
     with open_run_store(str(store_path)) as store, pytest.raises(ExceptionGroup) as died:
-        await run_jobs(config, _DiesBeforeTheFirstStep(store), samples,
+        await run_jobs(config, DiesAtTheFirstStep(store), samples,
                        adapters={"scripted:priced": paid})
-    assert died.group_contains(_Died) and paid.calls == 1 and not _steps(store_path)
+    assert died.group_contains(Died) and paid.calls == 1 and not _steps(store_path)
 
     done = _vaot("run", "--config", str(config_file), "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
