@@ -318,6 +318,11 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
 
 def _why(exitcode: int | None, from_fork_server: bool) -> str:
     """What an exit code the worker itself never chose means."""
+    if exitcode == -signal.SIGKILL:
+        # Nothing in the run sends it while the run goes on: the user, or the kernel short of
+        # memory, which picks the biggest process (a worker holding its caches, often).
+        return (" (killed by SIGKILL: if no one sent it, the kernel's out-of-memory killer did,"
+                " as its log says (dmesg); rerun with fewer --workers or a lower --concurrency)")
     if exitcode == 255 and from_fork_server:
         # The fork server reports its children's exit status; when it dies, they die with it
         # (PDEATHSIG) and the run only learns that no status came.

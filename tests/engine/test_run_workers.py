@@ -280,6 +280,8 @@ def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
     assert "exited with code -9" in err and "Traceback" not in err
+    assert "killed by SIGKILL" in err and "out-of-memory killer" in err  # not just a number
+    assert len(err.strip().splitlines()) == 1, err
     assert not _gone(workers)
     _intact_then_resumed(store)
 
