@@ -78,7 +78,8 @@ process does, once per model (the parent, told the first of each), not as call f
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
-_PRELOAD = ["engine.workers"]  # and so the runner, the adapters, the renderer, the store
+# engine.workers imports the runner, the adapters, the renderer, the store.
+_PRELOAD = ["engine.fork_server", "engine.workers"]
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -410,6 +411,7 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
                  environ: dict[str, str], pauses, spend: SpendShare | None,
                  life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (fork_server.py)
     _die_with_run(index, parent)
     # The run's environment now, not the fork server's from when it started.
     os.environ.clear()

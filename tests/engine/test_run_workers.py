@@ -116,12 +116,14 @@ def _intact_then_resumed(store: Path) -> None:
         assert verify(s).ok
 
 
-def _start_and_wait(store: Path, workers: int, at_least: int) -> subprocess.Popen:
+def _start_and_wait(store: Path, workers: int, at_least: int, *,
+                    own_group: bool = False) -> subprocess.Popen:
     # SIGINT as a terminal leaves it, whatever this test process inherited (a suite run as a
     # background job has it ignored, and so would the run).
     proc = subprocess.Popen(_cmd(store, workers), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=own_group,  # a group a test can signal whole
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
@@ -383,6 +385,35 @@ def test_a_dead_fork_server_takes_its_workers_down_and_is_named(tmp_path):
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "the fork server it was started from has died" in err and "Traceback" not in err
+    assert not _gone(workers)
+    _intact_then_resumed(store)
+
+
+def _signals(pid: int, field: str) -> int:
+    """A signal set of /proc/PID/status (SigIgn, SigCgt), as a mask."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def test_a_sigterm_to_the_whole_group_stops_the_workers_as_the_runs_own_does(tmp_path):
+    # A batch scheduler ends a job by SIGTERM to all its processes. The fork server died of it
+    # at once, and its workers with it (their parent-death signal): killed, not stopped.
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5, own_group=True)
+    workers = _workers(proc.pid)
+    server = [pid for pid in _children(proc.pid)
+              if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(server) == 1 and len(workers) == 2, (server, workers)
+    term = 1 << (signal.SIGTERM - 1)
+    assert _signals(server[0], "SigIgn") & term  # it outlives a SIGTERM; it ends with the run
+    for worker in workers:  # each stops on one (its event loop's handler)
+        assert _signals(worker, "SigCgt") & term
+    os.killpg(proc.pid, signal.SIGTERM)  # the run leads its own group
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.startswith("terminated (SIGTERM)") and "Traceback" not in err, err
     assert not _gone(workers)
     _intact_then_resumed(store)
 
