@@ -440,6 +440,9 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
             log.exception("worker_failed", worker=index)
         if changed is not None:
             messages.put(("changed", index, str(changed)))
+        elif isinstance(exc, KeyboardInterrupt):  # a SIGTERM; the parent drops its own stop's
+            messages.put(("error", index, "stopped by a SIGTERM sent to it alone, not to the "
+                                          "run"))
         else:
             messages.put(("error", index, _describe(exc)))
         messages.close()

@@ -288,6 +288,21 @@ def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     _intact_then_resumed(store)
 
 
+def test_a_sigterm_to_one_worker_is_named_and_a_rerun_finishes(tmp_path):
+    # Said "worker 0 failed: KeyboardInterrupt: ", as if the engine had a bug.
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5)
+    workers = _workers(proc.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "stopped by a SIGTERM sent to it alone" in err and "KeyboardInterrupt" not in err
+    assert len(err.strip().splitlines()) == 1 and "rerun to resume" in err, err
+    assert not _gone(workers)
+    _intact_then_resumed(store)
+
+
 def test_a_worker_error_names_the_errors_inside_a_task_group():
     from engine.workers import _describe
 
