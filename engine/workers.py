@@ -443,8 +443,9 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
         elif isinstance(exc, KeyboardInterrupt):  # a SIGTERM; the parent drops its own stop's
             messages.put(("error", index, "stopped by a SIGTERM sent to it alone, not to the "
                                           "run"))
-        else:
-            messages.put(("error", index, _describe(exc)))
+        else:  # the traceback only the log holds: the line names where it is
+            messages.put(("error", index, f"{_describe(exc)} (its traceback is in "
+                                          f"{log_path_for(config.store)})"))
         messages.close()
         messages.join_thread()
         raise SystemExit(1) from None

@@ -303,6 +303,41 @@ def test_a_sigterm_to_one_worker_is_named_and_a_rerun_finishes(tmp_path):
     _intact_then_resumed(store)
 
 
+_BUG = """
+import os
+if os.environ.get("VAOT_TEST_WORKER_BUG"):  # a bug in worker 0, once its run has begun
+    import engine.runner
+
+    real = engine.runner.run_jobs
+
+    async def run_jobs(*args, **kwargs):
+        with open("/proc/self/comm") as comm:
+            if comm.read().strip() == "vaot-worker-0":
+                raise RuntimeError("a bug in the engine")
+        return await real(*args, **kwargs)
+
+    engine.runner.run_jobs = run_jobs
+"""
+
+
+def test_a_worker_that_raises_names_the_error_and_where_its_traceback_is(tmp_path):
+    # The traceback went to the log alone, and the line did not say so.
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "sitecustomize.py").write_text(_BUG)
+    store = tmp_path / "s.lmdb"
+    env = {**os.environ, "VAOT_TEST_WORKER_BUG": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "hooks"), str(ROOT)])}
+    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True,
+                          timeout=180, env=env)
+    assert done.returncode == 1, done.stderr
+    log = tmp_path / "s.log"
+    assert done.stderr.splitlines() == [
+        f"vaot run: error: worker 0 failed: RuntimeError: a bug in the engine (its traceback is "
+        f"in {log}); committed work is kept, rerun to resume"], done.stderr
+    assert "Traceback" in log.read_text()
+    _intact_then_resumed(store)
+
+
 def test_a_worker_error_names_the_errors_inside_a_task_group():
     from engine.workers import _describe
 
