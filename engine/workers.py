@@ -78,7 +78,8 @@ process does, once per model (the parent, told the first of each), not as call f
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
-_PRELOAD = ["engine.workers"]  # and so the runner, the adapters, the renderer, the store
+# engine.workers imports the runner, the adapters, the renderer, the store.
+_PRELOAD = ["engine.fork_server", "engine.workers"]
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -318,6 +319,11 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
 
 def _why(exitcode: int | None, from_fork_server: bool) -> str:
     """What an exit code the worker itself never chose means."""
+    if exitcode == -signal.SIGKILL:
+        # Nothing in the run sends it while the run goes on: the user, or the kernel short of
+        # memory, which picks the biggest process (a worker holding its caches, often).
+        return (" (killed by SIGKILL: if no one sent it, the kernel's out-of-memory killer did,"
+                " as its log says (dmesg); rerun with fewer --workers or a lower --concurrency)")
     if exitcode == 255 and from_fork_server:
         # The fork server reports its children's exit status; when it dies, they die with it
         # (PDEATHSIG) and the run only learns that no status came.
@@ -405,6 +411,7 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
                  environ: dict[str, str], pauses, spend: SpendShare | None,
                  life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (fork_server.py)
     _die_with_run(index, parent)
     # The run's environment now, not the fork server's from when it started.
     os.environ.clear()
@@ -433,8 +440,12 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
             log.exception("worker_failed", worker=index)
         if changed is not None:
             messages.put(("changed", index, str(changed)))
-        else:
-            messages.put(("error", index, _describe(exc)))
+        elif isinstance(exc, KeyboardInterrupt):  # a SIGTERM; the parent drops its own stop's
+            messages.put(("error", index, "stopped by a SIGTERM sent to it alone, not to the "
+                                          "run"))
+        else:  # the traceback only the log holds: the line names where it is
+            messages.put(("error", index, f"{_describe(exc)} (its traceback is in "
+                                          f"{log_path_for(config.store)})"))
         messages.close()
         messages.join_thread()
         raise SystemExit(1) from None

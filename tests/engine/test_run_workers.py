@@ -116,12 +116,14 @@ def _intact_then_resumed(store: Path) -> None:
         assert verify(s).ok
 
 
-def _start_and_wait(store: Path, workers: int, at_least: int) -> subprocess.Popen:
+def _start_and_wait(store: Path, workers: int, at_least: int, *,
+                    own_group: bool = False) -> subprocess.Popen:
     # SIGINT as a terminal leaves it, whatever this test process inherited (a suite run as a
     # background job has it ignored, and so would the run).
     proc = subprocess.Popen(_cmd(store, workers), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=own_group,  # a group a test can signal whole
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
@@ -280,7 +282,59 @@ def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
     assert "exited with code -9" in err and "Traceback" not in err
+    assert "killed by SIGKILL" in err and "out-of-memory killer" in err  # not just a number
+    assert len(err.strip().splitlines()) == 1, err
     assert not _gone(workers)
+    _intact_then_resumed(store)
+
+
+def test_a_sigterm_to_one_worker_is_named_and_a_rerun_finishes(tmp_path):
+    # Said "worker 0 failed: KeyboardInterrupt: ", as if the engine had a bug.
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5)
+    workers = _workers(proc.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "stopped by a SIGTERM sent to it alone" in err and "KeyboardInterrupt" not in err
+    assert len(err.strip().splitlines()) == 1 and "rerun to resume" in err, err
+    assert not _gone(workers)
+    _intact_then_resumed(store)
+
+
+_BUG = """
+import os
+if os.environ.get("VAOT_TEST_WORKER_BUG"):  # a bug in worker 0, once its run has begun
+    import engine.runner
+
+    real = engine.runner.run_jobs
+
+    async def run_jobs(*args, **kwargs):
+        with open("/proc/self/comm") as comm:
+            if comm.read().strip() == "vaot-worker-0":
+                raise RuntimeError("a bug in the engine")
+        return await real(*args, **kwargs)
+
+    engine.runner.run_jobs = run_jobs
+"""
+
+
+def test_a_worker_that_raises_names_the_error_and_where_its_traceback_is(tmp_path):
+    # The traceback went to the log alone, and the line did not say so.
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "sitecustomize.py").write_text(_BUG)
+    store = tmp_path / "s.lmdb"
+    env = {**os.environ, "VAOT_TEST_WORKER_BUG": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "hooks"), str(ROOT)])}
+    done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True,
+                          timeout=180, env=env)
+    assert done.returncode == 1, done.stderr
+    log = tmp_path / "s.log"
+    assert done.stderr.splitlines() == [
+        f"vaot run: error: worker 0 failed: RuntimeError: a bug in the engine (its traceback is "
+        f"in {log}); committed work is kept, rerun to resume"], done.stderr
+    assert "Traceback" in log.read_text()
     _intact_then_resumed(store)
 
 
@@ -381,6 +435,35 @@ def test_a_dead_fork_server_takes_its_workers_down_and_is_named(tmp_path):
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "the fork server it was started from has died" in err and "Traceback" not in err
+    assert not _gone(workers)
+    _intact_then_resumed(store)
+
+
+def _signals(pid: int, field: str) -> int:
+    """A signal set of /proc/PID/status (SigIgn, SigCgt), as a mask."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def test_a_sigterm_to_the_whole_group_stops_the_workers_as_the_runs_own_does(tmp_path):
+    # A batch scheduler ends a job by SIGTERM to all its processes. The fork server died of it
+    # at once, and its workers with it (their parent-death signal): killed, not stopped.
+    store = tmp_path / "s.lmdb"
+    proc = _start_and_wait(store, 2, at_least=5, own_group=True)
+    workers = _workers(proc.pid)
+    server = [pid for pid in _children(proc.pid)
+              if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(server) == 1 and len(workers) == 2, (server, workers)
+    term = 1 << (signal.SIGTERM - 1)
+    assert _signals(server[0], "SigIgn") & term  # it outlives a SIGTERM; it ends with the run
+    for worker in workers:  # each stops on one (its event loop's handler)
+        assert _signals(worker, "SigCgt") & term
+    os.killpg(proc.pid, signal.SIGTERM)  # the run leads its own group
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.startswith("terminated (SIGTERM)") and "Traceback" not in err, err
     assert not _gone(workers)
     _intact_then_resumed(store)
 

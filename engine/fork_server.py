@@ -1,0 +1,12 @@
+"""What the fork server of a ``--workers`` run does on starting (engine/workers.py), and only it.
+
+A SIGTERM to the run's whole process group (a batch scheduler ending a job, ``kill -- -PGID``)
+killed the fork server at once, and with it every worker (their parent-death signal), instead of
+letting them stop as they do on the run's own SIGTERM: in-flight replies lost, paid for again. It
+ignores SIGTERM, and ends with the run as before (its liveness pipe); each worker it forks takes
+SIGTERM back before its run starts.
+"""
+
+import signal
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
