@@ -12,7 +12,12 @@ import sys
 
 from engine.printable import printable
 
-__all__ = ["error_line", "print_error"]
+__all__ = ["disk_hint", "error_line", "print_error"]
+
+# How the C library words a write that failed for want of room (a full disk, a quota, a file-size
+# limit); on a disk that filled, LMDB's commit can also fail with a bare I/O error.
+_NO_ROOM = ("No space left on device", "Disk quota exceeded", "File too large",
+            "Input/output error")
 
 
 def error_line(command: str | None, message: str) -> str:
@@ -28,3 +33,11 @@ def error_line(command: str | None, message: str) -> str:
 def print_error(command: str | None, message: str) -> None:
     """Write ``command``'s error line to standard error."""
     print(error_line(command, message), file=sys.stderr)
+
+
+def disk_hint(message: str) -> str:
+    """``"; "`` and what to do when ``message`` says a write found no room (a full disk is the
+    usual cause of a store refusing a write mid-run), else ``""``."""
+    if not any(words in message for words in _NO_ROOM):
+        return ""
+    return "; if the store's disk is full (or over a quota), free space on it first"

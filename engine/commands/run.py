@@ -22,7 +22,7 @@ from adapters.datasets.base import IMAGE_NOTE, DatasetError
 from adapters.datasets.loading import load_dataset
 from adapters.models.base import AdapterError
 from engine import event_loop
-from engine.commands._errors import error_line
+from engine.commands._errors import disk_hint, error_line
 from engine.commands._store_arg import missing_folder
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
@@ -366,8 +366,8 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             return 2
         except WorkerError as exc:
             log.error("run_failed", run_id=run_id, reason=str(exc))
-            err.print(error_line("run", f"{exc}; committed work is kept, rerun to resume"),
-                      markup=False)
+            err.print(error_line("run", f"{exc}{disk_hint(str(exc))}; committed work is kept, "
+                                 "rerun to resume"), markup=False)
             return 1
         except (StoreError, SampleChangedError, BaseExceptionGroup) as exc:
             changed = first_error(exc, SampleChangedError)
@@ -380,8 +380,9 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
             refused = first_error(exc, StoreError)
             if refused is None:
                 raise
-            err.print(error_line("run", f"the store refused a write: {refused}; committed work "
-                                 "is kept, rerun to resume"), markup=False)
+            err.print(error_line("run", f"the store refused a write: {refused}"
+                                 f"{disk_hint(str(refused))}; committed work is kept, rerun to "
+                                 "resume"), markup=False)
             return 1
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
