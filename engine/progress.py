@@ -15,11 +15,12 @@ from analysis.records import TrajectoryRecord
 from analysis.scoring import score_answer
 from analysis.tables import ALL, Cell, accuracy_by_epoch, accuracy_table, epoch_spread
 from engine.figure_cell import FigureCell
+from engine.live_display import live
 from engine.printable import printable
 from engine.prompts import SETTINGS
 from engine.runtime import Outcome, TrajectoryJob
 
-__all__ = ["RunProgress", "dataset_progress", "epoch_tables", "live", "summary_tables",
+__all__ = ["RunProgress", "dataset_progress", "epoch_tables", "summary_tables",
            "with_unstarted"]
 
 
@@ -39,11 +40,6 @@ def dataset_progress(console: Console, spec: str, enabled: bool = True
     with live(bar):
         yield lambda: bar.advance(task)
 
-
-def live(bar: Progress) -> contextlib.AbstractContextManager:
-    """``bar``'s live display, or nothing when it is disabled: rich before 14.3 wrote a blank
-    line on stopping even a disabled one, into output a script may read."""
-    return contextlib.nullcontext() if bar.disable else bar
 
 
 class RunProgress:

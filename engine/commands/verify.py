@@ -46,6 +46,8 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from engine.live_display import live
+
     console = Console(stderr=True)
     bars = Progress(TextColumn("{task.description:<7}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=True,
@@ -57,9 +59,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
             tasks[part] = bars.add_task(part, total=total)
         bars.update(tasks[part], completed=done, total=max(total, done))
 
-    # Not entered when disabled: rich before 14.3 wrote a blank line on stopping even a disabled
-    # bar (engine.progress.live, not imported here: it would load the renderers for nothing).
-    with contextlib.nullcontext() if bars.disable else bars:
+    with live(bars):
         yield tell
 
 
