@@ -4,6 +4,8 @@ usual forms scores the same, with or without the sample's choices."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from analysis.scoring import answer_option, score_answer
 
@@ -19,3 +21,50 @@ def test_choice_before_a_letter_names_that_option_as_option_does(answer) -> None
     assert score_answer(answer, "A", ANIMALS) is False
     assert score_answer(answer, "B") is True  # the options written in the question only
     assert score_answer(answer, "C") is False
+
+
+def _grouped(n: int, separator: str) -> str:
+    return f"{n:,}".replace(",", separator)
+
+
+# How models write a number in the end: as digits, grouped with a comma or in LaTeX ("1{,}234",
+# "1\,234"), in maths mode, boxed, in bold, with the sentence's period.
+_WRAPS = ("{}", "${}$", "\\({}\\)", "\\boxed{{{}}}", "$\\boxed{{{}}}$", "**{}**", "{}.")
+
+
+@given(st.integers(0, 10**7), st.sampled_from([",", "{,}", "\\,"]), st.sampled_from(_WRAPS),
+       st.booleans())
+def test_a_whole_number_scores_alike_however_it_is_grouped_or_wrapped(n, separator, wrap,
+                                                                       negative) -> None:
+    value = -n if negative and n else n
+    written = wrap.format(("-" if value < 0 else "") + _grouped(n, separator))
+    for truth in (str(value), f"{value:,}"):
+        assert score_answer(written, truth) is True
+    assert score_answer(written, str(value + 1)) is False
+
+
+@given(st.integers(1, 9), st.integers(2, 9), st.sampled_from(_WRAPS))
+def test_a_fraction_scores_alike_in_latex_and_as_written(p, q, wrap) -> None:
+    assume(p < q)
+    forms = [f"{p}/{q}", f"\\frac{{{p}}}{{{q}}}", f"\\dfrac{{{p}}}{{{q}}}", f"\\frac{p}{q}",
+             f"\\tfrac{p}{q}"]
+    for form in forms:
+        assert score_answer(wrap.format(form), f"{p}/{q}") is True
+        assert score_answer(wrap.format(form), f"{p + 1}/{q + 1}") is (p * (q + 1) == q * (p + 1))
+
+
+@given(st.integers(1, 99), st.sampled_from(["{}%", "{}\\%", "${}\\%$", "{}\\,\\%",
+                                              "\\boxed{{{}\\%}}", "{} percent"]))
+def test_a_percent_scores_alike_in_latex_and_as_written(k, form) -> None:
+    written = form.format(k)
+    assert score_answer(written, f"{k}%") is True
+    assert score_answer(written, f"{k / 100}") is True  # the same share as a decimal
+    assert score_answer(written, f"{k + 1}%") is False
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("3\\sqrt{2}", "3√2"), ("3\\sqrt2", "3√2"), ("\\sqrt{3}", "√3"), ("3√2", "3\\sqrt{2}"),
+    ("\\frac{\\sqrt{2}}{2}", "√2/2"), ("12\\;\\text{cm}", "12 cm"), ("1{,}5", "1.5"),
+])
+def test_latex_roots_spaces_and_commas_read_as_written_out(answer, truth) -> None:
+    assert score_answer(answer, truth) is True
