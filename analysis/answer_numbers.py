@@ -95,8 +95,27 @@ GLUED_UNIT = re.compile(r"(\d)(°|%|(?:" + "|".join(sorted(
     (re.escape(u) for u in _UNIT_WORDS if u not in ("°", "%")), key=len, reverse=True)) + r")\b)")
 
 
+# A unit written out or abbreviated another way, and its symbol: "15 centimeters" is "15 cm",
+# "3 seconds" is "3 s", "2 feet" is "2 ft".
+_UNIT_SPELLINGS = {"degree": "°", "degrees": "°", "deg": "°"} | {
+    word: symbol for symbol, words in (
+        ("mm", ("millimeter", "millimeters", "millimetre", "millimetres")),
+        ("cm", ("centimeter", "centimeters", "centimetre", "centimetres")),
+        ("m", ("meter", "meters", "metre", "metres")),
+        ("km", ("kilometer", "kilometers", "kilometre", "kilometres")),
+        ("mg", ("milligram", "milligrams")), ("g", ("gram", "grams")),
+        ("kg", ("kilogram", "kilograms", "kilo", "kilos")),
+        ("ml", ("milliliter", "milliliters", "millilitre", "millilitres")),
+        ("l", ("liter", "liters", "litre", "litres")),
+        ("s", ("sec", "secs", "second", "seconds")), ("min", ("mins", "minute", "minutes")),
+        ("h", ("hr", "hrs", "hour", "hours")), ("in", ("inch", "inches")),
+        ("ft", ("foot", "feet")), ("yd", ("yard", "yards")), ("mi", ("mile", "miles")),
+        ("lb", ("lbs", "pound", "pounds")), ("px", ("pixel", "pixels")),
+    ) for word in words}
+
+
 def _unit(word: str | None) -> str:
-    return "°" if word in ("°", "degree", "degrees", "deg") else (word or "")
+    return _UNIT_SPELLINGS.get(word, word) if word else ""
 
 
 # Words after a number that scale it: "3 dozen" is 36, so "3" does not meet it.

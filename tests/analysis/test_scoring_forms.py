@@ -68,3 +68,18 @@ def test_a_percent_scores_alike_in_latex_and_as_written(k, form) -> None:
 ])
 def test_latex_roots_spaces_and_commas_read_as_written_out(answer, truth) -> None:
     assert score_answer(answer, truth) is True
+
+
+_UNITS = {"cm": ("centimeters", "centimetre", "cm"), "m": ("meters", "metres", "m"),
+          "mm": ("millimeters", "mm"), "s": ("seconds", "sec", "s"), "ft": ("feet", "foot"),
+          "°": ("degrees", "°"), "in": ("inches",), "kg": ("kilograms",), "px": ("pixels",)}
+
+
+@given(st.integers(0, 5000), st.sampled_from(sorted(_UNITS)), st.data())
+def test_a_unit_written_out_meets_its_symbol_either_way(n, symbol, data) -> None:
+    spelled = data.draw(st.sampled_from(_UNITS[symbol]))
+    assert score_answer(f"{n} {spelled}", f"{n} {symbol}") is True
+    assert score_answer(f"{n} {symbol}", f"{n} {spelled}") is True
+    assert score_answer(f"{n + 1} {spelled}", f"{n} {symbol}") is False
+    other = data.draw(st.sampled_from(sorted(set(_UNITS) - {symbol})))
+    assert score_answer(f"{n} {spelled}", f"{n} {other}") is False
