@@ -278,19 +278,22 @@ def _as_word(text: str, *, edges: str = r"\b") -> str:
 def _picked(text: str, options: list[_Option]) -> int | None:
     """The option an answer (or the truth) names, or None when it names none, several, or
     contradicts itself ("(B) cat" when B is dog)."""
-    numeric = [NUMERIC_OPTION.fullmatch(o.text) for o in options]
-    if all(numeric) and STARTS_BOUNDED.match(text):
+    numeric = [_option_value(o.text) for o in options]
+    all_numeric = all(value is not None for value in numeric)
+    if all_numeric and STARTS_BOUNDED.match(text):
         return None  # "less than 3", "at least 2", "3 or more": no one number option is given
     found = _by_text(text, options)
     if found is not None:
         return found
-    if NUMERIC_ANSWER.match(text) and all(numeric):
-        # Options that are all numbers (or measures), and an answer that starts with one: the
-        # number it gives, read as without options ("3-4" and "3 or 4 cm" name no one option,
-        # "3 red cars and 2 blue ones" names 3).
-        value = number_given(GLUED_UNIT.sub(r"\1 \2", text))
-        hits = [i for i, m in enumerate(numeric) if value is not None
-                and abs(as_float(m.group(1)) - value) < 1e-9]
+    if NUMERIC_ANSWER.match(text) and all_numeric:
+        # Options that are all numbers (or measures, or fractions), and an answer that starts
+        # with one: the number it gives, read as without options ("3-4" and "3 or 4 cm" name
+        # no one option, "3 red cars and 2 blue ones" names 3; "0.25" names 1/4 and "1/4"
+        # names 0.25, as each meets the other as a truth).
+        value = fraction_value(text)
+        if value is None:
+            value = number_given(GLUED_UNIT.sub(r"\1 \2", text))
+        hits = [i for i, v in enumerate(numeric) if value is not None and abs(v - value) < 1e-9]
         return hits[0] if len(hits) == 1 else None
     lead = _lead(text)
     if lead is not None:
@@ -325,6 +328,14 @@ def _picked(text: str, options: list[_Option]) -> int | None:
     if len(present) == 1:
         return present[0]
     return None if present else _by_number_words(text, options)
+
+
+def _option_value(text: str) -> float | None:
+    """The number an option is: digits, maybe with a unit ("1,200", "3.5 cm"), or a fraction
+    ("1/4"); None for any other option."""
+    if (number := NUMERIC_OPTION.fullmatch(text)) is not None:
+        return as_float(number.group(1))
+    return fraction_value(text)
 
 
 def _by_number_words(text: str, options: list[_Option]) -> int | None:

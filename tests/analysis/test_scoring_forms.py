@@ -83,3 +83,19 @@ def test_a_unit_written_out_meets_its_symbol_either_way(n, symbol, data) -> None
     assert score_answer(f"{n + 1} {spelled}", f"{n} {symbol}") is False
     other = data.draw(st.sampled_from(sorted(set(_UNITS) - {symbol})))
     assert score_answer(f"{n} {spelled}", f"{n} {other}") is False
+
+
+_HALVES_AND_QUARTERS = ((1, 2), (1, 4), (3, 4), (1, 5), (2, 5), (1, 8))
+
+
+@given(st.permutations(_HALVES_AND_QUARTERS), st.integers(0, len(_HALVES_AND_QUARTERS) - 1),
+       st.booleans(), st.sampled_from(["{p}/{q}", "\\frac{{{p}}}{{{q}}}", "{d}", "${d}$"]))
+def test_a_fraction_or_its_decimal_names_the_option_written_either_way(fractions, at,
+                                                                         as_fractions, form) -> None:
+    options = [f"{p}/{q}" if as_fractions else f"{p / q:g}" for p, q in fractions]
+    p, q = fractions[at]
+    answer = form.format(p=p, q=q, d=f"{p / q:g}")
+    assert answer_option(answer, options) == at
+    assert score_answer(answer, "ABCDEF"[at], options) is True
+    assert score_answer(answer, "ABCDEF"[(at + 1) % len(options)], options) is False
+    assert score_answer(answer, options[at]) is True  # as it scores with no choices
