@@ -81,6 +81,15 @@ _CORRECTED = re.compile(
     r"[^;,]{1,60}?|\(?[a-z0-9]{1,3}\)?\s+is\s+(?:wrong|incorrect|not\s+(?:right|correct))\b)"
     r"\s*(?:[;,]|\.(?=\s|$)|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
     r"\s+is)\s+)?(?P<rest>.*)$")
+# An answer, then the reply changing its mind about it: "A. Wait, actually it's B.", "4. Wait,
+# no: 5.", "A (no wait, B)", "12 cm. Correction: 15 cm". It gives two answers, as "no, wait, yes"
+# does (see _YES_NO), and so none: read as its first, it was scored right for the answer it took
+# back. Only words that take an answer back: "B, actually the only striped one" is a reason.
+_CHANGES_ITS_MIND = re.compile(
+    r"^[^\s.,;:!?()]+(?:\s+[^\s.,;:!?()]+){0,3}?\s*[.,;:!?]?\s*[(\[]?\s*"
+    r"(?:(?:no,?\s+)?wait|correction|scratch\s+that|i\s+mean|on\s+second\s+thought"
+    r"|actually(?=\s*[,:]|\s+(?:it['’]?s|it\s+is|the\s+(?:correct\s+|right\s+)?answer\s+is"
+    r"|i\s+think)\b))\b[\s,:;!.—–-]*\S")
 # Quotes, emphasis and closing marks around an answer, curly and CJK ones too ("“B”", "「B」",
 # "B、"): the parser reads them as naming B, so they are not part of it.
 _WRAPPERS = re.compile(r"^[\s\"'`*_“‘「『《【〈]+|[\s\"'`*_.。、!?,;”’」』》】〉]+$")
@@ -487,6 +496,8 @@ def _read(answer: str, options: list[_Option], expected: str | None = None
         return True
     # "答案：否" ("answer: no") is a whole "no" once its lead-in is set aside.
     hedged = given if _leads_with_option(given, options) else _yes_no_word(_LEAD_IN.sub("", given))
+    if hedged != expected and _CHANGES_ITS_MIND.match(hedged):
+        return False  # "A. Wait, actually it's B.", "4 (no wait, 5)": two answers, as "B or C"
     corrected = _CORRECTED.match(hedged)
     if (corrected is not None and hedged != expected
             and not _leads_with_option(hedged, options)):

@@ -99,3 +99,28 @@ def test_a_fraction_or_its_decimal_names_the_option_written_either_way(fractions
     assert score_answer(answer, "ABCDEF"[at], options) is True
     assert score_answer(answer, "ABCDEF"[(at + 1) % len(options)], options) is False
     assert score_answer(answer, options[at]) is True  # as it scores with no choices
+
+
+@pytest.mark.parametrize("answer", ["A. Wait, actually it's B.", "A (no wait, B)",
+                                    "A. Actually, B.", "A. Correction: B", "A. I mean B.",
+                                    "cat, wait no, dog", "Final Answer: A. Wait, it's B."])
+def test_an_answer_taken_back_in_the_same_breath_names_no_option(answer) -> None:
+    # As "no, wait, yes" gives neither yes nor no: read as its first answer, it was right for A.
+    assert answer_option(answer, ANIMALS) is None
+    assert score_answer(answer, "A", ANIMALS) is False
+    assert score_answer(answer, "B", ANIMALS) is False
+    assert score_answer(answer, "A") is False
+
+
+@pytest.mark.parametrize(("answer", "truth"), [
+    ("4. Wait, no: 5.", "4"), ("4 (no wait, 5)", "4"), ("12 cm. Correction: 15 cm", "12 cm"),
+])
+def test_a_number_taken_back_is_not_the_answer(answer, truth) -> None:
+    assert score_answer(answer, truth) is False
+
+
+@pytest.mark.parametrize(("answer", "option"), [
+    ("B, actually the only striped one", 1), ("B, since it waits by the door", 1), ("A. wait", 0),
+])
+def test_a_reason_with_a_word_of_correction_in_it_is_still_a_reason(answer, option) -> None:
+    assert answer_option(answer, ANIMALS) == option
