@@ -46,12 +46,12 @@ _LABELLED = re.compile(r"^\(?([a-z]|\d{1,2})[\).:]\s+(\S.*)$")
 # Letters with or without a blank after the mark, as exam papers write options ("A.cat",
 # "A．正方形"): labels only when they run a, b, c… in order ("a.m." and "p.m." are no A and P).
 _LABELLED_TIGHT = re.compile(r"^\(?([a-z])[\).:]\s*(\S.*)$")
-# A label an answer leads with, and what follows it: "(b) dog", "b. dog", "b, since …",
+# A label an answer leads with, and what follows it: "(b) dog", "(b), since …", "b. dog", "b, since …",
 # "b - because …", "option b", "choice b", "b dog". A number is a label only when marked ("3."
 # but not "3 mm"); a thousands separator ("1,000") is not a mark, as no space follows the comma.
 _LEAD = re.compile(
     r"^(?P<option>(?:option|choice)\s+)?"
-    r"(?:\((?P<paren>[a-z]|\d{1,2})\)|(?P<label>[a-z]|\d{1,2})(?P<mark>[).:,;]|\s[-–—](?=\s|$))?)"
+    r"(?:\((?P<paren>[a-z]|\d{1,2})\)[.:,;]?|(?P<label>[a-z]|\d{1,2})(?P<mark>[).:,;]|\s[-–—](?=\s|$))?)"
     r"(?:\s+(?P<rest>\S.*))?$"
 )
 # Unmarked, these letters are more likely a word than a label: "A dog.", "I think …".

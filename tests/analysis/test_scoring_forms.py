@@ -8,6 +8,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from analysis.scoring import answer_option, score_answer
+from engine.parsing import parse_step
 
 ANIMALS = ("cat", "dog", "bird", "fish")
 
@@ -124,3 +125,24 @@ def test_a_number_taken_back_is_not_the_answer(answer, truth) -> None:
 ])
 def test_a_reason_with_a_word_of_correction_in_it_is_still_a_reason(answer, option) -> None:
     assert answer_option(answer, ANIMALS) == option
+
+
+_LETTER_FORMS = ("{}", "({})", "{}.", "({}).", "{})", "**{}**", "**({})**", "`{}`", "[{}]",
+                 "\\boxed{{{}}}", "$\\boxed{{{}}}$", "Option {}", "Choice ({})", "({}), since "
+                 "its ears are floppy", "({}). Its ears are floppy.", "({}); floppy ears",
+                 "({}): {text}", "({}), {text}", "{}, since no other fits", "**({})**, because "
+                 "of the ears", "The answer is ({}).")
+SIX = ("cat", "dog", "bird", "fish", "horse", "mouse")
+
+
+@given(st.integers(0, len(SIX) - 1), st.sampled_from(_LETTER_FORMS), st.booleans())
+def test_a_letter_names_its_option_whatever_the_punctuation_around_it(at, form, lower) -> None:
+    letter = "ABCDEF"[at]
+    answer = form.format(letter.lower() if lower else letter, text=SIX[at])
+    assert answer_option(answer, SIX) == at
+    assert score_answer(answer, letter, SIX) is True
+    assert score_answer(answer, SIX[at], SIX) is True
+    assert score_answer(answer, "ABCDEF"[(at + 1) % 6], SIX) is False
+    # The same answer after a final-answer marker, as the step parser hands it on.
+    parsed = parse_step(f"Step 2 (Text): The ears decide it.\nFinal Answer: {answer}")
+    assert score_answer(parsed.final_answer, letter, SIX) is True
