@@ -75,10 +75,13 @@ _DENIAL = re.compile(r"^(?:not|it\s+isn['’]t|i\s+do(?:n['’]t|\s+not)\s+(?:th
                      # "Not really, no.", "Not sure; dog.": a hedge, not an option ruled out.
                      r"(?!\s+(?:really|sure|certain|quite|exactly|that|much|entirely)\b)")
 # An option ruled out, then the answer: "not A; B", "not red, blue", "B is wrong, it's A",
-# "3 is incorrect; the answer is 4" ("rest" is empty when nothing follows the rejection).
+# "3 is incorrect; the answer is 4", "Option A (cat) is ruled out, so B" ("rest" is empty when
+# nothing follows the rejection). Read as a label, "Option A is ruled out; …" named A.
 _CORRECTED = re.compile(
     r"^(?:(?:not|it\s+isn['’]t)\s+(?!(?:really|sure|certain|quite|exactly|that|much|entirely)\b)"
-    r"[^;,]{1,60}?|\(?[a-z0-9]{1,3}\)?\s+is\s+(?:wrong|incorrect|not\s+(?:right|correct))\b)"
+    r"[^;,]{1,60}?|(?:(?:option|choice)\s+)?\(?[a-z0-9]{1,3}\)?(?:\s+\([^()]{1,40}\))?"
+    r"\s+(?:is|can\s+be)\s+(?:wrong|incorrect|not\s+(?:right|correct|the\s+answer)|ruled\s+out"
+    r"|eliminated|excluded)\b)"
     r"\s*(?:[;,]|\.(?=\s|$)|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
     r"\s+is)\s+)?(?P<rest>.*)$")
 # An answer, then the reply changing its mind about it: "A. Wait, actually it's B.", "4. Wait,

@@ -146,3 +146,15 @@ def test_a_letter_names_its_option_whatever_the_punctuation_around_it(at, form, 
     # The same answer after a final-answer marker, as the step parser hands it on.
     parsed = parse_step(f"Step 2 (Text): The ears decide it.\nFinal Answer: {answer}")
     assert score_answer(parsed.final_answer, letter, SIX) is True
+
+
+@pytest.mark.parametrize("answer", [
+    "Option A is ruled out; the answer is B.", "Option A (cat) is wrong, so B.",
+    "Option A is incorrect. Option B is correct.", "A is ruled out, so B",
+    "Choice A can be eliminated; B.", "Option (A) is not the answer, it's B",
+])
+def test_an_option_ruled_out_before_the_answer_is_not_the_one_named(answer) -> None:
+    assert answer_option(answer, ANIMALS) == 1
+    assert score_answer(answer, "A", ANIMALS) is False
+    assert score_answer(answer, "B", ANIMALS) is True
+    assert score_answer(answer, "A") is False
