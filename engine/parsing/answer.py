@@ -64,6 +64,12 @@ _PLAIN_LEAD = re.compile(r"[ \t]*")
 # What may follow a reply's last line: blanks, a closing fence or rule, emphasis, a chat
 # template's end token ("<|im_end|>"). Possessive, so a long run of them costs linear time.
 _ONLY_SPACE_LEFT = re.compile(r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z")
+# A quote opening right before a marker, after words on its line: the reply names the format it
+# must answer in ("…end with 'Final Answer: X'…", "…the line “Answer: B”…"), it gives no answer.
+_QUOTED_IN_PROSE = re.compile(r"[^\s\n][^\n]*?[ \t(][\"'“‘`]\Z")
+# …and the quote closing on the marker's line with the sentence going on after it: a reply
+# quoting its answer at the end of a line ('So my reply is: "Final Answer: B"') is answering.
+_QUOTE_CLOSED_IN_PROSE = re.compile(r"[^\n\"'”’`]{0,60}[\"'”’`][ \t]*+[\w(,;:-]")
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -130,6 +136,9 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
         while start > max(0, m.start() - 8) and text[start - 1] in "*_ \t":
             start -= 1  # emphasis written before the marker belongs to it
         at_line_start = starts_line(text, LINE_LEAD, start)
+        if (_QUOTED_IN_PROSE.search(text, max(0, start - 40), start)
+                and _QUOTE_CLOSED_IN_PROSE.match(text, m.end())):
+            continue  # "I must end with 'Final Answer: X' where X is A-D": the format, named
         if m.group("sep") is None and _asks_or_defers(text, m.end()):
             continue  # "Final answer? Let me check.", "最终答案是B吗？", "最终答案还不确定"
         if m.group("sep") is None and not at_line_start:
