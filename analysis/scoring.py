@@ -306,6 +306,9 @@ def _picked(text: str, options: list[_Option]) -> int | None:
         if value is None:
             value = number_given(GLUED_UNIT.sub(r"\1 \2", text))
         hits = [i for i, v in enumerate(numeric) if value is not None and abs(v - value) < 1e-9]
+        if not hits:  # "0.5" for the option "50%", "50%" for "0.5", as without choices
+            shared = _PERCENT_WORD.sub("%", text)
+            hits = [i for i, o in enumerate(options) if _same_share(shared, o.text)]
         return hits[0] if len(hits) == 1 else None
     lead = _lead(text)
     if lead is not None:

@@ -158,3 +158,17 @@ def test_an_option_ruled_out_before_the_answer_is_not_the_one_named(answer) -> N
     assert score_answer(answer, "A", ANIMALS) is False
     assert score_answer(answer, "B", ANIMALS) is True
     assert score_answer(answer, "A") is False
+
+
+@given(st.lists(st.integers(1, 99), min_size=2, max_size=6, unique=True), st.data())
+def test_a_share_names_the_option_written_as_its_percent_and_the_other_way(percents,
+                                                                            data) -> None:
+    at = data.draw(st.integers(0, len(percents) - 1))
+    as_percent = data.draw(st.booleans())
+    options = [f"{k}%" if as_percent else f"{k / 100:g}" for k in percents]
+    k = percents[at]
+    answer = data.draw(st.sampled_from([f"{k / 100:g}"] if as_percent
+                                       else [f"{k}%", f"{k} percent", f"{k}\\%"]))
+    assert answer_option(answer, options) == at
+    assert score_answer(answer, "ABCDEF"[at], options) is True
+    assert score_answer(answer, options[at]) is True  # as it scores with no choices
