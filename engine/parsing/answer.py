@@ -19,6 +19,7 @@ from engine.parsing.answer_text import (
     clean_answer,
     gives_none_yet,
     in_answer_tag,
+    last_boxed,
     placeholder,
     placeholder_note,
     split_hedge,
@@ -252,7 +253,7 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
         m = tags[-1]
         return _found(m.group(1), "answer_tag", m.start(), m.end(), warnings)
     if "\\" in text and (boxes := boxed_contents(text)):
-        start, end, content = boxes[-1]
+        start, end, content = last_boxed(text, boxes)
         if clean_answer(content):
             return _found(content, "boxed", start, end, warnings)
     said = (_answers_said(text, lowered)

@@ -14,6 +14,7 @@ __all__ = [
     "clean_answer",
     "gives_none_yet",
     "in_answer_tag",
+    "last_boxed",
     "placeholder",
     "placeholder_note",
     "plain_words",
@@ -71,6 +72,29 @@ def boxed_contents(text: str) -> list[tuple[int, int, str]]:
     return sorted(found)
 
 
+# What may join two boxes into one answer naming both: "\\boxed{A} or \\boxed{B}", "\\boxed{A},
+# \\boxed{C}", "\\boxed{A}\\boxed{C}".
+_BOX_JOINER = re.compile(r"[ \t$]*+(?:([,;/&，、])|(or|and|和|或))?[ \t$]*+", re.IGNORECASE)
+
+
+def last_boxed(text: str, boxes: list[tuple[int, int, str]]) -> tuple[int, int, str]:
+    """The last box of ``boxes`` (:func:`boxed_contents` of ``text``), with the boxes joined to it
+    ("\\boxed{A} or \\boxed{B}" gives ``A or B``): read as its last box alone, a reply hedging
+    between two answers, or giving two, was read as giving the second."""
+    start, end, content = boxes[-1]
+    for before in reversed(boxes[:-1]):
+        if before[1] > start:  # a box holding this one
+            break
+        joiner = _BOX_JOINER.fullmatch(text, before[1], start)
+        if joiner is None:
+            break
+        mark, word = joiner.groups()
+        content = f"{before[2]}{mark or ','} {content}" if word is None else (
+            f"{before[2]} {word} {content}")
+        start = before[0]
+    return start, end, content
+
+
 # Chinese text often writes its option letters full width (故选Ｃ, 答案是Ｂ): the same options.
 _FULL_WIDTH_LETTERS = {0xFF21 + i: 0x41 + i for i in range(26)} | {
     0xFF41 + i: 0x61 + i for i in range(26)}
@@ -110,7 +134,7 @@ def clean_answer(answer: str) -> str:
     if tag := _WHOLE_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
         answer = tag.group(1).strip()
     if boxes := boxed_contents(answer):
-        answer = boxes[-1][2]
+        answer = last_boxed(answer, boxes)[2]
     answer = _LAST_WORD_BOLD.sub(r"\1", answer)
     if lead := _LEADING_EMPHASIS.match(answer):
         answer = lead.group(2) + answer[lead.end():]
