@@ -228,6 +228,9 @@ def _lead(text: str) -> _Lead | None:
     return _Lead(label, marked or rest is None, rest)
 
 
+_BRACKETED = re.compile(r"\(\s*([^()]+?)\s*\)")
+
+
 def _by_text(text: str, options: list[_Option]) -> int | None:
     for i, option in enumerate(options):
         if text in (option.text, option.full):
@@ -318,8 +321,10 @@ def _picked(text: str, options: list[_Option]) -> int | None:
             labelled = _by_label(lead.label, options)
         if lead.rest is None:  # "B", "(b)", "B)", "Option B", or "3" for "3. five"
             return labelled
-        may_be_word = not lead.marked and lead.label in _WORD_LETTERS
-        named = _by_text(lead.rest, options)
+        # "B (5)", "A (dog)": the option's text in brackets after its label, as "(B) 5" is.
+        bracketed = _BRACKETED.fullmatch(lead.rest)
+        may_be_word = not lead.marked and lead.label in _WORD_LETTERS and bracketed is None
+        named = _by_text(lead.rest if bracketed is None else bracketed.group(1), options)
         if named is not None:  # "(b) dog", "B: dog": the text decides, if the label agrees
             if named == labelled or may_be_word or (labelled is None and not lead.marked):
                 return named  # "A dog." names dog: "A" is the article there

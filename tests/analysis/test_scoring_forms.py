@@ -172,3 +172,16 @@ def test_a_share_names_the_option_written_as_its_percent_and_the_other_way(perce
     assert answer_option(answer, options) == at
     assert score_answer(answer, "ABCDEF"[at], options) is True
     assert score_answer(answer, options[at]) is True  # as it scores with no choices
+
+
+@pytest.mark.parametrize(("answer", "choices", "option"), [
+    ("B (4)", ("3", "4", "5"), 1), ("B (dog)", ANIMALS, 1), ("A (cat)", ANIMALS, 0),
+    ("B (floppy ears)", ANIMALS, 1),
+    # The text in brackets is another option's: a contradiction, as "(B) 5" is.
+    ("B (5)", ("3", "4", "5"), None), ("A (dog)", ANIMALS, None), ("Option B (cat)", ANIMALS, None),
+])
+def test_an_options_text_in_brackets_after_its_label_must_agree_with_it(answer, choices,
+                                                                        option) -> None:
+    assert answer_option(answer, choices) == option
+    for truth_at in range(len(choices)):
+        assert score_answer(answer, "ABCD"[truth_at], choices) is (truth_at == option)
