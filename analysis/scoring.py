@@ -149,6 +149,7 @@ def normalise(text: str) -> str:
     text = re.sub(r"^the answer is\s*", "", text, flags=re.I)
     text = _DEGREES.sub("°", text.replace("\u2212", "-"))  # "−5" (the minus sign) is -5
     text = " ".join(text.lower().split())
+    text = _SIGN_WORD.sub("-", text)  # "minus 5", "negative 5": -5, not 5
     text = _LETTER_THEN_OPTION_WORD.sub(r"\1", text)  # "B项", "B选项": option B
     # A placeholder filled in as written in a template: "[B]", "<B>".
     if placeholder := _PLACEHOLDER.fullmatch(text):
@@ -168,6 +169,9 @@ def _yes_no_word(text: str) -> str:
     return _CHINESE_YES_NO.get(text, text)
 
 
+# A sign written as a word before digits ("minus 5", "the slope is negative 2"); not a
+# subtraction ("7 minus 2", read as before, the sign left for the sum).
+_SIGN_WORD = re.compile(r"(?:^|(?<=[^\d\s])|(?<=[^\d\s] ))\b(?:minus|negative)\s+(?=\.?\d)")
 _LETTER_THEN_OPTION_WORD = re.compile(r"^(\(?[a-z]\)?)\s*选?项$")
 _DEGREES = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)")
 _PLACEHOLDER = re.compile(r"\[([^\[\]]{1,40})\]|<([^<>]{1,40})>")

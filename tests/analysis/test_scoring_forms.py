@@ -185,3 +185,16 @@ def test_an_options_text_in_brackets_after_its_label_must_agree_with_it(answer, 
     assert answer_option(answer, choices) == option
     for truth_at in range(len(choices)):
         assert score_answer(answer, "ABCD"[truth_at], choices) is (truth_at == option)
+
+
+@pytest.mark.parametrize("answer", ["minus 1", "negative 1", "Minus 1.", "The slope is negative 1",
+                                    "−1", "-1.0"])
+def test_a_sign_written_as_a_word_is_the_numbers_sign(answer) -> None:
+    assert score_answer(answer, "-1") is True
+    assert score_answer(answer, "1") is False
+    assert answer_option(answer, ("-2", "-1", "0", "1", "2")) == 1
+
+
+def test_a_subtraction_in_words_keeps_its_result() -> None:
+    assert score_answer("7 minus 2 = 5", "5") is True
+    assert score_answer("7 minus 2 = 5", "-2") is False
