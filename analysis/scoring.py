@@ -269,6 +269,7 @@ def _names_another(rest: str, others: Sequence[tuple[str | None, str | None]]) -
     ``others`` are the (label, text) of every other option. A reason that mentions another
     option ("B, since no cat is visible") does not name it as an answer.
     """
+    rest = rest.removeprefix("(")  # "B (or possibly C)" names C as well
     while (joined := _JOINERS.sub("", rest)) != rest:
         rest = joined
     for label, text in others:

@@ -198,3 +198,16 @@ def test_a_sign_written_as_a_word_is_the_numbers_sign(answer) -> None:
 def test_a_subtraction_in_words_keeps_its_result() -> None:
     assert score_answer("7 minus 2 = 5", "5") is True
     assert score_answer("7 minus 2 = 5", "-2") is False
+
+
+@pytest.mark.parametrize("answer", ["B (or possibly C)", "B (or C)", "B (maybe C)", "B (and C)",
+                                    "dog (or cat)", "So the answer is B (or possibly C)."])
+def test_a_second_answer_in_brackets_is_a_second_answer(answer) -> None:
+    assert answer_option(answer, ANIMALS) is None
+    assert score_answer(answer, "B", ANIMALS) is False
+    assert score_answer(parse_step(answer).final_answer or answer, "B") is False
+
+
+@pytest.mark.parametrize("answer", ["B (not C)", "B (C is wrong)", "B (since C is a bird)"])
+def test_another_option_ruled_out_in_brackets_leaves_the_answer(answer) -> None:
+    assert answer_option(answer, ANIMALS) == 1
