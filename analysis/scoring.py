@@ -56,8 +56,10 @@ _LEAD = re.compile(
 )
 # Unmarked, these letters are more likely a word than a label: "A dog.", "I think …".
 _WORD_LETTERS = frozenset("ai")
-# Words that join a second answer to the first: "B or C", "dog, or maybe cat".
-_JOINERS = re.compile(r"^(?:(?:or|and|maybe|perhaps|possibly|either)\b|[&/])[\s,]*")
+# Words that join a second answer to the first: "B or C", "dog, or maybe cat", "(A) + (B)",
+# "(A) vs (B)", "(A) — or (B)".
+_JOINERS = re.compile(r"^(?:(?:or|and|maybe|perhaps|possibly|either|even|then|vs|versus)\b\.?"
+                      r"|[&/+|—–-])[\s,]*")
 # Where a leading answer ends and its reason begins: "dog, since …", "dog. The …", "dog - …".
 _REASON = r"(?:\s*[,;:]|\.\s|\s+[-–—]\s|\s+(?:because|since)\b)"
 # Something stands alone as an answer: at the end, before a mark, or before a joiner.

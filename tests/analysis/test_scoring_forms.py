@@ -211,3 +211,17 @@ def test_a_second_answer_in_brackets_is_a_second_answer(answer) -> None:
 @pytest.mark.parametrize("answer", ["B (not C)", "B (C is wrong)", "B (since C is a bird)"])
 def test_another_option_ruled_out_in_brackets_leaves_the_answer(answer) -> None:
     assert answer_option(answer, ANIMALS) == 1
+
+
+_TWO_OPTIONS = ("{a} or {b}", "{a}/{b}", "{a} & {b}", "{a}, {b}", "{a} and {b}", "{a} (or {b})",
+                "{a} + {b}", "{a} vs {b}", "{a} vs. {b}", "{a} | {b}", "{a} — or {b}",
+                "{a} or even {b}", "{a} then {b}", "{a}, possibly {b}", "either {a} or {b}")
+
+
+@given(st.sampled_from(_TWO_OPTIONS), st.permutations(range(4)),
+       st.sampled_from(["{}", "({})", "{text}"]))
+def test_two_options_joined_in_any_way_name_none(form, order, written) -> None:
+    first, second = (written.format("ABCD"[i], text=ANIMALS[i]) for i in order[:2])
+    answer = form.format(a=first, b=second)
+    assert answer_option(answer, ANIMALS) is None
+    assert not any(score_answer(answer, truth, ANIMALS) for truth in "ABCD")
