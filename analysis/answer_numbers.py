@@ -190,7 +190,11 @@ def _chinese_count(text: str) -> float | None:
     if match is None or (value := _CHINESE_NUMERALS.get(match.group("n"))) is None:
         return None
     return float(value)
-_ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b")
+# Words that offer a second number ("3 or 4", "between 3 and 4"), and a hedge or a bar right
+# before one ("12 (maybe 15)", "12, possibly 15", "12 | 15"). Not "vs": "15 (vs 12 for the
+# other bar)" compares, and gives 15.
+_ALTERNATIVES = re.compile(r"\b(?:or|between|either|to)\b"
+                           r"|(?:\b(?:maybe|possibly|perhaps)\b|\|)\s*[-+]?\.?\d")
 _UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
           "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
           "eighteen", "nineteen")

@@ -225,3 +225,19 @@ def test_two_options_joined_in_any_way_name_none(form, order, written) -> None:
     answer = form.format(a=first, b=second)
     assert answer_option(answer, ANIMALS) is None
     assert not any(score_answer(answer, truth, ANIMALS) for truth in "ABCD")
+
+
+@pytest.mark.parametrize("form", ["{a} (maybe {b})", "{a}, possibly {b}", "{a} (possibly {b})",
+                                  "{a} | {b}", "{a}, perhaps {b} cm", "{a} or {b}"])
+def test_a_number_offered_with_another_gives_neither(form) -> None:
+    answer = form.format(a=12, b=15)
+    assert score_answer(answer, "12") is False and score_answer(answer, "15") is False
+    assert score_answer(answer, "12 cm") is False
+    assert answer_option(answer, ("12", "15", "18")) is None
+    assert answer_option(answer, ("12 cm", "15 cm", "18 cm")) is None
+
+
+@pytest.mark.parametrize("answer", ["15 (vs 12 for the other bar)", "15, maybe because 7 + 8",
+                                    "15, since 12 is the other bar"])
+def test_a_number_compared_or_reasoned_about_is_still_the_answer(answer) -> None:
+    assert score_answer(answer, "15") is True
