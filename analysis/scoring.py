@@ -87,14 +87,17 @@ _CORRECTED = re.compile(
     r"\s*(?:[;,]|\.(?=\s|$)|\bbut\b|$)\s*(?:but\s+)?(?:(?:it['’]s|it\s+is|rather|instead|the\s+answer"
     r"\s+is)\s+)?(?P<rest>.*)$")
 # An answer, then the reply changing its mind about it: "A. Wait, actually it's B.", "4. Wait,
-# no: 5.", "A (no wait, B)", "12 cm. Correction: 15 cm". It gives two answers, as "no, wait, yes"
-# does (see _YES_NO), and so none: read as its first, it was scored right for the answer it took
-# back. Only words that take an answer back: "B, actually the only striped one" is a reason.
+# no: 5.", "A (no wait, B)", "12 cm. Correction: 15 cm". When what follows names another answer
+# (see _takes_back), it gives two, as "no, wait, yes" does (see _YES_NO), and so none: read as
+# its first, it was scored right for the answer it took back. Only words that take an answer
+# back, and only another answer after them: "B. I mean, the ears are floppy" and "B. Actually,
+# it is a dog" keep B.
 _CHANGES_ITS_MIND = re.compile(
-    r"^[^\s.,;:!?()]+(?:\s+[^\s.,;:!?()]+){0,3}?\s*[.,;:!?]?\s*[(\[]?\s*"
+    r"^(?P<head>[^\s.,;:!?()]+(?:\s+[^\s.,;:!?()]+){0,3}?)\s*[.,;:!?]?\s*[(\[]?\s*"
     r"(?:(?:no,?\s+)?wait|correction|scratch\s+that|i\s+mean|on\s+second\s+thought"
     r"|actually(?=\s*[,:]|\s+(?:it['’]?s|it\s+is|the\s+(?:correct\s+|right\s+)?answer\s+is"
-    r"|i\s+think)\b))\b[\s,:;!.—–-]*\S")
+    r"|i\s+think)\b))\b(?:[\s,:;!.—–-]+(?:no|sorry|actually|wait)\b)*[\s,:;!.—–-]*"
+    r"(?P<rest>\S.*?)[)\]]?$")
 # Quotes, emphasis and closing marks around an answer, curly and CJK ones too ("“B”", "「B」",
 # "B、"): the parser reads them as naming B, so they are not part of it.
 _WRAPPERS = re.compile(r"^[\s\"'`*_“‘「『《【〈]+|[\s\"'`*_.。、!?,;”’」』》】〉]+$")
@@ -514,7 +517,8 @@ def _read(answer: str, options: list[_Option], expected: str | None = None
         return True
     # "答案：否" ("answer: no") is a whole "no" once its lead-in is set aside.
     hedged = given if _leads_with_option(given, options) else _yes_no_word(_LEAD_IN.sub("", given))
-    if hedged != expected and _CHANGES_ITS_MIND.match(hedged):
+    changed = _CHANGES_ITS_MIND.match(hedged) if hedged != expected else None
+    if changed is not None and _takes_back(changed["head"], changed["rest"], options):
         return False  # "A. Wait, actually it's B.", "4 (no wait, 5)": two answers, as "B or C"
     corrected = _CORRECTED.match(hedged)
     if (corrected is not None and hedged != expected
@@ -526,6 +530,26 @@ def _read(answer: str, options: list[_Option], expected: str | None = None
     if _denies(hedged, expected, options):
         return False
     return given, hedged
+
+
+def _takes_back(first: str, then: str, options: list[_Option]) -> bool:
+    """Whether ``then``, written after a word of correction, names an answer other than
+    ``first``: another option, letter, number, or yes for no. Prose that names none ("the ears
+    are floppy") or the same one ("it is a dog" after B = dog) takes nothing back."""
+    before, after = _read(first, options), _read(then, options)
+    if isinstance(before, bool) or isinstance(after, bool):
+        return False
+    if options:
+        named = _picked_by(*after, options)
+        return named is not None and named != _picked_by(*before, options)
+    letters = [_letter_and_text(read[1], truth=False)[0] for read in (before, after)]
+    if all(letters):
+        return letters[0] != letters[1]
+    numbers = [number_given(read[1]) for read in (before, after)]
+    if all(value is not None for value in numbers):
+        return abs(numbers[0] - numbers[1]) >= 1e-9
+    said = [_LEADING_YES_NO.match(read[1]) for read in (before, after)]
+    return all(said) and said[0].group(1) != said[1].group(1)
 
 
 def _picked_by(given: str, hedged: str, options: list[_Option]) -> int | None:

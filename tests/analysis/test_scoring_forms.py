@@ -120,8 +120,17 @@ def test_a_number_taken_back_is_not_the_answer(answer, truth) -> None:
     assert score_answer(answer, truth) is False
 
 
+def test_a_number_then_more_reason_is_still_the_answer() -> None:
+    assert score_answer("12. Actually, that is the total of both rows.", "12") is True
+    assert score_answer("Yes. Wait, no.", "yes") is False
+
+
 @pytest.mark.parametrize(("answer", "option"), [
     ("B, actually the only striped one", 1), ("B, since it waits by the door", 1), ("A. wait", 0),
+    # A word of correction before more reason, or before the same answer again.
+    ("B. I mean, the ears are clearly floppy.", 1), ("B. Wait for the zoom to confirm.", 1),
+    ("B. Actually, it is a dog with floppy ears.", 1), ("B. Correction: the label reads dog.", 1),
+    ("B (I mean the dog)", 1), ("B. Actually, B is right.", 1),
 ])
 def test_a_reason_with_a_word_of_correction_in_it_is_still_a_reason(answer, option) -> None:
     assert answer_option(answer, ANIMALS) == option
