@@ -71,6 +71,11 @@ _QUOTED_IN_PROSE = re.compile(r"[^\s\n][^\n]*?[ \t(][\"'“‘`]\Z")
 # …and the quote closing on the marker's line with the sentence going on after it: a reply
 # quoting its answer at the end of a line ('So my reply is: "Final Answer: B"') is answering.
 _QUOTE_CLOSED_IN_PROSE = re.compile(r"[^\n\"'”’`]{0,60}[\"'”’`][ \t]*+[\w(,;:-]")
+# Or a chat reply's sign-off on a line of its own after the answer ("Answer: B" then "Hope this
+# helps!", "Let me know if you have other questions."): the answer is still the reply's last word.
+_SIGN_OFF_LEFT = re.compile(r"[ \t*_]*\n\s*+[*_]*(?:I[ \t]+)?(?:hope[ \t]+(?:this|that|it)[ \t]+helps"
+                            r"|let[ \t]+me[ \t]+know[ \t]+if\b|feel[ \t]+free[ \t]+to\b)[^\n]{0,120}"
+                            r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z", re.IGNORECASE)
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -176,7 +181,7 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
                 nxt = NEXT_LINE.match(text, nxt.end())
             if nxt:
                 answer, end = nxt.group(1), nxt.end()
-        if bare and not _ONLY_SPACE_LEFT.match(text, end):
+        if bare and not (_ONLY_SPACE_LEFT.match(text, end) or _SIGN_OFF_LEFT.match(text, end)):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
         if bare and gives_none_yet(clean_answer(answer)):
             # "Answer: Let me zoom in first." says what comes next, not an answer. "Answer: TBD"
