@@ -24,6 +24,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from analysis.answer_latex import plain_latex
 from analysis.answer_numbers import (
     GLUED_UNIT,
     NUMBER,
@@ -101,25 +102,9 @@ _CHANGES_ITS_MIND = re.compile(
 # Quotes, emphasis and closing marks around an answer, curly and CJK ones too ("“B”", "「B」",
 # "B、"): the parser reads them as naming B, so they are not part of it.
 _WRAPPERS = re.compile(r"^[\s\"'`*_“‘「『《【〈]+|[\s\"'`*_.。、!?,;”’」』》】〉]+$")
-_LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 # A currency sign before an amount ("$1,200", "€3.50", LaTeX's "\\$5"): the number is the
 # answer, as charts write it; a sign in the truth and none in the answer (or the other way) agree.
 _CURRENCY = re.compile(r"\\?[$€£¥](?=\s?[-+]?\.?\d)")
-# LaTeX's other maths delimiters around a whole answer: "\\(\\frac{1}{2}\\)", "\\[ 45^\\circ \\]".
-_LATEX_MATH = re.compile(r"^\s*\\\((.+?)\\\)\s*\.?\s*$|^\s*\\\[(.+?)\\\]\s*\.?\s*$", re.DOTALL)
-# A LaTeX fraction of two plain terms, "\\frac{1}{2}" (or dfrac, tfrac), or of two digits in
-# its short form, "\\frac12": read as "1/2".
-_LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*(?:\{\s*([^{}]+?)\s*\}|(\d))"
-                             r"\s*(?:\{\s*([^{}]+?)\s*\}|(\d))")
-# LaTeX's grouping of digits: "1{,}234" (a comma in maths mode, thousands or decimal as the
-# writer's country has it) is "1,234"; a thin space before three digits, "1\\,234", separates
-# thousands as a comma does.
-_LATEX_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d)")
-_LATEX_THIN_SPACE = re.compile(r"(?<=\d)\\[,;:! ](?=\d{3}(?!\d))")
-# What is left of LaTeX's spaces ("12\\,\\%", "3\\;cm"): a blank; "\\!" takes space away.
-_LATEX_SPACE = re.compile(r"\\[,;: ]")
-# A square root of one term, "\\sqrt{2}" or "\\sqrt2": read as "√2", as a truth writes it.
-_LATEX_ROOT = re.compile(r"\\sqrt\s*(?:\{\s*(\w+)\s*\}|(\d))")
 # A marker a reply gives its answer after, at the start of a line: "Final Answer: B", "final: 3",
 # "**Final:** (B)", "Answer: C". "Final" inside a sentence ("the final step shows 3") is prose.
 # 最终答案是 ("the final answer is") needs no colon after it.
@@ -141,12 +126,7 @@ def normalise(text: str) -> str:
     text = _after_marker(unicodedata.normalize("NFKC", text))
     text = re.sub(r"^\s*([A-Za-z])\s*\n", r"(\1) ", text)
     text = re.sub(r"^\s*\$+(.+?)\$+\s*$", r"\1", text)  # inline maths: $x$, $$x$$
-    text = _LATEX_MATH.sub(lambda m: m[1] or m[2], text)  # and \(x\), \[x\]
-    text = _LATEX_TEXT.sub(r"\1", text)
-    text = _LATEX_COMMA.sub(",", _LATEX_THIN_SPACE.sub(",", text)).replace("\\%", "%")
-    text = _LATEX_SPACE.sub(" ", text).replace("\\!", "")
-    text = _LATEX_ROOT.sub(lambda m: "√" + (m[1] or m[2]), text)
-    text = _LATEX_FRACTION.sub(lambda m: f"{m[1] or m[2]}/{m[3] or m[4]}", text)
+    text = plain_latex(text)
     text = _CURRENCY.sub("", text)
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)  # "**B**, since …": the emphasis is not the answer
     text = _WRAPPERS.sub("", text.strip())
