@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["ENGINE_VERSION"]
 
-ENGINE_VERSION = "vaot-engine/13"
+ENGINE_VERSION = "vaot-engine/14"
 """Bumped when a recorded run's events would come out differently for the same replies (what
 is rendered, how it is corrupted, how seeds are derived); a run is resumed only by the engine
 version that started it. 2: whole action blocks rendered, render seed without the setting,
@@ -76,4 +76,8 @@ file's profile any more; a sample's options asked one per line when one of them 
 (MALFORMED_RESPONSE, OTHER) retried as a fault, and one saying the request was wrong
 (MISSING_THOUGHT_SIGNATURE, NO_IMAGE, IMAGE_OTHER) failed as a request defect that can stop the
 model, neither recorded as the model's step; a vLLM reply cut short by its repetition detector
-warned as such in its step."""
+warned as such in its step. 14: a reply quoting the answer format it was asked for ('I must end
+with "Final Answer: X" where X is A, B, C or D') answered by what it concludes later, not by
+"X' where …"; boxes joined in one answer ("\\boxed{A} or \\boxed{B}", "\\boxed{A}\\boxed{C}") read
+as both, which names no option, not as the last; a bare "Answer: B" line followed only by a
+sign-off ("Hope this helps!") answered."""
