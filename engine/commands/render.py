@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from engine.commands._errors import print_error
+from engine.commands._files import write_atomically
 
 NAME = "render"
 HELP = "apply one visual action to an image and print the state hash"
@@ -27,7 +28,8 @@ HELP = "apply one visual action to an image and print the state hash"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the command's arguments."""
     parser.epilog = ("Prints the hex pixel hash of the new state on standard output; warnings "
-                     "and the frame in the original on standard error. Exit status: 0 when the "
+                     "and the frame in the original on standard error. A file already at "
+                     "OUT.png is replaced only once the new PNG is whole. Exit status: 0 when the "
                      "PNG was written, 2 for bad input (IMAGE unreadable, ACTION_JSON no "
                      "action, an action that cannot be drawn, OUT.png not writable).")
     parser.add_argument("image", metavar="IMAGE", help="the input image (any format Pillow reads)")
@@ -152,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
             # hash is of; a JPEG would not.
             print(f"warning: {args.output} is written as PNG (lossless, the pixels the hash "
                   "is of), whatever its name says", file=sys.stderr)
-        Path(args.output).write_bytes(encode_png(result.image))
+        # Beside it and renamed into place: a render killed midway leaves no half PNG.
+        write_atomically(Path(args.output), encode_png(result.image))
     except (_BadInput, RenderError) as exc:
         print_error("render", str(exc))
         return 2
