@@ -12,6 +12,7 @@ goes to stdout, warnings to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,18 +72,27 @@ class _BadInput(Exception):
 def _read_spec(spec: str, inline_text: bool) -> str:
     """The ACTION_JSON argument's text: stdin for ``-``, a file if one exists, else inline."""
     if spec == "-":
-        return sys.stdin.read()
+        # As bytes: the text stream let a byte that is not UTF-8 through as a lone surrogate,
+        # which JSON decoding then met as a traceback.
+        return _utf8(sys.stdin.buffer.read(), "stdin")
     path = Path(spec)
     if spec.lstrip().startswith(("{", "[")) or (inline_text and not path.is_file()):
-        return spec
+        # The argument's own bytes: one that is not UTF-8 arrived as a lone surrogate.
+        return _utf8(os.fsencode(spec), "ACTION_JSON")
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise _BadInput(f"{spec}: no such file (and not inline JSON)") from None
-    except UnicodeDecodeError:
-        raise _BadInput(f"{spec}: not UTF-8 text") from None
     except OSError as exc:
         raise _BadInput(f"{spec}: {exc.strerror or exc}") from None
+    return _utf8(data, spec)
+
+
+def _utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _BadInput(f"{where}: not UTF-8 text (byte {exc.start})") from None
 
 
 def _vaot_actions(data: Any, convention: str) -> tuple[list[Any], Any, list[str]]:

@@ -195,3 +195,20 @@ def test_a_render_writes_through_a_link_and_keeps_a_files_permissions(image, tmp
     private.chmod(0o600)
     assert main(["render", str(image), action, "-o", str(private)]) == 0
     assert private.stat().st_mode & 0o777 == 0o600 and load_image(private).size == (320, 240)
+
+
+@pytest.mark.parametrize(("spec", "stdin", "said"), [
+    ("-", b'{"type": "zoom", "target": [0, 0, 500, 500], "content": "\xff"}',
+     "stdin: not UTF-8 text (byte 57)"),
+    (b'{"type": "zoom", "target": [0, 0, 500, 500], "content": "\xff"}', b"",
+     "ACTION_JSON: not UTF-8 text (byte 57)"),
+], ids=["stdin", "inline"])
+def test_action_json_that_is_not_utf8_is_one_line(image, tmp_path, spec, stdin, said):
+    # A byte that is not UTF-8 came through as a lone surrogate, which the JSON decoder's
+    # encode met as a traceback (UnicodeEncodeError).
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "render", str(image), spec, "-o", str(tmp_path / "o.png")],
+        cwd=ROOT, input=stdin, capture_output=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"})
+    assert done.returncode == 2 and done.stderr.decode() == f"vaot render: error: {said}\n"
+    assert not (tmp_path / "o.png").exists()
