@@ -304,3 +304,20 @@ def test_damage_verify_cannot_walk_names_a_copy_and_what_an_export_still_saves(
     exported = vaot("export", store)  # as the advice says: every event
     assert exported.returncode == 0, exported.stderr
     assert len(exported.stdout.splitlines()) == len(vaot("tail", store).stdout.splitlines()) > 0
+
+
+@pytest.mark.parametrize(("flag", "value", "byte"), [
+    ("--run-name", b"mine\xff", 4),
+    ("--model", b"openai:gpt\xff", 10),
+    ("--base-url", b"http://h\xff.example/v1", 8),
+])
+def test_a_run_flag_that_is_not_utf8_is_one_line(tmp_path: Path, flag: str, value: bytes,
+                                                  byte: int) -> None:
+    # A byte that is not UTF-8 arrived as a lone surrogate: the run met it as a traceback
+    # when it hashed the run name or the model spec, or made the URL.
+    done = vaot("run", "--model", "openai:gpt", flag, value, "--store", tmp_path / "s",
+                "--no-progress", "--dry-run", env={**os.environ, "LC_ALL": "C.UTF-8"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == (f"vaot run: error: argument {flag}: not UTF-8 text (byte {byte}) "
+                           "(see vaot run --help)\n")
+    assert not (tmp_path / "s").exists()
