@@ -238,6 +238,13 @@ def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
         _stdout_to_devnull()
         return 141  # as a process killed by SIGPIPE, which shells and pipefail expect
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            # A path given longer than the file system allows, met wherever a command first
+            # looks at it (Python 3.11's Path.exists() and is_dir() raise it, where they say
+            # False of a path that is not there): bad input, said in one line.
+            named = os.fsdecode(exc.filename) if exc.filename is not None else "a path"
+            print_error(args.command, f"{named}: {exc.strerror}; give a shorter path")
+            return 2
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
             raise
         # Output to a full disk (`vaot export STORE > out.jsonl`): one line, not a traceback;

@@ -321,3 +321,20 @@ def test_a_run_flag_that_is_not_utf8_is_one_line(tmp_path: Path, flag: str, valu
     assert done.stderr == (f"vaot run: error: argument {flag}: not UTF-8 text (byte {byte}) "
                            "(see vaot run --help)\n")
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("tail", "{long}"), ("export", "{long}"), ("images", "{long}", "-o", "{tmp}/pngs"),
+    ("run", "--dry-run", "--limit", "1", "--store", "{long}"),
+    ("run", "--limit", "1", "--store", "{tmp}/s", "--dataset", "jsonl:{long}"),
+], ids=["tail", "export", "images", "run-store", "run-dataset"])
+def test_a_path_longer_than_the_file_system_allows_is_one_line(tmp_path: Path, args) -> None:
+    # Python 3.11's Path.exists() and is_dir() raise ENAMETOOLONG (where they say False of a
+    # path that is not there): each command met it as a traceback.
+    long = tmp_path / ("a" * 300)
+    done = vaot(*(a.format(long=long, tmp=tmp_path) for a in args))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"vaot {args[0]}: error: {long}")
+    assert done.stderr.endswith(": File name too long; give a shorter path\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
