@@ -338,3 +338,17 @@ def test_a_path_longer_than_the_file_system_allows_is_one_line(tmp_path: Path, a
     assert done.stderr.startswith(f"vaot {args[0]}: error: {long}")
     assert done.stderr.endswith(": File name too long; give a shorter path\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_store_folder_the_os_will_not_make_is_said_in_its_words() -> None:
+    # /proc holds no folder but the kernel's: making one there fails (ENOENT). The line
+    # quoted the error's repr, naming the path twice: "[Errno 2] No such file or directory:
+    # '/proc/x'".
+    for store, said in (("/proc/vaot-test", "/proc/vaot-test: No such file or directory"),
+                        ("/proc/vaot-test/s", "/proc/vaot-test/s: /proc/vaot-test: No such "
+                                              "file or directory")):
+        done = vaot("run", "--model", "reference:calibrated", "--limit", "1", "--store", store,
+                    "--no-progress")
+        assert done.returncode == 2
+        assert done.stderr == f"vaot run: error: cannot open the store {said}\n"
