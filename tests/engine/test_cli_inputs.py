@@ -352,3 +352,12 @@ def test_a_store_folder_the_os_will_not_make_is_said_in_its_words() -> None:
                     "--no-progress")
         assert done.returncode == 2
         assert done.stderr == f"vaot run: error: cannot open the store {said}\n"
+
+
+def test_a_seed_out_of_range_says_both_bounds_alike() -> None:
+    # The low bound was written without separators beside a high one with them:
+    # "from -9223372036854775808 to 9,223,372,036,854,775,807".
+    with pytest.raises(ConfigError) as refused:
+        RunConfig(seed=2**70).validate()
+    assert str(refused.value).startswith(
+        "--seed: must be from -9,223,372,036,854,775,808 to 9,223,372,036,854,775,807, got ")
