@@ -71,10 +71,15 @@ _LISTED = 5
 
 def _store_meant(path: Path) -> str | None:
     """Where the store is when ``path`` names something beside it: the folder of the stores
-    (``runs``), the store without its suffix (``runs/x`` for ``runs/x.lmdb``) or its data file
-    (``runs/x.lmdb/data.mdb``)."""
-    if path.name == "data.mdb" and path.is_file():
+    (``runs``), the store without its suffix (``runs/x`` for ``runs/x.lmdb``), a file in it
+    (``runs/x.lmdb/data.mdb``, ``lock.mdb``, ``run.lock``) or its run's log (``runs/x.log``)."""
+    if path.is_file() and (path.parent / "data.mdb").is_file():
         return f"the store is its folder, {path.parent}"
+    if path.suffix == ".log" and path.is_file():
+        # The log a run writes beside its store (engine/logs.py): runs/x.lmdb → runs/x.log.
+        for store in (path.with_suffix(".lmdb"), path.with_suffix("")):
+            if (store / "data.mdb").is_file():
+                return f"it is the log of the store {store}"
     if not path.exists():
         sibling = path.with_name(path.name + ".lmdb")
         return f"did you mean {sibling}?" if (sibling / "data.mdb").is_file() else None

@@ -575,16 +575,21 @@ def test_verify_export_and_tail_read_a_store_in_a_read_only_directory(store_path
 def test_a_store_named_by_its_folder_file_or_stem_is_pointed_at(tmp_path: Path,
                                                                command: str) -> None:
     # What a user types next to `vaot run --store runs/x.lmdb`: the folder of the stores, the
-    # store without its suffix, or the data file in it. Each was "no vaot store here" alone.
+    # store without its suffix, the data file in it, another file in it (lock.mdb, which
+    # completes first) or the run's log beside it. Each was "not a vaot store" alone.
     runs = tmp_path / "runs"
     runs.mkdir()
     for name in ("b.lmdb", "a.lmdb"):
         with LmdbStore(runs / name) as store:
             store.append_sync([run_started("r")])
+    (runs / "a.log").write_text("{}\n")
     for given, hint in ((runs, f"the stores in it: {runs / 'a.lmdb'}, {runs / 'b.lmdb'}"),
                         (runs / "a", f"did you mean {runs / 'a.lmdb'}?"),
                         (runs / "a.lmdb" / "data.mdb", f"the store is its folder, "
-                                                         f"{runs / 'a.lmdb'}")):
+                                                         f"{runs / 'a.lmdb'}"),
+                        (runs / "a.lmdb" / "lock.mdb", f"the store is its folder, "
+                                                         f"{runs / 'a.lmdb'}"),
+                        (runs / "a.log", f"it is the log of the store {runs / 'a.lmdb'}")):
         done = vaot(command, given)
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr.count("\n") == 1 and hint in done.stderr, done.stderr
