@@ -107,14 +107,18 @@ def _resolve(store: Recorder, prefix: str) -> str:
     raise _Problem(f"{prefix!r} begins {len(matches)} trajectory ids ({shown}); give more of it")
 
 
-def _make_dir(path: Path) -> None:
+_NOT_A_FOLDER_OUTPUT = "-o names the folder to write the images into (made if missing)"
+_NOT_A_FOLDER_TRAJECTORY = ("a trajectory's images go into a folder named by its id, in the "
+                            "-o folder; move that file away or choose another -o")
+
+
+def _make_dir(path: Path, not_a_folder: str = _NOT_A_FOLDER_OUTPUT) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         # mkdir's own words ("cannot make folder out.png: File exists") read as if a folder
         # were in the way, where it is a file (an -o meant for `vaot render` or `export`).
-        raise _Problem(f"{path} is there and is not a folder; -o names the folder to write "
-                       "the images into (made if missing)") from None
+        raise _Problem(f"{path} is there and is not a folder; {not_a_folder}") from None
     except OSError as exc:
         raise _Problem(f"cannot make folder {path}: {exc.strerror or exc}") from None
 
@@ -151,7 +155,7 @@ def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path,
                overwrite: bool) -> tuple[int, int, int]:
     """Write each (name, hash) into ``folder``; (written, kept as they were, missing/damaged)."""
     store_path = getattr(store, "path", "the store")
-    _make_dir(folder)
+    _make_dir(folder, _NOT_A_FOLDER_TRAJECTORY)  # the -o folder itself is made before
     written = kept = damaged = 0
     for name, hex_key in images:
         target = folder / name

@@ -150,3 +150,16 @@ def test_step_numbers_are_as_wide_as_the_largest_step_so_the_names_sort_in_step_
     assert names == ["step000-original.png", "step001-returned.png", "step009-returned.png",
                      "step010-returned.png", "step011-returned.png", "step099-returned.png",
                      "step100-returned.png"]
+
+
+def test_a_file_where_a_trajectorys_folder_goes_is_said_to_be_in_its_way(
+        store_path: Path, tmp_path: Path) -> None:
+    # The line said "-o names the folder to write the images into", of a folder -o named
+    # rightly: the file in the way was the one named by the trajectory's id, inside it.
+    traj = next(e.traj for e in events(store_path) if isinstance(e, TrajectoryStarted))
+    (tmp_path / traj).write_bytes(b"mine")
+    done = vaot("images", store_path, "-o", tmp_path, "--traj", traj)
+    assert done.returncode == 2 and (tmp_path / traj).read_bytes() == b"mine"
+    assert done.stderr == (f"vaot images: error: {tmp_path / traj} is there and is not a "
+                           "folder; a trajectory's images go into a folder named by its id, in "
+                           "the -o folder; move that file away or choose another -o\n")
