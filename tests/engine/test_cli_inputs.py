@@ -361,3 +361,13 @@ def test_a_seed_out_of_range_says_both_bounds_alike() -> None:
         RunConfig(seed=2**70).validate()
     assert str(refused.value).startswith(
         "--seed: must be from -9,223,372,036,854,775,808 to 9,223,372,036,854,775,807, got ")
+
+
+def test_a_key_with_a_line_break_inside_refuses_the_run_in_one_line(tmp_path: Path) -> None:
+    done = vaot("run", "--model", "openai:gpt", "--base-url", "http://127.0.0.1:9/v1",
+                "--api-key-env", "VAOT_TEST_KEY", "--store", tmp_path / "s", "--limit", "1",
+                "--no-progress", env={**os.environ, "VAOT_TEST_KEY": "sk-one\nsk-two"})
+    assert done.returncode == 2 and "sk-one" not in done.stderr + done.stdout
+    assert done.stderr.startswith("vaot run: error: openai: the API key in VAOT_TEST_KEY holds "
+                                  "a control character") and done.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
