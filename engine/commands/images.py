@@ -44,12 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")
-    parser.add_argument("--traj", metavar="ID", action="append", default=[],
+    parser.add_argument("--traj", metavar="ID", action="append", default=[], type=_traj_wanted,
                         help="only this trajectory's images, in step order, in a folder "
                              "DIR/<its full id>/ (step00-original.png, stepNN-returned.png, "
                              "stepNN-faithful.png; NN padded to the largest step's digits, "
                              "two at least); a unique prefix of the id is enough (`vaot "
                              "tail STORE` shows them); repeatable")
+
+
+def _traj_wanted(value: str) -> str:
+    """An argparse type: an empty id is an unset shell variable, as for ``report --run``."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty (an unset shell variable?); give a trajectory "
+                                         "id, or a unique prefix of one")
+    return value
 
 
 class _Problem(Exception):

@@ -58,6 +58,7 @@ def test_an_output_inside_the_store_being_read_is_refused(store: Path, tmp_path:
 
 
 @pytest.mark.parametrize("args", [("export", "{store}", "-o", ""), ("images", "{store}", "-o", ""),
+                                  ("images", "{store}", "-o", "{store}.pngs", "--traj", ""),
                                   ("tail", ""), ("verify", ""), ("export", "")])
 def test_an_empty_path_is_an_unset_variable_not_the_current_folder(store: Path, args) -> None:
     done = vaot(*(a.format(store=store) for a in args))
