@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 
@@ -60,7 +61,10 @@ def open_existing_store(path: str, command: str, *,
     except StoreError as exc:
         if isinstance(exc, raising):
             raise
-        hint = _store_meant(Path(path)) if isinstance(exc, NotAStoreError) else None
+        hint = None
+        if isinstance(exc, NotAStoreError):
+            with contextlib.suppress(OSError):  # a folder on the way that may not be entered
+                hint = _store_meant(Path(path))
         print_error(command, str(exc) + (f"; {hint}" if hint else ""))
         return None
 
@@ -97,7 +101,10 @@ def _store_meant(path: Path) -> str | None:
 def _writable(path: Path) -> bool:
     """Whether this process may write the store's directory and lock file (a missing path is
     left for the opening to report)."""
-    if not path.is_dir():
-        return True
     lock = path / "lock.mdb"
-    return os.access(path, os.W_OK) and (not lock.exists() or os.access(lock, os.W_OK))
+    try:
+        if not path.is_dir():
+            return True
+        return os.access(path, os.W_OK) and (not lock.exists() or os.access(lock, os.W_OK))
+    except OSError:  # a folder that may not be entered: the opening says so, in one line
+        return True

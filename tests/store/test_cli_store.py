@@ -571,6 +571,38 @@ def test_verify_export_and_tail_read_a_store_in_a_read_only_directory(store_path
         shutil.rmtree(shared)
 
 
+def _where_permissions_apply() -> list[str]:
+    """What to run a command under so that file permissions bind it: as root, which passes
+    every check, without the capabilities to (setpriv); as another user, nothing."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: permissions cannot be made to apply")
+    dropped = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--bounding-set={dropped}", f"--inh-caps={dropped}"]
+
+
+@pytest.mark.parametrize("command", [("tail",), ("export",), ("verify",), ("report",),
+                                     ("images", "-o", "{tmp}/pngs")])
+def test_a_store_folder_that_may_not_be_entered_is_one_line(store_path: Path, tmp_path: Path,
+                                                             command) -> None:
+    # Python 3.11's Path.exists() raises EACCES (where it says False of a missing path):
+    # each command met the folder, or a path inside it, as a PermissionError traceback.
+    store_path.chmod(0)
+    try:
+        for given, refused in ((store_path, store_path / "data.mdb"),
+                               (store_path / "inner", store_path / "inner")):
+            done = subprocess.run(
+                [*_where_permissions_apply(), sys.executable, "-m", "engine", command[0],
+                 str(given), *(a.format(tmp=tmp_path) for a in command[1:])],
+                capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+            assert done.returncode == 2, done.stderr
+            assert done.stderr == (f"vaot {command[0]}: error: {given}: cannot open as a vaot "
+                                   f"store: {refused}: Permission denied\n")
+    finally:
+        store_path.chmod(0o755)
+
+
 @pytest.mark.parametrize("command", ["report", "tail", "verify", "export"])
 def test_a_store_named_by_its_folder_file_or_stem_is_pointed_at(tmp_path: Path,
                                                                command: str) -> None:
