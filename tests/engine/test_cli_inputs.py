@@ -19,6 +19,7 @@ import pytest
 
 from engine.config import ConfigError, ModelConfig, RunConfig
 from store import LmdbStore
+from tests.store.helpers import where_permissions_apply
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -372,3 +373,27 @@ def test_a_key_with_a_line_break_inside_refuses_the_run_in_one_line(tmp_path: Pa
     assert done.stderr.startswith("vaot run: error: openai: the API key in VAOT_TEST_KEY holds "
                                   "a control character") and done.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [
+    ("--dry-run", "--store", "{locked}"),
+    ("--store", "{locked}/s"),
+    ("--store", "{tmp}/s", "--dataset", "jsonl:{locked}/rows.jsonl"),
+], ids=["dry-run-store", "store-inside", "dataset-inside"])
+def test_a_run_given_a_folder_that_may_not_be_entered_is_one_line(tmp_path: Path,
+                                                                   args) -> None:
+    # Python 3.11's Path.exists() and is_dir() raise EACCES (where they say False of a
+    # missing path): the plan, the log's check and the dataset's met it as a traceback.
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0)
+    try:
+        done = subprocess.run(
+            [*where_permissions_apply(), sys.executable, "-m", "engine", "run", "--limit", "1",
+             "--no-progress", *(a.format(locked=locked, tmp=tmp_path) for a in args)],
+            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"vaot run: error: {locked}") and done.stderr.endswith(
+            ": Permission denied; check its permissions, and its folders'\n")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["locked"]
+    finally:
+        locked.chmod(0o755)

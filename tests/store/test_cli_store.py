@@ -14,7 +14,14 @@ import pytest
 
 from store import LmdbStore, TrajectoryFinished
 from store.recorder import blob_record
-from tests.store.helpers import LineReader, png_blob, run_started, step, steps
+from tests.store.helpers import (
+    LineReader,
+    png_blob,
+    run_started,
+    step,
+    steps,
+    where_permissions_apply,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -571,17 +578,6 @@ def test_verify_export_and_tail_read_a_store_in_a_read_only_directory(store_path
         shutil.rmtree(shared)
 
 
-def _where_permissions_apply() -> list[str]:
-    """What to run a command under so that file permissions bind it: as root, which passes
-    every check, without the capabilities to (setpriv); as another user, nothing."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("root without setpriv: permissions cannot be made to apply")
-    dropped = "-dac_override,-dac_read_search"
-    return ["setpriv", f"--bounding-set={dropped}", f"--inh-caps={dropped}"]
-
-
 @pytest.mark.parametrize("command", [("tail",), ("export",), ("verify",), ("report",),
                                      ("images", "-o", "{tmp}/pngs")])
 def test_a_store_folder_that_may_not_be_entered_is_one_line(store_path: Path, tmp_path: Path,
@@ -593,7 +589,7 @@ def test_a_store_folder_that_may_not_be_entered_is_one_line(store_path: Path, tm
         for given, refused in ((store_path, store_path / "data.mdb"),
                                (store_path / "inner", store_path / "inner")):
             done = subprocess.run(
-                [*_where_permissions_apply(), sys.executable, "-m", "engine", command[0],
+                [*where_permissions_apply(), sys.executable, "-m", "engine", command[0],
                  str(given), *(a.format(tmp=tmp_path) for a in command[1:])],
                 capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
             assert done.returncode == 2, done.stderr
