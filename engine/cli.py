@@ -198,6 +198,13 @@ def _prints_its_output(args: argparse.Namespace) -> bool:
     return args.command in ("tail", "parse", "report")
 
 
+_PATH_REFUSED = {
+    errno.ENAMETOOLONG: "give a shorter path",
+    errno.EACCES: "check its permissions, and its folders'",
+}
+"""What to do about a path the system refused to look at, by its error."""
+
+
 def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser, subs = build_parser()
@@ -238,6 +245,13 @@ def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
         _stdout_to_devnull()
         return 141  # as a process killed by SIGPIPE, which shells and pipefail expect
     except OSError as exc:
+        if exc.errno in _PATH_REFUSED:
+            # A path given that the system will not look at, met wherever a command first
+            # looks at it (Python 3.11's Path.exists() and is_dir() raise these, where they
+            # say False of a path that is not there): bad input, said in one line.
+            named = os.fsdecode(exc.filename) if exc.filename is not None else "a path"
+            print_error(args.command, f"{named}: {exc.strerror}; {_PATH_REFUSED[exc.errno]}")
+            return 2
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
             raise
         # Output to a full disk (`vaot export STORE > out.jsonl`): one line, not a traceback;

@@ -127,7 +127,7 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             ("--max-attempts", self.max_attempts, 1, 1_000), ("--seed", self.seed, -(2**63), 2**63 - 1),
         ):
             if not low <= value <= high:
-                raise ConfigError(f"{name}: must be from {low} to {high:,}, got {value}")
+                raise ConfigError(f"{name}: must be from {low:,} to {high:,}, got {value}")
         for name, number, low, high in (
             ("--timeout", self.call_timeout_s, 0.0, 86_400.0),
             ("--retry-base-delay", self.retry_base_delay_s, 0.0, 3_600.0),

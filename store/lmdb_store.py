@@ -133,6 +133,23 @@ def _beside(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
+def _looked_at(path: Path, store: Path) -> bool:
+    """Whether ``path`` exists; a look the system refuses for want of permission (a folder on
+    the way that may not be entered: Python 3.11's ``exists()`` raises it, where it says False
+    of a missing path) is said as LMDB's own refusal to open ``store`` is, not met as a
+    traceback.
+
+    Raises:
+        NotAStoreError: the system refused the look.
+    """
+    try:
+        return path.exists()
+    except PermissionError as exc:
+        where = os.fsdecode(exc.filename) if exc.filename is not None else str(path)
+        raise NotAStoreError(f"{store}: cannot open as a vaot store: {where}: "
+                             f"{exc.strerror or exc}") from None
+
+
 class LmdbStore(LmdbWriter, Recorder):
     """An event store in an LMDB environment (a directory holding data.mdb and lock.mdb)."""
 
@@ -179,11 +196,11 @@ class LmdbStore(LmdbWriter, Recorder):
     def _open_env(self, create: bool, map_size: int) -> lmdb.Environment:
         path = self.path
         data_file = path / "data.mdb"
-        if path.exists() and not path.is_dir():
+        if _looked_at(path, path) and not path.is_dir():
             raise NotAStoreError(f"{path}: not a vaot store (it is a file, a store is a directory)")
         if create:
             _drop_abandoned_stagings(path)
-        if not data_file.exists():
+        if not _looked_at(data_file, path):
             if not create:
                 raise NotAStoreError(f"{path}: no vaot store here (no data.mdb)")
             # data.mdb looked for again after the folder's entries: another process making the

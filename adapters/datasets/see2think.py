@@ -35,6 +35,7 @@ import functools
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,17 @@ def read_json_array(text: str) -> list[tuple[int, Any]]:
 def _read_array_file(path: Path) -> list[tuple[int, Any]]:
     """Read and decode a JSON array file; ``OSError``/``UnicodeError``/``JSONDecodeError`` escape."""
     return read_json_array(path.read_bytes().decode("utf-8-sig"))
+
+
+def _special_file(path: Path) -> bool:
+    """Whether ``path`` is there and neither a file nor a folder: a fifo, whose read waits for
+    a writer (the run hung), or a device, whose read may never end (``/dev/zero`` filled the
+    memory), as an image's path is checked."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False  # missing or not reachable: the read says so, as the system words it
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 class _NonFinite:
@@ -329,6 +341,9 @@ class See2ThinkLoader(CachedLoader):
         key = Path(os.path.normpath(path))
         if key not in self._data_files and "\0" in str(key):  # the OS refuses such a name
             self._data_files[key] = _Unreadable("its path holds a NUL byte")
+        if key not in self._data_files and _special_file(key):
+            self._data_files[key] = _Unreadable("not a regular file (a fifo or a device, whose "
+                                                "read would block or never end)")
         if key not in self._data_files:
             try:
                 self._data_files[key] = _read_array_file(key)

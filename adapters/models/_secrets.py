@@ -19,6 +19,7 @@ __all__ = [
     "MIN_SECRET_LEN",
     "MissingKeyError",
     "RedactingFilter",
+    "UnusableKeyError",
     "read_key",
     "redact",
     "redact_processor",
@@ -37,6 +38,10 @@ _secrets: dict[str, str] = {}
 
 class MissingKeyError(AdapterError, LookupError):
     """The environment variable that should hold an API key is unset or empty."""
+
+
+class UnusableKeyError(AdapterError, ValueError):
+    """The environment variable that should hold an API key holds what no request can carry."""
 
 
 def register_secret(value: str, source: str = "secret") -> None:
@@ -63,6 +68,7 @@ def read_key(
 
     Raises:
         MissingKeyError: the variable is unset or empty and ``required`` is true.
+        UnusableKeyError: the key holds a control character (a line break inside it).
     """
     env = os.environ if environ is None else environ
     value = env.get(env_var, "").strip()
@@ -74,6 +80,13 @@ def read_key(
                 "or name another variable with --api-key-env NAME (api_key_env in a config file)"
             )
         return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        # Refused by the HTTP client at every call ("Forbidden control character detected in
+        # headers"), each trajectory ending in an error that named neither the key nor why.
+        raise UnusableKeyError(
+            f"{provider}: the API key in {env_var} holds a control character (a line break "
+            f"inside it, from a file of two lines?), which no request header can carry; set "
+            f"{env_var} to the key alone")
     register_secret(value, env_var)
     return value
 

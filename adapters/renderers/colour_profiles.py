@@ -7,9 +7,9 @@ JPEG with its press profile); taken as sRGB, its colours were shifted. Here they
 through littlecms (Pillow's ``ImageCms``), before anything is drawn or hashed. A profile that is
 sRGB in effect leaves the pixels byte for byte as stored.
 
-A profile that cannot be used (unreadable, for another kind of pixels, or a Pillow built
-without littlecms) leaves the pixels as stored too; :func:`profile_note` says why, for the
-dataset loader to warn of.
+A profile that cannot be used (unreadable, for another kind of pixels, a Pillow built
+without littlecms, or a conversion that fails on the pixels) leaves the pixels as stored too;
+:func:`profile_note` says why, for the dataset loader to warn of.
 """
 
 from __future__ import annotations
@@ -49,12 +49,45 @@ def in_srgb(im: Image.Image) -> Image.Image:
     """``im`` with its pixels converted from its embedded colour profile to sRGB: RGB, or RGBA
     when it has transparency (an alpha channel or a colour key, kept as alpha). ``im`` itself
     when there is nothing to convert: no profile, one that is sRGB in effect, or one that
-    cannot be used (see :func:`profile_note`); and for 16-bit grey, which the caller scales to
-    8 bits first, as images.py does.
+    cannot be used or fails on the pixels (see :func:`profile_note`); and for 16-bit grey,
+    which the caller scales to 8 bits first, as images.py does.
 
     Deterministic: the same pixels and profile always give the same result, so an image's
     pixel hash does not change between two loads.
     """
+    converted = _converted(im)
+    return im if isinstance(converted, str) else converted
+
+
+def profile_note(im: Image.Image) -> str:
+    """What a user should hear of an image's embedded colour profile ("" when nothing): one
+    that cannot be read or used, or whose conversion fails on the image's pixels, so that its
+    colours are shown as stored, taken as sRGB.
+
+    A profile that will be applied is tried on the pixels here, as :func:`in_srgb` applies it:
+    a transform that was built can still refuse them, and the image would then be shown as
+    stored with nothing said.
+    """
+    conversion = _conversion_for(im)
+    if isinstance(conversion, str):
+        return conversion
+    if conversion is None or conversion.transform is None:
+        return ""
+    # Tried on the first row: what makes a built transform refuse pixels is their mode and
+    # form, never their values, and the whole image would cost as much again as converting
+    # it when it is loaded (a quarter of a second for a 12-megapixel photo).
+    row = im.crop((0, 0, im.width, 1))
+    if row.mode in _HIGH_DEPTH_GREY:
+        # Applied to the grey scaled to 8 bits (images.py); as the values do not matter,
+        # Pillow's clipping conversion serves to try it.
+        row = row.convert("L")
+    converted = _converted(row)
+    return converted if isinstance(converted, str) else ""
+
+
+def _converted(im: Image.Image) -> Image.Image | str:
+    """``im`` in sRGB (``im`` itself when there is nothing to convert), or a note saying why
+    the conversion failed on its pixels."""
     conversion = _conversion_for(im)
     if (not isinstance(conversion, _Conversion) or conversion.transform is None
             or im.mode in _HIGH_DEPTH_GREY):
@@ -69,18 +102,13 @@ def in_srgb(im: Image.Image) -> Image.Image:
     assert image_cms is not None  # a transform was built with it
     try:
         converted = conversion.transform.apply(colour)
-    except (OSError, ValueError, image_cms.PyCMSError):
-        return im  # as stored, as without a profile: the same on every load
+    except (OSError, ValueError, image_cms.PyCMSError) as exc:
+        # As stored, as without a profile: the same on every load.
+        return (f"its colour profile (ICC, for {conversion.space} colours) failed on its "
+                f"pixels ({exc}), {_AS_STORED}: {_WHAT_TO_DO}")
     if alpha is not None:
         converted.putalpha(alpha)
     return converted
-
-
-def profile_note(im: Image.Image) -> str:
-    """What a user should hear of an image's embedded colour profile ("" when nothing): one
-    that cannot be read or used, so that its colours are shown as stored, taken as sRGB."""
-    conversion = _conversion_for(im)
-    return conversion if isinstance(conversion, str) else ""
 
 
 class _Conversion:

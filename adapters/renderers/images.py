@@ -191,8 +191,8 @@ def _worth_noting(im: Image.Image) -> list[str]:
     - an animation (a GIF, an APNG, a WebP) or a multi-page TIFF: only its first frame is
       shown;
     - 16-bit grey whose values reach only the low sixteenth of the range: shown nearly black;
-    - a colour profile that cannot be applied (unreadable, for other pixels, or no littlecms):
-      its colours are shown as stored, taken as sRGB.
+    - a colour profile that cannot be applied (unreadable, for other pixels, failing on the
+      pixels, or no littlecms): its colours are shown as stored, taken as sRGB.
     """
     said = []
     if profile := profile_note(im):

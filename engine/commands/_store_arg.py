@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 
@@ -60,7 +61,10 @@ def open_existing_store(path: str, command: str, *,
     except StoreError as exc:
         if isinstance(exc, raising):
             raise
-        hint = _store_meant(Path(path)) if isinstance(exc, NotAStoreError) else None
+        hint = None
+        if isinstance(exc, NotAStoreError):
+            with contextlib.suppress(OSError):  # a folder on the way that may not be entered
+                hint = _store_meant(Path(path))
         print_error(command, str(exc) + (f"; {hint}" if hint else ""))
         return None
 
@@ -71,10 +75,15 @@ _LISTED = 5
 
 def _store_meant(path: Path) -> str | None:
     """Where the store is when ``path`` names something beside it: the folder of the stores
-    (``runs``), the store without its suffix (``runs/x`` for ``runs/x.lmdb``) or its data file
-    (``runs/x.lmdb/data.mdb``)."""
-    if path.name == "data.mdb" and path.is_file():
+    (``runs``), the store without its suffix (``runs/x`` for ``runs/x.lmdb``), a file in it
+    (``runs/x.lmdb/data.mdb``, ``lock.mdb``, ``run.lock``) or its run's log (``runs/x.log``)."""
+    if path.is_file() and (path.parent / "data.mdb").is_file():
         return f"the store is its folder, {path.parent}"
+    if path.suffix == ".log" and path.is_file():
+        # The log a run writes beside its store (engine/logs.py): runs/x.lmdb → runs/x.log.
+        for store in (path.with_suffix(".lmdb"), path.with_suffix("")):
+            if (store / "data.mdb").is_file():
+                return f"it is the log of the store {store}"
     if not path.exists():
         sibling = path.with_name(path.name + ".lmdb")
         return f"did you mean {sibling}?" if (sibling / "data.mdb").is_file() else None
@@ -92,7 +101,10 @@ def _store_meant(path: Path) -> str | None:
 def _writable(path: Path) -> bool:
     """Whether this process may write the store's directory and lock file (a missing path is
     left for the opening to report)."""
-    if not path.is_dir():
-        return True
     lock = path / "lock.mdb"
-    return os.access(path, os.W_OK) and (not lock.exists() or os.access(lock, os.W_OK))
+    try:
+        if not path.is_dir():
+            return True
+        return os.access(path, os.W_OK) and (not lock.exists() or os.access(lock, os.W_OK))
+    except OSError:  # a folder that may not be entered: the opening says so, in one line
+        return True

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from engine.commands._errors import print_error
-from engine.commands._files import current_umask
+from engine.commands._files import replacing
 from engine.commands._store_arg import (
     add_store_argument,
     inside_store,
@@ -62,46 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export_to_file(store, output: str) -> int:
-    """Export into a file beside ``output``, renamed over it once complete: a run killed
-    mid-export leaves an earlier complete export as it was, never a truncated one in its place.
-
-    A target that is not a plain file (a symlink, ``/dev/stdout``, a FIFO), or in a folder this
-    process cannot write, is written in place, as ``open`` would: renaming would replace the
-    link or device itself. The new file keeps an existing file's permissions.
-    """
-    target = Path(output)
-    try:
-        existing = os.lstat(target)
-    except FileNotFoundError:
-        existing = None
-    if existing is not None and (
-            not stat.S_ISREG(existing.st_mode) or existing.st_nlink > 1
-            or existing.st_uid != os.geteuid() or not os.access(target, os.W_OK)):
-        # A link, a device, a file with other names or another owner, or one open() may not
-        # write: renaming over it would do what writing into it does not.
-        return _export_in_place(store, target)
-    try:
-        # A fresh name each time: one left by a killed export must not stand in the way.
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                    dir=target.parent)
-    except PermissionError:
-        return _export_in_place(store, target)  # a writable file in a folder that is not
-    partial = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            # The permissions open() would give: the old file's, or a new file's (the umask's).
-            os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode) if existing is not None
-                      else 0o666 & ~current_umask())
-            n = export_jsonl(store, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return n
-
-
-def _export_in_place(store, target: Path) -> int:
-    with open(target, "wb") as out:
+    """Export into ``output`` all or nothing: a run killed mid-export leaves an earlier
+    complete export as it was, never a truncated one in its place (see ``replacing``)."""
+    with replacing(Path(output)) as out:
         return export_jsonl(store, out)

@@ -7,7 +7,8 @@ one folder per trajectory, in step order: ``step00-original.png``, then for each
 rendered, ``stepNN-returned.png`` (what the step returned to be shown to the next call; a
 trajectory's last step, or every step under ``--image-history original+last:0``, was never
 sent) and ``stepNN-faithful.png`` when the faithful render is not what was returned
-(wrong_render).
+(wrong_render). ``NN`` has as many digits as the trajectory's largest step needs, two at least
+(``step007`` in a trajectory that reached step 100), so the names sort in step order.
 
 Each file is written beside its name and renamed into place, so a killed export never leaves a
 half-written image; the bytes are checked against the digest the store keeps with them.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from engine.commands._errors import print_error
@@ -43,11 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")
-    parser.add_argument("--traj", metavar="ID", action="append", default=[],
+    parser.add_argument("--traj", metavar="ID", action="append", default=[], type=_traj_wanted,
                         help="only this trajectory's images, in step order, in a folder "
                              "DIR/<its full id>/ (step00-original.png, stepNN-returned.png, "
-                             "stepNN-faithful.png); a unique prefix of the id is enough (`vaot "
+                             "stepNN-faithful.png; NN padded to the largest step's digits, "
+                             "two at least); a unique prefix of the id is enough (`vaot "
                              "tail STORE` shows them); repeatable")
+
+
+def _traj_wanted(value: str) -> str:
+    """An argparse type: an empty id is an unset shell variable, as for ``report --run``."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty (an unset shell variable?); give a trajectory "
+                                         "id, or a unique prefix of one")
+    return value
 
 
 class _Problem(Exception):
@@ -105,14 +115,18 @@ def _resolve(store: Recorder, prefix: str) -> str:
     raise _Problem(f"{prefix!r} begins {len(matches)} trajectory ids ({shown}); give more of it")
 
 
-def _make_dir(path: Path) -> None:
+_NOT_A_FOLDER_OUTPUT = "-o names the folder to write the images into (made if missing)"
+_NOT_A_FOLDER_TRAJECTORY = ("a trajectory's images go into a folder named by its id, in the "
+                            "-o folder; move that file away or choose another -o")
+
+
+def _make_dir(path: Path, not_a_folder: str = _NOT_A_FOLDER_OUTPUT) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         # mkdir's own words ("cannot make folder out.png: File exists") read as if a folder
         # were in the way, where it is a file (an -o meant for `vaot render` or `export`).
-        raise _Problem(f"{path} is there and is not a folder; -o names the folder to write "
-                       "the images into (made if missing)") from None
+        raise _Problem(f"{path} is there and is not a folder; {not_a_folder}") from None
     except OSError as exc:
         raise _Problem(f"cannot make folder {path}: {exc.strerror or exc}") from None
 
@@ -126,24 +140,30 @@ def _every_image(store: Recorder) -> list[tuple[str, str]]:
     return [(f"{key.hex()}.png", key.hex()) for key, _record in store.iter_blob_records()]
 
 
-def _trajectory_images(store: Recorder, traj: str) -> Iterator[tuple[str, str]]:
+def _trajectory_images(store: Recorder, traj: str) -> list[tuple[str, str]]:
     """(file name, hex hash) of the images one trajectory names, in step order."""
-    for stored in store.read_trajectory(traj):
-        event = stored.event
+    events = [stored.event for stored in store.read_trajectory(traj)]
+    # As wide as the largest step needs (two digits at least, the names before): with two
+    # digits always, step100 sorted between step10 and step11 in a file listing.
+    width = max([2, *(len(str(e.step)) for e in events if isinstance(e, Step))])
+    images = []
+    for event in events:
         if isinstance(event, TrajectoryStarted):
-            yield "step00-original.png", event.input_state
+            images.append((f"step{0:0{width}d}-original.png", event.input_state))
         elif isinstance(event, Step):
+            number = f"{event.step:0{width}d}"
             if event.returned_state is not None:
-                yield f"step{event.step:02d}-returned.png", event.returned_state
+                images.append((f"step{number}-returned.png", event.returned_state))
             if event.faithful_state is not None and event.faithful_state != event.returned_state:
-                yield f"step{event.step:02d}-faithful.png", event.faithful_state
+                images.append((f"step{number}-faithful.png", event.faithful_state))
+    return images
 
 
 def _write_all(store: Recorder, images: Iterable[tuple[str, str]], folder: Path, *,
                overwrite: bool) -> tuple[int, int, int]:
     """Write each (name, hash) into ``folder``; (written, kept as they were, missing/damaged)."""
     store_path = getattr(store, "path", "the store")
-    _make_dir(folder)
+    _make_dir(folder, _NOT_A_FOLDER_TRAJECTORY)  # the -o folder itself is made before
     written = kept = damaged = 0
     for name, hex_key in images:
         target = folder / name

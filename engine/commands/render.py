@@ -12,6 +12,7 @@ goes to stdout, warnings to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import msgspec
 
 from engine.commands._errors import print_error
+from engine.commands._files import write_atomically
 
 NAME = "render"
 HELP = "apply one visual action to an image and print the state hash"
@@ -27,7 +29,8 @@ HELP = "apply one visual action to an image and print the state hash"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the command's arguments."""
     parser.epilog = ("Prints the hex pixel hash of the new state on standard output; warnings "
-                     "and the frame in the original on standard error. Exit status: 0 when the "
+                     "and the frame in the original on standard error. A file already at "
+                     "OUT.png is replaced only once the new PNG is whole. Exit status: 0 when the "
                      "PNG was written, 2 for bad input (IMAGE unreadable, ACTION_JSON no "
                      "action, an action that cannot be drawn, OUT.png not writable).")
     parser.add_argument("image", metavar="IMAGE", help="the input image (any format Pillow reads)")
@@ -69,18 +72,27 @@ class _BadInput(Exception):
 def _read_spec(spec: str, inline_text: bool) -> str:
     """The ACTION_JSON argument's text: stdin for ``-``, a file if one exists, else inline."""
     if spec == "-":
-        return sys.stdin.read()
+        # As bytes: the text stream let a byte that is not UTF-8 through as a lone surrogate,
+        # which JSON decoding then met as a traceback.
+        return _utf8(sys.stdin.buffer.read(), "stdin")
     path = Path(spec)
     if spec.lstrip().startswith(("{", "[")) or (inline_text and not path.is_file()):
-        return spec
+        # The argument's own bytes: one that is not UTF-8 arrived as a lone surrogate.
+        return _utf8(os.fsencode(spec), "ACTION_JSON")
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise _BadInput(f"{spec}: no such file (and not inline JSON)") from None
-    except UnicodeDecodeError:
-        raise _BadInput(f"{spec}: not UTF-8 text") from None
     except OSError as exc:
         raise _BadInput(f"{spec}: {exc.strerror or exc}") from None
+    return _utf8(data, spec)
+
+
+def _utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _BadInput(f"{where}: not UTF-8 text (byte {exc.start})") from None
 
 
 def _vaot_actions(data: Any, convention: str) -> tuple[list[Any], Any, list[str]]:
@@ -152,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
             # hash is of; a JPEG would not.
             print(f"warning: {args.output} is written as PNG (lossless, the pixels the hash "
                   "is of), whatever its name says", file=sys.stderr)
-        Path(args.output).write_bytes(encode_png(result.image))
+        # Beside it and renamed into place: a render killed midway leaves no half PNG.
+        write_atomically(Path(args.output), encode_png(result.image))
     except (_BadInput, RenderError) as exc:
         print_error("render", str(exc))
         return 2

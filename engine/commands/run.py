@@ -545,6 +545,12 @@ def _open_for_run(config: RunConfig):
                            "folder") from None
         # A store cut short names itself already ("X: the store is cut short …").
         said = str(exc) if isinstance(exc, StoreTruncatedError) else f"{config.store}: {exc}"
+        if not isinstance(exc, StoreError) and exc.strerror:
+            # The OS's words, and the folder it could not make when it is not the store's
+            # own: its repr ("[Errno 2] No such file or directory: '/proc/x'") named it twice.
+            where = os.fsdecode(exc.filename) if exc.filename is not None else config.store
+            said = config.store + ("" if where == config.store else f": {where}")
+            said += f": {exc.strerror}"
         raise _Refused(f"cannot open the store {said}") from None
     lock = contextlib.ExitStack()  # held until the store is closed, every write durable
     doing = f"lock the store {config.store}"

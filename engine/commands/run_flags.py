@@ -8,10 +8,22 @@ resumes, and its exit statuses.
 from __future__ import annotations
 
 import argparse
+import os
 
 from engine.prompts import SETTINGS
 
 __all__ = ["add_arguments"]
+
+
+def _utf8_text(value: str) -> str:
+    """An argparse type for a flag that takes a name, a list or a URL, not a path: a byte of it
+    that is not UTF-8 arrived as a lone surrogate, which the run met as a traceback when it
+    hashed the run name or a model spec, or sent the URL."""
+    try:
+        os.fsencode(value).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not UTF-8 text (byte {exc.start})") from None
+    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,18 +75,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "requests_per_minute, tokens_per_minute, extra (fields added to each "
                    "request), native_tools, for OpenAI detail and max_tokens_field, and for "
                    "Anthropic prompt_cache")
-    p.add_argument("--model", action="append", metavar="SPEC", dest="models",
+    p.add_argument("--model", action="append", metavar="SPEC", dest="models", type=_utf8_text,
                    help="PROVIDER:MODEL, repeatable: reference:calibrated|ignore|overcall|blind, "
                    "openai:MODEL (any OpenAI-compatible server), gemini:MODEL, anthropic:MODEL, "
                    "scripted:NAME (replies from extra.script, or a built-in zoom-then-answer "
                    "script; offline), cassette:PROVIDER:MODEL (the replies --store recorded for "
                    "PROVIDER:MODEL, no network) (default: the four reference agents)")
-    p.add_argument("--base-url", metavar="URL",
+    p.add_argument("--base-url", metavar="URL", type=_utf8_text,
                    help="API base URL for the API models, with the API's version path as in "
                    "the defaults (e.g. http://127.0.0.1:8000/v1; default: each provider's own, "
                    "https://api.openai.com/v1, https://generativelanguage.googleapis.com/v1beta, "
                    "https://api.anthropic.com/v1)")
-    p.add_argument("--api-key-env", metavar="NAME",
+    p.add_argument("--api-key-env", metavar="NAME", type=_utf8_text,
                    help="environment variable holding the API key (default OPENAI_API_KEY, "
                    "GEMINI_API_KEY or ANTHROPIC_API_KEY by provider; a model at another --base-url "
                    "gets no key unless this names one, so a key meant for the provider is never "
@@ -82,7 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", metavar="SPEC",
                    help="synthetic[:N per family] | see2think:TASKS.json | jsonl:FILE "
                    "(default: synthetic, 20 samples in each of its 7 families)")
-    p.add_argument("--settings", metavar="LIST",
+    p.add_argument("--settings", metavar="LIST", type=_utf8_text,
                    help=f"comma-separated subset of {','.join(SETTINGS)} (default: all four; "
                    "given twice, the last counts, as for every flag but --model)")
     p.add_argument("--store", metavar="PATH", help="the event store (default: runs/demo.lmdb); "
@@ -133,7 +145,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="conversation shape (default see2think: one user message per step "
                    "with the earlier steps' text and images; chat: alternating turns, each "
                    "reply an assistant turn and each rendered image a user turn)")
-    p.add_argument("--image-history", metavar="H",
+    p.add_argument("--image-history", metavar="H", type=_utf8_text,
                    help="which images each call is sent: 'all' (default) or "
                    "'original+last:K' (the original image and the last K rendered ones)")
     p.add_argument("--render-base", choices=("current", "original"),
@@ -141,7 +153,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--convention", choices=("xyxy", "yxyx"),
                    help="box coordinate order the API models write (default xyxy; the "
                    "reference agents keep their own, and a run of them alone refuses it)")
-    p.add_argument("--dialect", metavar="D",
+    p.add_argument("--dialect", metavar="D", type=_utf8_text,
                    help="action dialect of the API models: vaot (default), deepeyes, qwen3vl, "
                    "minio3, openai (the reference agents keep their own, and a run of them "
                    "alone refuses it)")
@@ -154,7 +166,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "doubling each time up to 60 s, each wait drawn between half and all of it, "
                    "twice as long after a 429; a server's Retry-After is waited instead, and one "
                    "over 600 s fails the call")
-    p.add_argument("--run-name", metavar="NAME",
+    p.add_argument("--run-name", metavar="NAME", type=_utf8_text,
                    help="name the run explicitly (default: derived from the options)")
     p.add_argument("--prompt-cache", action="store_true",
                    help="ask the anthropic models to cache each request's repeated prefix (the "

@@ -19,6 +19,7 @@ import pytest
 
 from engine.config import ConfigError, ModelConfig, RunConfig
 from store import LmdbStore
+from tests.store.helpers import where_permissions_apply
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,6 +59,7 @@ def test_an_output_inside_the_store_being_read_is_refused(store: Path, tmp_path:
 
 
 @pytest.mark.parametrize("args", [("export", "{store}", "-o", ""), ("images", "{store}", "-o", ""),
+                                  ("images", "{store}", "-o", "{store}.pngs", "--traj", ""),
                                   ("tail", ""), ("verify", ""), ("export", "")])
 def test_an_empty_path_is_an_unset_variable_not_the_current_folder(store: Path, args) -> None:
     done = vaot(*(a.format(store=store) for a in args))
@@ -304,3 +306,94 @@ def test_damage_verify_cannot_walk_names_a_copy_and_what_an_export_still_saves(
     exported = vaot("export", store)  # as the advice says: every event
     assert exported.returncode == 0, exported.stderr
     assert len(exported.stdout.splitlines()) == len(vaot("tail", store).stdout.splitlines()) > 0
+
+
+@pytest.mark.parametrize(("flag", "value", "byte"), [
+    ("--run-name", b"mine\xff", 4),
+    ("--model", b"openai:gpt\xff", 10),
+    ("--base-url", b"http://h\xff.example/v1", 8),
+])
+def test_a_run_flag_that_is_not_utf8_is_one_line(tmp_path: Path, flag: str, value: bytes,
+                                                  byte: int) -> None:
+    # A byte that is not UTF-8 arrived as a lone surrogate: the run met it as a traceback
+    # when it hashed the run name or the model spec, or made the URL.
+    done = vaot("run", "--model", "openai:gpt", flag, value, "--store", tmp_path / "s",
+                "--no-progress", "--dry-run", env={**os.environ, "LC_ALL": "C.UTF-8"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == (f"vaot run: error: argument {flag}: not UTF-8 text (byte {byte}) "
+                           "(see vaot run --help)\n")
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("tail", "{long}"), ("export", "{long}"), ("images", "{long}", "-o", "{tmp}/pngs"),
+    ("run", "--dry-run", "--limit", "1", "--store", "{long}"),
+    ("run", "--limit", "1", "--store", "{tmp}/s", "--dataset", "jsonl:{long}"),
+], ids=["tail", "export", "images", "run-store", "run-dataset"])
+def test_a_path_longer_than_the_file_system_allows_is_one_line(tmp_path: Path, args) -> None:
+    # Python 3.11's Path.exists() and is_dir() raise ENAMETOOLONG (where they say False of a
+    # path that is not there): each command met it as a traceback.
+    long = tmp_path / ("a" * 300)
+    done = vaot(*(a.format(long=long, tmp=tmp_path) for a in args))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"vaot {args[0]}: error: {long}")
+    assert done.stderr.endswith(": File name too long; give a shorter path\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_store_folder_the_os_will_not_make_is_said_in_its_words() -> None:
+    # /proc holds no folder but the kernel's: making one there fails (ENOENT). The line
+    # quoted the error's repr, naming the path twice: "[Errno 2] No such file or directory:
+    # '/proc/x'".
+    for store, said in (("/proc/vaot-test", "/proc/vaot-test: No such file or directory"),
+                        ("/proc/vaot-test/s", "/proc/vaot-test/s: /proc/vaot-test: No such "
+                                              "file or directory")):
+        done = vaot("run", "--model", "reference:calibrated", "--limit", "1", "--store", store,
+                    "--no-progress")
+        assert done.returncode == 2
+        assert done.stderr == f"vaot run: error: cannot open the store {said}\n"
+
+
+def test_a_seed_out_of_range_says_both_bounds_alike() -> None:
+    # The low bound was written without separators beside a high one with them:
+    # "from -9223372036854775808 to 9,223,372,036,854,775,807".
+    with pytest.raises(ConfigError) as refused:
+        RunConfig(seed=2**70).validate()
+    assert str(refused.value).startswith(
+        "--seed: must be from -9,223,372,036,854,775,808 to 9,223,372,036,854,775,807, got ")
+
+
+def test_a_key_with_a_line_break_inside_refuses_the_run_in_one_line(tmp_path: Path) -> None:
+    done = vaot("run", "--model", "openai:gpt", "--base-url", "http://127.0.0.1:9/v1",
+                "--api-key-env", "VAOT_TEST_KEY", "--store", tmp_path / "s", "--limit", "1",
+                "--no-progress", env={**os.environ, "VAOT_TEST_KEY": "sk-one\nsk-two"})
+    assert done.returncode == 2 and "sk-one" not in done.stderr + done.stdout
+    assert done.stderr.startswith("vaot run: error: openai: the API key in VAOT_TEST_KEY holds "
+                                  "a control character") and done.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [
+    ("--dry-run", "--store", "{locked}"),
+    ("--store", "{locked}/s"),
+    ("--store", "{tmp}/s", "--dataset", "jsonl:{locked}/rows.jsonl"),
+], ids=["dry-run-store", "store-inside", "dataset-inside"])
+def test_a_run_given_a_folder_that_may_not_be_entered_is_one_line(tmp_path: Path,
+                                                                   args) -> None:
+    # Python 3.11's Path.exists() and is_dir() raise EACCES (where they say False of a
+    # missing path): the plan, the log's check and the dataset's met it as a traceback.
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0)
+    try:
+        done = subprocess.run(
+            [*where_permissions_apply(), sys.executable, "-m", "engine", "run", "--limit", "1",
+             "--no-progress", *(a.format(locked=locked, tmp=tmp_path) for a in args)],
+            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"vaot run: error: {locked}") and done.stderr.endswith(
+            ": Permission denied; check its permissions, and its folders'\n")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["locked"]
+    finally:
+        locked.chmod(0o755)

@@ -12,6 +12,7 @@ from adapters.renderers.encode import image_hash
 from adapters.renderers.images import load_image
 from store import LmdbStore
 from store.events import Step, TrajectoryStarted
+from tests.store.helpers import png_blob
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,3 +129,37 @@ def test_a_damaged_image_is_named_and_not_written(store_path: Path, tmp_path: Pa
     assert lines[-1].startswith("vaot images: error: 1 image(s) missing or damaged")
     assert not list(out.glob(f"{key.hex()}.*"))
     assert not list(out.glob(".*"))  # no leftover partial files
+
+
+def test_step_numbers_are_as_wide_as_the_largest_step_so_the_names_sort_in_step_order(
+        tmp_path: Path) -> None:
+    # Padded to two digits always: step100 sorted between step10 and step11.
+    key, png = png_blob(3)
+    path = tmp_path / "store"
+    with LmdbStore(path) as store:
+        store.put_blob_sync(key, png)
+        store.append_sync([
+            TrajectoryStarted(traj="long", pos=0, run_id="r", sample_id="s", setting="vaot",
+                              model="m", input_state=key.hex()),
+            *(Step(traj="long", pos=n, step=n, request_hash=f"req{n}", raw_text="look",
+                   returned_state=key.hex() if n in (1, 9, 10, 11, 99, 100) else None)
+              for n in range(1, 101))])
+    done = vaot("images", path, "-o", tmp_path / "out", "--traj", "long")
+    assert done.returncode == 0, done.stderr
+    names = sorted(f.name for f in (tmp_path / "out" / "long").iterdir())
+    assert names == ["step000-original.png", "step001-returned.png", "step009-returned.png",
+                     "step010-returned.png", "step011-returned.png", "step099-returned.png",
+                     "step100-returned.png"]
+
+
+def test_a_file_where_a_trajectorys_folder_goes_is_said_to_be_in_its_way(
+        store_path: Path, tmp_path: Path) -> None:
+    # The line said "-o names the folder to write the images into", of a folder -o named
+    # rightly: the file in the way was the one named by the trajectory's id, inside it.
+    traj = next(e.traj for e in events(store_path) if isinstance(e, TrajectoryStarted))
+    (tmp_path / traj).write_bytes(b"mine")
+    done = vaot("images", store_path, "-o", tmp_path, "--traj", traj)
+    assert done.returncode == 2 and (tmp_path / traj).read_bytes() == b"mine"
+    assert done.stderr == (f"vaot images: error: {tmp_path / traj} is there and is not a "
+                           "folder; a trajectory's images go into a folder named by its id, in "
+                           "the -o folder; move that file away or choose another -o\n")

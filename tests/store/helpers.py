@@ -6,10 +6,12 @@ import errno
 import io
 import os
 import queue
+import shutil
 import threading
 import typing
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from store.blobs import pixel_hash
@@ -98,3 +100,14 @@ def fill_disk(folder: Path) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+def where_permissions_apply() -> list[str]:
+    """What to run a command under so that file permissions bind it: as root, which passes
+    every check, without the capabilities to (setpriv); as another user, nothing."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: permissions cannot be made to apply")
+    dropped = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--bounding-set={dropped}", f"--inh-caps={dropped}"]

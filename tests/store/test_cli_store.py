@@ -14,7 +14,14 @@ import pytest
 
 from store import LmdbStore, TrajectoryFinished
 from store.recorder import blob_record
-from tests.store.helpers import LineReader, png_blob, run_started, step, steps
+from tests.store.helpers import (
+    LineReader,
+    png_blob,
+    run_started,
+    step,
+    steps,
+    where_permissions_apply,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -571,20 +578,46 @@ def test_verify_export_and_tail_read_a_store_in_a_read_only_directory(store_path
         shutil.rmtree(shared)
 
 
+@pytest.mark.parametrize("command", [("tail",), ("export",), ("verify",), ("report",),
+                                     ("images", "-o", "{tmp}/pngs")])
+def test_a_store_folder_that_may_not_be_entered_is_one_line(store_path: Path, tmp_path: Path,
+                                                             command) -> None:
+    # Python 3.11's Path.exists() raises EACCES (where it says False of a missing path):
+    # each command met the folder, or a path inside it, as a PermissionError traceback.
+    store_path.chmod(0)
+    try:
+        for given, refused in ((store_path, store_path / "data.mdb"),
+                               (store_path / "inner", store_path / "inner")):
+            done = subprocess.run(
+                [*where_permissions_apply(), sys.executable, "-m", "engine", command[0],
+                 str(given), *(a.format(tmp=tmp_path) for a in command[1:])],
+                capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+            assert done.returncode == 2, done.stderr
+            assert done.stderr == (f"vaot {command[0]}: error: {given}: cannot open as a vaot "
+                                   f"store: {refused}: Permission denied\n")
+    finally:
+        store_path.chmod(0o755)
+
+
 @pytest.mark.parametrize("command", ["report", "tail", "verify", "export"])
 def test_a_store_named_by_its_folder_file_or_stem_is_pointed_at(tmp_path: Path,
                                                                command: str) -> None:
     # What a user types next to `vaot run --store runs/x.lmdb`: the folder of the stores, the
-    # store without its suffix, or the data file in it. Each was "no vaot store here" alone.
+    # store without its suffix, the data file in it, another file in it (lock.mdb, which
+    # completes first) or the run's log beside it. Each was "not a vaot store" alone.
     runs = tmp_path / "runs"
     runs.mkdir()
     for name in ("b.lmdb", "a.lmdb"):
         with LmdbStore(runs / name) as store:
             store.append_sync([run_started("r")])
+    (runs / "a.log").write_text("{}\n")
     for given, hint in ((runs, f"the stores in it: {runs / 'a.lmdb'}, {runs / 'b.lmdb'}"),
                         (runs / "a", f"did you mean {runs / 'a.lmdb'}?"),
                         (runs / "a.lmdb" / "data.mdb", f"the store is its folder, "
-                                                         f"{runs / 'a.lmdb'}")):
+                                                         f"{runs / 'a.lmdb'}"),
+                        (runs / "a.lmdb" / "lock.mdb", f"the store is its folder, "
+                                                         f"{runs / 'a.lmdb'}"),
+                        (runs / "a.log", f"it is the log of the store {runs / 'a.lmdb'}")):
         done = vaot(command, given)
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr.count("\n") == 1 and hint in done.stderr, done.stderr

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -484,3 +486,27 @@ def test_an_element_with_a_list_of_images_is_said_to_have_too_many(tmp_path: Pat
     [skipped] = See2ThinkLoader(tmp_path / "tasks.json").skipped
     assert skipped.reason == ("element id 0 'image_path' is a list of 2: vaot takes one image "
                               "per sample (task entry 1)")
+
+
+@pytest.mark.parametrize("special", ["fifo", "device"])
+def test_a_data_json_that_is_a_fifo_or_a_device_is_skipped_unread(tmp_path: Path,
+                                                                  special: str) -> None:
+    # Read as a file: a fifo held the run until something wrote it, and a device such as
+    # /dev/zero was read until the memory ran out (images were already checked so).
+    data = tmp_path / "data.json"
+    if special == "fifo":
+        os.mkfifo(data)
+    else:
+        data.symlink_to("/dev/null")  # a device whose read ends, so the test cannot hang
+    write_array(tmp_path / "tasks.json", [task("data.json", 0)])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    loaded = threading.Thread(target=loader.samples, daemon=True)
+    loaded.start()
+    loaded.join(timeout=60)
+    if loaded.is_alive():  # blocked opening the fifo: a writer that opens and closes frees it
+        os.close(os.open(data, os.O_WRONLY | os.O_NONBLOCK))
+        loaded.join(timeout=60)
+        pytest.fail("the loader waited on the fifo")
+    [skipped] = loader.skipped
+    assert skipped.reason == ("data.json data.json: not a regular file (a fifo or a device, "
+                              "whose read would block or never end) (task entry 1)")

@@ -13,6 +13,7 @@ import structlog
 from adapters.models._secrets import (
     MissingKeyError,
     RedactingFilter,
+    UnusableKeyError,
     read_key,
     redact,
     redact_processor,
@@ -36,6 +37,19 @@ def test_an_empty_key_is_not_called_unset() -> None:
     # `KEY= vaot run ...`, or a .env line with nothing after the =: the fix is not the same.
     with pytest.raises(MissingKeyError, match="VAOT_KEY is set but empty"):
         read_key("VAOT_KEY", provider="openai", environ={"VAOT_KEY": "  "})
+
+
+def test_a_key_with_a_line_break_inside_is_refused_naming_the_variable_not_the_value() -> None:
+    # Sent as it was, the HTTP client refused it at every call ("Forbidden control character
+    # detected in headers"): each trajectory ended in an error naming neither key nor cause.
+    with pytest.raises(UnusableKeyError) as info:
+        read_key("VAOT_KEY", provider="openai", environ={"VAOT_KEY": "sk-first-line\nsk-second"})
+    said = str(info.value)
+    assert "VAOT_KEY holds a control character" in said and "set VAOT_KEY to the key alone" in said
+    assert "sk-first" not in said and "sk-second" not in said
+    # Around it, a line break is the file's last line's, and taken off as before.
+    assert read_key("VAOT_KEY", provider="openai", environ={"VAOT_KEY": "sk-key-only\r\n"}) == (
+        "sk-key-only")
 
 
 def test_hosted_adapters_demand_their_key(monkeypatch) -> None:

@@ -253,6 +253,26 @@ def test_a_profile_for_other_pixels_is_not_applied_and_noted() -> None:
                             "and may be off: save it again in sRGB, or with a valid profile"]
 
 
+def test_a_conversion_that_fails_on_the_pixels_keeps_them_and_warns(monkeypatch) -> None:
+    # Its pixels were left as stored with nothing said, where a profile that could not be
+    # read or built was warned of. No real file makes a built transform refuse the pixels
+    # (they are brought to its mode first), so Pillow is made to: its own refusal, of the
+    # image given in another mode, for the image's pixels only (not the probe that judged
+    # the profile when its transform was built, which is wider).
+    apply = ImageCms.ImageCmsTransform.apply
+
+    def refusing(transform, im, im_out=None):
+        return apply(transform, im.convert("L") if im.width == NOISE.width else im, im_out)
+
+    monkeypatch.setattr(ImageCms.ImageCmsTransform, "apply", refusing)
+    data = _encode(NOISE, "PNG", ADOBE)
+    assert np.array_equal(np.asarray(load_image(data)), _as_stored(data))
+    assert _notes(data) == ["its colour profile (ICC, for RGB colours) failed on its pixels "
+                            "(mode mismatch), so its colours are shown as stored, taken as "
+                            "sRGB, and may be off: save it again in sRGB, or with a valid "
+                            "profile"]
+
+
 def test_without_littlecms_the_pixels_are_as_before_with_a_warning(monkeypatch) -> None:
     # A Pillow built without littlecms has no PIL.ImageCms: importing it fails, as here.
     monkeypatch.setitem(sys.modules, "PIL.ImageCms", None)

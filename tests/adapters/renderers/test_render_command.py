@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from adapters.renderers import load_image
 from adapters.renderers.encode import encode_png, image_hash
 from engine.cli import main
 
 from ._scene import scene
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -140,3 +150,65 @@ def test_an_output_named_otherwise_is_still_png_and_says_so(image, tmp_path, cap
     assert main(["render", str(image), action, "-o", str(out)]) == 0
     assert "is written as PNG" in capsys.readouterr().err
     assert out.read_bytes().startswith(b"\x89PNG")  # lossless: the pixels the hash is of
+
+
+def _no_room_past(limit: int):
+    def apply() -> None:
+        # A file-size limit is a disk that fills midway through the PNG (EFBIG), without
+        # filling this machine's disk.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_render_that_stops_midway_leaves_the_earlier_png_whole(tmp_path):
+    # The PNG was written in place: a render stopped midway (a full disk here, a kill) left
+    # the first half of a PNG where a whole one had been.
+    noise = np.random.default_rng(7).integers(0, 256, (200, 200, 3), dtype=np.uint8)
+    image = tmp_path / "noise.png"
+    image.write_bytes(encode_png(Image.fromarray(noise)))  # ~120 kB: it does not compress
+    out = tmp_path / "out.png"
+    earlier = encode_png(scene())
+    out.write_bytes(earlier)
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "render", str(image),
+         '{"type": "annotate", "target": [100, 100, 500, 500], "content": "x"}', "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        preexec_fn=_no_room_past(len(earlier) + 1000),
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"vaot render: error: {out}: File too large"), done.stderr
+    assert out.read_bytes() == earlier
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["noise.png", "out.png"]
+
+
+def test_a_render_writes_through_a_link_and_keeps_a_files_permissions(image, tmp_path):
+    # Renamed into place, a symlink would become a plain file and the file it names go stale.
+    action = '{"type": "zoom", "target": [0, 0, 500, 500]}'
+    real, link = tmp_path / "real.png", tmp_path / "link.png"
+    real.write_bytes(b"old")
+    link.symlink_to(real)
+    assert main(["render", str(image), action, "-o", str(link)]) == 0
+    assert link.is_symlink() and load_image(real).size == (320, 240)
+    private = tmp_path / "private.png"
+    private.write_bytes(b"old")
+    private.chmod(0o600)
+    assert main(["render", str(image), action, "-o", str(private)]) == 0
+    assert private.stat().st_mode & 0o777 == 0o600 and load_image(private).size == (320, 240)
+
+
+@pytest.mark.parametrize(("spec", "stdin", "said"), [
+    ("-", b'{"type": "zoom", "target": [0, 0, 500, 500], "content": "\xff"}',
+     "stdin: not UTF-8 text (byte 57)"),
+    (b'{"type": "zoom", "target": [0, 0, 500, 500], "content": "\xff"}', b"",
+     "ACTION_JSON: not UTF-8 text (byte 57)"),
+], ids=["stdin", "inline"])
+def test_action_json_that_is_not_utf8_is_one_line(image, tmp_path, spec, stdin, said):
+    # A byte that is not UTF-8 came through as a lone surrogate, which the JSON decoder's
+    # encode met as a traceback (UnicodeEncodeError).
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "render", str(image), spec, "-o", str(tmp_path / "o.png")],
+        cwd=ROOT, input=stdin, capture_output=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"})
+    assert done.returncode == 2 and done.stderr.decode() == f"vaot render: error: {said}\n"
+    assert not (tmp_path / "o.png").exists()
