@@ -76,6 +76,18 @@ _QUOTE_CLOSED_IN_PROSE = re.compile(r"[^\n\"'”’`]{0,60}[\"'”’`][ \t]*+[\
 _SIGN_OFF_LEFT = re.compile(r"[ \t*_]*\n\s*+[*_]*(?:I[ \t]+)?(?:hope[ \t]+(?:this|that|it)[ \t]+helps"
                             r"|let[ \t]+me[ \t]+know[ \t]+if\b|feel[ \t]+free[ \t]+to\b)[^\n]{0,120}"
                             r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z", re.IGNORECASE)
+# Or an explanation of it, in a section of its own after it ("Answer: B" then "Explanation: the
+# bar is taller", "## Answer" then "B" then "## Explanation"): the answer is given, its reason
+# follows. Any other line after a bare answer line still makes it prose.
+_EXPLANATION_LEFT = re.compile(r"[ \t*_]*\n\s*+(?:#{1,6}[ \t]*+)?[*_]*+(?:explanation|reasoning"
+                               r"|rationale|justification|解释|理由)[ \t*_]*+(?:[:：]|\n)",
+                               re.IGNORECASE)
+# What may open a bare answer marker's line: blanks, a markdown heading's marks ("## Answer").
+_HEADING_LEAD = re.compile(r"[ \t]*+(?:#{1,6}[ \t]*+)?")
+# A bare answer marker with no colon is one only as a heading alone on its line ("## Answer",
+# "**Answer**", "答案"), with the answer on the next line.
+_HEADING_WORD = re.compile(r"answer|答案", re.IGNORECASE)
+_EMPTY_REST = re.compile(r"[ \t*_]*+(?:\n|\Z)")
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -160,9 +172,10 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
         bounds.append(m.start())
     for m, start, at_line_start in markers:
         bare = m.group("bare") is not None
-        if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
-            # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
-            # list item ("- Final: 5 cars") is not.
+        if bare and not _bare_marker(text, m, start):
+            # "Final: C" or "Answer: C" opening a line is a marker, as is "## Answer" alone on
+            # its line; "the final step: …", "Answer the question" or a list item ("- Final: 5
+            # cars") is not.
             continue
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
@@ -181,7 +194,8 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
                 nxt = NEXT_LINE.match(text, nxt.end())
             if nxt:
                 answer, end = nxt.group(1), nxt.end()
-        if bare and not (_ONLY_SPACE_LEFT.match(text, end) or _SIGN_OFF_LEFT.match(text, end)):
+        if bare and not (_ONLY_SPACE_LEFT.match(text, end) or _SIGN_OFF_LEFT.match(text, end)
+                         or _EXPLANATION_LEFT.match(text, end)):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
         if bare and gives_none_yet(clean_answer(answer)):
             # "Answer: Let me zoom in first." says what comes next, not an answer. "Answer: TBD"
@@ -193,13 +207,26 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
     return out
 
 
+def _bare_marker(text: str, m: re.Match[str], start: int) -> bool:
+    """Whether a bare ``Final``/``Answer``/``Ans``/``答案`` at ``m`` (its emphasis from ``start``)
+    is set as a marker: with a colon, opening its line (a heading's marks allowed: "## Answer:
+    B"); or, without one, as a heading alone on its line ("## Answer", "**Answer**")."""
+    if not starts_line(text, _HEADING_LEAD, start):
+        return False
+    if m.group("sep") in (":", "："):
+        return True
+    return (m.group("sep") is None and _HEADING_WORD.fullmatch(m.group("bare")) is not None
+            and _EMPTY_REST.match(text, m.end()) is not None)
+
+
 def find_final_answer(text: str, notes: list[str] | None = None) -> FoundAnswer | None:
     """The final answer of a reply, or ``None`` (and in ``notes``, when given, why a bare
     answer line or a concluding sentence that named a placeholder was not read: "Answer: TBD",
     "So the answer is TBD.").
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
-    a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
+    a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line, or
+    an ``## Answer`` heading above it, with only a sign-off or an "Explanation:" section after),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
     option/choice is …", "Here is the answer: …", "…(我的)答案是/为/应该是 …", "…最终答案是 …",
