@@ -22,6 +22,7 @@ from engine.parsing.answer_text import (
     last_boxed,
     placeholder,
     placeholder_note,
+    shown_answer,
     split_hedge,
 )
 from engine.parsing.blocks import starts_line
@@ -237,7 +238,8 @@ def find_final_answer(text: str, notes: list[str] | None = None) -> FoundAnswer 
     each with a warning (concluding.py). An option label on a marked
     line keeps its text unless a remark of the reply's own follows it ("Final Answer: B. The
     zoom will confirm this." gives B); a hedge after a lone number or letter is dropped ("3
-    probably" gives 3).
+    probably" gives 3). A marked answer stands when the reply names another after it ("Final
+    Answer: A" then "Actually, the correct answer is B."), with a warning.
     """
     # A template's blank ("Final Answer: ?", "<answer>[your answer]</answer>") names nothing, as
     # an empty marker does: the answer written before it, or in a tag or box, stands. A blank
@@ -277,7 +279,14 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
                   else "answer_line" if bare else "final_answer")
         if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
             answer = label_only(clean_answer(answer))
-        return _found(answer, source, start, end, warnings, at_line_start)
+        found = _found(answer, source, start, end, warnings, at_line_start)
+        if (later := _named_after(text, end)) is not None and _differ(found.text, later):
+            # "Final Answer: A" then "Actually, … the correct answer is B.": the marked answer
+            # stands (what the reply set as its answer), but the doubt is kept in sight.
+            said = (f"the reply goes on to name another answer ({shown_answer(later)!r}) after "
+                    f"its final answer ({shown_answer(found.text)!r}); kept the final answer")
+            found = msgspec.structs.replace(found, warnings=(*found.warnings, said))
+        return found
     # The tag, and a box, start with a character most replies lack: looked for only then.
     tags = (_named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), dropped)
             if "<" in text else [])
@@ -302,6 +311,45 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
         warnings.append(warning)
         return _found(answer, "answer_is", start, end, warnings)
     return None
+
+
+def _named_after(text: str, end: int) -> str | None:
+    """The answer the reply names after its last answer marker, ending at ``end``, read as one
+    with no marker would be (an answer tag, a box, "the correct answer is B", "B is the
+    answer"); None when it names none, or only a blank."""
+    tail = text[end:]
+    if not tail.strip():
+        return None
+    later = _find(tail, None, [])
+    if later is None or placeholder(later.text) is not None:
+        return None
+    return later.text
+
+
+_LEADING_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*|\.\d+)")
+# An option letter opening an answer, with or without a mark after it ("A since it is short").
+_LEADING_LETTER = re.compile(r"[(\[（]?([A-J])[)\]）]?(?![\w'’-])")
+
+
+def _differ(first: str, then: str) -> bool:
+    """Whether two answers of a reply plainly name different ones: other option letters, other
+    leading numbers ("12" and "15", not "12 cm"), or, with neither, words neither of which
+    holds the other ("red" and "blue", not "red" and "the red one"). A letter and a text
+    ("B" and "15 cm") may be one option: not told apart."""
+    letters = [choice_letter(a) or ((m := _LEADING_LETTER.match(a)) and m.group(1))
+               for a in (first, then)]
+    if all(letters):
+        return letters[0] != letters[1]
+    numbers = [_LEADING_NUMBER.match(a) for a in (first, then)]
+    if all(numbers):
+        return numbers[0].group() != numbers[1].group()
+    if any(letters) or any(numbers):
+        return False
+
+    def plain(answer: str) -> str:
+        return " ".join(split_hedge(answer)[0].lower().rstrip(".。!！").split())
+    a, b = plain(first), plain(then)
+    return a not in b and b not in a
 
 
 def _answers_said(text: str, lowered: str | None) -> list[re.Match[str]]:
