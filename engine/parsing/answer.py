@@ -103,7 +103,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     concluding "Therefore, the answer is …", "I think the answer is …", "So the answer: …", "The
     correct option is …", "Here is the answer: …", "I'd say B", "所以答案是 …", "答案应该是 …",
     "故选C", or naming its answer first: "Therefore, B is the correct answer.", "(B) is
-    correct.", "So, it's B.", "B是正确答案。", a last "Conclusion: B" line)."""
+    correct.", "So, it's B.", "B是正确答案。", a last "Conclusion: B" line) | ``lone_option``
+    (the whole reply an option letter of the sample's choices: "B", "B. 15 cm")."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
