@@ -124,7 +124,8 @@ def _unit(word: str | None) -> str:
 _PREPOSITION_IN = re.compile(r"\s+[^\W\d_]")
 # Each number and the word after it, a square or cube mark kept ("15 cm²", or "15 cm2" as
 # NFKC writes it, is an area).
-_NUMBER_AND_UNIT = re.compile(r"(?<![\w.])([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*"
+_NUMBER_AND_UNIT = re.compile(r"(?<![\w.,])([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+                              r"|\.\d+))\s*"
                               r"(°|%|[a-zµ]+(?:[²³]|[23](?![\w.]))?)?")
 
 

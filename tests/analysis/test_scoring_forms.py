@@ -282,3 +282,9 @@ def test_an_option_is_named_by_its_number_in_its_own_unit_alone(n, symbol, data)
     assert answer_option(f"{n} {other}", options) == 1
     assert answer_option(f"{n}", options) is None  # two options have that number
     assert answer_option(f"{n} {spelled}", options[1:]) is None
+
+
+@pytest.mark.parametrize(("answer", "named"), [("1,500 m", None), ("1500 m", None),
+                                               ("1,500 cm", 0), ("1500", 0), ("1,500", 0)])
+def test_a_grouped_number_keeps_its_unit(answer, named) -> None:
+    assert answer_option(answer, ("1,500 cm", "2,000 cm")) == named
