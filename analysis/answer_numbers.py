@@ -24,6 +24,7 @@ __all__ = [
     "number_given",
     "same_measure",
     "truth_number",
+    "units_agree",
 ]
 
 
@@ -118,6 +119,44 @@ def _unit(word: str | None) -> str:
     return _UNIT_SPELLINGS.get(word, word) if word else ""
 
 
+# "in" after a number before another word is the preposition ("15 in total", "3 in the
+# picture"), not inches.
+_PREPOSITION_IN = re.compile(r"\s+[^\W\d_]")
+# Each number and the word after it, a square or cube mark kept ("15 cm²", or "15 cm2" as
+# NFKC writes it, is an area).
+_NUMBER_AND_UNIT = re.compile(r"(?<![\w.,])([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+                              r"|\.\d+))\s*"
+                              r"(°|%|[a-zµ]+(?:[²³]|[23](?![\w.]))?)?")
+
+
+_POWERS = str.maketrans("23", "²³")
+
+
+def units_written(text: str, value: float) -> frozenset[str]:
+    """The units written after ``value`` wherever ``text`` gives it, as symbols ("15
+    centimeters" gives cm, "45 degrees" °); a counted noun ("15 cats") is no unit."""
+    text = GLUED_UNIT.sub(r"\1 \2", text)
+    units = set()
+    for m in _NUMBER_AND_UNIT.finditer(text):
+        if abs(as_float(m.group(1)) - value) >= 1e-9 or m.group(2) is None:
+            continue
+        word = m.group(2).rstrip("²³23")
+        power = m.group(2)[len(word):].translate(_POWERS)
+        unit = _unit(word)
+        if unit == "in" and not power and _PREPOSITION_IN.match(text, m.end()):
+            continue
+        if unit in _UNIT_WORDS:
+            units.add(unit + power)
+    return frozenset(units)
+
+
+def units_agree(given: str, value: float, option: str, option_value: float) -> bool:
+    """Whether an answer giving ``value`` may name an option of ``option_value`` by their units:
+    the same one ("15 centimeters" and "15 cm"), or none written on either side."""
+    said, offered = units_written(given, value), units_written(option, option_value)
+    return not said or not offered or said == offered
+
+
 # Words after a number that scale it: "3 dozen" is 36, so "3" does not meet it.
 _SCALES = frozenset({"dozen", "dozens", "hundred", "hundreds", "thousand", "thousands",
                      "million", "millions", "billion", "billions", "trillion", "score"})
@@ -145,7 +184,9 @@ def same_measure(given: str, expected: str) -> bool:
                  for m in _NUMBER_WORD.finditer(given) if truth_number(m.group()) == value}
     if not words and _chinese_count(given) is not None:  # "三", "三个": bare, as "3个" is
         words = {""}
-    return bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
+    # "15 cm²" (an area) is no 15 cm, though its word is.
+    return (bool(words & {"", unit}) and not (words & _UNIT_WORDS) - {unit}
+            and not units_written(given, value) - {unit})
 
 
 NUMBER_TOKEN = re.compile(r"(?<![\w.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)"

@@ -37,6 +37,7 @@ from analysis.answer_numbers import (
     number_given,
     same_measure,
     truth_number,
+    units_agree,
 )
 
 __all__ = ["answer_option", "names_an_option", "normalise", "score_answer", "truth_option"]
@@ -298,7 +299,10 @@ def _picked(text: str, options: list[_Option]) -> int | None:
         value = fraction_value(text)
         if value is None:
             value = number_given(GLUED_UNIT.sub(r"\1 \2", text))
-        hits = [i for i, v in enumerate(numeric) if value is not None and abs(v - value) < 1e-9]
+        # A unit must agree where both write one: "15 m" is no "15 cm" (it named it, and scored
+        # right, while "150 mm" named nothing); "15" and "15 centimeters" name "15 cm".
+        hits = [i for i, v in enumerate(numeric) if value is not None and abs(v - value) < 1e-9
+                and units_agree(text, value, options[i].text, v)]
         if not hits:  # "0.5" for the option "50%", "50%" for "0.5", as without choices
             shared = _PERCENT_WORD.sub("%", text)
             hits = [i for i, o in enumerate(options) if _same_share(shared, o.text)]

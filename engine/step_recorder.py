@@ -104,7 +104,7 @@ class StepRecorder:
             canvas_size = (await states.canvas(*self._boxes_image(current), self._original)).size
         parsed = parse_step(reply.text, dialect=self._dialect, convention=self._convention,
                             canvas_size=canvas_size, tool_calls=reply.tool_calls,
-                            expected_step=step_no)
+                            expected_step=step_no, choices=self._job.sample.choices)
         warnings = self._reply_warnings(parsed, reply, step_no)
         if not parsed.actions and parsed.warnings and rt.on_fault is not None:
             self._tell_other_dialect(parsed.warnings)

@@ -56,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "{name, arguments} objects",
     )
     parser.add_argument(
+        "--choice", action="append", default=[], metavar="TEXT", dest="choices",
+        help="one of the sample's options, repeated for each in order (--choice '10 cm' "
+        "--choice '15 cm'), as a run passes them: a reply that is only an option letter "
+        "('B', '(B)', 'B. 15 cm') is read as the final answer only with them",
+    )
+    parser.add_argument(
         "--step", type=_positive, metavar="N",
         help="the step the reply was asked for, as a run passes it: earlier steps the reply "
         "restates before Step N are not read (their actions ran already); default: the "
@@ -148,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
         print_error("parse", f"{where}{reason}")
         return 2
     parsed = parse_step(text, dialect=args.dialect, convention=args.convention, canvas_size=canvas,
-                        tool_calls=tool_calls, expected_step=args.step)
+                        tool_calls=tool_calls, expected_step=args.step,
+                        choices=args.choices)
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode() + "\n")
     if args.dialect == "deepeyes" and canvas is None and parsed.raw_actions:
         # Its boxes are pixels of the original image: without its size none can be drawn, and

@@ -22,6 +22,7 @@ from engine.parsing.answer_text import (
     last_boxed,
     placeholder,
     placeholder_note,
+    shown_answer,
     split_hedge,
 )
 from engine.parsing.blocks import starts_line
@@ -76,6 +77,18 @@ _QUOTE_CLOSED_IN_PROSE = re.compile(r"[^\n\"'”’`]{0,60}[\"'”’`][ \t]*+[\
 _SIGN_OFF_LEFT = re.compile(r"[ \t*_]*\n\s*+[*_]*(?:I[ \t]+)?(?:hope[ \t]+(?:this|that|it)[ \t]+helps"
                             r"|let[ \t]+me[ \t]+know[ \t]+if\b|feel[ \t]+free[ \t]+to\b)[^\n]{0,120}"
                             r"(?:[\s`~*_-]|<\|[^|>\n]{0,40}\|>)*+\Z", re.IGNORECASE)
+# Or an explanation of it, in a section of its own after it ("Answer: B" then "Explanation: the
+# bar is taller", "## Answer" then "B" then "## Explanation"): the answer is given, its reason
+# follows. Any other line after a bare answer line still makes it prose.
+_EXPLANATION_LEFT = re.compile(r"[ \t*_]*\n\s*+(?:#{1,6}[ \t]*+)?[*_]*+(?:explanation|reasoning"
+                               r"|rationale|justification|解释|理由)[ \t*_]*+(?:[:：]|\n)",
+                               re.IGNORECASE)
+# What may open a bare answer marker's line: blanks, a markdown heading's marks ("## Answer").
+_HEADING_LEAD = re.compile(r"[ \t]*+(?:#{1,6}[ \t]*+)?")
+# A bare answer marker with no colon is one only as a heading alone on its line ("## Answer",
+# "**Answer**", "答案"), with the answer on the next line.
+_HEADING_WORD = re.compile(r"answer|答案", re.IGNORECASE)
+_EMPTY_REST = re.compile(r"[ \t*_]*+(?:\n|\Z)")
 # A code fence opening the line an answer is on ("Final Answer:" then the answer in a fence).
 _FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
 _ANSWER_TAG = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -90,7 +103,8 @@ class FoundAnswer(msgspec.Struct, frozen=True):
     concluding "Therefore, the answer is …", "I think the answer is …", "So the answer: …", "The
     correct option is …", "Here is the answer: …", "I'd say B", "所以答案是 …", "答案应该是 …",
     "故选C", or naming its answer first: "Therefore, B is the correct answer.", "(B) is
-    correct.", "So, it's B.", "B是正确答案。", a last "Conclusion: B" line)."""
+    correct.", "So, it's B.", "B是正确答案。", a last "Conclusion: B" line) | ``lone_option``
+    (the whole reply an option letter of the sample's choices: "B", "B. 15 cm")."""
     start: int
     """Where the answer's marker begins in the searched text (for cutting it out of the thought)."""
     end: int
@@ -160,9 +174,10 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
         bounds.append(m.start())
     for m, start, at_line_start in markers:
         bare = m.group("bare") is not None
-        if bare and not (m.group("sep") in (":", "：") and starts_line(text, _PLAIN_LEAD, start)):
-            # "Final: C" or "Answer: C" opening a line is a marker; "the final step: …" or a
-            # list item ("- Final: 5 cars") is not.
+        if bare and not _bare_marker(text, m, start):
+            # "Final: C" or "Answer: C" opening a line is a marker, as is "## Answer" alone on
+            # its line; "the final step: …", "Answer the question" or a list item ("- Final: 5
+            # cars") is not.
             continue
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
@@ -181,7 +196,8 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
                 nxt = NEXT_LINE.match(text, nxt.end())
             if nxt:
                 answer, end = nxt.group(1), nxt.end()
-        if bare and not (_ONLY_SPACE_LEFT.match(text, end) or _SIGN_OFF_LEFT.match(text, end)):
+        if bare and not (_ONLY_SPACE_LEFT.match(text, end) or _SIGN_OFF_LEFT.match(text, end)
+                         or _EXPLANATION_LEFT.match(text, end)):
             continue  # and only as the reply's last line: "Final: 5 cars" mid-thought is prose
         if bare and gives_none_yet(clean_answer(answer)):
             # "Answer: Let me zoom in first." says what comes next, not an answer. "Answer: TBD"
@@ -193,13 +209,26 @@ def _marker_answers(text: str, notes: list[str]) -> list[tuple[int, int, str, bo
     return out
 
 
+def _bare_marker(text: str, m: re.Match[str], start: int) -> bool:
+    """Whether a bare ``Final``/``Answer``/``Ans``/``答案`` at ``m`` (its emphasis from ``start``)
+    is set as a marker: with a colon, opening its line (a heading's marks allowed: "## Answer:
+    B"); or, without one, as a heading alone on its line ("## Answer", "**Answer**")."""
+    if not starts_line(text, _HEADING_LEAD, start):
+        return False
+    if m.group("sep") in (":", "："):
+        return True
+    return (m.group("sep") is None and _HEADING_WORD.fullmatch(m.group("bare")) is not None
+            and _EMPTY_REST.match(text, m.end()) is not None)
+
+
 def find_final_answer(text: str, notes: list[str] | None = None) -> FoundAnswer | None:
     """The final answer of a reply, or ``None`` (and in ``notes``, when given, why a bare
     answer line or a concluding sentence that named a placeholder was not read: "Answer: TBD",
     "So the answer is TBD.").
 
     Precedence: the last ``Final Answer`` marker (bold, missing colon, Chinese ``最终答案``, or
-    a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line),
+    a bare ``Final:``, ``Answer:``, ``Ans:`` or ``答案：`` opening the reply's last line, or
+    an ``## Answer`` heading above it, with only a sign-off or an "Explanation:" section after),
     then an ``<answer>`` tag, then the last ``\\boxed{}``, then "the final answer is …" in prose
     or a last sentence concluding "So the answer is …" (or "…the answer: …", "…the correct
     option/choice is …", "Here is the answer: …", "…(我的)答案是/为/应该是 …", "…最终答案是 …",
@@ -210,7 +239,8 @@ def find_final_answer(text: str, notes: list[str] | None = None) -> FoundAnswer 
     each with a warning (concluding.py). An option label on a marked
     line keeps its text unless a remark of the reply's own follows it ("Final Answer: B. The
     zoom will confirm this." gives B); a hedge after a lone number or letter is dropped ("3
-    probably" gives 3).
+    probably" gives 3). A marked answer stands when the reply names another after it ("Final
+    Answer: A" then "Actually, the correct answer is B."), with a warning.
     """
     # A template's blank ("Final Answer: ?", "<answer>[your answer]</answer>") names nothing, as
     # an empty marker does: the answer written before it, or in a tag or box, stands. A blank
@@ -250,7 +280,14 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
                   else "answer_line" if bare else "final_answer")
         if source != "answer_tag":  # "Final Answer: B. The zoom will confirm this." gives B
             answer = label_only(clean_answer(answer))
-        return _found(answer, source, start, end, warnings, at_line_start)
+        found = _found(answer, source, start, end, warnings, at_line_start)
+        if (later := _named_after(text, end)) is not None and _differ(found.text, later):
+            # "Final Answer: A" then "Actually, … the correct answer is B.": the marked answer
+            # stands (what the reply set as its answer), but the doubt is kept in sight.
+            said = (f"the reply goes on to name another answer ({shown_answer(later)!r}) after "
+                    f"its final answer ({shown_answer(found.text)!r}); kept the final answer")
+            found = msgspec.structs.replace(found, warnings=(*found.warnings, said))
+        return found
     # The tag, and a box, start with a character most replies lack: looked for only then.
     tags = (_named(list(_ANSWER_TAG.finditer(text)), lambda m: m.group(1), dropped)
             if "<" in text else [])
@@ -275,6 +312,45 @@ def _find(text: str, dropped: list[str] | None, notes: list[str]) -> FoundAnswer
         warnings.append(warning)
         return _found(answer, "answer_is", start, end, warnings)
     return None
+
+
+def _named_after(text: str, end: int) -> str | None:
+    """The answer the reply names after its last answer marker, ending at ``end``, read as one
+    with no marker would be (an answer tag, a box, "the correct answer is B", "B is the
+    answer"); None when it names none, or only a blank."""
+    tail = text[end:]
+    if not tail.strip():
+        return None
+    later = _find(tail, None, [])
+    if later is None or placeholder(later.text) is not None:
+        return None
+    return later.text
+
+
+_LEADING_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*|\.\d+)")
+# An option letter opening an answer, with or without a mark after it ("A since it is short").
+_LEADING_LETTER = re.compile(r"[(\[（]?([A-J])[)\]）]?(?![\w'’-])")
+
+
+def _differ(first: str, then: str) -> bool:
+    """Whether two answers of a reply plainly name different ones: other option letters, other
+    leading numbers ("12" and "15", not "12 cm"), or, with neither, words neither of which
+    holds the other ("red" and "blue", not "red" and "the red one"). A letter and a text
+    ("B" and "15 cm") may be one option: not told apart."""
+    letters = [choice_letter(a) or ((m := _LEADING_LETTER.match(a)) and m.group(1))
+               for a in (first, then)]
+    if all(letters):
+        return letters[0] != letters[1]
+    numbers = [_LEADING_NUMBER.match(a) for a in (first, then)]
+    if all(numbers):
+        return numbers[0].group() != numbers[1].group()
+    if any(letters) or any(numbers):
+        return False
+
+    def plain(answer: str) -> str:
+        return " ".join(split_hedge(answer)[0].lower().rstrip(".。!！").split())
+    a, b = plain(first), plain(then)
+    return a not in b and b not in a
 
 
 def _answers_said(text: str, lowered: str | None) -> list[re.Match[str]]:

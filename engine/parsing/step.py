@@ -13,6 +13,7 @@ from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
 from engine.parsing.headers import StepHeader, find_step_headers
+from engine.parsing.lone_option import lone_option
 from engine.parsing.result import FLAGS, ParsedStep
 from engine.parsing.think import split_think
 
@@ -44,6 +45,7 @@ def parse_step(
     canvas_size: tuple[int, int] | None = None,
     tool_calls: Sequence[Any] = (),
     expected_step: int | None = None,
+    choices: Sequence[str] = (),
 ) -> ParsedStep:
     """Parse one model reply: thought, actions, final answer, warnings.
 
@@ -57,6 +59,8 @@ def parse_step(
         expected_step: the step the reply was asked for. A reply that restates earlier steps
             (their text and action blocks, as the see2think prompt shows them) before it is read
             from that step's first marker on: the restated actions were executed already.
+        choices: the sample's options, in order. A reply that is only an option letter ("B",
+            "(B)", "B. 15 cm" where B is 15 cm) is read as its final answer only with them.
 
     Raises:
         ValueError: for an unknown ``dialect`` or ``convention`` (a configuration error). Nothing
@@ -71,7 +75,7 @@ def parse_step(
         text = "" if text is None else str(text)
     try:
         return _parse(text, module, dialect, convention, canvas_size, tuple(tool_calls),
-                      expected_step)
+                      expected_step, tuple(choices))
     except Exception as exc:  # the contract is "never raises": report instead
         return ParsedStep(
             thought=text.strip(),
@@ -218,6 +222,7 @@ def _parse(
     canvas_size: tuple[int, int] | None,
     tool_calls: tuple[Any, ...],
     expected_step: int | None = None,
+    choices: tuple[str, ...] = (),
 ) -> ParsedStep:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     think = split_think(text)
@@ -263,7 +268,13 @@ def _parse(
     elif answer is not None and (kind := placeholder(answer.text)) is not None:
         answer = _placeholder_read(answer, kind, warnings)
     elif answer is None and not tries:
-        warnings.extend(unread)  # "Answer: TBD", "So the answer is TBD.": why none was read
+        # "B" and nothing else, for a sample with choices: the answer with no marker. Not from
+        # a think block read as the reply (never closed, or nothing after it).
+        if choices and not ext.candidates and not flags & {"unclosed_think",
+                                                            "empty_after_think"}:
+            answer = lone_option(visible, choices)
+        if answer is None:
+            warnings.extend(unread)  # "Answer: TBD", "So the answer is TBD.": why none was read
     if answer is not None:
         if answer.source != "boxed":  # \boxed{} sits inside a sentence of the reasoning
             cuts.append((answer.start, answer.end))

@@ -250,3 +250,41 @@ def test_a_number_offered_with_another_gives_neither(form) -> None:
                                     "15, since 12 is the other bar"])
 def test_a_number_compared_or_reasoned_about_is_still_the_answer(answer) -> None:
     assert score_answer(answer, "15") is True
+
+
+_LENGTHS = ("10 cm", "15 cm", "20 cm", "25 cm")
+
+
+@pytest.mark.parametrize("answer", ["15 m", "15 metres", "15 mm", "15 inches", "15 in.",
+                                    "15 m, since the bar is longest", "15 cm²", "15 cm2"])
+def test_a_number_in_another_unit_names_no_option(answer) -> None:
+    # "15 m" named the option "15 cm" and scored right, while "150 mm" named nothing.
+    assert answer_option(answer, _LENGTHS) is None
+    assert score_answer(answer, "B", _LENGTHS) is False
+    assert score_answer(answer, "15 cm", _LENGTHS) is False
+    assert score_answer(answer, "15 cm") is False  # as without choices
+
+
+@pytest.mark.parametrize("answer", ["15", "15 cm", "15cm", "15 centimeters", "15 centimetres",
+                                    "15 in total", "**15 cm**", "15 cm, since 3 × 5 = 15"])
+def test_a_number_in_the_options_unit_or_none_names_its_option(answer) -> None:
+    assert answer_option(answer, _LENGTHS) == 1
+    assert score_answer(answer, "B", _LENGTHS) is True
+    assert answer_option(answer, ("10", "15", "20")) == 1  # an option with no unit
+
+
+@given(st.integers(0, 5000), st.sampled_from(sorted(_UNITS)), st.data())
+def test_an_option_is_named_by_its_number_in_its_own_unit_alone(n, symbol, data) -> None:
+    other = data.draw(st.sampled_from(sorted(set(_UNITS) - {symbol})))
+    spelled = data.draw(st.sampled_from(_UNITS[symbol]))
+    options = (f"{n} {symbol}", f"{n} {other}", f"{n + 1} {symbol}")
+    assert answer_option(f"{n} {spelled}", options) == 0
+    assert answer_option(f"{n} {other}", options) == 1
+    assert answer_option(f"{n}", options) is None  # two options have that number
+    assert answer_option(f"{n} {spelled}", options[1:]) is None
+
+
+@pytest.mark.parametrize(("answer", "named"), [("1,500 m", None), ("1500 m", None),
+                                               ("1,500 cm", 0), ("1500", 0), ("1,500", 0)])
+def test_a_grouped_number_keeps_its_unit(answer, named) -> None:
+    assert answer_option(answer, ("1,500 cm", "2,000 cm")) == named

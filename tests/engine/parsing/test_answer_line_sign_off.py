@@ -23,7 +23,7 @@ def test_an_answer_line_before_a_sign_off_is_the_answer(line, tail) -> None:
 
 
 @pytest.mark.parametrize("reply", [
-    "The ears are floppy.\nAnswer: B\n\nExplanation: A cat's ears stand up.",
+    "The ears are floppy.\nAnswer: B\n\nBut a cat's ears stand up, so I should look again.",
     "Answer: B is what I expect, but let me zoom in.\nHope this helps me see it.\nNext I crop.",
 ])
 def test_an_answer_line_before_more_reasoning_is_still_prose(reply) -> None:

@@ -129,3 +129,13 @@ def test_bad_tool_calls_get_one_line(tmp_path, capsys, argv, content, said):
     assert main(["parse", str(reply), *argv, "--tool-calls", str(path)]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1
+
+
+def test_a_lone_option_letter_is_read_with_the_choices_given(tmp_path, capsys):
+    path = tmp_path / "reply.txt"
+    path.write_text("B. 15 cm\n", encoding="utf-8")
+    assert main(["parse", str(path)]) == 0
+    assert msgspec.json.decode(capsys.readouterr().out)["final_answer"] is None
+    assert main(["parse", str(path), "--choice", "10 cm", "--choice", "15 cm"]) == 0
+    out = msgspec.json.decode(capsys.readouterr().out)
+    assert (out["final_answer"], out["answer_choice"]) == ("B. 15 cm", "B")
