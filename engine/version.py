@@ -80,4 +80,8 @@ warned as such in its step. 14: a reply quoting the answer format it was asked f
 with "Final Answer: X" where X is A, B, C or D') answered by what it concludes later, not by
 "X' where …"; boxes joined in one answer ("\\boxed{A} or \\boxed{B}", "\\boxed{A}\\boxed{C}") read
 as both, which names no option, not as the last; a bare "Answer: B" line followed only by a
-sign-off ("Hope this helps!") answered."""
+sign-off ("Hope this helps!") answered; an answer set under an "## Answer" or "**Answer**"
+heading, or on a bare "Answer: B" line followed by an "Explanation:" section, answered; a whole
+reply that is only an option letter of the sample's choices ("B", "(B)", "B. 15 cm") answered,
+with a warning; a reply naming another answer after its final one keeps the final one and is
+warned as such in its step."""
