@@ -99,27 +99,42 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
 
 class _Terminated(KeyboardInterrupt):
-    """A SIGTERM outside the part of a command that stops on it cleanly (``vaot run``'s)."""
+    """A SIGTERM (or SIGHUP) outside the part of a command that stops on it cleanly (``vaot
+    run``'s)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
+
+
+_STOPS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop any command as a Ctrl-C does (SIGHUP: its terminal closed)."""
 
 
 def _raise_terminated(signum, frame) -> NoReturn:
-    raise _Terminated
+    raise _Terminated(signum)
 
 
 def _stopped(exc: KeyboardInterrupt) -> int:
-    terminated = isinstance(exc, _Terminated)
-    print("terminated (SIGTERM)" if terminated else "interrupted", file=sys.stderr)
-    return 143 if terminated else 130
+    if not isinstance(exc, _Terminated):
+        print("interrupted", file=sys.stderr)
+        return 130
+    hung_up = exc.signum == signal.SIGHUP
+    with contextlib.suppress(OSError):  # its terminal may be gone
+        print("hung up (SIGHUP)" if hung_up else "terminated (SIGTERM)", file=sys.stderr)
+    return 129 if hung_up else 143
 
 
 def main(argv: list[str] | None = None) -> int:
     """The process's entry point (``vaot``, ``python -m engine``) when ``argv`` is None."""
-    # A SIGTERM (kill, timeout, a scheduler) stops any command as a Ctrl-C does, one line and
-    # no traceback, also while its modules import; before, it killed the process there.
-    previous = None
-    with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _raise_terminated)
+    # A SIGTERM (kill, timeout, a scheduler) or SIGHUP (the terminal closed) stops any command
+    # as a Ctrl-C does, one line and no traceback, also while its modules import; before, it
+    # killed the process there.
+    previous = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave them alone
+        for signum in _STOPS:
+            previous[signum] = signal.getsignal(signum)
+            signal.signal(signum, _raise_terminated)
     held = False
     closed = _reserve_standard_streams() if argv is None else frozenset()
     try:
@@ -139,8 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                 held = _ignore_stops()
         return _stopped(exc)
     finally:
-        if previous is not None and not held:
-            signal.signal(signal.SIGTERM, previous)
+        if not held:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def _ignore_stops() -> bool:
@@ -158,7 +174,8 @@ def _ignore_stops() -> bool:
         KeyboardInterrupt: a stop that arrived just before, raised as the handler is changed.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for signum in _STOPS:
+        signal.signal(signum, signal.SIG_IGN)
     return True
 
 

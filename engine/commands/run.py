@@ -46,6 +46,7 @@ from engine.commands.run_report import (
     epoch_lines,
     report,
     run_line,
+    stop_said,
 )
 from engine.commands.run_session import SessionReplies, dialect_notes, logged_records
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
@@ -461,7 +462,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else "…" + text[-39:]
 
 
-def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool,
+def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: int,
                         logged: bool = False) -> int:
     """A Ctrl-C (or SIGTERM) during the end report, often the second of two: the rest of the
     report is skipped, but the run's end is logged (once) and the resume hint said, which the
@@ -469,25 +470,29 @@ def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool,
     err.drop_cut_short()
     if not logged:
         log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a stop")
-    how = "terminated (SIGTERM)" if sigterm else "interrupted"
+    how, status = stop_said(sigterm)
     err.print(f"{how}: committed work is kept in {config.store}; rerun the same command "
               "to resume where it stopped", markup=False)
-    return 143 if sigterm else 130
+    return status
 
 
 class _SigtermStops(contextlib.AbstractContextManager):
-    """While held, SIGTERM (``kill``, ``timeout``, a batch scheduler's end of job) stops the run
-    as Ctrl-C does: in-flight calls cancelled, queued writes committed, the resume hint said.
-    Without it the process died at once, its last replies lost and paid for again."""
+    """While held, SIGTERM (``kill``, ``timeout``, a batch scheduler's end of job) and SIGHUP
+    (the terminal closed, the run started without ``nohup``) stop the run as Ctrl-C does:
+    in-flight calls cancelled, queued writes committed, the resume hint said. Without it the
+    process died at once, its last replies lost and paid for again."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
-        self.seen = False
-        self._previous = None
+        self.seen = 0
+        """The signal that stopped the run (SIGTERM or SIGHUP), 0 if none did."""
+        self._previous: dict[int, object] = {}
         self.task: asyncio.Task | None = None
         """The run's main task, when it runs on an event loop in this process."""
 
     def _handler(self, signum, frame) -> None:
-        self.seen = True
+        self.seen = self.seen or signum
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.raise_signal(signal.SIGINT)  # whatever SIGINT does now (asyncio: a clean stop)
             return
@@ -502,13 +507,15 @@ class _SigtermStops(contextlib.AbstractContextManager):
         raise KeyboardInterrupt
 
     def __enter__(self):
-        with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
-            self._previous = signal.signal(signal.SIGTERM, self._handler)
+        with contextlib.suppress(ValueError):  # not the main thread: leave them alone
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handler)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
 
 
 class _Refused(Exception):

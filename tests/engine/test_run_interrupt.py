@@ -61,19 +61,27 @@ def _wait_for_some_finished(proc: subprocess.Popen, store: Path) -> None:
     # turned into a SIGINT, which did nothing, and the run went on to its end.
     (signal.SIGTERM, 143, "terminated (SIGTERM)", ("sigint-ignored",)),
     (signal.SIGTERM, 143, "terminated (SIGTERM)", ("sigint-ignored", "--workers", "2")),
+    # The terminal closed (no nohup): SIGHUP, to the whole foreground process group. Before,
+    # it killed the run at once, and with --workers each worker and the fork server too.
+    (signal.SIGHUP, 129, "hung up (SIGHUP: its terminal closed)", ("to-group",)),
+    (signal.SIGHUP, 129, "hung up (SIGHUP: its terminal closed)", ("to-group", "--workers", "2")),
 ])
 def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop, status, said,
                                                                   extra):
     store = tmp_path / "s.lmdb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     background = "sigint-ignored" in extra
-    extra = tuple(e for e in extra if e != "sigint-ignored")
+    to_group = "to-group" in extra
+    extra = tuple(e for e in extra if e not in ("sigint-ignored", "to-group"))
     proc = subprocess.Popen(_run(store, *extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, text=True, start_new_session=to_group,
                             preexec_fn=_sigint(signal.SIG_IGN if background else signal.SIG_DFL))
     try:
         _wait_for_some_finished(proc, store)
-        proc.send_signal(stop)
+        if to_group:
+            os.killpg(proc.pid, stop)
+        else:
+            proc.send_signal(stop)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
