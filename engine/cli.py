@@ -16,6 +16,8 @@ import os
 import signal
 import struct
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
@@ -159,6 +161,32 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def _stops_held() -> Iterator[None]:
+    """Hold a Ctrl-C (or SIGTERM, SIGHUP) until the block ends, then raise it.
+
+    For the import of a command's modules: a KeyboardInterrupt raised in the middle of one
+    crashed the interpreter (a segmentation fault inside msgspec, building a decoder for the
+    store's action types) or printed an import traceback; held, the command stops on it a
+    tenth of a second later, with its one line.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, *_STOPS):
+        if signal.getsignal(signum) not in (signal.SIG_IGN, signal.SIG_DFL, None):
+            previous[signum] = signal.signal(signum, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if held:
+        raise KeyboardInterrupt if held[0] == signal.SIGINT else _Terminated(held[0])
+
+
 def _ignore_stops() -> bool:
     """Ignore Ctrl-C and SIGTERM for the rest of the process, its exit included; True.
 
@@ -221,7 +249,8 @@ def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
     # Only the chosen command's module is imported (and asked for its arguments).
     chosen = next((a for a in argv if not a.startswith("-")), None)
     if chosen in COMMANDS:
-        module = importlib.import_module(COMMANDS[chosen])
+        with _stops_held():
+            module = importlib.import_module(COMMANDS[chosen])
         module.add_arguments(subs[chosen])
     elif not argv:
         parser.print_help()
