@@ -16,13 +16,14 @@ import os
 import signal
 import struct
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
 from engine.commands._errors import error_line, print_error
+from engine.stops import STOPS as _STOPS
+from engine.stops import Terminated as _Terminated
+from engine.stops import stops_held as _stops_held
 
 # Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
@@ -100,19 +101,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, subs
 
 
-class _Terminated(KeyboardInterrupt):
-    """A SIGTERM (or SIGHUP) outside the part of a command that stops on it cleanly (``vaot
-    run``'s)."""
-
-    def __init__(self, signum: int = signal.SIGTERM) -> None:
-        super().__init__()
-        self.signum = signum
-
-
-_STOPS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that stop any command as a Ctrl-C does (SIGHUP: its terminal closed)."""
-
-
 def _raise_terminated(signum, frame) -> NoReturn:
     raise _Terminated(signum)
 
@@ -159,32 +147,6 @@ def main(argv: list[str] | None = None) -> int:
         if not held:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-
-
-@contextlib.contextmanager
-def _stops_held() -> Iterator[None]:
-    """Hold a Ctrl-C (or SIGTERM, SIGHUP) until the block ends, then raise it.
-
-    For the import of a command's modules: a KeyboardInterrupt raised in the middle of one
-    crashed the interpreter (a segmentation fault inside msgspec, building a decoder for the
-    store's action types) or printed an import traceback; held, the command stops on it a
-    tenth of a second later, with its one line.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = {}
-    for signum in (signal.SIGINT, *_STOPS):
-        if signal.getsignal(signum) not in (signal.SIG_IGN, signal.SIG_DFL, None):
-            previous[signum] = signal.signal(signum, lambda signum, frame: held.append(signum))
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if held:
-        raise KeyboardInterrupt if held[0] == signal.SIGINT else _Terminated(held[0])
 
 
 def _ignore_stops() -> bool:

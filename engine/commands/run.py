@@ -53,6 +53,7 @@ from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for, log_unwritable
 from engine.printable import printable
 from engine.run_lock import StoreBusyError, exclusive_run
+from engine.stops import stops_held
 from store import StoreError
 from store.errors import StoreTruncatedError
 
@@ -101,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ImportError) as exc:
         err.print(error_line("run", str(exc)), markup=False)
         return 2
-    from engine.ids import run_id_for
-    from engine.run_header import run_identity
-    from engine.runner import build_jobs
+    with stops_held():  # the engine's modules, which a stop must not cut short (engine/stops.py)
+        from engine import progress, workers  # noqa: F401 - used later, imported here whole
+        from engine.ids import run_id_for
+        from engine.run_header import run_identity
+        from engine.runner import build_jobs
 
     try:
         adapters, samples, skipped = _models_and_samples(config, err, dry_run=args.dry_run,
