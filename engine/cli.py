@@ -14,6 +14,7 @@ import errno
 import importlib
 import os
 import signal
+import stat
 import struct
 import sys
 from pathlib import Path
@@ -248,6 +249,13 @@ def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
             raise
+        if exc.errno == errno.EIO and _terminal_gone():
+            # Its terminal closed (the SIGHUP that comes with it stopped a run, which has
+            # committed its work by now): what is left to say has nowhere to go. Said so, it
+            # was "a write failed … incomplete", status 1, as of a full disk.
+            for fd in (1, 2):
+                _to_devnull(fd)
+            return 129
         # Output to a full disk (`vaot export STORE > out.jsonl`): one line, not a traceback;
         # what was written is incomplete, and the line says so. Nothing more is flushed there.
         print_error(args.command, f"a write failed: {exc.strerror or exc} (what was written "
@@ -321,10 +329,28 @@ def _raised_in_store(exc: BaseException) -> bool:
 
 def _stdout_to_devnull() -> None:
     """Point standard output at /dev/null, so the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        _to_devnull(sys.stdout.fileno())
+
+
+def _to_devnull(fd: int) -> None:
     with contextlib.suppress(OSError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, fd)
         os.close(devnull)
+
+
+def _terminal_gone() -> bool:
+    """Whether standard output or error is a terminal that has hung up (its window closed): a
+    write there fails with EIO, as one to a failing disk does, but so does one of no bytes."""
+    for fd in (1, 2):
+        try:
+            if stat.S_ISCHR(os.fstat(fd).st_mode):
+                os.write(fd, b"")
+        except OSError as exc:
+            if exc.errno == errno.EIO:
+                return True
+    return False
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -388,6 +389,9 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
                                  f"{disk_hint(str(refused))}; committed work is kept, rerun to "
                                  "resume"), markup=False)
             return 1
+        except OSError as exc:  # after StoreError: NotAStoreError is a FileNotFoundError too
+            _log_output_lost(log, run_id, exc, interrupted=True)
+            raise
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     return _Ran(records=records, calls=max(seen.calls, progress.calls),
@@ -458,6 +462,18 @@ def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[
         except KeyboardInterrupt:
             return _report_interrupted(err, log, config, run_id, ran.terminated.seen,
                                        logged=end is not None and end.logged)
+        except OSError as exc:
+            if not (end is not None and end.logged):
+                _log_output_lost(log, run_id, exc, ran.interrupted)
+            raise
+
+
+def _log_output_lost(log, run_id: str, exc: OSError, interrupted: bool) -> None:
+    """Log the run's end when what it prints cannot be written (its terminal closed, or a
+    full disk behind > FILE): the CLI says what it can, and the log still ends the run."""
+    if exc.errno in (errno.EIO, errno.ENOSPC, errno.EDQUOT):
+        log.info("run_end", run_id=run_id, interrupted=interrupted,
+                 report=f"cut short: its output could not be written ({exc.strerror})")
 
 
 def _short(value: object) -> str:
