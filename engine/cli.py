@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(ValueError):  # not the main thread: leave them alone
         for signum in _STOPS:
             previous[signum] = signal.getsignal(signum)
+            if signum == signal.SIGHUP and previous[signum] == signal.SIG_IGN:
+                continue  # started under nohup: a closed terminal must not stop it
             signal.signal(signum, _raise_terminated)
     held = False
     closed = _reserve_standard_streams() if argv is None else frozenset()

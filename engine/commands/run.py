@@ -528,6 +528,8 @@ class _SigtermStops(contextlib.AbstractContextManager):
     def __enter__(self):
         with contextlib.suppress(ValueError):  # not the main thread: leave them alone
             for signum in self.SIGNALS:
+                if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+                    continue  # started under nohup: a closed terminal must not stop it
                 self._previous[signum] = signal.signal(signum, self._handler)
         return self
 

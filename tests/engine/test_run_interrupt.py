@@ -373,3 +373,27 @@ def _show_until_closed(master: int, closing: threading.Event) -> None:
         pass
     finally:
         os.close(master)
+
+
+def test_a_run_started_under_nohup_goes_on_when_its_terminal_closes(tmp_path):
+    """`nohup vaot run …` starts it with SIGHUP ignored, so that closing the terminal leaves it
+    running: the run must keep it ignored, not stop on it as on SIGTERM."""
+    store = tmp_path / "s.lmdb"
+
+    def under_nohup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(_run(store), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=under_nohup)
+    try:
+        _wait_for_some_finished(proc, store)
+        os.killpg(proc.pid, signal.SIGHUP)  # the terminal closes
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert _finished(store) == 28 * 4
