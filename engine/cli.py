@@ -14,6 +14,7 @@ import errno
 import importlib
 import os
 import signal
+import stat
 import struct
 import sys
 from pathlib import Path
@@ -21,6 +22,9 @@ from types import FrameType
 from typing import NoReturn
 
 from engine.commands._errors import error_line, print_error
+from engine.stops import STOPS as _STOPS
+from engine.stops import Terminated as _Terminated
+from engine.stops import stops_held as _stops_held
 
 # Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
@@ -98,28 +102,32 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, subs
 
 
-class _Terminated(KeyboardInterrupt):
-    """A SIGTERM outside the part of a command that stops on it cleanly (``vaot run``'s)."""
-
-
 def _raise_terminated(signum, frame) -> NoReturn:
-    raise _Terminated
+    raise _Terminated(signum)
 
 
 def _stopped(exc: KeyboardInterrupt) -> int:
-    terminated = isinstance(exc, _Terminated)
-    print("terminated (SIGTERM)" if terminated else "interrupted", file=sys.stderr)
-    return 143 if terminated else 130
+    if not isinstance(exc, _Terminated):
+        print("interrupted", file=sys.stderr)
+        return 130
+    hung_up = exc.signum == signal.SIGHUP
+    with contextlib.suppress(OSError):  # its terminal may be gone
+        print("hung up (SIGHUP)" if hung_up else "terminated (SIGTERM)", file=sys.stderr)
+    return 129 if hung_up else 143
 
 
 def main(argv: list[str] | None = None) -> int:
     """The process's entry point (``vaot``, ``python -m engine``) when ``argv`` is None."""
-    # A SIGTERM (kill, timeout, a scheduler) stops any command as a Ctrl-C does, one line and
-    # no traceback, also while its modules import; before, it killed the process there.
-    previous = None
-    with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _raise_terminated)
+    # A SIGTERM (kill, timeout, a scheduler) or SIGHUP (the terminal closed) stops any command
+    # as a Ctrl-C does, one line and no traceback, also while its modules import; before, it
+    # killed the process there.
+    previous = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave them alone
+        for signum in _STOPS:
+            previous[signum] = signal.getsignal(signum)
+            if signum == signal.SIGHUP and previous[signum] == signal.SIG_IGN:
+                continue  # started under nohup: a closed terminal must not stop it
+            signal.signal(signum, _raise_terminated)
     held = False
     closed = _reserve_standard_streams() if argv is None else frozenset()
     try:
@@ -139,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 held = _ignore_stops()
         return _stopped(exc)
     finally:
-        if previous is not None and not held:
-            signal.signal(signal.SIGTERM, previous)
+        if not held:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def _ignore_stops() -> bool:
@@ -158,7 +167,8 @@ def _ignore_stops() -> bool:
         KeyboardInterrupt: a stop that arrived just before, raised as the handler is changed.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for signum in _STOPS:
+        signal.signal(signum, signal.SIG_IGN)
     return True
 
 
@@ -211,7 +221,8 @@ def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
     # Only the chosen command's module is imported (and asked for its arguments).
     chosen = next((a for a in argv if not a.startswith("-")), None)
     if chosen in COMMANDS:
-        module = importlib.import_module(COMMANDS[chosen])
+        with _stops_held():
+            module = importlib.import_module(COMMANDS[chosen])
         module.add_arguments(subs[chosen])
     elif not argv:
         parser.print_help()
@@ -254,6 +265,13 @@ def _main(argv: list[str] | None, *, stdout_closed: bool = False) -> int:
             return 2
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
             raise
+        if exc.errno == errno.EIO and _terminal_gone():
+            # Its terminal closed (the SIGHUP that comes with it stopped a run, which has
+            # committed its work by now): what is left to say has nowhere to go. Said so, it
+            # was "a write failed … incomplete", status 1, as of a full disk.
+            for fd in (1, 2):
+                _to_devnull(fd)
+            return 129
         # Output to a full disk (`vaot export STORE > out.jsonl`): one line, not a traceback;
         # what was written is incomplete, and the line says so. Nothing more is flushed there.
         print_error(args.command, f"a write failed: {exc.strerror or exc} (what was written "
@@ -327,10 +345,28 @@ def _raised_in_store(exc: BaseException) -> bool:
 
 def _stdout_to_devnull() -> None:
     """Point standard output at /dev/null, so the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        _to_devnull(sys.stdout.fileno())
+
+
+def _to_devnull(fd: int) -> None:
     with contextlib.suppress(OSError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, fd)
         os.close(devnull)
+
+
+def _terminal_gone() -> bool:
+    """Whether standard output or error is a terminal that has hung up (its window closed): a
+    write there fails with EIO, as one to a failing disk does, but so does one of no bytes."""
+    for fd in (1, 2):
+        try:
+            if stat.S_ISCHR(os.fstat(fd).st_mode):
+                os.write(fd, b"")
+        except OSError as exc:
+            if exc.errno == errno.EIO:
+                return True
+    return False
 
 
 if __name__ == "__main__":

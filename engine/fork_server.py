@@ -4,9 +4,11 @@ A SIGTERM to the run's whole process group (a batch scheduler ending a job, ``ki
 killed the fork server at once, and with it every worker (their parent-death signal), instead of
 letting them stop as they do on the run's own SIGTERM: in-flight replies lost, paid for again. It
 ignores SIGTERM, and ends with the run as before (its liveness pipe); each worker it forks takes
-SIGTERM back before its run starts.
+SIGTERM back before its run starts. A closed terminal's SIGHUP, sent to the whole foreground
+process group, did the same: it and the workers ignore it, and the run stops them as on SIGTERM.
 """
 
 import signal
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's, to its process group too

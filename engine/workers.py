@@ -102,15 +102,25 @@ def _context() -> multiprocessing.context.BaseContext:
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
     """SIGINT ignored while a child is started, so the child starts ignoring it: the fork
-    server must not die (with a traceback) of a Ctrl-C meant for the run while it imports."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server must not die (with a traceback) of a Ctrl-C meant for the run while it imports.
+
+    SIGHUP is blocked meanwhile, and stays blocked in the children (a mask outlives exec): a
+    closed terminal's, sent to the whole process group, killed multiprocessing's resource
+    tracker, which then warned it "died unexpectedly" and printed a traceback under the run's
+    resume hint. (The run's own SIGHUP is delivered when the block ends.)
+    """
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
     try:
-        yield
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def warm_up() -> None:
@@ -412,6 +422,7 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
                  life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (fork_server.py)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's: the parent decides too
     _die_with_run(index, parent)
     # The run's environment now, not the fork server's from when it started.
     os.environ.clear()

@@ -10,10 +10,13 @@ from collections.abc import Iterator, Sequence
 
 from store.errors import StoreClosedError
 
-__all__ = ["STOP", "Job", "ReadGate", "settle_async"]
+__all__ = ["STOP", "WAKE", "Job", "ReadGate", "settle_async"]
 
 STOP = object()
-"""Put on the writer's queue to end it."""
+"""Put on the writer's queue to end it (once it has written the jobs queued before)."""
+
+WAKE = object()
+"""Put on the writer's queue when jobs wait for it (the jobs themselves are not on it)."""
 
 
 class Job:

@@ -28,6 +28,7 @@ which with LMDB's default sync settings means they are on disk.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import glob
 import os
@@ -181,8 +182,8 @@ class LmdbStore(LmdbWriter, Recorder):
         self._heads: dict[str, Head] = {}
         self._ordinals: dict[str, int] = {}
         self._last_txnid: int | None = None
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._batch: list[Job] = []
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # WAKE and STOP only
+        self._batch: collections.deque[Job] = collections.deque()  # jobs, taken by the writer
         self._batch_lock = threading.Lock()
         self._flush_scheduled = False
         self._closed = False

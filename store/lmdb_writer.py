@@ -23,7 +23,7 @@ import lmdb
 from store.chain import Head, chain_batch, prepare_events
 from store.errors import StoreClosedError, StoreError
 from store.events import SCHEMA_VERSION, Event
-from store.lmdb_jobs import STOP, Job, settle_async
+from store.lmdb_jobs import STOP, WAKE, Job, settle_async
 from store.recorder import blob_record, cache_record, cache_record_damaged, stream_key
 
 __all__ = ["LmdbWriter"]
@@ -68,43 +68,45 @@ class LmdbWriter:
         """Queue a job for a thread that will block on the result."""
         self._check_writable()
         job = Job(kind, items, None)
-        with self._batch_lock:
-            # Anything an event loop queued before this call goes first.
-            self._flush_locked()
-            self._hand_over(job)
+        self._batch.append(job)  # behind anything an event loop queued before this call
+        self._wake()
         return job.future  # type: ignore[return-value]
 
     def _submit_async(self, kind: str, items: Sequence) -> asyncio.Future:
         """Queue a job now; the returned asyncio future settles when it is durable.
 
-        Jobs queued during one turn of the event loop reach the writer together, at the end of
-        that turn: one hand-off (and one wake-up of the writer) instead of one per job. Their
-        order among themselves, and against every later submission, is the order of the calls.
+        Jobs queued during one turn of the event loop are announced to the writer together, at
+        the end of that turn: one wake-up of the writer instead of one per job. Their order
+        among themselves, and against every later submission, is the order of the calls.
         """
         self._check_writable()
         loop = asyncio.get_running_loop()
         job = Job(kind, items, loop)
+        self._batch.append(job)
         with self._batch_lock:
-            self._batch.append(job)
             if not self._flush_scheduled:
-                self._flush_scheduled = True
                 loop.call_soon(self._flush)
+                self._flush_scheduled = True  # after: a stop between leaves it unset, not lost
         return job.afuture  # type: ignore[return-value]
 
     def _flush(self) -> None:
         with self._batch_lock:
-            self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        self._flush_scheduled = False
+            self._flush_scheduled = False
         if self._batch:
-            batch, self._batch = self._batch, []
-            self._hand_over(batch)
+            self._wake()
 
-    def _hand_over(self, item: Job | list[Job]) -> None:
-        self._queue.put(item)
+    def _wake(self) -> None:
+        """Tell the writer jobs wait for it.
+
+        Jobs never leave ``_batch`` but in the writer's thread: appending one (and waking the
+        writer) is one call into C each, which a Python signal handler cannot split. When a job
+        was detached here first and handed over after, a second Ctrl-C between the two (asyncio
+        raises KeyboardInterrupt wherever the loop's thread is) dropped the turn's writes, a
+        paid reply's among them, while the stopping run went on committing later ones.
+        """
+        self._queue.put(WAKE)
         # The writer may have died since the job was accepted, after it failed what was queued:
-        # then nobody would ever settle this one. It sets the error before it drains the queue.
+        # then nobody would ever settle this one. It sets the error before it drains the jobs.
         error = self._writer_error
         if error is not None:
             self._fail_pending(error)
@@ -157,19 +159,28 @@ class LmdbWriter:
     async def cache_put(self, key: bytes, value: bytes) -> None:
         await self.cache_put_nowait(key, value)
 
+    def _take(self, jobs: list[Job], size: int) -> int:
+        """Move queued jobs onto ``jobs`` (started), up to ``_max_batch`` items; the new size."""
+        batch = self._batch
+        while batch and size < self._max_batch:
+            job = batch.popleft()
+            job.start()
+            jobs.append(job)
+            size += len(job.items)
+        return size
+
     def _write_loop(self) -> None:
         stop = False
         last_commit = float("-inf")
         try:
-            while not stop:
+            while not stop or self._batch:  # what was queued before a stop is written
+                if not self._batch:  # else: jobs the last commit's size limit left
+                    stop = self._queue.get() is STOP
+                jobs: list[Job] = []
+                size = self._take(jobs, 0)
+                if not jobs:
+                    continue  # woken for jobs an earlier wake-up already took
                 busy, self._busy = self._busy, False  # writes arrived during the last commit
-                item = self._queue.get()
-                if item is STOP:
-                    break
-                jobs = item if isinstance(item, list) else [item]
-                for job in jobs:
-                    job.start()
-                size = sum(len(job.items) for job in jobs)
                 # A busy store (writes arrived while it was committing) commits at most every
                 # ``commit_interval`` seconds, gathering what arrives meanwhile: each commit
                 # costs two fsyncs and a few hundred µs of CPU, whatever its size. A store whose
@@ -178,20 +189,15 @@ class LmdbWriter:
                 deadline = time.monotonic() + self._linger
                 if busy:
                     deadline = max(deadline, last_commit + self._commit_interval)
-                while size < self._max_batch:
+                while not stop and size < self._max_batch:
                     try:
                         remaining = deadline - time.monotonic()
                         nxt = (self._queue.get(timeout=remaining) if remaining > 0
                                else self._queue.get_nowait())
                     except queue.Empty:
                         break
-                    if nxt is STOP:
-                        stop = True
-                        break
-                    for job in nxt if isinstance(nxt, list) else [nxt]:
-                        job.start()
-                        jobs.append(job)
-                        size += len(job.items)
+                    stop = nxt is STOP
+                    size = self._take(jobs, size)
                 last_commit = time.monotonic()
                 try:
                     self._commit(jobs)
@@ -217,17 +223,17 @@ class LmdbWriter:
             self._fail_pending(exc)
 
     def _fail_pending(self, exc: BaseException) -> None:
+        failure = None
         while True:
             try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
+                job = self._batch.popleft()
+            except IndexError:
                 return
-            if job is STOP:
-                continue
-            for one in job if isinstance(job, list) else [job]:
-                one.settle(exc if isinstance(exc, StoreClosedError)
+            if failure is None:
+                failure = (exc if isinstance(exc, StoreClosedError)
                            else StoreClosedError(self._writer_message
                                                  or writer_failure(self.path, exc)))
+            job.settle(failure)
 
     def _commit(self, jobs: list[Job]) -> None:
         while True:
@@ -284,7 +290,7 @@ class LmdbWriter:
         self._ordinals.update(new_ordinals)
         # Looked at before the writers hear back: a writer that awaits each write and queues
         # the next at once must not make the store look busy.
-        self._busy = not self._queue.empty()
+        self._busy = bool(self._batch)
         settled_async = []
         for job, result in zip(jobs, results, strict=True):
             if job.future is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -46,12 +47,14 @@ from engine.commands.run_report import (
     epoch_lines,
     report,
     run_line,
+    stop_said,
 )
 from engine.commands.run_session import SessionReplies, dialect_notes, logged_records
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
 from engine.logs import configure_logging, log_path_for, log_unwritable
 from engine.printable import printable
 from engine.run_lock import StoreBusyError, exclusive_run
+from engine.stops import stops_held
 from store import StoreError
 from store.errors import StoreTruncatedError
 
@@ -100,9 +103,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ImportError) as exc:
         err.print(error_line("run", str(exc)), markup=False)
         return 2
-    from engine.ids import run_id_for
-    from engine.run_header import run_identity
-    from engine.runner import build_jobs
+    with stops_held():  # the engine's modules, which a stop must not cut short (engine/stops.py)
+        from engine import progress, workers  # noqa: F401 - used later, imported here whole
+        from engine.ids import run_id_for
+        from engine.run_header import run_identity
+        from engine.runner import build_jobs
 
     try:
         adapters, samples, skipped = _models_and_samples(config, err, dry_run=args.dry_run,
@@ -384,6 +389,9 @@ def _run_jobs(console, err, log, config: RunConfig, store, lock, samples, adapte
                                  f"{disk_hint(str(refused))}; committed work is kept, rerun to "
                                  "resume"), markup=False)
             return 1
+        except OSError as exc:  # after StoreError: NotAStoreError is a FileNotFoundError too
+            _log_output_lost(log, run_id, exc, interrupted=True)
+            raise
         if records is None:  # a second stop while the log was read
             return _report_interrupted(err, log, config, run_id, terminated.seen)
     return _Ran(records=records, calls=max(seen.calls, progress.calls),
@@ -454,6 +462,18 @@ def _summary(console, err, log, config: RunConfig, run_id: str, jobs, ours: set[
         except KeyboardInterrupt:
             return _report_interrupted(err, log, config, run_id, ran.terminated.seen,
                                        logged=end is not None and end.logged)
+        except OSError as exc:
+            if not (end is not None and end.logged):
+                _log_output_lost(log, run_id, exc, ran.interrupted)
+            raise
+
+
+def _log_output_lost(log, run_id: str, exc: OSError, interrupted: bool) -> None:
+    """Log the run's end when what it prints cannot be written (its terminal closed, or a
+    full disk behind > FILE): the CLI says what it can, and the log still ends the run."""
+    if exc.errno in (errno.EIO, errno.ENOSPC, errno.EDQUOT):
+        log.info("run_end", run_id=run_id, interrupted=interrupted,
+                 report=f"cut short: its output could not be written ({exc.strerror})")
 
 
 def _short(value: object) -> str:
@@ -461,7 +481,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else "…" + text[-39:]
 
 
-def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool,
+def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: int,
                         logged: bool = False) -> int:
     """A Ctrl-C (or SIGTERM) during the end report, often the second of two: the rest of the
     report is skipped, but the run's end is logged (once) and the resume hint said, which the
@@ -469,25 +489,29 @@ def _report_interrupted(err, log, config: RunConfig, run_id: str, sigterm: bool,
     err.drop_cut_short()
     if not logged:
         log.info("run_end", run_id=run_id, interrupted=True, report="skipped by a stop")
-    how = "terminated (SIGTERM)" if sigterm else "interrupted"
+    how, status = stop_said(sigterm)
     err.print(f"{how}: committed work is kept in {config.store}; rerun the same command "
               "to resume where it stopped", markup=False)
-    return 143 if sigterm else 130
+    return status
 
 
 class _SigtermStops(contextlib.AbstractContextManager):
-    """While held, SIGTERM (``kill``, ``timeout``, a batch scheduler's end of job) stops the run
-    as Ctrl-C does: in-flight calls cancelled, queued writes committed, the resume hint said.
-    Without it the process died at once, its last replies lost and paid for again."""
+    """While held, SIGTERM (``kill``, ``timeout``, a batch scheduler's end of job) and SIGHUP
+    (the terminal closed, the run started without ``nohup``) stop the run as Ctrl-C does:
+    in-flight calls cancelled, queued writes committed, the resume hint said. Without it the
+    process died at once, its last replies lost and paid for again."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
-        self.seen = False
-        self._previous = None
+        self.seen = 0
+        """The signal that stopped the run (SIGTERM or SIGHUP), 0 if none did."""
+        self._previous: dict[int, object] = {}
         self.task: asyncio.Task | None = None
         """The run's main task, when it runs on an event loop in this process."""
 
     def _handler(self, signum, frame) -> None:
-        self.seen = True
+        self.seen = self.seen or signum
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.raise_signal(signal.SIGINT)  # whatever SIGINT does now (asyncio: a clean stop)
             return
@@ -502,13 +526,17 @@ class _SigtermStops(contextlib.AbstractContextManager):
         raise KeyboardInterrupt
 
     def __enter__(self):
-        with contextlib.suppress(ValueError):  # not the main thread: leave SIGTERM alone
-            self._previous = signal.signal(signal.SIGTERM, self._handler)
+        with contextlib.suppress(ValueError):  # not the main thread: leave them alone
+            for signum in self.SIGNALS:
+                if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+                    continue  # started under nohup: a closed terminal must not stop it
+                self._previous[signum] = signal.signal(signum, self._handler)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
 
 
 class _Refused(Exception):

@@ -4,6 +4,7 @@ and its exit status.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
 
 import msgspec
@@ -33,7 +34,7 @@ from engine.logs import log_path_for
 from engine.printable import printable
 
 __all__ = ["SKIPPED_ROWS", "RunEnd", "count", "endpoint_changes", "epoch_lines", "no_option_lines",
-           "print_exposure", "report", "run_line", "stop_reason", "usage_of"]
+           "print_exposure", "report", "run_line", "stop_reason", "stop_said", "usage_of"]
 
 
 SKIPPED_ROWS = 4
@@ -59,6 +60,16 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+def stop_said(signum: int) -> tuple[str, int]:
+    """What a run stopped by ``signum`` (0: Ctrl-C) says it was, and its exit status: the
+    shell's 128 + the signal, as if the signal had killed it."""
+    if signum == signal.SIGHUP:
+        return "hung up (SIGHUP: its terminal closed)", 129
+    if signum:
+        return "terminated (SIGTERM)", 143
+    return "interrupted", 130
+
+
 class RunEnd(msgspec.Struct, kw_only=True):
     """How a run ended: what the log holds of the command's trajectories, and what happened."""
 
@@ -81,8 +92,8 @@ class RunEnd(msgspec.Struct, kw_only=True):
     stopped: list
     """The models stopped as unusable (``StoppedModel``), in order."""
     interrupted: bool
-    terminated: bool
-    """Interrupted by a SIGTERM rather than Ctrl-C."""
+    terminated: int
+    """The signal that stopped it, SIGTERM or SIGHUP; 0 for a Ctrl-C (:func:`stop_said`)."""
     spent: float | None
     """With --max-cost: what the trajectories' replies have cost."""
     capped: bool = False
@@ -188,10 +199,10 @@ def report(console, err, log, config: RunConfig, end: RunEnd) -> int:
                       "run them again", markup=False)
         return 1
     if interrupted:
-        how = "terminated (SIGTERM)" if end.terminated else "interrupted"
+        how, status = stop_said(end.terminated)
         err.print(f"{how}: committed work is kept in {config.store}; rerun the same "
                   "command to resume where it stopped", markup=False)
-        return 143 if end.terminated else 130
+        return status
     if end.skipped:
         # Said last, where it is seen: the rows were listed at the start, perhaps hours ago,
         # and the count in the line above reads much like the "skipped dataset rows 0" of

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
+import pty
 import queue
 import re
+import select
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -61,19 +65,27 @@ def _wait_for_some_finished(proc: subprocess.Popen, store: Path) -> None:
     # turned into a SIGINT, which did nothing, and the run went on to its end.
     (signal.SIGTERM, 143, "terminated (SIGTERM)", ("sigint-ignored",)),
     (signal.SIGTERM, 143, "terminated (SIGTERM)", ("sigint-ignored", "--workers", "2")),
+    # The terminal closed (no nohup): SIGHUP, to the whole foreground process group. Before,
+    # it killed the run at once, and with --workers each worker and the fork server too.
+    (signal.SIGHUP, 129, "hung up (SIGHUP: its terminal closed)", ("to-group",)),
+    (signal.SIGHUP, 129, "hung up (SIGHUP: its terminal closed)", ("to-group", "--workers", "2")),
 ])
 def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop, status, said,
                                                                   extra):
     store = tmp_path / "s.lmdb"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     background = "sigint-ignored" in extra
-    extra = tuple(e for e in extra if e != "sigint-ignored")
+    to_group = "to-group" in extra
+    extra = tuple(e for e in extra if e not in ("sigint-ignored", "to-group"))
     proc = subprocess.Popen(_run(store, *extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, text=True, start_new_session=to_group,
                             preexec_fn=_sigint(signal.SIG_IGN if background else signal.SIG_DFL))
     try:
         _wait_for_some_finished(proc, store)
-        proc.send_signal(stop)
+        if to_group:
+            os.killpg(proc.pid, stop)
+        else:
+            proc.send_signal(stop)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -309,3 +321,79 @@ def test_a_ctrl_c_as_the_resume_hint_is_flushed_does_not_have_it_said_again(tmp_
     assert run._report_interrupted(err, structlog.get_logger(), config, "r", False) == 130
     assert stream.getvalue().count("the line a stop cut short") == 1
     assert stream.getvalue().count("interrupted: committed work is kept") == 1
+
+
+def test_a_closed_terminal_stops_the_run_with_its_end_logged_and_status_129(tmp_path):
+    """The window holding the run is closed: the kernel hangs its terminal up, sends SIGHUP,
+    and every later write there fails (EIO). The run stops as on SIGTERM, its end is logged,
+    and its status is SIGHUP's; before, the failed writes made it "a write failed … (what
+    was written is incomplete)", status 1, with no end in its log."""
+    store = tmp_path / "s.lmdb"
+    master, terminal = pty.openpty()
+
+    def own_terminal() -> None:  # after start_new_session's setsid: the pty is its terminal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(_run(store)[:-1], cwd=ROOT, stdin=terminal, stdout=terminal,
+                            stderr=terminal, start_new_session=True, preexec_fn=own_terminal)
+    os.close(terminal)
+    closing = threading.Event()
+    shown = threading.Thread(target=_show_until_closed, args=(master, closing), daemon=True)
+    shown.start()
+    try:
+        _wait_for_some_finished(proc, store)
+        closing.set()  # the window closes
+        shown.join(timeout=30)
+        status = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert status == 129
+    with open_store(store, create=False) as s:
+        assert verify(s).ok
+    ends = [line for line in (tmp_path / "s.log").read_text().splitlines() if "run_end" in line]
+    assert len(ends) == 1 and '"interrupted": true' in ends[0], ends
+    done = subprocess.run(_run(store), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _finished(store) == 28 * 4
+
+
+def _show_until_closed(master: int, closing: threading.Event) -> None:
+    """Read what the run shows on its terminal, as a terminal does, until ``closing`` is set;
+    then close it (by the thread reading it: a read blocked in another thread would keep the
+    terminal open)."""
+    try:
+        while not closing.is_set():
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                os.read(master, 65536)
+    except OSError:
+        pass
+    finally:
+        os.close(master)
+
+
+def test_a_run_started_under_nohup_goes_on_when_its_terminal_closes(tmp_path):
+    """`nohup vaot run …` starts it with SIGHUP ignored, so that closing the terminal leaves it
+    running: the run must keep it ignored, not stop on it as on SIGTERM."""
+    store = tmp_path / "s.lmdb"
+
+    def under_nohup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(_run(store), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=under_nohup)
+    try:
+        _wait_for_some_finished(proc, store)
+        os.killpg(proc.pid, signal.SIGHUP)  # the terminal closes
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert _finished(store) == 28 * 4

@@ -1,0 +1,51 @@
+"""Stops from outside (Ctrl-C, SIGTERM, SIGHUP) as every command takes them: a KeyboardInterrupt,
+and a place where one must not land."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+__all__ = ["STOPS", "Terminated", "stops_held"]
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM (or SIGHUP) outside the part of a command that stops on it cleanly (``vaot
+    run``'s)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
+
+
+STOPS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop any command as a Ctrl-C does (SIGHUP: its terminal closed)."""
+
+
+@contextlib.contextmanager
+def stops_held() -> Iterator[None]:
+    """Hold a Ctrl-C (or SIGTERM, SIGHUP) until the block ends, then raise it.
+
+    For the import of a command's modules: a KeyboardInterrupt raised in the middle of one
+    crashed the interpreter (a segmentation fault inside msgspec, building a decoder for the
+    store's action types), printed an import traceback, or left a module half made for a
+    later import to fail on; held, the command stops on it a tenth of a second later, with
+    its one line.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, *STOPS):
+        if signal.getsignal(signum) not in (signal.SIG_IGN, signal.SIG_DFL, None):
+            previous[signum] = signal.signal(signum, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if held:
+        raise KeyboardInterrupt if held[0] == signal.SIGINT else Terminated(held[0])

@@ -1,0 +1,76 @@
+"""A stop (Ctrl-C, SIGTERM, SIGHUP) as a command's modules import is held until they have."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from store import TrajectoryStarted, open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A real signal to the process as the command's import reaches MODULE (the store's action types:
+# a KeyboardInterrupt raised inside msgspec, building their decoder, crashed the interpreter with
+# a segmentation fault), then the command as `vaot` runs it.
+_SCRIPT = """
+import importlib.abc, os, signal, sys
+
+class StopMidImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == os.environ["MODULE"]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), int(os.environ["STOP_SIGNAL"]))
+        return None
+
+sys.meta_path.insert(0, StopMidImport())
+from engine.cli import main
+status = main()
+print("imported whole:", hasattr(sys.modules.get(os.environ["MODULE"]), os.environ["NAME"]))
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize(("stop", "status", "said"), [
+    (signal.SIGINT, 130, "interrupted"),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"),
+    (signal.SIGHUP, 129, "hung up (SIGHUP)"),
+])
+def test_a_stop_while_the_commands_modules_import_waits_for_them(tmp_path, stop, status, said):
+    store = tmp_path / "s.lmdb"
+    with open_store(store) as s:
+        s.append_sync([TrajectoryStarted(traj="t", pos=0, run_id="r", sample_id="s",
+                                         setting="vaot", model="m", input_state="00")])
+    done = _stopped_while_importing(stop, "store.actions", "action_decoder", "report", str(store))
+    assert done.returncode == status, done.stderr
+    assert done.stderr.strip() == said
+    assert "imported whole: True" in done.stdout
+
+
+def test_a_ctrl_c_while_vaot_run_imports_the_engine_waits_for_it(tmp_path):
+    """`vaot run` imports the engine's modules after its own (the runner, the adapters, the
+    store, the renderers): a stop there is held too, and nothing is written."""
+    store = tmp_path / "s.lmdb"
+    done = _stopped_while_importing(
+        signal.SIGINT, "engine.runner", "run_jobs", "run", "--model", "reference:calibrated",
+        "--dataset", "synthetic:1", "--store", str(store), "--no-progress")
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "interrupted"
+    assert "imported whole: True" in done.stdout
+    assert not store.exists()
+
+
+def _stopped_while_importing(stop: int, module: str, name: str, *argv: str
+                             ) -> subprocess.CompletedProcess:
+    """``vaot ARGV``, sent ``stop`` as its imports reach ``module`` (which holds ``name`` once
+    imported whole)."""
+    return subprocess.run(
+        [sys.executable, "-c", _SCRIPT, *argv], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "STOP_SIGNAL": str(int(stop)),
+             "MODULE": module, "NAME": name},
+        capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
