@@ -51,6 +51,7 @@ import structlog
 from adapters.datasets.base import Sample
 from engine import event_loop
 from engine.breaker import NO_USAGE
+from engine.breaker_share import BreakerShare
 from engine.config import RunConfig
 from engine.cost import PriceTable
 from engine.ids import run_id_for
@@ -186,8 +187,8 @@ def run_in_workers(
 ) -> RunResult:
     """Run (or resume) ``config`` in ``config.workers`` processes; blocks until all are done.
 
-    ``on_outcome`` and ``on_stop`` as for :func:`engine.runner.run_jobs` (a model is stopped in
-    each worker that finds it unusable; ``on_stop`` hears of it once); ``on_fault`` hears the
+    ``on_outcome`` and ``on_stop`` as for :func:`engine.runner.run_jobs` (a model one worker
+    stops is stopped in every one; ``on_stop`` hears of it once); ``on_fault`` hears the
     first fault of each (model, kind) of each worker (every fault is in the log regardless).
 
     Raises:
@@ -214,6 +215,10 @@ def run_in_workers(
     # of each model's cost, read by all, and the flag any of them sets when the cap is reached
     # (engine/spend.py); what the log already holds is counted here, once.
     spend_share = _spend_share(config, store, all_jobs, context, workers)
+    # What each worker's breaker learns of a model, known to all (engine/breaker_share.py).
+    breaker_share = BreakerShare.cells(
+        [m.spec for m in config.models], workers, lambda value: context.RawValue("d", value),
+        lambda size: context.RawArray("c", size), context.Lock())
     # Never written: its write end closes with this process, and every worker then reads
     # end-of-file on its read end and stops (see the module's docstring).
     life, life_end = context.Pipe(duplex=False)
@@ -232,7 +237,7 @@ def run_in_workers(
                 args=(i, workers, share_of(config, workers, i), str(shard), messages, os.getpid(),
                       dict(os.environ), pauses,
                       spend_share._replace(index=i) if spend_share is not None else None,
-                      life)))
+                      breaker_share._replace(index=i), life)))
         result = _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
                             started, context.get_start_method() == "forkserver")
     if spend_share is not None:
@@ -409,7 +414,7 @@ def _die_with_run(index: int, run: int) -> None:
 
 def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messages, parent: int,
                  environ: dict[str, str], pauses, spend: SpendShare | None,
-                 life: multiprocessing.connection.Connection) -> None:
+                 breaker: BreakerShare, life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (fork_server.py)
     _die_with_run(index, parent)
@@ -428,7 +433,8 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
                 calls = event_loop.run(_run_share(config, store, samples, originals, messages,
-                                               parent, pauses, spend, life, 1 / workers))
+                                               parent, pauses, spend, breaker, life,
+                                               1 / workers))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
                 # for now must not kill this process while its last message holds the queue's
@@ -465,7 +471,7 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _run_share(config: RunConfig, store, samples, originals: dict[str, str], messages,
-                     parent: int, pauses, spend: SpendShare | None,
+                     parent: int, pauses, spend: SpendShare | None, breaker: BreakerShare,
                      life: multiprocessing.connection.Connection, memory_share: float) -> int:
     from engine.runner import run_jobs
 
@@ -507,6 +513,7 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
             header_written=True,  # by the parent, with the limits unsplit
             shared_pauses=pauses,
             spend_share=spend,
+            breaker_share=breaker,
             memory_share=memory_share,  # the caches' budget is the machine's, split N ways
         )
     except asyncio.CancelledError:
