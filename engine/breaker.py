@@ -317,10 +317,20 @@ class ModelBreaker:
     def recheck(self) -> None:
         """Look again at every model with waiting trajectories: the run's scheduler will start
         no more jobs (a --max-cost cap was reached), so what waits for them is decided now."""
+        if self._share is not None:  # and the other processes hear it of every model, those
+            for model in self._share.models:  # this one never ran included
+                self._model(model)
         for model, m in list(self._models.items()):
             self._publish(model, m)
             if m.waiting:
                 self._decide_if_nobody_can_tell(model, m)
+
+    def close(self) -> None:
+        """This process's run is over: no call of any model will come from it, which the
+        other processes of a ``--workers`` run wait to hear before deciding without it."""
+        if self._share is not None:
+            for at in range(len(self._share.models)):
+                self._share.tell(at, False)
 
     def _decide_if_nobody_can_tell(self, model: str, m: _Model) -> None:
         """Every running trajectory of ``model`` waits, and no job of it can start: no call is

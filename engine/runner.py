@@ -367,6 +367,7 @@ async def run_jobs(
     finally:
         if listener is not None:
             listener.cancel()
+        breaker.close()
         # Renders still running finish off the loop (a cancelled run must not block it).
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.shield(asyncio.to_thread(pool.shutdown, wait=True))

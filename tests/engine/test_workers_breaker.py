@@ -169,6 +169,42 @@ def test_waiting_failures_are_decided_only_once_no_process_can_tell():
     asyncio.run(go())
 
 
+def test_a_process_that_never_ran_the_model_tells_when_it_will_not():
+    # A --max-cost cap reached before one process had started a job of the model: it said
+    # nothing of it, and the other process's waiting failure waited for its calls forever.
+    async def go() -> None:
+        first, second = _pair()
+        first.attach(lambda model: False, slots=10, on_wait=lambda: None)
+        second.attach(lambda model: False, slots=10, on_wait=lambda: None)  # the cap, reached
+        first.enter("m")
+        waiting = asyncio.create_task(first.judge("m", "not_found", "404"))
+        await asyncio.sleep(0)
+        first.poll()
+        assert not waiting.done()  # the other process could still tell
+        second.recheck()  # what its run does once the cap stops it
+        first.poll()
+        # No call left anywhere, before any success: stopped (before, it waited for good).
+        assert await asyncio.wait_for(waiting, 5) is True
+
+    asyncio.run(go())
+
+
+def test_a_process_whose_run_ended_leaves_the_others_to_decide():
+    async def go() -> None:
+        first, second = _pair()
+        first.attach(lambda model: False, slots=10, on_wait=lambda: None)
+        first.enter("m")
+        waiting = asyncio.create_task(first.judge("m", "not_found", "404"))
+        await asyncio.sleep(0)
+        first.poll()
+        assert not waiting.done()
+        second.close()  # its run ended (or failed) before it ran a job of the model
+        first.poll()
+        assert await asyncio.wait_for(waiting, 5) is True
+
+    asyncio.run(go())
+
+
 def test_one_process_judges_as_it_did():
     # No share: nothing changes (the rest of the breaker's tests run this way too).
     async def go() -> bool:
