@@ -50,8 +50,12 @@ is held by a waiting trajectory no job can start: the model that has waited long
 then, which frees its slots for the others.
 
 A refused connection reaches this point only after the whole retry budget, so a local server that
-is still starting gets that long to come up. Each process of a ``--workers`` run judges by its
-own calls.
+is still starting gets that long to come up.
+
+The processes of a ``--workers`` run judge together (engine/breaker_share.py): a success in any
+of them, the streak all of them make, and a stop any of them decides hold in every one, and a
+process decides its waiting trajectories for want of a call to tell only once no process has
+one left. Replies without text are still counted per process.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+
+from engine.breaker_share import BreakerShare, SharedStop
 
 __all__ = [
     "EMPTY_AT_MAX_TOKENS",
@@ -158,12 +164,17 @@ class ModelUnusableError(Exception):
 
 
 class _Model:
-    __slots__ = ("answered", "empty_streak", "empty_trajs", "kinds", "last_fault", "running",
-                 "stop_event", "streak", "texted", "waiting", "waiting_since")
+    __slots__ = ("answered", "at", "empty_streak", "empty_trajs", "kinds", "last_fault",
+                 "resets_seen", "running", "stop_event", "streak", "texted", "waiting",
+                 "waiting_since")
 
     def __init__(self) -> None:
+        self.at: int | None = None
+        """Its place in the cells shared with a --workers run's other processes, if any."""
+        self.resets_seen = 0.0
+        """How many streaks a success had ended, in any process, when this one last looked."""
         self.answered = False
-        """A call to it has succeeded in this process."""
+        """A call to it has succeeded in this process (in any, with --workers)."""
         self.running = 0
         """Trajectories of this model being driven now (waiting ones included)."""
         self.streak = 0
@@ -188,7 +199,10 @@ class ModelBreaker:
     """Per model: what is running, and how many stop-kind failures came since a success."""
 
     def __init__(self, threshold: int = THRESHOLD,
-                 threshold_after_success: int = THRESHOLD_AFTER_SUCCESS) -> None:
+                 threshold_after_success: int = THRESHOLD_AFTER_SUCCESS,
+                 share: BreakerShare | None = None) -> None:
+        """``share``: this process's copy of the cells a ``--workers`` run's processes judge
+        with together (then call :meth:`poll` every ``breaker_share.POLL_S``)."""
         self.threshold = threshold
         self.threshold_after_success = threshold_after_success
         self._models: dict[str, _Model] = {}
@@ -197,6 +211,7 @@ class ModelBreaker:
         self._slots = 0
         self._on_wait: Callable[[], None] = lambda: None
         self._tickets = itertools.count()
+        self._share = share
 
     def attach(self, has_jobs: Callable[[str], bool], slots: int,
                on_wait: Callable[[], None]) -> None:
@@ -215,15 +230,63 @@ class ModelBreaker:
         return sum(len(m.waiting) for m in self._models.values())
 
     def stopped(self, model: str) -> ModelUnusableError | None:
-        """What stopped ``model``, if it was stopped."""
-        return self._stopped.get(model)
+        """What stopped ``model``, if it was stopped (here, or in another process)."""
+        found = self._stopped.get(model)
+        if found is None and self._share is not None:
+            found = self._stopped_elsewhere(model)
+        return found
+
+    def _stopped_elsewhere(self, model: str) -> ModelUnusableError | None:
+        """Another process stopped ``model``: stop it here too, with its words."""
+        m = self._model(model)
+        assert self._share is not None
+        shared = self._share.stopped(m.at) if m.at is not None else None
+        if shared is None:
+            return None
+        error = self._stopped[model] = ModelUnusableError(model, shared.kinds, shared.message,
+                                                          shared.count)
+        if m.stop_event is not None:
+            m.stop_event.set()
+        self._release(m, stop=True)
+        return error
+
+    def poll(self) -> None:
+        """Take in what the other processes of a ``--workers`` run decided: a stop, a success
+        that ends the waits here, or that none of them can tell any more."""
+        for model, m in list(self._models.items()):
+            if m.at is None or self.stopped(model) is not None:
+                continue
+            self._catch_up(m)
+            if m.waiting:
+                self._decide_if_nobody_can_tell(model, m)
+
+    def _catch_up(self, m: _Model) -> None:
+        """A call succeeded in another process: the model works, and a streak it ended
+        releases the trajectories waiting here, as a success here does."""
+        if m.at is None:
+            return
+        assert self._share is not None
+        if self._share.answered[m.at].value:
+            m.answered = True
+        resets = self._share.resets[m.at].value
+        if resets != m.resets_seen:
+            m.resets_seen = resets
+            m.kinds.clear()
+            if m.waiting:
+                self._release(m, stop=False)
+
+    def _publish(self, model: str, m: _Model) -> None:
+        """Tell the other processes whether a call of ``model`` could still come from here."""
+        if m.at is not None:
+            assert self._share is not None
+            self._share.tell(m.at, len(m.waiting) < m.running or self._has_jobs(model))
 
     def stop_event(self, model: str) -> asyncio.Event:
         """Set when ``model`` is stopped: what a call waiting for a slot or a retry waits on too."""
         m = self._model(model)
         if m.stop_event is None:
             m.stop_event = asyncio.Event()
-            if model in self._stopped:
+            if self.stopped(model) is not None:
                 m.stop_event.set()
         return m.stop_event
 
@@ -231,25 +294,43 @@ class ModelBreaker:
         found = self._models.get(model)
         if found is None:
             found = self._models[model] = _Model()
+            if self._share is not None:
+                found.at = self._share.slot(model)
+                if found.at is not None:
+                    found.resets_seen = self._share.resets[found.at].value
         return found
 
     def enter(self, model: str) -> None:
         """A trajectory of ``model`` starts being driven."""
-        self._model(model).running += 1
+        m = self._model(model)
+        m.running += 1
+        self._publish(model, m)
 
     def leave(self, model: str) -> None:
         """It ended (finished, failed, stopped or cancelled)."""
         m = self._model(model)
         m.running -= 1
+        self._publish(model, m)
         if m.waiting:
             self._decide_if_nobody_can_tell(model, m)
 
     def recheck(self) -> None:
         """Look again at every model with waiting trajectories: the run's scheduler will start
         no more jobs (a --max-cost cap was reached), so what waits for them is decided now."""
+        if self._share is not None:  # and the other processes hear it of every model, those
+            for model in self._share.models:  # this one never ran included
+                self._model(model)
         for model, m in list(self._models.items()):
+            self._publish(model, m)
             if m.waiting:
                 self._decide_if_nobody_can_tell(model, m)
+
+    def close(self) -> None:
+        """This process's run is over: no call of any model will come from it, which the
+        other processes of a ``--workers`` run wait to hear before deciding without it."""
+        if self._share is not None:
+            for at in range(len(self._share.models)):
+                self._share.tell(at, False)
 
     def _decide_if_nobody_can_tell(self, model: str, m: _Model) -> None:
         """Every running trajectory of ``model`` waits, and no job of it can start: no call is
@@ -257,6 +338,8 @@ class ModelBreaker:
         if len(m.waiting) < m.running:
             return
         if not self._has_jobs(model):
+            if m.at is not None and self._share.others_could_tell(m.at):  # type: ignore[union-attr]
+                return  # their calls will tell; :meth:`poll` looks again
             self._decide(model, m)
             return
         # Jobs of it would tell once they start, but none starts while every slot holds a
@@ -268,6 +351,7 @@ class ModelBreaker:
             self._decide(name, oldest)
 
     def _decide(self, model: str, m: _Model) -> None:
+        self._catch_up(m)
         if m.answered:
             self._release(m, stop=False)
         else:
@@ -281,6 +365,10 @@ class ModelBreaker:
         m.kinds.clear()
         if m.waiting:
             self._release(m, stop=False)
+        if m.at is not None:
+            assert self._share is not None
+            self._share.succeeded(m.at)
+            m.resets_seen = self._share.resets[m.at].value  # this success's, taken in above
 
     def wrote_text(self, model: str) -> None:
         """``model`` has written text (a reply now, or a step in the log): empty replies from it
@@ -296,7 +384,7 @@ class ModelBreaker:
         first (``EMPTY_AT_MAX_TOKENS``) or ended so (``EMPTY_REPLY``); ``message`` says which.
         True if the model is stopped (now or before)."""
         m = self._model(model)
-        if m.texted or model in self._stopped:
+        if m.texted or self.stopped(model) is not None:
             return model in self._stopped
         m.empty_streak += 1
         m.empty_trajs.add(traj)
@@ -326,12 +414,16 @@ class ModelBreaker:
         ``failed_so_before``: the trajectory's last recorded attempt failed with a stop kind too
         (see the module's docstring). May wait for the model's other calls to decide.
         """
-        if model in self._stopped:
+        if self.stopped(model) is not None:
             return True
         m = self._model(model)
+        self._catch_up(m)
         if failed_so_before or not counts_toward_stop(kind, m.answered):
             return False
-        m.streak += 1
+        if m.at is None:
+            m.streak += 1
+        else:  # the streak every process of a --workers run makes
+            m.streak = self._share.add_failure(m.at)  # type: ignore[union-attr]
         m.kinds.add(kind)
         m.last_fault = message
         if m.streak >= (self.threshold_after_success if m.answered else self.threshold):
@@ -341,6 +433,7 @@ class ModelBreaker:
         if not m.waiting:
             m.waiting_since = next(self._tickets)
         m.waiting.append(verdict)
+        self._publish(model, m)
         self._decide_if_nobody_can_tell(model, m)
         if not verdict.done():
             self._on_wait()  # its slot no longer counts against the model's share
@@ -355,7 +448,11 @@ class ModelBreaker:
         between, and every wait on it (a slot, a retry, a verdict) ends."""
         if model not in self._stopped:
             kinds = ", ".join(sorted(m.kinds))
-            self._stopped[model] = ModelUnusableError(model, kinds, m.last_fault, m.streak)
+            stop = SharedStop(kinds, m.last_fault, m.streak)
+            if m.at is not None:  # the stop another process decided first, if one did
+                assert self._share is not None
+                stop = self._share.stop(m.at, stop)
+            self._stopped[model] = ModelUnusableError(model, *stop)
         if m.stop_event is not None:
             m.stop_event.set()
         self._release(m, stop=True)

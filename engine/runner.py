@@ -22,7 +22,9 @@ import structlog
 from adapters.datasets.base import Sample
 from adapters.models.base import AdapterOptions, ModelAdapter
 from adapters.models.registry import create_adapter
-from engine.breaker import ModelUnusableError
+from engine.breaker import ModelBreaker, ModelUnusableError
+from engine.breaker_share import POLL_S as BREAKER_POLL_S
+from engine.breaker_share import BreakerShare
 from engine.cache_budget import cache_budgets
 from engine.config import RunConfig
 from engine.conversation import RequestSpec, parse_image_history
@@ -214,6 +216,7 @@ async def run_jobs(
     recorded_originals: dict[str, str] | None = None,
     shared_pauses: Sequence[SharedCell] | None = None,
     spend_share: SpendShare | None = None,
+    breaker_share: BreakerShare | None = None,
     header_written: bool = False,
     skipped_rows: int = 0,
     memory_share: float = 1.0,
@@ -229,8 +232,9 @@ async def run_jobs(
     ``memory_share``: the part of the machine's memory budget for caches this process has (1/N
     for each of ``--workers N``; engine/cache_budget.py).
 
-    ``shared_pauses``: see :func:`make_limiters`, and ``spend_share``: see
-    :func:`make_spend_cap` (a worker of :func:`engine.workers.run_in_workers`).
+    ``shared_pauses``: see :func:`make_limiters`, ``spend_share``: see
+    :func:`make_spend_cap`, and ``breaker_share``: see engine/breaker_share.py (a worker of
+    :func:`engine.workers.run_in_workers`).
 
     ``recorded_originals``: sample id → the original image state the run recorded for it, when
     the caller has already compared the samples with what the run recorded
@@ -277,6 +281,7 @@ async def run_jobs(
         render_base=config.render_base, retry_failed=config.retry_failed, on_fault=on_fault,
         recorded_originals=recorded_originals,
         spend=make_spend_cap(config, store, jobs, spend_share),
+        breaker=ModelBreaker(share=breaker_share),
     )
     breaker = runtime.breaker
     scheduler = FairScheduler(jobs, in_flight_caps(  # only models with a remote endpoint
@@ -347,12 +352,22 @@ async def run_jobs(
             else:
                 group.create_task(report_when_durable(job, outcome, writes))
 
+    async def hear_other_processes() -> None:  # they wake nothing here: look every so often
+        while True:
+            await asyncio.sleep(BREAKER_POLL_S)
+            breaker.poll()
+
+    listener = (asyncio.create_task(hear_other_processes()) if breaker_share is not None
+                else None)
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(slots):
                 group.create_task(worker(group))
         await states.settle()  # the originals' blob writes, owned by no single trajectory
     finally:
+        if listener is not None:
+            listener.cancel()
+        breaker.close()
         # Renders still running finish off the loop (a cancelled run must not block it).
         pool.shutdown(wait=False, cancel_futures=True)
         await asyncio.shield(asyncio.to_thread(pool.shutdown, wait=True))

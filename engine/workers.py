@@ -36,7 +36,6 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
-import queue as queue_module
 import signal
 import sys
 import tempfile
@@ -51,6 +50,7 @@ import structlog
 from adapters.datasets.base import Sample
 from engine import event_loop
 from engine.breaker import NO_USAGE
+from engine.breaker_share import BreakerShare
 from engine.config import RunConfig
 from engine.cost import PriceTable
 from engine.ids import run_id_for
@@ -67,6 +67,7 @@ from engine.runner import (
 from engine.runtime import Outcome, SampleChangedError, TrajectoryJob
 from engine.spend import SpendShare
 from engine.step_recorder import OTHER_DIALECT
+from engine.worker_channels import Outbox, receive
 from store.recorder import Recorder
 
 __all__ = ["WorkerError", "fewer_workers", "run_in_workers", "share_of", "warm_up",
@@ -196,8 +197,8 @@ def run_in_workers(
 ) -> RunResult:
     """Run (or resume) ``config`` in ``config.workers`` processes; blocks until all are done.
 
-    ``on_outcome`` and ``on_stop`` as for :func:`engine.runner.run_jobs` (a model is stopped in
-    each worker that finds it unusable; ``on_stop`` hears of it once); ``on_fault`` hears the
+    ``on_outcome`` and ``on_stop`` as for :func:`engine.runner.run_jobs` (a model one worker
+    stops is stopped in every one; ``on_stop`` hears of it once); ``on_fault`` hears the
     first fault of each (model, kind) of each worker (every fault is in the log regardless).
 
     Raises:
@@ -216,7 +217,9 @@ def run_in_workers(
     event_loop.run(write_run_header(config, store, run_id, samples, skipped_rows))
     jobs = {job.traj: job for job in all_jobs}
     context = _context()
-    messages = context.Queue()
+    # A pipe per worker for its messages, not one queue for all: a worker killed as it wrote
+    # to a shared one could leave the others unable to write (engine/worker_channels.py).
+    channels = [context.Pipe(duplex=False) for _ in range(workers)]
     # One cell per model in shared memory: a Retry-After one worker hears pauses its endpoint
     # in every worker (engine/limits.py), as it would in one process.
     pauses = [context.RawValue("d", 0.0) for _ in config.models]
@@ -224,10 +227,17 @@ def run_in_workers(
     # of each model's cost, read by all, and the flag any of them sets when the cap is reached
     # (engine/spend.py); what the log already holds is counted here, once.
     spend_share = _spend_share(config, store, all_jobs, context, workers)
+    # What each worker's breaker learns of a model, known to all (engine/breaker_share.py).
+    breaker_share = BreakerShare.cells(
+        [m.spec for m in config.models], workers, lambda value: context.RawValue("d", value),
+        lambda size: context.RawArray("c", size), context.Lock())
     # Never written: its write end closes with this process, and every worker then reads
     # end-of-file on its read end and stops (see the module's docstring).
     life, life_end = context.Pipe(duplex=False)
-    with life_end, life, tempfile.TemporaryDirectory(prefix="vaot-workers-") as scratch:
+    with contextlib.ExitStack() as closing:
+        for end in (life_end, life, *(end for pair in channels for end in pair)):
+            closing.enter_context(end)
+        scratch = closing.enter_context(tempfile.TemporaryDirectory(prefix="vaot-workers-"))
         # Each worker's samples go through a file, not the process pipe: a worker that dies
         # before reading a large pickle from its pipe would leave the parent blocked writing it.
         processes = []
@@ -239,11 +249,12 @@ def run_in_workers(
             shard.write_bytes(pickle.dumps((share, originals), protocol=pickle.HIGHEST_PROTOCOL))
             processes.append(context.Process(
                 target=_worker_main, name=f"vaot-worker-{i}", daemon=True,
-                args=(i, workers, share_of(config, workers, i), str(shard), messages, os.getpid(),
+                args=(i, workers, share_of(config, workers, i), str(shard), channels[i][1],
+                      os.getpid(),
                       dict(os.environ), pauses,
                       spend_share._replace(index=i) if spend_share is not None else None,
-                      life)))
-        result = _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id,
+                      breaker_share._replace(index=i), life)))
+        result = _supervise(processes, channels, jobs, on_outcome, on_fault, on_stop, run_id,
                             started, context.get_start_method() == "forkserver")
     if spend_share is not None:
         cap = make_spend_cap(config, store, all_jobs, spend_share)  # every worker's cells, read
@@ -263,8 +274,10 @@ def _spend_share(config: RunConfig, store: Recorder, jobs: list[TrajectoryJob], 
                             workers, lambda value: context.RawValue("d", value))
 
 
-def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id: str,
+def _supervise(processes, channels, jobs, on_outcome, on_fault, on_stop, run_id: str,
                started: float, from_fork_server: bool) -> RunResult:
+    readers = [reader for reader, _writer in channels]
+    listening = list(readers)  # the channels not yet ended
     outcomes: list[Outcome] = []
     calls = 0
     done: set[int] = set()
@@ -293,34 +306,43 @@ def _supervise(processes, messages, jobs, on_outcome, on_fault, on_stop, run_id:
         elif kind == "changed":  # the dataset, not the worker: said as a single process would
             raise SampleChangedError(payload)
 
+    def drain(i: int) -> None:
+        """Handle what worker ``i`` has sent; stop listening once its channel has ended."""
+        messages, ended = receive(readers[i])
+        if ended:
+            listening.remove(readers[i])
+        for message in messages:
+            handle(*message)
+
     try:
         with _sigint_deferred():  # a worker must get its arguments whole
             for process in processes:
                 process.start()
+        for _reader, writer in channels:
+            # Each worker holds its own copy now: its channel ends when the worker does.
+            writer.close()
         sentinels = {process.sentinel: i for i, process in enumerate(processes)}
+        worker_of = {reader: i for i, reader in enumerate(readers)}
         while len(done) < len(processes):
-            # Wake on a message or on a worker's exit, whichever comes first (the queue's reader
-            # end is a private attribute, but the documented way to wait on both at once).
-            ready = multiprocessing.connection.wait([messages._reader, *sentinels], timeout=1.0)
-            while True:  # everything already sent, before looking at who exited
-                try:
-                    handle(*messages.get_nowait())
-                except queue_module.Empty:
-                    break
+            # Wake on a message or on a worker's exit, whichever comes first.
+            ready = multiprocessing.connection.wait([*listening, *sentinels], timeout=1.0)
+            for reader in ready:  # everything already sent, before looking at who exited
+                if reader in worker_of and reader in listening:
+                    drain(worker_of[reader])
             for sentinel in ready:
                 i = sentinels.get(sentinel)
                 if i is None or i in done:
                     continue
-                # Exited: a last message may still be in the queue's pipe.
-                with contextlib.suppress(queue_module.Empty):
-                    while True:
-                        handle(*messages.get(timeout=0.2))
+                # Exited: what it sent is still in its channel, which ends after the last.
+                if readers[i] in listening and multiprocessing.connection.wait([readers[i]],
+                                                                              timeout=1.0):
+                    drain(i)
                 if i not in done:
                     raise WorkerError(f"worker {i} exited with code {processes[i].exitcode} "
                                       f"before finishing its share"
                                       f"{_why(processes[i].exitcode, from_fork_server)}")
     except BaseException:
-        _stop(processes, messages)
+        _stop(processes, listening)
         raise
     for process in processes:
         process.join()
@@ -358,11 +380,11 @@ def _sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _stop(processes: list, messages) -> None:
+def _stop(processes: list, channels: list) -> None:
     """Ask every live worker to stop (SIGTERM: graceful), wait, then make sure.
 
-    Their messages are read and dropped meanwhile: a worker exits only once its last messages
-    are in the pipe, which a parent that stopped reading would leave full.
+    Their messages are read from ``channels`` and dropped meanwhile: a worker exits only once
+    its last messages are in its pipe, which a parent that stopped reading would leave full.
     """
     for process in processes:
         if process.pid is not None and process.is_alive():
@@ -370,12 +392,14 @@ def _stop(processes: list, messages) -> None:
                 os.kill(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
     started = [p for p in processes if p.pid is not None]
+    listening = list(channels)
     while any(p.is_alive() for p in started) and time.monotonic() < deadline:
-        with contextlib.suppress(queue_module.Empty, OSError, EOFError, ValueError):
-            while True:
-                messages.get_nowait()
-        multiprocessing.connection.wait([p.sentinel for p in started if p.is_alive()],
-                                        timeout=0.05)
+        for channel in list(listening):
+            with contextlib.suppress(Exception):  # a message that cannot be read is dropped too
+                if receive(channel)[1]:
+                    listening.remove(channel)
+        multiprocessing.connection.wait([*(p.sentinel for p in started if p.is_alive()),
+                                         *listening], timeout=0.05)
     for process in started:
         if process.is_alive():
             process.kill()
@@ -417,13 +441,15 @@ def _die_with_run(index: int, run: int) -> None:
         os._exit(1)
 
 
-def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messages, parent: int,
+def _worker_main(index: int, workers: int, config: RunConfig, shard: str,
+                 channel: multiprocessing.connection.Connection, parent: int,
                  environ: dict[str, str], pauses, spend: SpendShare | None,
-                 life: multiprocessing.connection.Connection) -> None:
+                 breaker: BreakerShare, life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (fork_server.py)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's: the parent decides too
     _die_with_run(index, parent)
+    messages = Outbox(channel)
     # The run's environment now, not the fork server's from when it started.
     os.environ.clear()
     os.environ.update(environ)
@@ -439,11 +465,12 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
         with tuned_gc(), worker_lock(config.store), open_run_store(config.store) as store:
             try:
                 calls = event_loop.run(_run_share(config, store, samples, originals, messages,
-                                               parent, pauses, spend, life, 1 / workers))
+                                               parent, pauses, spend, breaker, life,
+                                               1 / workers))
             finally:
                 # The run is over (the loop's SIGTERM handler is gone): a stop the parent asks
-                # for now must not kill this process while its last message holds the queue's
-                # lock, which would block every other worker's last message.
+                # for now must not kill this process before its last message is sent, which
+                # says how its share ended.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except BaseException as exc:  # the parent names the worker and stops the others
         changed = first_error(exc, SampleChangedError)
@@ -458,11 +485,9 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str, messag
             messages.put(("error", index, f"{_describe(exc)} (its traceback is in "
                                           f"{log_path_for(config.store)})"))
         messages.close()
-        messages.join_thread()
         raise SystemExit(1) from None
     messages.put(("done", index, calls))
     messages.close()
-    messages.join_thread()
 
 
 def _describe(exc: BaseException) -> str:
@@ -476,7 +501,7 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _run_share(config: RunConfig, store, samples, originals: dict[str, str], messages,
-                     parent: int, pauses, spend: SpendShare | None,
+                     parent: int, pauses, spend: SpendShare | None, breaker: BreakerShare,
                      life: multiprocessing.connection.Connection, memory_share: float) -> int:
     from engine.runner import run_jobs
 
@@ -518,6 +543,7 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
             header_written=True,  # by the parent, with the limits unsplit
             shared_pauses=pauses,
             spend_share=spend,
+            breaker_share=breaker,
             memory_share=memory_share,  # the caches' budget is the machine's, split N ways
         )
     except asyncio.CancelledError:
