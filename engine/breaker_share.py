@@ -145,7 +145,16 @@ class BreakerShare(NamedTuple):
         """The model's stop, if a process stopped it."""
         if not self.stop_count[at].value:
             return None
-        kinds, message = msgspec.json.decode(self.stop_text[at].value, type=tuple[str, str])
+        try:
+            kinds, message = msgspec.json.decode(self.stop_text[at].value, type=tuple[str, str])
+        except msgspec.DecodeError:
+            # The count seen before its text (a weakly ordered CPU, ARM's, may show another
+            # process's two writes out of order): read the text again after the writer's lock,
+            # whose release publishes both. (stop() holds the lock already, but there no
+            # writer can be midway, so it never gets here.)
+            with self._locked():
+                kinds, message = msgspec.json.decode(self.stop_text[at].value,
+                                                     type=tuple[str, str])
         return SharedStop(kinds, message, int(self.stop_count[at].value))
 
     def tell(self, at: int, could: bool) -> None:
