@@ -4,8 +4,8 @@ Digits ("1,200", ".5", and in an answer alone a decimal comma: "3,5"), number wo
 ("twenty-one"), a Chinese count ("三", "两个"), a fraction ("1/2"), a measure and its unit
 ("45°", "3cm"), the result of a sum ("2 + 1 = 3", "7 in total"); and no number where an answer
 gives none: a bound ("at least 3", "3+"), a range ("3-4") or alternatives ("3 or 4").
-``__all__`` lists what analysis/scoring.py reads numbers with; the rest (names with a leading
-underscore) are this module's own.
+``__all__`` lists what the scorer (analysis/scoring.py and the answer_*.py modules it reads
+answers with) reads numbers with; the rest (names with a leading underscore) are this module's own.
 """
 
 from __future__ import annotations

@@ -101,6 +101,8 @@ def _tool_calls(path: str | None, dialect: str) -> tuple:
         data = msgspec.json.decode(_read(path))
     except OSError as exc:
         raise ValueError(f"--tool-calls {path}: {exc.strerror or exc}") from None
+    except _NotUtf8 as exc:
+        raise ValueError(f"--tool-calls {path}: {exc.reason}") from None
     except msgspec.DecodeError as exc:
         raise ValueError(f"--tool-calls {path}: not JSON ({exc})") from None
     if isinstance(data, dict):
@@ -124,6 +126,15 @@ def _tool_calls(path: str | None, dialect: str) -> tuple:
     return tuple(calls)
 
 
+class _NotUtf8(ValueError):
+    """A file (or stdin) whose bytes are not UTF-8 text; ``reason`` says so without naming it,
+    for a caller that names the flag it came from as well."""
+
+    def __init__(self, where: str, byte: int) -> None:
+        self.reason = f"not UTF-8 text (byte {byte}); save it as UTF-8"
+        super().__init__(f"{where} is {self.reason}")
+
+
 def _read(path: str) -> str:
     if path == "-":
         data = sys.stdin.buffer.read()
@@ -135,9 +146,7 @@ def _read(path: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{where} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
-        ) from None
+        raise _NotUtf8(where, exc.start) from None
 
 
 def run(args: argparse.Namespace) -> int:

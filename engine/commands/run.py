@@ -25,6 +25,7 @@ from adapters.models.base import AdapterError
 from engine import event_loop
 from engine.commands._errors import disk_hint, error_line
 from engine.commands._store_arg import missing_folder
+from engine.commands._store_refusals import file_in_the_way, log_refusal
 from engine.commands.run_callbacks import callbacks
 from engine.commands.run_config import config_from
 from engine.commands.run_dataset import (
@@ -51,7 +52,7 @@ from engine.commands.run_report import (
 )
 from engine.commands.run_session import SessionReplies, dialect_notes, logged_records
 from engine.config import DEFAULT_STORE, ConfigError, RunConfig
-from engine.logs import configure_logging, log_path_for, log_unwritable
+from engine.logs import configure_logging, log_path_for
 from engine.printable import printable
 from engine.run_lock import StoreBusyError, exclusive_run
 from engine.stops import stops_held
@@ -557,9 +558,8 @@ def _open_for_run(config: RunConfig):
     log_file = log_path_for(config.store)
     # Checked before the store is made: a run refused for its log afterwards left a new,
     # empty store behind.
-    if log_file is not None and (unwritable := log_unwritable(log_file)):
-        raise _Refused(f"cannot write the run's log {log_file} (beside the store "
-                       f"{config.store}): {unwritable}")
+    if refused := log_refusal(config.store):
+        raise _Refused(refused)
     made = None
     try:
         if config.store != ":memory:":
@@ -567,10 +567,8 @@ def _open_for_run(config: RunConfig):
             Path(config.store).parent.mkdir(parents=True, exist_ok=True)  # runs/ on a fresh clone
         store = open_run_store(config.store)
     except (StoreError, OSError) as exc:
-        above = next((p for p in Path(config.store).parents if p.is_file()), None)
-        if above is not None:  # mkdir says "File exists" of it, which names nothing
-            raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
-                           "folder") from None
+        if refused := file_in_the_way(config.store):
+            raise _Refused(refused) from None
         # A store cut short names itself already ("X: the store is cut short …").
         said = str(exc) if isinstance(exc, StoreTruncatedError) else f"{config.store}: {exc}"
         if not isinstance(exc, StoreError) and exc.strerror:

@@ -26,6 +26,7 @@ from adapters.renderers.images import ImageLoadError
 from analysis.records import TrajectoryRecord, project
 from engine.commands._errors import error_line
 from engine.commands._store_arg import missing_folder
+from engine.commands._store_refusals import file_in_the_way, log_refusal, no_files_there
 from engine.commands.run_report import count, endpoint_changes, run_line
 from engine.config import ConfigError, RunConfig
 from engine.conversation import RequestSpec, build_request
@@ -152,12 +153,14 @@ def _recorded(console, config: RunConfig, jobs, run_id: str) -> dict[str, Trajec
     run makes of it on resume, and a line saying how far it got. Read only: another run may be
     writing it."""
     path = Path(config.store)
+    if refused := log_refusal(config.store):  # asked first, as the run asks it
+        raise _Refused(refused)
     if config.store == ":memory:" or not path.exists() or (path.is_dir()
                                                            and not any(path.iterdir())):
-        above = next((p for p in path.parents if p.is_file()), None)
-        if config.store != ":memory:" and above is not None:
-            raise _Refused(f"cannot open the store {config.store}: {above} is a file, not a "
-                           "folder")
+        # The run would learn these by making the folder, which a dry run does not do.
+        if config.store != ":memory:" and (refused := file_in_the_way(config.store)
+                                           or no_files_there(config.store)):
+            raise _Refused(refused)
         made = missing_folder(config.store) if config.store != ":memory:" else None
         console.print("store: new; every trajectory would start" + (
             f" (the folder {made} does not exist: the run would make it)" if made else ""),

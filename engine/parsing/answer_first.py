@@ -15,7 +15,8 @@ import re
 
 from engine.parsing.answer_label import SENTENCE_END, option_label
 from engine.parsing.answer_text import choice_letter, clean_answer, gives_none_yet, split_hedge
-from engine.parsing.concluding import (
+from engine.parsing.concluding import said_instead, sentence_before, supposes
+from engine.parsing.conclusion_words import (
     CAPITAL_CHOICE,
     CERTAIN,
     CONCLUSION,
@@ -30,12 +31,8 @@ from engine.parsing.concluding import (
     STEP_LEAD,
     UNSETTLED,
     asks,
-    plans_next,
-    said_instead,
-    sentence_before,
-    supposes,
-    under_next_heading,
 )
+from engine.parsing.next_step import plans_next, under_next_heading
 
 __all__ = ["answer_first"]
 

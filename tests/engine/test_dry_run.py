@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.process import fake_server_process
+from tests.store.helpers import where_permissions_apply
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,6 +146,46 @@ def test_a_dry_run_refuses_what_the_run_would_refuse_of_its_store(tmp_path) -> N
     (tmp_path / "file").write_text("x")
     under = _vaot("--store", str(tmp_path / "file" / "s.lmdb"), "--limit", "1", "--dry-run")
     assert under.returncode == 2 and "is a file, not a folder" in under.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("store", ["/proc/vaot-test", "/proc/vaot-test/s.lmdb"])
+def test_a_dry_run_refuses_a_store_folder_the_os_will_not_make(store) -> None:
+    # The run learns it by trying to make the folder (the OS refuses: /proc holds only the
+    # kernel's); the dry run, which makes nothing, called the store new and fine, status 0.
+    args = ("--store", store, "--dataset", "synthetic:1", "--limit", "1", "--settings", "cot",
+            "--model", "reference:blind")
+    run = _vaot(*args)
+    dry = _vaot(*args, "--dry-run")
+    assert run.returncode == dry.returncode == 2, dry.stdout + dry.stderr
+    assert dry.stderr == (f"vaot run: error: cannot open the store {store}: /proc is on a "
+                          "filesystem of the system's own (as /proc and /sys are), where no "
+                          "folder or file can be made; give a --store elsewhere\n")
+    assert "store: new" not in dry.stdout and not Path(store).exists()
+
+
+def test_a_dry_run_refuses_a_store_in_a_folder_it_may_not_write_as_the_run_does(
+        tmp_path) -> None:
+    # The run refuses it for its log, which it checks before it makes anything; its dry run
+    # never asked, and called the store new.
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o555)
+    args = ("--store", str(folder / "s.lmdb"), "--dataset", "synthetic:1", "--limit", "1",
+            "--settings", "cot", "--model", "reference:blind")
+    said = []
+    try:
+        for extra in ((), ("--dry-run",)):
+            done = subprocess.run(
+                [*where_permissions_apply(), sys.executable, "-m", "engine", "run",
+                 "--no-progress", *args, *extra],
+                cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+            assert done.returncode == 2, done.stdout + done.stderr
+            said.append(done.stderr)
+        assert list(folder.iterdir()) == []
+    finally:
+        folder.chmod(0o755)
+    assert said[0] == said[1] == (f"vaot run: error: cannot write the run's log {folder}/s.log "
+                                  f"(beside the store {folder}/s.lmdb): Permission denied\n")
 
 
 def test_a_dry_run_says_when_another_run_holds_the_store(tmp_path) -> None:

@@ -131,6 +131,25 @@ def test_bad_tool_calls_get_one_line(tmp_path, capsys, argv, content, said):
     assert said in err and err.count("\n") == 1
 
 
+def test_tool_calls_that_are_not_utf8_are_named_by_their_flag(tmp_path, capsys):
+    # The line named the file alone ("calls.json is not UTF-8 text …"), unlike every other
+    # refusal of --tool-calls, and so read as if the reply's FILE were at fault.
+    reply, path = tmp_path / "reply.txt", tmp_path / "calls.json"
+    reply.write_text("Step 1 (Text): zoom.\n", encoding="utf-8")
+    path.write_bytes(b'[{"name": "\xff"}]')
+    assert main(["parse", str(reply), "--dialect", "openai", "--tool-calls", str(path)]) == 2
+    assert capsys.readouterr().err == (f"vaot parse: error: --tool-calls {path}: not UTF-8 text "
+                                       "(byte 11); save it as UTF-8\n")
+
+
+def test_a_reply_that_is_not_utf8_is_named_as_before(tmp_path, capsys):
+    reply = tmp_path / "reply.txt"
+    reply.write_bytes(b"Step 1 \xff")
+    assert main(["parse", str(reply)]) == 2
+    assert capsys.readouterr().err == (f"vaot parse: error: {reply} is not UTF-8 text (byte 7); "
+                                       "save it as UTF-8\n")
+
+
 def test_a_lone_option_letter_is_read_with_the_choices_given(tmp_path, capsys):
     path = tmp_path / "reply.txt"
     path.write_text("B. 15 cm\n", encoding="utf-8")
