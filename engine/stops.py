@@ -8,7 +8,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["STOPS", "Terminated", "stops_held"]
+__all__ = ["STOPS", "STOP_STATUSES", "Terminated", "stops_held"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -22,6 +22,10 @@ class Terminated(KeyboardInterrupt):
 
 STOPS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that stop any command as a Ctrl-C does (SIGHUP: its terminal closed)."""
+
+STOP_STATUSES = "130 interrupted, 143 terminated (SIGTERM), 129 hung up (SIGHUP)"
+"""How a command's --help ends its list of exit statuses: the shell's 128 + the signal, as if it
+had killed the command (engine/cli.py); one text, so no command's help leaves one out."""
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from engine.commands._store_arg import (
     nonempty,
     open_existing_store,
 )
+from engine.stops import STOP_STATUSES
 from store.export import export_jsonl
 
 
@@ -25,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "once the export is whole. Exit status: 0 when every event was "
                      "written, 1 when the store is damaged or a write failed midway (a full disk: "
                      "what was written is incomplete), 2 for bad input (no store, -o inside the "
-                     "store or not writable), 130 interrupted, 141 when the reader of standard "
-                     "output went away (`| head`), 143 terminated (SIGTERM).")
+                     "store or not writable), 141 when the reader of standard output went away "
+                     f"(`| head`), {STOP_STATUSES}.")
     parser.add_argument("--jsonl", action="store_true",
                         help="write JSON Lines, one event per line in sequence order (the only "
                              "format, and the default)")

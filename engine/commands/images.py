@@ -30,6 +30,7 @@ from engine.commands._store_arg import (
     open_existing_store,
 )
 from engine.printable import printable
+from engine.stops import STOP_STATUSES
 from store import Recorder
 from store.events import Step, TrajectoryStarted, run_stream
 from store.recorder import blob_record_problem, parse_blob_record
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("Exit status: 0 when every image was written, 1 when one is missing or "
                      "damaged in the store (the others are written; `vaot verify STORE` says "
                      "more), 2 for bad input (no store, an unknown --traj, -o inside the store or not "
-                     "writable), 130 interrupted, 143 terminated (SIGTERM).")
+                     f"writable), {STOP_STATUSES}.")
     parser.add_argument("-o", "--output", metavar="DIR", required=True, type=nonempty,
                         help="folder to write into (made if missing); files already there "
                              "under the same hash name are kept, as their pixels are the same")

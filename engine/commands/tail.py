@@ -14,6 +14,7 @@ from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
 from engine.commands.report import options_said
 from engine.printable import printable
+from engine.stops import STOP_STATUSES
 from store.events import (
     CallFailed,
     Judged,
@@ -31,9 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.epilog = ("Exit status: 0 when every event was printed (with --follow: also when "
                      "Ctrl-C stops it), 1 when the store is damaged, or deleted or replaced "
-                     "while followed, 2 for bad input (no store, a bad --from), 130 interrupted, "
-                     "141 when the reader of standard output went away (`| head`), 143 "
-                     "terminated (SIGTERM).")
+                     "while followed, 2 for bad input (no store, a bad --from), 141 when the "
+                     f"reader of standard output went away (`| head`), {STOP_STATUSES}.")
     parser.add_argument("--from", dest="start", type=_sequence_number, default=0, metavar="N",
                         help="start at sequence number N (default 0, the first event)")
     parser.add_argument("-f", "--follow", action="store_true",
@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
             gone = event_loop.run(follow())
         except KeyboardInterrupt as exc:
             if type(exc) is not KeyboardInterrupt:
-                raise  # a SIGTERM (the CLI's own subclass): exit 143, as a supervisor expects
+                raise  # a SIGTERM or SIGHUP (the CLI's own subclass): 143 or 129, as expected
             return 0
     if gone == _READER_GONE:
         raise BrokenPipeError  # as a write to it would have: exit 141, said by the CLI

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from engine.commands._errors import print_error
 from engine.commands._store_arg import add_store_argument, open_existing_store
+from engine.stops import STOP_STATUSES
 from store import StoreDamagedError
 from store.blobs import pixel_hash
 from store.verify import verify
@@ -23,8 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="path of the store (a directory)")
     parser.epilog = ("Exit status: 0 when everything checks out, 1 when a problem was found (each "
                      "listed on stderr as BAD; a data file cut short, or damaged where opening "
-                     "reads it, is one), 2 when STORE is not a store, 130 interrupted, 143 "
-                     "terminated (SIGTERM).")
+                     f"reads it, is one), 2 when STORE is not a store, {STOP_STATUSES}.")
     parser.add_argument("--no-pixels", action="store_true",
                         help="check blob bytes only, without decoding images (faster)")
     parser.add_argument("--no-progress", action="store_true",
