@@ -315,7 +315,7 @@ def _supervise(processes, channels, jobs, on_outcome, on_fault, on_stop, run_id:
             handle(*message)
 
     try:
-        with _sigint_deferred():  # a worker must get its arguments whole
+        with _stops_deferred():  # a worker must get its arguments whole
             for process in processes:
                 process.start()
         for _reader, writer in channels:
@@ -364,20 +364,32 @@ def _why(exitcode: int | None, from_fork_server: bool) -> str:
 
 
 @contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C until the block ends, then raise it (a signal mask would not do: the
-    signal may be delivered to another thread, and Python raises it in the main one anyway)."""
+def _stops_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C, SIGTERM or SIGHUP until the block ends, then hand it to the handler it was
+    held from (a signal mask would not do: the signal may be delivered to another thread, and
+    Python runs its handler in the main one anyway); the run tells a SIGTERM from a Ctrl-C.
+
+    SIGTERM is also blocked meanwhile, so a spawned worker starts with it blocked (a mask
+    outlives exec), as one forked from the fork server does (engine/fork_server.py), until its
+    handler is in place: before, one that came first killed it outright.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    held: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) not in (signal.SIG_IGN, signal.SIG_DFL, None):
+            previous[signum] = signal.signal(signum, lambda signum, frame: held.append(signum))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one that came is held now
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if held:
+        signal.raise_signal(held[0])
 
 
 def _stop(processes: list, channels: list) -> None:
@@ -446,7 +458,7 @@ def _worker_main(index: int, workers: int, config: RunConfig, shard: str,
                  environ: dict[str, str], pauses, spend: SpendShare | None,
                  breaker: BreakerShare, life: multiprocessing.connection.Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which decides
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (fork_server.py)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it; still blocked
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's: the parent decides too
     _die_with_run(index, parent)
     messages = Outbox(channel)
@@ -509,6 +521,9 @@ async def _run_share(config: RunConfig, store, samples, originals: dict[str, str
     main = asyncio.current_task()
     assert main is not None
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    # Blocked since the worker started (see _stops_deferred): one sent before this handler
+    # existed is delivered now, and stops the share before its first call.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
     def run_gone() -> None:  # end-of-file: the run's write end is closed, so it has died
         loop.remove_reader(life.fileno())
