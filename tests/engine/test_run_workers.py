@@ -339,7 +339,7 @@ def test_a_worker_that_raises_names_the_error_and_where_its_traceback_is(tmp_pat
 
 
 def test_a_worker_error_names_the_errors_inside_a_task_group():
-    from engine.workers import _describe
+    from engine.worker_process import _describe
 
     group = ExceptionGroup("unhandled errors in a TaskGroup",
                            [ValueError("bad pixels"), ExceptionGroup("inner", [KeyError("k")])])
