@@ -20,7 +20,6 @@ from engine.parsing.answer_text import (
 from engine.parsing.conclusion_words import (
     CAPITAL_CHOICE,
     CERTAIN,
-    CONCLUSION,
     COPULA,
     COUNT_SAID,
     FOR_A_STEP,
@@ -37,29 +36,13 @@ from engine.parsing.conclusion_words import (
 from engine.parsing.next_step import plans_next, under_next_heading
 
 # The words of a conclusion, a hedge or a plan live in conclusion_words.py, and whether a choice
-# is the next step's in next_step.py; both stay importable from here, where they were first.
+# is the next step's in next_step.py.
 __all__ = [
     "ANSWER_IS",
-    "CAPITAL_CHOICE",
-    "CERTAIN",
-    "CONCLUSION",
-    "COPULA",
-    "COUNT_SAID",
-    "FOR_A_STEP",
-    "HEDGED",
-    "LEAD_IN",
-    "MARKUP_GAP",
-    "NO_ANSWER_YET",
-    "RULE_LINE",
-    "STEP_LEAD",
-    "UNSETTLED",
-    "asks",
-    "plans_next",
     "said_answer",
     "said_instead",
     "sentence_before",
     "supposes",
-    "under_next_heading",
 ]
 
 # "The final answer is …" anywhere, or (group "bare") "the answer is …", "the answer: …" (also
