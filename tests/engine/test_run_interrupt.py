@@ -21,8 +21,9 @@ import pytest
 import structlog
 
 from engine import cli
-from store import Step, TrajectoryFinished, open_store
+from store import Step, open_store
 from store.verify import verify
+from tests.engine.run_processes import finished
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,17 +40,13 @@ def _sigint(disposition):
     return lambda: signal.signal(signal.SIGINT, disposition)
 
 
-def _finished(store: Path) -> int:
-    with open_store(store, create=False) as s:
-        return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
-
 
 def _wait_for_some_finished(proc: subprocess.Popen, store: Path) -> None:
     """Return once some trajectories have finished (the store exists and holds some), the run
     still going, so that a stop then lands mid-run."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if (store / "data.mdb").exists() and _finished(store) >= 5:
+        if (store / "data.mdb").exists() and finished(store) >= 5:
             break
         time.sleep(0.05)  # polling a file another process writes: no event to wait on
     assert proc.poll() is None, "the run ended before it could be interrupted"
@@ -94,7 +91,7 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
     assert proc.returncode == status, err
     assert "Traceback" not in err
     assert f"{said}: committed work is kept" in err and "rerun the same command to resume" in err
-    kept = _finished(store)
+    kept = finished(store)
     assert kept >= 5
     with open_store(store, create=False) as s:
         assert verify(s).ok
@@ -113,7 +110,7 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
 
     done = subprocess.run(_run(store), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert _finished(store) == 28 * 4  # every trajectory, none twice
+    assert finished(store) == 28 * 4  # every trajectory, none twice
     with open_store(store, create=False) as s:
         assert verify(s).ok
 
@@ -216,7 +213,7 @@ def test_the_bars_last_drawing_counts_what_the_summary_table_does_after_a_stop(t
         assert acc == (cell.split()[0] if acc is not None else None), (setting, out)
     with open_store(store, create=False) as s:
         assert verify(s).ok
-    assert sum(28 - left for left, _, _ in bars.values()) == _finished(store) >= 5
+    assert sum(28 - left for left, _, _ in bars.values()) == finished(store) >= 5
 
 
 # `vaot` as the process's entry point (main() with no argv), whose exit waits, in an atexit
@@ -291,7 +288,7 @@ def test_a_second_ctrl_c_as_the_run_ends_is_no_traceback(tmp_path, moment, loop)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "Exception ignored" not in err, err
     assert "interrupted: committed work is kept" in err, err
-    assert _finished(store) >= 5
+    assert finished(store) >= 5
     with open_store(store, create=False) as s:
         assert verify(s).ok
 
@@ -357,7 +354,7 @@ def test_a_closed_terminal_stops_the_run_with_its_end_logged_and_status_129(tmp_
     assert len(ends) == 1 and '"interrupted": true' in ends[0], ends
     done = subprocess.run(_run(store), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert _finished(store) == 28 * 4
+    assert finished(store) == 28 * 4
 
 
 def _show_until_closed(master: int, closing: threading.Event) -> None:
@@ -396,4 +393,4 @@ def test_a_run_started_under_nohup_goes_on_when_its_terminal_closes(tmp_path):
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, err
-    assert _finished(store) == 28 * 4
+    assert finished(store) == 28 * 4

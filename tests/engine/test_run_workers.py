@@ -20,6 +20,7 @@ from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.workers import fewer_workers, share_of, worker_count
 from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
+from tests.engine.run_processes import children, finished
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL = 28 * 4  # synthetic:4 is 28 samples; one model, four settings
@@ -45,29 +46,13 @@ def _content(store: Path) -> dict:
     return out
 
 
-def _finished(store: Path) -> int:
-    with open_store(store, create=False) as s:
-        return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid:
-                kids.append(int(entry))
-    return kids
 
 
 def _descendants(pid: int) -> list[int]:
     """Children, grandchildren …: the fork server and the workers forked from it."""
     found, todo = [], [pid]
     while todo:
-        kids = _children(todo.pop())
+        kids = children(todo.pop())
         found += kids
         todo += kids
     return found
@@ -111,7 +96,7 @@ def _intact_then_resumed(store: Path) -> None:
         assert verify(s).ok
     done = subprocess.run(_cmd(store, 2), cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert _finished(store) == TOTAL  # every trajectory, none twice
+    assert finished(store) == TOTAL  # every trajectory, none twice
     with open_store(store, create=False) as s:
         assert verify(s).ok
 
@@ -127,7 +112,7 @@ def _start_and_wait(store: Path, workers: int, at_least: int, *,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
-        if (store / "data.mdb").exists() and _finished(store) >= at_least:
+        if (store / "data.mdb").exists() and finished(store) >= at_least:
             return proc
         time.sleep(0.05)
     proc.kill()
@@ -169,7 +154,7 @@ def test_two_workers_write_what_one_process_writes(tmp_path):
         assert done.returncode == 0, done.stderr
         with open_store(store, create=False) as s:
             assert verify(s).ok
-    assert _finished(two) == TOTAL
+    assert finished(two) == TOTAL
     assert _content(one) == _content(two)
 
 
@@ -255,7 +240,7 @@ def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits
                                 stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60
-            while not ((store / "data.mdb").exists() and _finished(store) >= 2):
+            while not ((store / "data.mdb").exists() and finished(store) >= 2):
                 assert time.monotonic() < deadline and proc.poll() is None
                 time.sleep(0.05)
             workers = _workers(proc.pid)
@@ -268,7 +253,7 @@ def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits
             assert not _gone(workers, within=0.0), "the orphans outlived the rerun"
         finally:
             proc.wait()
-    assert _finished(store) == 24  # every trajectory, none twice
+    assert finished(store) == 24  # every trajectory, none twice
     with open_store(store, create=False) as s:
         assert verify(s).ok
 
@@ -371,7 +356,7 @@ def test_workers_read_the_environment_of_the_run_not_of_the_fork_server(tmp_path
                                f"http://127.0.0.1:{port}/v1"], cwd=ROOT, capture_output=True,
                               text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _finished(tmp_path / "b.lmdb") == 4
+    assert finished(tmp_path / "b.lmdb") == 4
 
 
 def test_workers_work_in_the_directory_of_the_run_not_of_the_fork_server(tmp_path):
@@ -409,7 +394,7 @@ def test_workers_work_in_the_directory_of_the_run_not_of_the_fork_server(tmp_pat
                           capture_output=True, text=True, timeout=180,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _finished(first / "run.lmdb") == 4 and _finished(second / "run.lmdb") == 4
+    assert finished(first / "run.lmdb") == 4 and finished(second / "run.lmdb") == 4
     assert "trajectories 4/4 finished" in done.stdout.split("run ")[-1], done.stdout
 
 
@@ -421,14 +406,14 @@ def test_a_temp_dir_too_deep_for_the_fork_servers_socket_falls_back_to_spawning(
                           env={**os.environ, "TMPDIR": str(deep)})
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert _finished(tmp_path / "s.lmdb") == 3 * 4
+    assert finished(tmp_path / "s.lmdb") == 3 * 4
 
 
 def test_a_dead_fork_server_takes_its_workers_down_and_is_named(tmp_path):
     store = tmp_path / "s.lmdb"
     proc = _start_and_wait(store, 2, at_least=5)
     workers = _workers(proc.pid)
-    server = [pid for pid in _children(proc.pid)
+    server = [pid for pid in children(proc.pid)
               if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(server) == 1 and len(workers) == 2, (server, workers)
     os.kill(server[0], signal.SIGKILL)
@@ -443,7 +428,7 @@ def _fork_server(proc: subprocess.Popen) -> int:
     """The run's fork server, once it runs."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
-        for pid in _children(proc.pid):
+        for pid in children(proc.pid):
             with contextlib.suppress(OSError):
                 if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     return pid
@@ -502,7 +487,7 @@ def test_a_sigterm_in_a_workers_first_moment_stops_it(tmp_path, to):
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     server = _fork_server(proc)
     deadline = time.monotonic() + 60
-    while not (forked := _children(server)):  # the earliest moment a worker can be signalled
+    while not (forked := children(server)):  # the earliest moment a worker can be signalled
         assert time.monotonic() < deadline and proc.poll() is None, "no worker started"
         time.sleep(0.001)
     if to == "the group":
@@ -515,7 +500,7 @@ def test_a_sigterm_in_a_workers_first_moment_stops_it(tmp_path, to):
         assert proc.returncode == 143 and err.startswith("terminated (SIGTERM)"), err
     else:  # the run names the stop it did not send, and stops the other worker
         assert proc.returncode == 1 and "stopped by a SIGTERM sent to it alone" in err, err
-    assert (store / "data.mdb").exists() and _finished(store) < TOTAL
+    assert (store / "data.mdb").exists() and finished(store) < TOTAL
     _intact_then_resumed(store)
 
 

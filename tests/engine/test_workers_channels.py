@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 from engine.worker_channels import Outbox, receive
-from store import TrajectoryFinished, open_store
+from store import open_store
 from store.verify import verify
+from tests.engine.run_processes import children, finished
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL = 56 * 4  # synthetic:8 is 56 samples; one model, four settings
@@ -43,27 +44,13 @@ def _cmd(store: Path) -> list[str]:
             "--workers", "2", "--no-progress"]
 
 
-def _finished(store: Path) -> int:
-    with open_store(store, create=False) as s:
-        return sum(1 for e in s.iter_events() if isinstance(e.event, TrajectoryFinished))
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                if int(stat.rpartition(")")[2].split()[1]) == pid:
-                    kids.append(int(entry))
-    return kids
 
 
 def _workers(pid: int) -> list[int]:
     """The run's workers (children of its fork server), by the name each gives itself."""
     found, todo = [], [pid]
     while todo:
-        for kid in _children(todo.pop()):
+        for kid in children(todo.pop()):
             todo.append(kid)
             with contextlib.suppress(OSError):
                 if Path(f"/proc/{kid}/comm").read_text().startswith("vaot-worker-"):
@@ -160,7 +147,7 @@ def test_a_worker_killed_inside_a_write_blocks_no_other_worker(tmp_path):
         assert verify(s).ok
     done = subprocess.run(_cmd(store), cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert _finished(store) == TOTAL
+    assert finished(store) == TOTAL
 
 
 def _unread(channel) -> int:
