@@ -24,6 +24,7 @@ from typing import NoReturn
 from engine.commands._errors import error_line, print_error
 from engine.stops import STOPS as _STOPS
 from engine.stops import Terminated as _Terminated
+from engine.stops import raise_stop as _raise_stop
 from engine.stops import stops_held as _stops_held
 
 # Order is the order shown in --help.
@@ -102,10 +103,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, subs
 
 
-def _raise_terminated(signum, frame) -> NoReturn:
-    raise _Terminated(signum)
-
-
 def _stopped(exc: KeyboardInterrupt) -> int:
     if not isinstance(exc, _Terminated):
         print("interrupted", file=sys.stderr)
@@ -127,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             previous[signum] = signal.getsignal(signum)
             if signum == signal.SIGHUP and previous[signum] == signal.SIG_IGN:
                 continue  # started under nohup: a closed terminal must not stop it
-            signal.signal(signum, _raise_terminated)
+            signal.signal(signum, _raise_stop)
     held = False
     closed = _reserve_standard_streams() if argv is None else frozenset()
     try:

@@ -7,8 +7,9 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
-__all__ = ["STOPS", "STOP_STATUSES", "Terminated", "stops_held"]
+__all__ = ["STOPS", "STOP_STATUSES", "Terminated", "raise_stop", "stops_held"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -18,6 +19,13 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int = signal.SIGTERM) -> None:
         super().__init__()
         self.signum = signum
+
+
+def raise_stop(signum: int, frame: object) -> NoReturn:
+    """The handler of SIGTERM and SIGHUP in every command (engine/cli.py): a :class:`Terminated`
+    raised wherever the main thread is. Inside an event loop that can be the middle of the
+    loop's own start or end, so :func:`engine.event_loop.run` swaps it for one that cancels."""
+    raise Terminated(signum)
 
 
 STOPS = (signal.SIGTERM, signal.SIGHUP)
@@ -30,13 +38,17 @@ had killed the command (engine/cli.py); one text, so no command's help leaves on
 
 @contextlib.contextmanager
 def stops_held() -> Iterator[None]:
-    """Hold a Ctrl-C (or SIGTERM, SIGHUP) until the block ends, then raise it.
+    """Hold a Ctrl-C (or SIGTERM, SIGHUP) until the block ends, then hand it to the handler
+    that was in place (the CLI's raises KeyboardInterrupt, or :class:`Terminated`).
 
-    For the import of a command's modules: a KeyboardInterrupt raised in the middle of one
-    crashed the interpreter (a segmentation fault inside msgspec, building a decoder for the
-    store's action types), printed an import traceback, or left a module half made for a
-    later import to fail on; held, the command stops on it a tenth of a second later, with
-    its one line.
+    For what a KeyboardInterrupt must not cut in the middle:
+    - the import of a command's modules: one raised inside crashed the interpreter (a
+      segmentation fault inside msgspec, building a decoder for the store's action types),
+      printed an import traceback, or left a module half made for a later import to fail
+      on; held, the command stops on it a tenth of a second later, with its one line;
+    - the closing of an event loop (engine/event_loop.py): uvloop starts the loop again to
+      finish its tasks, and one raised in the loop's start left it marked running, so
+      closing it failed with a traceback and exit status 1.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -52,4 +64,4 @@ def stops_held() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     if held:
-        raise KeyboardInterrupt if held[0] == signal.SIGINT else Terminated(held[0])
+        signal.raise_signal(held[0])  # its handler runs (and raises) before this returns

@@ -217,13 +217,24 @@ def test_a_store_read_without_standard_streams_is_not_given_their_numbers(store:
 
 
 def test_tail_follow_stopped_by_sigterm_says_so_in_its_status(store: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "tail", "-f", str(store)],
+    # -X faulthandler: should it not stop, a SIGABRT makes it print where each thread was.
+    proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "engine", "tail", "-f",
+                             str(store)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    assert proc.stdout.readline()  # it is running: the store's events are coming out
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 143
-    proc.stdout.close()
-    proc.stderr.close()
+    try:
+        assert proc.stdout.readline()  # it is running: the store's events are coming out
+        proc.send_signal(signal.SIGTERM)
+        try:
+            status = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            pytest.fail("vaot tail -f was still running 30 s after a SIGTERM; where it was:\n"
+                        + proc.communicate(timeout=30)[1])
+        assert status == 143, proc.stderr.read()
+    finally:
+        if proc.poll() is None:  # never left running for a later test's garbage collection
+            proc.kill()
+        proc.communicate()
 
 
 @pytest.mark.parametrize(("field", "value", "said"), [
