@@ -209,6 +209,8 @@ def _short(value: object, width: int = 60) -> str:
 
 
 # The header's fields that make up a run's identity (see run_identity), as the user names them.
+# Not "scoring_version" (analysis/scoring_version.py): a run's answers are rescored at each read
+# for nothing, so another scorer goes on with the run, and `vaot report` says the difference.
 _IDENTITY_IN_HEADER = {
     "dataset": "--dataset", "seed": "--seed", "max_steps": "--max-steps",
     "max_tokens": "--max-tokens", "temperature": "--temperature",

@@ -18,6 +18,7 @@ import msgspec
 from adapters.datasets.base import Sample
 from adapters.datasets.loading import dataset_identity
 from adapters.renderers.pillow_renderer import RENDERER_VERSION
+from analysis import scoring_version  # read at each use: tests change it there
 from engine import version  # read at each use: tests change it there
 from engine.config import ModelConfig, RunConfig
 from engine.context import Context
@@ -142,6 +143,13 @@ async def write_run_header(config: RunConfig, store: Recorder, run_id: str,
         "prompts": prompt_hashes((m.dialect, m.convention) for m in config.models),
         "prompts_version": PROMPTS_VERSION,
         "renderer": RENDERER_VERSION, "render_base": config.render_base,
+        # What the figures this invocation prints at its end were scored with, so `vaot report`
+        # under a later scorer can say its figures may differ. Not in run_identity nor checked
+        # by check_resume: recorded answers are rescored for free. Like the renderer's version,
+        # a resume under another scorer (or of a run recorded before this field) differs from
+        # the last header and so appends its own below: the log says which invocation's end
+        # table was scored how.
+        "scoring_version": scoring_version.SCORING_VERSION,
         "conventions": {m.spec: m.convention for m in config.models},
         "seed": config.seed, "max_steps": config.max_steps, "shape": config.shape,
         "image_history": config.image_history, "token_budget": config.token_budget,

@@ -23,8 +23,10 @@ import sys
 import msgspec
 from rich.console import Console
 
+from analysis import scoring_version  # read at each use: tests change it there
 from analysis.coverage import Coverage, coverage, with_never_started
 from analysis.records import TrajectoryRecord, project
+from analysis.scoring_version import recorded_scoring_versions, scoring_differs
 from analysis.tables import (
     ALL,
     accuracy_by_epoch,
@@ -62,7 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the results as one JSON object instead of tables: per run "
                         "its options (the last header), the models and settings of all its "
                         "invocations and how many headers they wrote (headers: one per "
-                        "invocation that changed any); epochs (those pooled in the accuracy "
+                        "invocation that changed any); scoring_versions (the scoring each "
+                        "header's invocation printed its figures with, null for one recorded "
+                        "before scoring versions were) and scoring_differs (any of them not "
+                        "scoring_version, the top-level key: the one this report scored "
+                        "with); epochs (those pooled in the accuracy "
                         "cells: its log's, and those of the never started); trajectories, ended, failed, max_steps, "
                         "no_option and unfinished counts; skipped_rows (dataset rows its "
                         "last invocation left out at load); answer_names_no_choice (the ids "
@@ -162,6 +168,11 @@ def run(args: argparse.Namespace) -> int:
     for run_id, headers in runs.items():
         _print_run(console, run_id, headers, [r for r in records if r.run_id == run_id], prices,
                    one_of_several=several, show_prompts=show_prompts)
+    if runs:
+        # Said every time, not only beside a difference: a figure copied from this report can
+        # then be matched to the scorer that made it.
+        console.print(f"answers scored by rule with vaot's scoring version "
+                      f"{scoring_version.SCORING_VERSION}", markup=False)
     return 0
 
 
@@ -276,6 +287,8 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
         f"in the log, {ended} ended ({failed} failed), {len(records) - ended} unfinished"
         + missing),
         markup=False)
+    if note := _scoring_note(run_id, headers):
+        console.print(printable(note), markup=False)
     if not tabled:
         return
     if unoffered := _unoffered(records):
@@ -311,6 +324,24 @@ def _print_run(console, run_id: str, headers: list[dict], records: list[Trajecto
                       "tokens and cost of every reply recorded:", markup=False)
         console.print(format_cost_lines(tally.lines(prices, order=by_model),
                                         priced=prices is not None), markup=False)
+
+
+def _scoring_note(run_id: str, headers: list[dict]) -> str | None:
+    """A note when some invocation of the run printed its figures under another scoring than
+    this report's (an upgrade since, or a run recorded before scoring versions were): the
+    same answers may score otherwise now, with nothing else to tell the user why."""
+    if not scoring_differs(headers):
+        return None
+    now = scoring_version.SCORING_VERSION
+    recorded = recorded_scoring_versions(headers)
+    other = list(dict.fromkeys(v for v in recorded if v != now))
+    said = " and ".join("before scoring versions were recorded" if v is None
+                        else f"under scoring version {v}" for v in other)
+    if now in recorded:  # a later invocation's end table was scored as this report is
+        said += (f" (by {sum(v != now for v in recorded)} of the {len(recorded)} invocations "
+                 f"that wrote its header; the others under version {now})")
+    return (f"note: scored with vaot's scoring version {now}; run {run_id} was recorded {said}, "
+            "so its figures can differ from those printed when it ran")
 
 
 def _unoffered(records: list[TrajectoryRecord]) -> list[str]:
@@ -354,6 +385,10 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
                                          for m in h.get("models", []) if isinstance(m, dict))),
             "settings": list(dict.fromkeys(s for h in headers for s in h.get("settings", []))),
             "headers": len([h for h in headers if h]),  # one per invocation that changed any
+            # Per header, the scoring its invocation's end table was made with (null: recorded
+            # before scoring versions were); scoring_differs when any is not this report's.
+            "scoring_versions": recorded_scoring_versions(headers),
+            "scoring_differs": scoring_differs(headers),
             "epochs": _epochs(tabled),
             "trajectories": len(ours),
             "ended": len(ended),
@@ -379,7 +414,8 @@ def _as_data(runs: dict[str, list[dict]], records: list[TrajectoryRecord],
             "paired_exposed_accuracy": paired,
             "usage": [msgspec.to_builtins(line) for line in tally.lines(prices)],
         }
-    return {"priced": prices is not None, "runs": out}
+    return {"priced": prices is not None, "scoring_version": scoring_version.SCORING_VERSION,
+            "runs": out}
 
 
 def _by_epoch(records: list[TrajectoryRecord]) -> list[dict]:

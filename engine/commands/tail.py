@@ -69,7 +69,8 @@ def describe(stored: StoredEvent, before: dict | None = None) -> str:
 
 # What an invocation that goes on with a run may change, as a header records it.
 _HEADER_CHANGES = (("settings", "settings"), ("samples", "samples"), ("epochs", "epochs"),
-                   ("dataset", "dataset"), ("skipped_rows", "skipped rows"))
+                   ("dataset", "dataset"), ("skipped_rows", "skipped rows"),
+                   ("scoring_version", "scoring version"))
 
 
 def _changes(before: dict, now: dict) -> str:
