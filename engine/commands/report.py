@@ -335,7 +335,7 @@ def _scoring_note(run_id: str, headers: list[dict]) -> str | None:
     now = scoring_version.SCORING_VERSION
     recorded = recorded_scoring_versions(headers)
     other = list(dict.fromkeys(v for v in recorded if v != now))
-    said = " and ".join("before scoring versions were recorded" if v is None
+    said = " and ".join("before vaot kept a scoring version" if v is None
                         else f"under scoring version {v}" for v in other)
     if now in recorded:  # a later invocation's end table was scored as this report is
         said += (f" (by {sum(v != now for v in recorded)} of the {len(recorded)} invocations "

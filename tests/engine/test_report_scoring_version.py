@@ -15,7 +15,7 @@ from engine.cli import main
 from store import RunStarted, open_store
 
 NOTE = "note: scored with vaot's scoring version"
-BEFORE = "before scoring versions were recorded"
+BEFORE = "before vaot kept a scoring version"
 
 
 def _run(store, *more: str) -> int:
