@@ -37,3 +37,20 @@ def small_disk(tmp_path: Path):
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def reaper():
+    """``proc = reaper(subprocess.Popen(…))``: the child is killed if still running, collected
+    and its pipes closed when the test ends, passed or failed (see tests/fakes/process.py)."""
+    from tests.fakes.process import reap
+
+    started: list[tuple[subprocess.Popen, bool]] = []
+
+    def keep(proc: subprocess.Popen, *, group: bool = False) -> subprocess.Popen:
+        started.append((proc, group))
+        return proc
+
+    yield keep
+    for proc, group in started:
+        reap(proc, group=group)

@@ -19,6 +19,7 @@ import pytest
 
 from engine.config import ConfigError, ModelConfig, RunConfig
 from store import LmdbStore
+from tests.fakes.process import reap, reaped
 from tests.store.helpers import where_permissions_apply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,9 +159,9 @@ def test_export_to_a_closed_pipe_is_141_with_or_without_o(store: Path) -> None:
     for extra in ((), ("-o", "/dev/stdout")):
         proc = subprocess.Popen([sys.executable, "-m", "engine", "export", str(store), *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-        proc.stdout.close()  # the reader is gone before the first line
-        assert proc.wait(timeout=60) == 141, proc.stderr.read()
-        proc.stderr.close()
+        with reaped(proc):
+            proc.stdout.close()  # the reader is gone before the first line
+            assert proc.wait(timeout=60) == 141, proc.stderr.read()
 
 
 def test_a_run_whose_reader_went_away_still_runs_and_ends_as_itself(tmp_path: Path) -> None:
@@ -170,8 +171,9 @@ def test_a_run_whose_reader_went_away_still_runs_and_ends_as_itself(tmp_path: Pa
         [sys.executable, "-m", "engine", "run", "--model", "reference:calibrated", "--limit",
          "2", "--store", str(path), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
-    proc.stdout.close()
-    assert proc.wait(timeout=120) == 0
+    with reaped(proc):
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == 0
     with LmdbStore(path, create=False, readonly=True) as s:
         assert len(s.trajectory_ids()) == 2 * 4 + 1  # every trajectory, and the run header
     assert '"run_end"' in (tmp_path / "s.log").read_text()
@@ -272,9 +274,10 @@ def test_tail_follow_started_before_the_run_waits_for_its_store(tmp_path: Path) 
         assert seen == expected  # every event, once, in order
     finally:
         follower.send_signal(signal.SIGTERM)
-        follower.wait(timeout=30)
-        follower.stdout.close()
-        follower.stderr.close()
+        try:
+            follower.wait(timeout=30)
+        finally:
+            reap(follower)  # killed if the SIGTERM did not stop it; its pipes closed
 
 
 def test_a_record_key_of_the_wrong_width_is_damage_said_in_one_line(store: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from store import open_store
 from tests.fakes.crash import StoreWatch, zoom_reply
-from tests.fakes.process import fake_server_process
+from tests.fakes.process import fake_server_process, reap
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "VAOT_TEST_KEY"
@@ -104,10 +104,9 @@ def test_readers_started_while_a_run_writes_never_crash(tmp_path) -> None:
             rest, err = follower.communicate(timeout=30)
         finally:
             watch.close()
+            # Also the readers that ended by themselves but were never read: their pipes.
             for proc in [run, follower, *(p for _, p in readers)]:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.communicate()
+                reap(proc)
     seqs += [json.loads(line)["seq"] for line in rest.splitlines()]
     assert seqs == list(range(events))
     assert "Traceback" not in err and follower.returncode in (0, 143), err

@@ -24,6 +24,7 @@ from engine import cli
 from store import Step, open_store
 from store.verify import verify
 from tests.engine.run_processes import finished
+from tests.fakes.process import reap
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,9 +86,7 @@ def test_a_stop_keeps_committed_work_and_the_same_command_resumes(tmp_path, stop
             proc.send_signal(stop)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()  # its pipes closed too: left open, they warn in a later test
+        reap(proc, group=to_group)  # its pipes closed too: left open, they warn in a later test
     assert proc.returncode == status, err
     assert "Traceback" not in err
     assert f"{said}: committed work is kept" in err and "rerun the same command to resume" in err
@@ -231,9 +230,9 @@ sys.exit(main())
 """
 
 
-def _lines(proc: subprocess.Popen) -> queue.Queue:
+def _lines(proc: subprocess.Popen) -> tuple[queue.Queue, list[threading.Thread]]:
     """The process's output lines as they come, as ("out" | "err", line); (name, None) at
-    each stream's end."""
+    each stream's end. And the threads reading them, to be joined before the streams close."""
     lines: queue.Queue = queue.Queue()
 
     def pump(stream, name: str) -> None:
@@ -241,9 +240,11 @@ def _lines(proc: subprocess.Popen) -> queue.Queue:
             lines.put((name, line))
         lines.put((name, None))
 
-    for stream, name in ((proc.stdout, "out"), (proc.stderr, "err")):
-        threading.Thread(target=pump, args=(stream, name), daemon=True).start()
-    return lines
+    pumps = [threading.Thread(target=pump, args=(stream, name), daemon=True)
+             for stream, name in ((proc.stdout, "out"), (proc.stderr, "err"))]
+    for pump_thread in pumps:
+        pump_thread.start()
+    return lines, pumps
 
 
 @pytest.mark.parametrize("moment", ["tables", "resume hint", "exit"])
@@ -259,7 +260,7 @@ def test_a_second_ctrl_c_as_the_run_ends_is_no_traceback(tmp_path, moment, loop)
         [sys.executable, "-c", _ENTRY_WITH_A_SLOW_EXIT, *_run(store)[3:]], cwd=ROOT, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=_sigint(signal.SIG_DFL))
-    lines = _lines(proc)
+    lines, pumps = _lines(proc)
     said: list[tuple[str, str]] = []
     try:
         _wait_for_some_finished(proc, store)
@@ -281,8 +282,11 @@ def test_a_second_ctrl_c_as_the_run_ends_is_no_traceback(tmp_path, moment, loop)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        # The readers see the end of their streams once the process is gone: closed under a
+        # reader still in a read, a stream fails that thread, which pytest fails a test for.
+        for pump_thread in pumps:
+            pump_thread.join(timeout=30)
+        reap(proc)
     err = "".join(line for name, line in said if name == "err")
     assert proc.returncode == 130, err  # -2: killed by the SIGINT
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
@@ -344,9 +348,9 @@ def test_a_closed_terminal_stops_the_run_with_its_end_logged_and_status_129(tmp_
         shown.join(timeout=30)
         status = proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc, group=True)  # it leads its own session
+        closing.set()  # (a failure before the window closed) the terminal is closed all the same
+        shown.join(timeout=30)
     assert status == 129
     with open_store(store, create=False) as s:
         assert verify(s).ok
@@ -389,8 +393,6 @@ def test_a_run_started_under_nohup_goes_on_when_its_terminal_closes(tmp_path):
         os.killpg(proc.pid, signal.SIGHUP)  # the terminal closes
         _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc, group=True)
     assert proc.returncode == 0, err
     assert finished(store) == 28 * 4

@@ -21,6 +21,7 @@ from engine.workers import fewer_workers, share_of, worker_count
 from store import Step, TrajectoryFinished, open_store
 from store.verify import verify
 from tests.engine.run_processes import children, finished
+from tests.fakes.process import reap
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL = 28 * 4  # synthetic:4 is 28 samples; one model, four settings
@@ -158,9 +159,9 @@ def test_two_workers_write_what_one_process_writes(tmp_path):
     assert _content(one) == _content(two)
 
 
-def test_sigint_stops_the_workers_and_the_same_command_resumes(tmp_path):
+def test_sigint_stops_the_workers_and_the_same_command_resumes(reaper, tmp_path):
     store = tmp_path / "s.lmdb"
-    proc = _start_and_wait(store, 2, at_least=5)
+    proc = reaper(_start_and_wait(store, 2, at_least=5))
     workers = _workers(proc.pid)
     assert len(workers) == 2, workers
     everything = _descendants(proc.pid)  # the fork server too
@@ -173,9 +174,9 @@ def test_sigint_stops_the_workers_and_the_same_command_resumes(tmp_path):
     _intact_then_resumed(store)
 
 
-def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_path):
+def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(reaper, tmp_path):
     store = tmp_path / "s.lmdb"
-    proc = _start_and_wait(store, 2, at_least=5)
+    proc = reaper(_start_and_wait(store, 2, at_least=5))
     workers = _workers(proc.pid)
     assert len(workers) == 2, workers
     everything = [pid for pid in _descendants(proc.pid) if _alive(pid)]  # the fork server too
@@ -186,7 +187,7 @@ def test_sigkill_of_the_parent_takes_its_workers_down_and_a_rerun_finishes(tmp_p
     _intact_then_resumed(store)
 
 
-def test_workers_make_no_new_call_once_their_run_is_killed(tmp_path):
+def test_workers_make_no_new_call_once_their_run_is_killed(reaper, tmp_path):
     # Workers forked from the fork server outlived a killed run by up to half a second (their
     # poll of the parent): about 60 new calls reached a 20 ms server after each kill, paid for
     # and lost. They hold a pipe only the run writes to and stop on its end-of-file at once;
@@ -201,8 +202,8 @@ def test_workers_make_no_new_call_once_their_run_is_killed(tmp_path):
                f"http://127.0.0.1:{port}/v1", "--api-key-env", "VAOT_W_KEY", "--dataset",
                "synthetic:8", "--settings", "vaot,cot", "--store", str(store),
                "--concurrency", "8", "--workers", "2", "--no-progress"]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "VAOT_W_KEY": "k"},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = reaper(subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "VAOT_W_KEY": "k"},
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
         while not (log.exists() and len(log.read_text().splitlines()) >= 60):
             assert time.monotonic() < deadline and proc.poll() is None
@@ -252,15 +253,15 @@ def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits
             assert rerun.returncode == 0, rerun.stderr
             assert not _gone(workers, within=0.0), "the orphans outlived the rerun"
         finally:
-            proc.wait()
+            reap(proc)  # killed first if a failure came before the kill: not waited on for good
     assert finished(store) == 24  # every trajectory, none twice
     with open_store(store, create=False) as s:
         assert verify(s).ok
 
 
-def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
+def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(reaper, tmp_path):
     store = tmp_path / "s.lmdb"
-    proc = _start_and_wait(store, 2, at_least=5)
+    proc = reaper(_start_and_wait(store, 2, at_least=5))
     workers = _workers(proc.pid)
     assert len(workers) == 2, workers
     os.kill(workers[0], signal.SIGKILL)  # the OOM killer, say
@@ -273,10 +274,10 @@ def test_a_worker_that_dies_is_reported_at_once_and_a_rerun_finishes(tmp_path):
     _intact_then_resumed(store)
 
 
-def test_a_sigterm_to_one_worker_is_named_and_a_rerun_finishes(tmp_path):
+def test_a_sigterm_to_one_worker_is_named_and_a_rerun_finishes(reaper, tmp_path):
     # Said "worker 0 failed: KeyboardInterrupt: ", as if the engine had a bug.
     store = tmp_path / "s.lmdb"
-    proc = _start_and_wait(store, 2, at_least=5)
+    proc = reaper(_start_and_wait(store, 2, at_least=5))
     workers = _workers(proc.pid)
     assert len(workers) == 2, workers
     os.kill(workers[0], signal.SIGTERM)
@@ -409,9 +410,9 @@ def test_a_temp_dir_too_deep_for_the_fork_servers_socket_falls_back_to_spawning(
     assert finished(tmp_path / "s.lmdb") == 3 * 4
 
 
-def test_a_dead_fork_server_takes_its_workers_down_and_is_named(tmp_path):
+def test_a_dead_fork_server_takes_its_workers_down_and_is_named(reaper, tmp_path):
     store = tmp_path / "s.lmdb"
-    proc = _start_and_wait(store, 2, at_least=5)
+    proc = reaper(_start_and_wait(store, 2, at_least=5))
     workers = _workers(proc.pid)
     server = [pid for pid in children(proc.pid)
               if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
@@ -455,11 +456,11 @@ def _signals(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
-def test_a_sigterm_to_the_whole_group_stops_the_workers_as_the_runs_own_does(tmp_path):
+def test_a_sigterm_to_the_whole_group_stops_the_workers_as_the_runs_own_does(reaper, tmp_path):
     # A batch scheduler ends a job by SIGTERM to all its processes. The fork server died of it
     # at once, and its workers with it (their parent-death signal): killed, not stopped.
     store = tmp_path / "s.lmdb"
-    proc = _start_and_wait(store, 2, at_least=5, own_group=True)
+    proc = reaper(_start_and_wait(store, 2, at_least=5, own_group=True), group=True)
     workers = _named_workers(proc, 2)  # five finished need not be from both: one may be late
     server = _fork_server(proc)
     term = 1 << (signal.SIGTERM - 1)
@@ -477,14 +478,15 @@ def test_a_sigterm_to_the_whole_group_stops_the_workers_as_the_runs_own_does(tmp
 
 
 @pytest.mark.parametrize("to", ["the group", "the worker"])
-def test_a_sigterm_in_a_workers_first_moment_stops_it(tmp_path, to):
+def test_a_sigterm_in_a_workers_first_moment_stops_it(reaper, tmp_path, to):
     # A worker ignored SIGTERM from its fork (as the fork server does) until it took it back,
     # then died of it until its event loop's handler was in place. One sent in that first
     # moment, by a scheduler ending the job or by the run stopping its workers, was lost: the
     # worker ran its whole share (every trajectory finished) and the run ended "terminated".
     store = tmp_path / "s.lmdb"
-    proc = subprocess.Popen(_cmd(store, 2), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = reaper(subprocess.Popen(_cmd(store, 2), cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True),
+                  group=True)
     server = _fork_server(proc)
     deadline = time.monotonic() + 60
     while not (forked := children(server)):  # the earliest moment a worker can be signalled

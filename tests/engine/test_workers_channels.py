@@ -29,6 +29,7 @@ from engine.worker_channels import Outbox, receive
 from store import open_store
 from store.verify import verify
 from tests.engine.run_processes import children, finished
+from tests.fakes.process import reap
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL = 56 * 4  # synthetic:8 is 56 samples; one model, four settings
@@ -141,6 +142,7 @@ def test_a_worker_killed_inside_a_write_blocks_no_other_worker(tmp_path):
                     os.kill(worker, signal.SIGKILL)
             proc.kill()
             proc.communicate(timeout=30)
+        reap(proc)  # ended by itself before a failed check: its pipes are still to be closed
     assert proc.returncode == 1, err
     assert "exited with code -9" in err and "Traceback" not in err, err
     with open_store(store, create=False) as s:

@@ -1,16 +1,19 @@
-"""A provider's fake server as a separate process, for tests that run the real CLI against it."""
+"""A provider's fake server as a separate process, for tests that run the real CLI against it;
+and the cleanup of any child process a test starts."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import select
+import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["closed_port", "fake_server_process"]
+__all__ = ["closed_port", "fake_server_process", "reap", "reaped"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +35,10 @@ def fake_server_process(provider: str, *args: str) -> Iterator[int]:
             yield int(proc.stdout.readline())
         finally:
             proc.terminate()
-            proc.wait(timeout=30)
+            try:
+                proc.wait(timeout=30)
+            finally:  # not stopped by then: killed, not waited on for good by Popen's exit
+                reap(proc)
 
 
 @contextlib.contextmanager
@@ -48,3 +54,31 @@ def closed_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield sock.getsockname()[1]
+
+
+def reap(proc: subprocess.Popen, *, group: bool = False) -> None:
+    """Leave nothing of ``proc`` behind, however its test ended: SIGKILL it if it still runs
+    (with ``group``, its whole process group: one started with ``start_new_session``), collect
+    it, and close its pipes. Left to the garbage collector, a child still running or a pipe
+    still open warns (ResourceWarning) in whichever later test the collection falls in, and
+    pytest fails that test instead: one failure became two."""
+    if proc.returncode is None:  # not collected yet: its pid, and group id, are still its own
+        if group:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        elif proc.poll() is None:
+            proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):  # stdin: what it still buffered goes nowhere
+                stream.close()
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen, *, group: bool = False) -> Iterator[subprocess.Popen]:
+    """``with reaped(Popen(…)) as proc:`` — :func:`reap` once the block ends, however."""
+    try:
+        yield proc
+    finally:
+        reap(proc, group=group)

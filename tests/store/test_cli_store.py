@@ -14,6 +14,7 @@ import pytest
 
 from store import LmdbStore, TrajectoryFinished
 from store.recorder import blob_record
+from tests.fakes.process import reap, reaped
 from tests.store.helpers import (
     LineReader,
     png_blob,
@@ -81,9 +82,10 @@ def test_tail_follow_sees_every_event_once_in_order(tmp_path: Path) -> None:
             assert proc.poll() is None  # still following
         finally:
             proc.terminate()
-            proc.wait(timeout=30)
-            proc.stdout.close()
-            proc.stderr.close()
+            try:
+                proc.wait(timeout=30)
+            finally:
+                reap(proc)  # killed if the SIGTERM did not stop it; its pipes closed
 
 
 @pytest.mark.parametrize("then", ["deleted", "replaced"])
@@ -139,9 +141,10 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, command) -> N
     proc = subprocess.Popen([sys.executable, "-m", "engine", command[0], str(path),
                              *command[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             cwd=ROOT)
-    assert proc.stdout.readline()
-    proc.stdout.close()
-    _, err = proc.communicate(timeout=60)
+    with reaped(proc):
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=60)
     assert err.decode() == ""  # no traceback
     assert proc.returncode == 141  # as if killed by SIGPIPE, the shells' convention
 

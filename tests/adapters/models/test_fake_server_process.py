@@ -58,7 +58,12 @@ async def test_subprocess_server(provider, keys, tmp_path) -> None:
             seen = await resp.json()
     finally:
         proc.terminate()
-        _, stderr = await asyncio.wait_for(proc.communicate(), 20)
+        try:
+            _, stderr = await asyncio.wait_for(proc.communicate(), 20)
+        finally:
+            if proc.returncode is None:  # not stopped by the SIGTERM: not left running
+                proc.kill()
+                await proc.communicate()
     assert proc.returncode == 0, stderr.decode()
     assert [(r["fault"], r["ok"]) for r in seen] == [("503", False), (None, True)]
     dumped = json.dumps(seen) + log.read_text()
