@@ -6,6 +6,7 @@ answers are rescored for nothing): it neither refuses a resume nor starts anothe
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -76,12 +77,18 @@ def test_a_run_recorded_under_an_older_scoring_is_said_in_text_and_json(
     assert run["scoring_versions"] == [old] and run["scoring_differs"] is True
 
 
-def test_a_run_recorded_before_scoring_versions_is_said_to_be(
-        tmp_path, capsys, monkeypatch) -> None:
+def _run_as_before_scoring_versions(tmp_path, monkeypatch) -> Path:
+    """A store whose run was recorded as a vaot before scoring versions would have."""
     store = tmp_path / "run.lmdb"
     with monkeypatch.context() as old_vaot:
         old_vaot.setattr(engine.run_header, "RunStarted", _without_scoring_version)
         assert _run(store) == 0
+    return store
+
+
+def test_a_run_recorded_before_scoring_versions_is_said_to_be(
+        tmp_path, capsys, monkeypatch) -> None:
+    store = _run_as_before_scoring_versions(tmp_path, monkeypatch)
     (header,) = _headers(store)
     assert "scoring_version" not in header.config  # as an old vaot wrote it
     text, run = _report(store, capsys)
@@ -120,10 +127,7 @@ def test_a_resume_under_another_scoring_goes_on_with_the_run_at_no_call(
 
 def test_a_run_recorded_before_scoring_versions_resumes_at_no_call(
         tmp_path, capsys, monkeypatch) -> None:
-    store = tmp_path / "run.lmdb"
-    with monkeypatch.context() as old_vaot:
-        old_vaot.setattr(engine.run_header, "RunStarted", _without_scoring_version)
-        assert _run(store) == 0
+    store = _run_as_before_scoring_versions(tmp_path, monkeypatch)
     capsys.readouterr()
     assert _run(store) == 0
     assert "model calls this session 0" in capsys.readouterr().out
