@@ -54,14 +54,21 @@ def stops_held() -> Iterator[None]:
         yield
         return
     held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        held.append(signum)
+
     previous = {}
     for signum in (signal.SIGINT, *STOPS):
         if signal.getsignal(signum) not in (signal.SIG_IGN, signal.SIG_DFL, None):
-            previous[signum] = signal.signal(signum, lambda signum, frame: held.append(signum))
+            previous[signum] = signal.signal(signum, hold)
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            # One the block set itself is kept (a closing event loop takes its own handlers
+            # away): put back, the loop's stale one would swallow every later signal.
+            if signal.getsignal(signum) is hold:
+                signal.signal(signum, handler)
     if held:
         signal.raise_signal(held[0])  # its handler runs (and raises) before this returns

@@ -133,3 +133,22 @@ def test_a_sigterm_as_tail_follows_event_loop_starts_ends_it_cleanly(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
                           env={**os.environ, "NTH": "1", "STOP_SIGNAL": str(int(signal.SIGTERM))})
     assert (done.returncode, done.stderr) == (143, "terminated (SIGTERM)\n")
+
+
+def test_a_handler_set_while_stops_are_held_is_kept_and_given_the_held_stop():
+    # A closing event loop takes its own handlers away; put back over it, a stale one would
+    # have swallowed every later signal.
+    from engine.stops import stops_held
+
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("before"))
+    try:
+        with stops_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert seen == []  # held
+            signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("set inside"))
+        assert seen == ["set inside"]
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == ["set inside", "set inside"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
