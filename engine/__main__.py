@@ -1,5 +1,5 @@
 import sys
 
-from engine.cli import main
+from engine.entry import main
 
 sys.exit(main())

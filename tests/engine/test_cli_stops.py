@@ -152,3 +152,14 @@ def test_a_handler_set_while_stops_are_held_is_kept_and_given_the_held_stop():
         assert seen == ["set inside", "set inside"]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_ctrl_c_while_the_command_line_itself_imports_is_one_line(tmp_path):
+    # Before its main could take stops, a Ctrl-C there printed a KeyboardInterrupt traceback.
+    script = _SCRIPT.replace("from engine.cli import main\n", "from engine.entry import main\n")
+    assert script != _SCRIPT
+    done = subprocess.run([sys.executable, "-c", script, "--help"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, check=False,
+                          env={**os.environ, "MODULE": "engine.commands._errors",
+                               "NAME": "print_error", "STOP_SIGNAL": str(int(signal.SIGINT))})
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
