@@ -12,13 +12,15 @@ B. *new states*: the model zooms at every step, so each step renders and encodes
    same actions, measured standalone in this process). Goal ≤ 1.3.
 
 Diagnostics printed beside the ratios: CPU per call of the event loop's thread and of the fake
-server; for B, CPU per rendered step by thread (render pool, loop, store writer) and the
-standalone pixel hash every new state also needs, and the standalone cost again while a second
-process renders on the other core (as the engine's second render thread does). ``--floor`` adds each phase's requests sent from a
-bare aiohttp loop with no engine at all — for A the most this machine allows, for B what sending
-a rendered step's images costs before any engine work; ``--trace`` splits phase
-A's calls into the way to the fake server, the server's part and the way back (time spent waiting
-for the engine's event loop shows in the two ways); ``--workers N`` runs the engine as
+server; for A, its start-up (when the first reply came, and when one reply per slot had: the
+gap between the two rates of A is there); for B, CPU per rendered step by thread (render pool,
+loop, store writer), the standalone pixel hash every new state also needs, and the standalone
+cost again while a second process renders on the other core (as the engine's second render
+thread does). ``--floor`` adds each phase's requests sent from a bare aiohttp loop with no
+engine at all — for A the most this machine allows (its start-up too), for B what sending a
+rendered step's images costs before any engine work; ``--trace`` splits phase A's calls into
+the way to the fake server, the server's part and the way back (time spent waiting for the
+engine's event loop shows in the two ways); ``--workers N`` runs the engine as
 ``vaot run --workers N`` does.
 
     python bench/rollout.py [--trajectories 2000] [--in-flight 256] [--latency-ms 100]
@@ -265,10 +267,19 @@ def rates(replies: list[float], finished: list[float], start: float, in_flight: 
     # Steady state: from the first reply (start-up — loading originals, the first commits — is
     # over) to the moment the queue ran dry.
     first = min(replies)
+    # Start-up: the first wave of replies spreads over the time the engine took to send the
+    # first request of every slot; a perfect client's wave arrives at once, one latency in.
+    wave = sorted(replies)[min(in_flight, len(replies)) - 1]
     return {
         "full_rate": sum(1 for t in replies if t <= full_until) / (full_until - start),
         "steady_rate": sum(1 for t in replies if first < t <= full_until) / (full_until - first),
+        "first_reply": first - start, "wave": wave - start,
     }
+
+
+def startup_note(phase: dict, in_flight: int) -> str:
+    return (f"  start-up: first reply {1000 * phase['first_reply']:.0f} ms after the start, "
+            f"{in_flight} replies (one per slot) after {1000 * phase['wave']:.0f} ms")
 
 
 def floor_phase(args, samples: list[Sample], mode: str = "text") -> dict:
@@ -480,6 +491,7 @@ def main() -> None:
                 f"{name} {1e6 * t.get(key, 0.0) / max(1, a['calls']):.0f} µs"
                 for name, key in (("event loop", "MainThread"), ("store writer", "vaot-store-writer"),
                                   ("render threads (originals)", "vaot-render"))))
+        print(startup_note(a, args.in_flight))
         if a["legs"]:
             print(legs_note(a["legs"]))
     if floor is not None:
@@ -488,6 +500,7 @@ def main() -> None:
               f"state {floor['steady_rate']:,.0f} calls/s, ratio {floor['steady_rate'] / ideal:.2f};"
               f" client CPU {1e6 * floor['cpu'] / floor['calls']:.0f} µs per call; fake server "
               f"{1e6 * floor['server_cpu'] / floor['calls']:.0f} µs")
+        print(startup_note(floor, args.in_flight))
     if b is not None:
         assert before is not None and after is not None
         base, hashing = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
