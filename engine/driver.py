@@ -5,8 +5,9 @@ rerun after a crash neither loses nor repeats a step. Before a reply is acted on
 the store's reply cache under (trajectory, request hash), ahead of anything that follows from it,
 so a call whose reply was committed before a crash is served from the cache on the rerun (the
 request is rebuilt identically from the committed history, hence the same hash). The queue is
-committed in groups (every 25 ms when busy): a reply that arrived in the last few tens of
-milliseconds before a kill -9 is asked again, the price of not waiting for a disk flush per call.
+committed in groups (at most every 25 ms when busy): a reply whose commit had not landed at a
+kill -9 is asked again, the price of not waiting for a disk flush per call (tens of milliseconds
+of replies, up to a few hundred under heavy load: see engine/runner.py's COMMIT_INTERVAL_MS).
 """
 
 from __future__ import annotations
