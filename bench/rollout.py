@@ -267,10 +267,11 @@ def rates(replies: list[float], finished: list[float], start: float, in_flight: 
     full_until = sorted(finished)[max(0, len(finished) - in_flight - 1)]
     # Steady state: from the first reply (start-up — loading originals, the first commits — is
     # over) to the moment the queue ran dry.
-    first = min(replies)
+    in_order = sorted(replies)
+    first = in_order[0]
     # Start-up: the first wave of replies spreads over the time the engine took to send the
     # first request of every slot; a perfect client's wave arrives at once, one latency in.
-    wave = sorted(replies)[min(in_flight, len(replies)) - 1]
+    wave = in_order[min(in_flight, len(in_order)) - 1]
     return {
         "full_rate": sum(1 for t in replies if t <= full_until) / (full_until - start),
         "steady_rate": sum(1 for t in replies if first < t <= full_until) / (full_until - first),
