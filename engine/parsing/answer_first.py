@@ -116,7 +116,9 @@ _CONCLUSION_MARK = re.compile(r"[ \t>#*_-]*+(?:conclusion|结论)[ \t*_]*+[:：]
 # conclusion; the last item said correct may be one of several.
 _LIST_ITEM = re.compile(r"[ \t>]*+(?:[-*+•]|\d{1,3}[.)])[ \t]")
 # What may close a reply after its last sentence, besides blanks: a fence or rule, emphasis.
-_CLOSERS = frozenset("`~*_-")
+_CLOSERS = "`~*_-"
+# A run of blanks (\s is exactly str.isspace) and closers, matched on the reversed reply.
+_BLANKS_AND_CLOSERS = re.compile(rf"[\s{re.escape(_CLOSERS)}]*")
 
 
 def answer_first(text: str) -> tuple[int, int, str, str] | None:
@@ -133,13 +135,16 @@ def answer_first(text: str) -> tuple[int, int, str, str] | None:
 def _content_end(text: str) -> int | None:
     """Where the reply's last line with words ends: after it only blanks, closers, a chat
     template's end token, or step markers left with nothing under them (as _nothing_after
-    reads what may follow a concluding sentence). Read backwards once: linear."""
-    end = len(text)
+    reads what may follow a concluding sentence). Read backwards once: linear, each run of
+    blanks and closers skipped by one regex match on the reversed text (an action block is
+    blanked out before this is asked, so a reply may end in hundreds of them)."""
+    backwards = text[::-1]
+    size = end = len(text)
     while end > 0:
-        c = text[end - 1]
-        if c.isspace() or c in _CLOSERS:
-            end -= 1
-        elif c == ">" and text.endswith("|>", 0, end) and (
+        end = size - _BLANKS_AND_CLOSERS.match(backwards, size - end).end()
+        if end == 0:
+            break
+        if text[end - 1] == ">" and text.endswith("|>", 0, end) and (
                 (token := text.rfind("<|", max(0, end - 44), end - 2)) >= 0
                 and not any(ch in "|>\n" for ch in text[token + 2:end - 2])):
             end = token

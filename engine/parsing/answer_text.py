@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -127,9 +128,14 @@ def choice_letter(answer: str) -> str | None:
     return next(g for g in m.groups() if g).upper()
 
 
+@functools.lru_cache(maxsize=1024)
 def clean_answer(answer: str) -> str:
     """The answer as written without its wrappers: an answer tag or box around it, emphasis,
-    math or code marks."""
+    math or code marks.
+
+    Cached: a reply's answer is cleaned by each reading that weighs it (some seven times for a
+    plain "Final Answer: B"), and this is the costliest of them (~4 µs).
+    """
     answer = answer.strip()
     if tag := _WHOLE_TAG.fullmatch(answer):  # "Answer:" then "<answer>7</answer>" below it
         answer = tag.group(1).strip()

@@ -260,3 +260,37 @@ def test_cutting_spans_matches_the_line_by_line_reading(text, raw_spans) -> None
 
     spans = [(min(s, len(text)), min(s + n, len(text))) for s, n in raw_spans]
     assert _cut(text, spans) == _oracle_cut(text, spans)
+
+
+def _oracle_content_end(text: str) -> int | None:
+    """``_content_end`` as first written: one character at a time."""
+    end = len(text)
+    while end > 0:
+        c = text[end - 1]
+        if c.isspace() or c in "`~*_-":
+            end -= 1
+        elif c == ">" and text.endswith("|>", 0, end) and (
+                (token := text.rfind("<|", max(0, end - 44), end - 2)) >= 0
+                and not any(ch in "|>\n" for ch in text[token + 2:end - 2])):
+            end = token
+        else:
+            line_start = text.rfind("\n", 0, end) + 1
+            step = answer_first.STEP_LEAD.match(text, line_start, end)
+            if not (answer_first.RULE_LINE.fullmatch(text, line_start, end)
+                    or (step is not None and step.end() == end)):
+                return end
+            end = line_start
+    return None
+
+
+_ENDING_PIECES = st.sampled_from([
+    " ", "\t", "\n", "\u00a0", "\u3000", "\u2028", "`", "```", "~", "*", "**", "_", "-", "---",
+    "<|im_end|>", "<|eot_id|>", "<|", "|>", ">", "Step 3:", "Step 3 (Text):", "**Step 2**",
+    "x", "B.", "The answer is B.", "\n\n", "===", "\r\n",
+])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(_ENDING_PIECES, max_size=30).map("".join))
+def test_content_end_skips_runs_as_the_character_loop_did(text: str) -> None:
+    assert answer_first._content_end(text) == _oracle_content_end(text)
