@@ -3,7 +3,8 @@
 ``parse_step`` runs once per model call on the engine's event loop. This prints the thread CPU
 time per reply for three sets: the parser's test corpus (tests/engine/parsing/corpus, every
 dialect, each reply parsed as the step its markers name), the short text-only reply of
-``bench/rollout.py --phase A``, and its zoom reply. Best of ``--repeat`` rounds, each parsing
+``bench/rollout.py --phase A``, its zoom reply, and the final answer that ends every one of its
+trajectories. Best of ``--repeat`` rounds, each parsing
 every reply of the set ``--rounds`` times, so a noisy host shows less.
 
     python bench/parse.py [--repeat 7] [--rounds 200]
@@ -25,6 +26,7 @@ ROLLOUT_TEXT = "Step 2 (Text): Comparing the parts of the image I have seen so f
 ROLLOUT_ZOOM = ('Step 2 (Text): I need a closer look at this part.\nStep 2 (Action Description):'
                 '\n```json\n{"step": 2, "visual_rationale": "closer", "action": [{"type": "zoom",'
                 ' "target": [180, 180, 660, 700]}]}\n```')
+ROLLOUT_FINAL = "Step 9 (Text): That settles it.\nFinal Answer: 1"
 _STEP = re.compile(r"(?:step|步骤|第)\s*(\d{1,4})", re.IGNORECASE)
 
 
@@ -65,6 +67,7 @@ def main() -> None:
         (f"corpus ({len(replies)} replies, {chars:.0f} characters on average)", replies, 1),
         ("rollout phase A reply", [(ROLLOUT_TEXT, {"expected_step": 2})], 20),
         ("rollout phase B reply", [(ROLLOUT_ZOOM, {"expected_step": 2})], 20),
+        ("rollout final answer", [(ROLLOUT_FINAL, {"expected_step": 5})], 20),
     ]
     for label, chosen, more in sets:
         us = per_reply_us(chosen, args.repeat, args.rounds * more)

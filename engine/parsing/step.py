@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.actions import validate_action, validate_global_style
 from engine.parsing.answer import FoundAnswer, find_final_answer
-from engine.parsing.answer_text import PLACEHOLDER_WHY, placeholder, shown_answer
+from engine.parsing.answer_text import PLACEHOLDER_WHY, clean_answer, placeholder, shown_answer
 from engine.parsing.blocks import blank_spans
 from engine.parsing.dialects import get_dialect
 from engine.parsing.dialects.base import Extraction
@@ -73,6 +73,9 @@ def parse_step(
         text = bytes(text).decode("utf-8", "replace")
     elif not isinstance(text, str):
         text = "" if text is None else str(text)
+    # clean_answer's cache serves the readings of this reply only: a reply's answer is cleaned
+    # by each reading that weighs it, and nothing of another reply (a long one) is kept alive.
+    clean_answer.cache_clear()
     try:
         return _parse(text, module, dialect, convention, canvas_size, tuple(tool_calls),
                       expected_step, tuple(choices))
