@@ -183,6 +183,7 @@ class LmdbStore(LmdbWriter, Recorder):
         self._ordinals: dict[str, int] = {}
         self._last_txnid: int | None = None
         self._queue: queue.SimpleQueue = queue.SimpleQueue()  # WAKE and STOP only
+        self._stopping = threading.Event()  # set with STOP: ends a commit interval's wait
         self._batch: collections.deque[Job] = collections.deque()  # jobs, taken by the writer
         self._batch_lock = threading.Lock()
         self._flush_scheduled = False
@@ -564,6 +565,7 @@ class LmdbStore(LmdbWriter, Recorder):
             return
         self._flush()  # jobs an event loop queued but whose turn has not ended yet
         self._queue.put(STOP)
+        self._stopping.set()
         self._writer.join()
         # An append racing with close() may have queued behind the stop: tell its caller.
         self._fail_pending(StoreClosedError(f"{self.path}: store closed before the write"))

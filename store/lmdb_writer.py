@@ -189,14 +189,15 @@ class LmdbWriter:
                 deadline = time.monotonic() + self._linger
                 if busy:
                     deadline = max(deadline, last_commit + self._commit_interval)
-                while not stop and size < self._max_batch:
-                    try:
-                        remaining = deadline - time.monotonic()
-                        nxt = (self._queue.get(timeout=remaining) if remaining > 0
-                               else self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                    stop = nxt is STOP
+                if not stop and size < self._max_batch:
+                    remaining = deadline - time.monotonic()
+                    if remaining > 0:
+                        # Asleep through the interval, not woken by each job queued meanwhile
+                        # (only a stop wakes it): a wake-up costs the event loop a futex call
+                        # and often its core, the writer a context switch, and under load one
+                        # came with nearly every model call.
+                        self._stopping.wait(remaining)
+                    stop = self._drain_signals() or stop
                     size = self._take(jobs, size)
                 last_commit = time.monotonic()
                 try:
@@ -221,6 +222,16 @@ class LmdbWriter:
                 self._writer_message = writer_failure(self.path, exc)
             self._writer_error = exc  # after its message, which a refused write reads
             self._fail_pending(exc)
+
+    def _drain_signals(self) -> bool:
+        """Take every wake-up queued so far (their jobs are in ``_batch``); whether a stop was
+        among them."""
+        stop = False
+        while True:
+            try:
+                stop = self._queue.get_nowait() is STOP or stop
+            except queue.Empty:
+                return stop
 
     def _fail_pending(self, exc: BaseException) -> None:
         failure = None

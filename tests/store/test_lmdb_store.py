@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -370,6 +371,26 @@ async def test_a_busy_store_gathers_writes_that_arrive_within_the_interval(tmp_p
         # One commit for the held write, one for the ten gathered within the interval; without
         # the interval the ten would go in as many commits as arrived during each fsync.
         assert store._env.info()["last_txnid"] - before <= 2
+
+
+async def test_closing_a_busy_store_does_not_wait_out_its_commit_interval(tmp_path):
+    store = open_store(tmp_path / "s", commit_interval_ms=60_000)
+    await store.append([run_started("r")])
+    with store._gate.exclusive():  # held inside a commit while more writes arrive: busy
+        first = store.append_nowait([step("first", 0)])
+        await asyncio.sleep(0.05)  # the writer has taken it, and waits for the gate
+        later = [store.append_nowait([step(f"t{i}", 0)]) for i in range(3)]
+        await asyncio.sleep(0.05)
+    await first  # committed; the writer now waits out the minute before the next commit
+    await asyncio.sleep(0.05)
+    assert not any(f.done() for f in later)
+    closing = threading.Thread(target=store.close)
+    closing.start()
+    closing.join(timeout=30)
+    assert not closing.is_alive(), "close() waited for the commit interval"
+    await asyncio.gather(*later)  # written before the writer stopped, not dropped
+    with open_store(tmp_path / "s", create=False) as reopened:
+        assert all(reopened.read_trajectory(f"t{i}") for i in range(3))
 
 
 async def test_writes_awaited_one_after_another_are_not_paced(tmp_path):
