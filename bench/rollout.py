@@ -79,10 +79,12 @@ class ThreadCpu:
     Sampled every 50 ms so threads that end with the run (the render pool) are counted too.
     """
 
+    NAME = "bench-sampler"
+
     def __init__(self) -> None:
         self.last: dict[str, tuple[str, float]] = {}
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="bench-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._sample, name=self.NAME, daemon=True)
 
     def _read(self) -> None:
         ticks = os.sysconf("SC_CLK_TCK")
@@ -201,6 +203,8 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
         cpu = engine_cpu() - cpu0  # this process and the workers it has joined
         threads.__exit__()
         per_thread = {k: v - before.get(k, 0.0) for k, v in threads.by_name().items()}
+        # The sampler is this benchmark's instrument, not the engine: its CPU is left out.
+        cpu -= per_thread.pop(ThreadCpu.NAME, 0.0)
         loop_cpu = time.thread_time() - loop_cpu0
         server_cpu = process_cpu(proc.pid)
         replies, finished, rendered = [], [], 0
