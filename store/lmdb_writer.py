@@ -195,7 +195,8 @@ class LmdbWriter:
                         # Asleep through the interval, not woken by each job queued meanwhile
                         # (only a stop wakes it): a wake-up costs the event loop a futex call
                         # and often its core, the writer a context switch, and under load one
-                        # came with nearly every model call.
+                        # came with nearly every model call. (A burst past ``max_batch`` does
+                        # not end the wait either: its full chunks then commit back to back.)
                         self._stopping.wait(remaining)
                     stop = self._drain_signals() or stop
                     size = self._take(jobs, size)

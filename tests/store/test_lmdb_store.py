@@ -373,22 +373,34 @@ async def test_a_busy_store_gathers_writes_that_arrive_within_the_interval(tmp_p
         assert store._env.info()["last_txnid"] - before <= 2
 
 
+async def _until_taken(store) -> None:
+    """Until the writer has taken every queued job (off the batch, into a commit)."""
+    for _ in range(3000):
+        if not store._batch:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the writer never took the queued jobs")
+
+
 async def test_closing_a_busy_store_does_not_wait_out_its_commit_interval(tmp_path):
     store = open_store(tmp_path / "s", commit_interval_ms=60_000)
-    await store.append([run_started("r")])
-    with store._gate.exclusive():  # held inside a commit while more writes arrive: busy
-        first = store.append_nowait([step("first", 0)])
-        await asyncio.sleep(0.05)  # the writer has taken it, and waits for the gate
-        later = [store.append_nowait([step(f"t{i}", 0)]) for i in range(3)]
-        await asyncio.sleep(0.05)
-    await first  # committed; the writer now waits out the minute before the next commit
-    await asyncio.sleep(0.05)
-    assert not any(f.done() for f in later)
-    closing = threading.Thread(target=store.close)
-    closing.start()
-    closing.join(timeout=30)
-    assert not closing.is_alive(), "close() waited for the commit interval"
-    await asyncio.gather(*later)  # written before the writer stopped, not dropped
+    try:
+        await store.append([run_started("r")])
+        with store._gate.exclusive():  # held inside a commit while more writes arrive: busy
+            first = store.append_nowait([step("first", 0)])
+            await _until_taken(store)  # the writer has taken it, and waits for the gate
+            later = [store.append_nowait([step(f"t{i}", 0)]) for i in range(3)]
+            await asyncio.sleep(0)  # the turn ends: the writer is told of them
+        await first  # committed; the writer now waits out the minute before the next commit
+        await _until_taken(store)
+        assert not any(f.done() for f in later)
+        closing = threading.Thread(target=store.close, daemon=True)
+        closing.start()
+        closing.join(timeout=30)
+        assert not closing.is_alive(), "close() waited for the commit interval"
+        await asyncio.gather(*later)  # written before the writer stopped, not dropped
+    finally:
+        store.close()
     with open_store(tmp_path / "s", create=False) as reopened:
         assert all(reopened.read_trajectory(f"t{i}") for i in range(3))
 
