@@ -13,7 +13,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple, TypeVar
 
 import msgspec
@@ -32,6 +31,7 @@ from engine.cost import PriceTable
 from engine.driver import drive_trajectory
 from engine.ids import run_id_for, trajectory_id
 from engine.limits import ConnectionLimiter, LimitConfig, SharedCell
+from engine.render_pool import RenderPool
 from engine.resume import check_resumed_run, fixed_model_fields
 from engine.retry import RetryPolicy
 from engine.run_header import run_identity, write_run_header
@@ -266,8 +266,7 @@ async def run_jobs(
         recorded_originals = {sid: ev.input_state for sid, ev in earlier.items()}
     if not header_written:
         await write_run_header(config, store, run_id, samples, skipped_rows)
-    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
-                              thread_name_prefix="vaot-render")
+    pool = RenderPool(max(2, os.cpu_count() or 2))
     canvas_budget, b64_budget = cache_budgets(memory_share)
     states = StateCache(store, pool, capacity=max(256, config.concurrency * 8),
                         canvas_capacity=2 * config.concurrency + 16,
@@ -375,8 +374,8 @@ async def run_jobs(
             listener.cancel()
         breaker.close()
         # Renders still running finish off the loop (a cancelled run must not block it).
-        pool.shutdown(wait=False, cancel_futures=True)
-        await asyncio.shield(asyncio.to_thread(pool.shutdown, wait=True))
+        pool.close()
+        await asyncio.shield(asyncio.to_thread(pool.join))
         if owned:
             for adapter in adapters.values():
                 await adapter.aclose()

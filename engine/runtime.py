@@ -12,7 +12,6 @@ import asyncio
 import collections
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
 
 import msgspec
 
@@ -21,6 +20,7 @@ from adapters.models.base import ModelAdapter
 from engine.breaker import ModelBreaker
 from engine.conversation import RequestSpec
 from engine.limits import ConnectionLimiter
+from engine.render_pool import RenderPool
 from engine.retry import RetryPolicy
 from engine.spend import SpendCap
 from engine.states import StateCache
@@ -64,7 +64,7 @@ class Runtime:
         adapters: dict[str, ModelAdapter],
         limiters: dict[str, ConnectionLimiter],
         dialects: dict[str, tuple[str, str]],
-        render_pool: Executor | None,
+        render_pool: RenderPool,
         request_spec: RequestSpec,
         max_steps: int,
         seed: int,

@@ -27,6 +27,7 @@ from adapters.renderers.canvas import CanvasState
 from adapters.renderers.encode import encode_png, image_hash, plain_png_bytes
 from adapters.renderers.images import ImageLoadError, load_image, load_image_upright
 from engine.cache_budget import cache_budgets
+from engine.render_pool import RenderPool
 from store.actions import Frame
 from store.recorder import Recorder
 
@@ -160,7 +161,8 @@ def _canvas_bytes(canvas: CanvasState) -> int:
 class StateCache:
     """Canvases and base64 strings by hex hash, backed by the store's blobs."""
 
-    def __init__(self, store: Recorder, executor: Executor | None, capacity: int = 1024,
+    def __init__(self, store: Recorder, executor: RenderPool | Executor | None,
+                 capacity: int = 1024,
                  canvas_capacity: int | None = None, canvas_budget: int | None = None,
                  b64_budget: int | None = None) -> None:
         self.store = store
@@ -188,6 +190,8 @@ class StateCache:
         self.encodes = 0
 
     async def _in_pool(self, fn, *args):
+        if isinstance(self.executor, RenderPool):
+            return await self.executor.run(fn, *args)
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     def unsettled_write(self, hex_key: str) -> asyncio.Future | None:

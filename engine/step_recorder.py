@@ -14,7 +14,6 @@ beyond what the recording itself needs.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 
@@ -141,9 +140,7 @@ class StepRecorder:
             seed = self._render_seed(step_no)
             work = self._render_work(base, block, parsed.global_style, seed, step_no)
             t0 = self._ctx.monotonic()
-            loop = asyncio.get_running_loop()
-            enc_faithful, shown, enc_shown, detail = await loop.run_in_executor(rt.render_pool,
-                                                                                work)
+            enc_faithful, shown, enc_shown, detail = await rt.render_pool.run(work)
             render_ms = (self._ctx.monotonic() - t0) * 1000.0
             faithful = self._keep(enc_faithful)
             if shown is not None:
