@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -40,11 +41,11 @@ class RenderPool:
         self._closed = False
         # Daemon threads: nothing they do must finish for the process to exit (a render whose
         # caller has gone is thrown away; writes are the store's), and a run that dies before
-        # it closes its pool must not hang the interpreter's exit on idle workers.
+        # it closes its pool must not hang the interpreter's exit on idle workers. Started by
+        # the first call: a run that fails while it sets up, or never renders, starts none.
         self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True)
                          for i in range(threads)]
-        for thread in self._threads:
-            thread.start()
+        self._started = False
 
     def run(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue ``fn(*args)``; the returned future (of the running loop) gets its result or
@@ -55,6 +56,10 @@ class RenderPool:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._queue.put((fn, args, future, loop))
+        if not self._started:
+            self._started = True
+            for thread in self._threads:
+                thread.start()
         return future
 
     def close(self) -> None:
@@ -69,13 +74,17 @@ class RenderPool:
                 break
             if item is not None:
                 _cancel_soon(item[2], item[3])
-        for _ in self._threads:
-            self._queue.put(None)
+        if self._started:
+            for _ in self._threads:
+                self._queue.put(None)
 
     def join(self, timeout: float | None = None) -> None:
-        """Wait until every thread has ended (after :meth:`close`)."""
+        """Wait until every thread has ended (after :meth:`close`), at most ``timeout``
+        seconds in all."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout)
+            if thread.is_alive():
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _work(self) -> None:
         get = self._queue.get
@@ -95,6 +104,9 @@ def _run_one(fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Futu
         result = fn(*args)
     except BaseException as exc:  # the caller's to handle, as with an executor
         _call_soon(loop, _set_exception, future, exc)
+        # The exception's traceback holds this frame, which would hold the future that holds
+        # the exception (and the render's inputs) in a cycle until a garbage collection.
+        fn = args = future = loop = None
     else:
         _call_soon(loop, _set_result, future, result)
 
