@@ -26,6 +26,7 @@ from engine.stops import STOPS as _STOPS
 from engine.stops import Terminated as _Terminated
 from engine.stops import raise_stop as _raise_stop
 from engine.stops import stops_held as _stops_held
+from engine.stops import stops_raised_again as _stops_raised_again
 
 # Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
             if signum == signal.SIGHUP and previous[signum] == signal.SIG_IGN:
                 continue  # started under nohup: a closed terminal must not stop it
             signal.signal(signum, _raise_stop)
+    previous_hook = sys.unraisablehook
+    if argv is None:  # the process's own: a stop landing in a callback is not lost there
+        sys.unraisablehook = _stops_raised_again(previous_hook)
     held = False
     closed = _reserve_standard_streams() if argv is None else frozenset()
     try:
@@ -147,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if not held:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            sys.unraisablehook = previous_hook
 
 
 def _ignore_stops() -> bool:

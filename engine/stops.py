@@ -3,13 +3,17 @@ and a place where one must not land."""
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import signal
+import sys
 import threading
-from collections.abc import Iterator
-from typing import NoReturn
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
 
-__all__ = ["STOPS", "STOP_STATUSES", "Terminated", "raise_stop", "stops_held"]
+__all__ = ["STOPS", "STOP_STATUSES", "Terminated", "raise_stop", "stops_held",
+           "stops_raised_again"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -72,3 +76,43 @@ def stops_held() -> Iterator[None]:
                 signal.signal(signum, handler)
     if held:
         signal.raise_signal(held[0])  # its handler runs (and raises) before this returns
+
+
+def stops_raised_again(previous: Callable[[Any], object] | None = None) -> Callable[[Any], None]:
+    """A ``sys.unraisablehook`` that raises a stop again where the command can catch it.
+
+    A stop's handler raises wherever the main thread is, and that can be a callback Python
+    cannot raise out of: a weakref callback as an object is freed (asyncio's set of tasks, as a
+    stopped run's tasks go), a ``__del__``. Python then prints "Exception ignored in: …" with a
+    traceback, and the stop is lost: a second Ctrl-C as a stopped run printed its resume hint
+    (Python 3.12, every time) showed that traceback and did not end the process. This hook
+    hands such a stop back to the main thread a moment later, as if it arrived then, to be
+    raised outside the callback; anything else goes to ``previous`` (by default the
+    interpreter's own hook).
+    """
+    fallback = previous if previous is not None else sys.__unraisablehook__
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            # Handed back from another thread a moment later: delivered from here (Python code,
+            # still inside the freeing), its handler would run in this hook and raise here.
+            signum = getattr(exc, "signum", signal.SIGINT)
+            with contextlib.suppress(RuntimeError):  # no new thread as the interpreter ends
+                threading.Thread(target=_deliver_again, args=(signum,), name="vaot-stop-again",
+                                 daemon=True).start()
+            return
+        fallback(unraisable)
+
+    return hook
+
+
+_AGAIN_AFTER_S = 0.01
+"""How long a stop raised in a callback waits to be raised again: the callback, and the freeing
+that ran it, have long returned by then (were the main thread in another such callback, the
+stop comes back once more)."""
+
+
+def _deliver_again(signum: int) -> None:
+    time.sleep(_AGAIN_AFTER_S)
+    _thread.interrupt_main(signum)  # nothing if the signal is ignored by now

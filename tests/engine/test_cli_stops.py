@@ -163,3 +163,47 @@ def test_a_ctrl_c_while_the_command_line_itself_imports_is_one_line(tmp_path):
                           env={**os.environ, "MODULE": "engine.commands._errors",
                                "NAME": "print_error", "STOP_SIGNAL": str(int(signal.SIGINT))})
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+# A stop raised inside a weakref callback (as a Ctrl-C whose handler runs while an object is
+# freed is), with the hook the CLI installs; Python itself would print "Exception ignored in:"
+# with a traceback and drop the stop.
+_IN_A_CALLBACK = """
+import signal, sys, time, weakref
+from engine.stops import Terminated, raise_stop, stops_raised_again
+
+seen = []
+sys.unraisablehook = stops_raised_again(seen.append)
+signal.signal(signal.SIGTERM, raise_stop)
+raised = {"KeyboardInterrupt": KeyboardInterrupt, "Terminated": lambda: Terminated(signal.SIGTERM),
+          "ValueError": ValueError}[sys.argv[1]]
+
+class Thing:
+    pass
+
+def callback(_ref):
+    raise raised()
+
+thing = Thing()
+ref = weakref.ref(thing, callback)
+try:
+    del thing  # the callback runs, and raises, here
+    deadline = time.monotonic() + 3  # it comes back after 10 ms
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+    print("not raised again")
+except KeyboardInterrupt as exc:
+    print("raised again:", type(exc).__name__, getattr(exc, "signum", None))
+print("the previous hook saw:", [type(u.exc_value).__name__ for u in seen])
+"""
+
+
+@pytest.mark.parametrize(("raised", "said"), [
+    ("KeyboardInterrupt", "raised again: KeyboardInterrupt None\nthe previous hook saw: []\n"),
+    ("Terminated", "raised again: Terminated 15\nthe previous hook saw: []\n"),
+    ("ValueError", "not raised again\nthe previous hook saw: ['ValueError']\n"),
+])
+def test_a_stop_raised_inside_a_callback_is_raised_again_outside_it(raised, said):
+    done = subprocess.run([sys.executable, "-c", _IN_A_CALLBACK, raised], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, said, "")
