@@ -8,7 +8,6 @@ import contextlib
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
@@ -98,9 +97,10 @@ def stops_raised_again(previous: Callable[[Any], object] | None = None) -> Calla
             # Handed back from another thread a moment later: delivered from here (Python code,
             # still inside the freeing), its handler would run in this hook and raise here.
             signum = getattr(exc, "signum", signal.SIGINT)
+            again = threading.Timer(_AGAIN_AFTER_S, _thread.interrupt_main, (signum,))
+            again.daemon = True
             with contextlib.suppress(RuntimeError):  # no new thread as the interpreter ends
-                threading.Thread(target=_deliver_again, args=(signum,), name="vaot-stop-again",
-                                 daemon=True).start()
+                again.start()  # interrupt_main does nothing if the signal is ignored by then
             return
         fallback(unraisable)
 
@@ -111,8 +111,3 @@ _AGAIN_AFTER_S = 0.01
 """How long a stop raised in a callback waits to be raised again: the callback, and the freeing
 that ran it, have long returned by then (were the main thread in another such callback, the
 stop comes back once more)."""
-
-
-def _deliver_again(signum: int) -> None:
-    time.sleep(_AGAIN_AFTER_S)
-    _thread.interrupt_main(signum)  # nothing if the signal is ignored by now

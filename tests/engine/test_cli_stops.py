@@ -189,7 +189,7 @@ ref = weakref.ref(thing, callback)
 try:
     del thing  # the callback runs, and raises, here
     deadline = time.monotonic() + 3  # it comes back after 10 ms
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # polled: interrupt_main wakes no blocked wait
         time.sleep(0.001)
     print("not raised again")
 except KeyboardInterrupt as exc:
