@@ -69,9 +69,12 @@ def test_an_account_out_of_credit_mid_run_is_stopped_as_in_one_process(tmp_path,
                     if isinstance(e.event, TrajectoryFinished)]
     failed = sum(1 for f in finishes if f.status == "failed")
     # Before the streak reached the threshold, full slots of waiting trajectories were decided
-    # as failures (the model had answered): fewer than the streak. Each worker counting alone
-    # failed at least twice that many, or every trajectory left.
-    assert failed < THRESHOLD_AFTER_SUCCESS, done.stderr
+    # as failures (the model had answered): fewer than the streak as a rule (8-9), but with two
+    # processes the trajectory that completes the streak in one can be decided by the other's
+    # full slots in the same moment (10: one run in eight on a loaded host), and a call per
+    # slot can fail before the last success is heard. Each worker counting alone
+    # failed at least twice the streak, or every trajectory left.
+    assert failed < THRESHOLD_AFTER_SUCCESS + CONCURRENCY, done.stderr
     assert len(finishes) - failed == ANSWERED  # answered, or ended at the step limit
     # The rest stay open for the rerun after the fix.
     assert TRAJECTORIES - len(finishes) >= TRAJECTORIES - ANSWERED - THRESHOLD_AFTER_SUCCESS \
