@@ -25,6 +25,7 @@ engine's event loop shows in the two ways); ``--workers N`` runs the engine as
 
     python bench/rollout.py [--trajectories 2000] [--in-flight 256] [--latency-ms 100]
                             [--workers N] [--floor] [--trace] [--phase A|B|both]
+                            [--repeat N]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -167,7 +169,7 @@ def make_samples(n: int, distinct: int) -> list[Sample]:
     ]
 
 
-def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
+def run_phase(mode: str, args, samples: list[Sample], root: Path, name: str = "") -> dict:
     """One phase against a fresh fake server; timings are read back from the store's events
     (a Step's ``at`` is stamped as its reply is recorded), so one process or several are
     measured the same way."""
@@ -179,7 +181,7 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path) -> dict:
         spec = "openai:bench"
         config = RunConfig(
             models=(ModelConfig(spec, base_url=base_url, max_concurrency=args.in_flight),),
-            dataset="bench", settings=("vaot",), store=str(root / f"{mode}.lmdb"),
+            dataset="bench", settings=("vaot",), store=str(root / f"{name or mode}.lmdb"),
             concurrency=args.in_flight, max_steps=args.steps + 1, seed=1, workers=args.workers,
         )
         store = open_run_store(config.store)
@@ -456,8 +458,14 @@ def main() -> None:
                         help="phase A, one process: split each call's time into its way to the "
                         "fake server, the server's part and the way back (the server stamps its "
                         "replies; the engine's post is wrapped, which costs a few µs per call)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run phase B N times (each between its own standalone figures) and "
+                        "print every ratio and their median: on a shared host one run's ratio "
+                        "moves by +-0.05")
     parser.add_argument("--burn", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat must be 1 or more, not {args.repeat}")
     if args.steps < 2 and args.phase != "A":
         parser.error("phase B needs --steps 2 or more: its last call answers, so one call "
                      "renders nothing")
@@ -472,9 +480,12 @@ def main() -> None:
             a = run_phase("text", args, samples, root) if args.phase != "B" else None
             # The standalone cost is taken before and after phase B: on a shared host the CPU's
             # speed drifts by 10-20 % within minutes, and one side taken alone biases the ratio.
-            before = standalone_cost(samples, args.steps) if args.phase != "A" else None
-            b = run_phase("zoom", args, samples, root) if args.phase != "A" else None
-            after = standalone_cost(samples, args.steps) if args.phase != "A" else None
+            repeats = []  # (before, phase B, after), the last one reported in full
+            for i in range(args.repeat if args.phase != "A" else 0):
+                before = standalone_cost(samples, args.steps)
+                b = run_phase("zoom", args, samples, root, f"zoom{i}")
+                repeats.append((before, b, standalone_cost(samples, args.steps)))
+            before, b, after = repeats[-1] if repeats else (None, None, None)
             contended = contended_cost(args, samples) if args.phase != "A" else None
             floor = floor_phase(args, samples) if args.floor and args.phase != "B" else None
             floor_b = (floor_phase(args, samples, "zoom") if args.floor and args.phase != "A"
@@ -541,6 +552,12 @@ def main() -> None:
                 f"{name} {1000 * t.get(key, 0.0) / max(1, b['rendered']):.2f} ms"
                 for name, key in (("render threads", "vaot-render"), ("event loop", "MainThread"),
                                   ("store writer", "vaot-store-writer"))))
+        if len(repeats) > 1:
+            ratios = [r[1]["cpu"] / max(1, r[1]["rendered"]) / ((r[0][0] + r[2][0]) / 2)
+                      for r in repeats]
+            print(f"B over {len(ratios)} runs (the last one above): ratios "
+                  f"{', '.join(f'{x:.2f}' for x in ratios)}; median "
+                  f"{statistics.median(ratios):.2f} (goal <= 1.3)")
         if floor_b is not None:
             wire = floor_b["cpu"] / floor_b["rendered"]
             print(f"B floor, bare aiohttp client sending phase B's request bodies (no engine): "
