@@ -228,6 +228,12 @@ def run_phase(mode: str, args, samples: list[Sample], root: Path, name: str = ""
             **rates(replies, finished, start, args.in_flight)}
 
 
+def b_ratio(before: tuple[float, float], b: dict, after: tuple[float, float]) -> float:
+    """Phase B's ratio: engine CPU per rendered step ÷ the mean of the standalone render +
+    encode figures taken before and after it."""
+    return b["cpu"] / max(1, b["rendered"]) / ((before[0] + after[0]) / 2)
+
+
 def trace_calls(adapter, legs: list[tuple[float, float, float]]) -> None:
     """Split each call of ``adapter`` into its way to the server's handler, the handler's time
     and the way back to the engine, from the times the fake server stamps into its replies."""
@@ -530,7 +536,7 @@ def main() -> None:
         print(f"B new states: {b['rendered']} rendered steps, {b['calls']} calls in {b['wall']:.2f} s"
               f", engine CPU {b['cpu']:.2f} s = {1000 * per_step:.2f} ms per rendered step; "
               f"standalone render + encode {1000 * base:.2f} ms (mean of {1000 * before[0]:.2f} "
-              f"before and {1000 * after[0]:.2f} after): ratio {per_step / base:.2f} "
+              f"before and {1000 * after[0]:.2f} after): ratio {b_ratio(before, b, after):.2f} "
               f"(goal <= 1.3); failed trajectories {b['failed']}")
         drift = max(before[0], after[0]) / min(before[0], after[0]) - 1
         if drift > 0.1:  # the mean then stands for neither side of the run
@@ -553,8 +559,7 @@ def main() -> None:
                 for name, key in (("render threads", "vaot-render"), ("event loop", "MainThread"),
                                   ("store writer", "vaot-store-writer"))))
         if len(repeats) > 1:
-            ratios = [r[1]["cpu"] / max(1, r[1]["rendered"]) / ((r[0][0] + r[2][0]) / 2)
-                      for r in repeats]
+            ratios = [b_ratio(*r) for r in repeats]
             print(f"B over {len(ratios)} runs (the last one above): ratios "
                   f"{', '.join(f'{x:.2f}' for x in ratios)}; median "
                   f"{statistics.median(ratios):.2f} (goal <= 1.3)")
