@@ -213,6 +213,16 @@ _CONVERSATION_FIELDS = {"openai": ("messages",), "anthropic": ("messages",),
                         "gemini": ("contents",)}
 """The request body's field that carries the conversation, per API: ``extra`` may not set it."""
 
+_MODEL = ("the model its spec names", "name the model in the spec")
+_TEMPERATURE = ("the run's temperature", "give --temperature (temperature in a config file)")
+_RECORDED_FIELDS = {
+    "openai": {"model": _MODEL, "temperature": _TEMPERATURE},
+    "anthropic": {"model": _MODEL, "temperature": _TEMPERATURE},
+    "gemini": {"temperature": _TEMPERATURE},  # in generationConfig; the model is in the URL
+}
+"""Fields of the request body ``extra`` may not set, per API (Gemini's: in generationConfig):
+the model and temperature vaot sends from the spec and flags, and records."""
+
 
 def _validate_model(model: ModelConfig) -> None:
     """What can be checked before the first call: the run fails here, in one line, rather than
@@ -312,6 +322,17 @@ def _validate_model(model: ModelConfig) -> None:
         raise ConfigError(f"{where}: extra sets {replaced[0]!r}, which would replace the "
                           "conversation vaot sends (the question, the images and the steps so "
                           "far); leave it out (extra is for fields beside it)",
+                          model=model.spec, field="extra")
+    said = _RECORDED_FIELDS.get(provider, {})
+    sampling = model.extra.get("generationConfig") if provider == "gemini" else model.extra
+    clash = next((key for key in said if isinstance(sampling, dict) and key in sampling), None)
+    if clash:
+        # Merged last into the body, it was sent in place of the model or temperature the run
+        # records and reports: results credited to a model, or a setting, never asked.
+        name = f"generationConfig.{clash}" if provider == "gemini" else clash
+        what, instead = said[clash]
+        raise ConfigError(f"{where}: extra sets {name!r}, which would be sent in place of "
+                          f"{what}, which the run records and reports; {instead}",
                           model=model.spec, field="extra")
     for field in ("detail", "max_tokens_field"):
         if getattr(model, field) is not None and provider != "openai":

@@ -305,9 +305,17 @@ class See2ThinkLoader(CachedLoader):
                                              f"{len(image_path)}: vaot takes one image per sample")
         if not isinstance(image_path, str) or not image_path.strip():
             raise _Skip(data_path, row_line, f"element id {index} has no 'image_path'")
-        group = entry.get("category")
-        group = PAPER_GROUPS.get(group.strip().lower(), group.strip()) if isinstance(group, str) else ""
-        task = entry.get("target_task")
+        labels = {}
+        for key in ("category", "target_task"):
+            value = entry.get(key)
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, str | int | float)):
+                # Dropped, the sample was scored under no group ("-"), out of its own row.
+                raise _Skip(self.task_list, line,
+                            f"{key!r} is {_kind(value)}; it must be a string or a number")
+            labels[key] = "" if value is None else str(value).strip()
+        group = PAPER_GROUPS.get(labels["category"].lower(), labels["category"])
+        task = labels["target_task"]
         meta = {"image_path": image_path}
         for key in ("source", "order"):
             if entry.get(key) is not None:
@@ -328,7 +336,7 @@ class See2ThinkLoader(CachedLoader):
                 image_digest=content_digest(data),
                 question=question,
                 answer=answer,
-                category=task.strip() if isinstance(task, str) else "",
+                category=task,
                 group=group,
                 choices=choices,
                 meta=noted(meta, notes),

@@ -7,6 +7,7 @@ Each provider module exposes ``create(model: str, options: AdapterOptions) -> Mo
 from __future__ import annotations
 
 import importlib
+import unicodedata
 
 from adapters.models.base import AdapterError, AdapterOptions, ModelAdapter
 
@@ -35,6 +36,12 @@ def split_spec(spec: str) -> tuple[str, str]:
     if provider not in PROVIDERS:
         raise UnknownModelError(
             f"model spec {spec!r}: unknown provider {provider!r} (known: {', '.join(PROVIDERS)})"
+        )
+    if model != model.strip() or any(unicodedata.category(c) == "Cc" for c in model):
+        # Sent as it is ("gpt-4o " or a name with a newline): the API refuses it, or a server
+        # that trims it answers for a model the run's record names otherwise.
+        raise UnknownModelError(
+            f"model spec {spec!r}: the model name has spaces at an end or a control character"
         )
     return provider, model
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from engine.config import ConfigError, ModelConfig, RunConfig, load_toml
+from engine.logs import log_path_for
 
 __all__ = ["DEMO_MODELS", "config_from"]
 
@@ -73,7 +74,9 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     _put_model_flags(args, api_tables)
     raw["models"] = model_tables
     config = _converted(args, raw, in_file, tables, model_tables)
-    return _validated(args, config, in_file, tables)
+    config = _validated(args, config, in_file, tables)
+    _refuse_a_log_over_an_input(args, config)
+    return config
 
 
 def _refuse_empty_values(args: argparse.Namespace) -> None:
@@ -142,12 +145,38 @@ def _refuse_paths_beside_the_config(args: argparse.Namespace, raw: dict,
             "in the file)")
 
 
+def _refuse_a_log_over_an_input(args: argparse.Namespace, config: RunConfig) -> None:
+    """Refuse a store whose log (the store's name with ``.log``, appended to) is the dataset
+    or config file: ``--dataset jsonl:data.log --store data`` wrote the run's log lines into
+    its own dataset, and the rerun skipped them as bad rows."""
+    log_file = log_path_for(config.store)
+    if log_file is None or not log_file.is_file():
+        return
+    kind, _, path = config.dataset.strip().partition(":")
+    inputs = [("--config", args.config)] if args.config else []
+    if kind in ("jsonl", "see2think") and path.strip():
+        inputs.append(("--dataset", f"{kind}:{path.strip()}"))
+    for flag, value in inputs:
+        file = Path(value.partition(":")[2] if flag == "--dataset" else value).expanduser()
+        with contextlib.suppress(OSError):
+            if file.is_file() and os.path.samefile(file, log_file):
+                raise ConfigError(
+                    f"--store {config.store}: the run's log beside it would be {log_file}, "
+                    f"which is the {flag} file {value}: its lines would be appended to it; "
+                    "give the store another name")
+
+
 def _model_tables(args: argparse.Namespace, models: object) -> tuple[list[dict], list[dict]]:
     """The file's model tables (a spec alone made a table), and those of the models that run:
     the --model ones, else the file's, else the demo's reference agents."""
     if models is not None and (not isinstance(models, list)
                                or not all(isinstance(m, dict | str) for m in models)):
         shape = "a [models] table" if isinstance(models, dict) else f"{type(models).__name__}"
+        if isinstance(models, list):  # an item that is neither: named
+            at, item = next((i, m) for i, m in enumerate(models, 1)
+                            if not isinstance(m, dict | str))
+            raise ConfigError(f"--config {args.config}: item {at} of models is {item!r}, "
+                              "neither a spec (\"openai:gpt-4o\") nor a model's table")
         raise ConfigError(f"--config {args.config}: models must be [[models]] tables (one per "
                           f"model) or a list of specs like [\"openai:gpt-4o\"], not {shape}")
     if models == [] and not args.models:  # not "no models given": the demo would run instead

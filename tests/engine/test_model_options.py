@@ -155,10 +155,31 @@ def test_extra_that_would_replace_the_conversation_is_refused(spec, field) -> No
     assert info.value.field == "extra"
 
 
+@pytest.mark.parametrize(("spec", "extra", "named"), [
+    ("openai:gpt-x", {"model": "other-model"}, "'model'"),
+    ("openai:gpt-x", {"temperature": 2.0}, "'temperature'"),
+    ("anthropic:claude-x", {"model": "claude-y"}, "'model'"),
+    ("cassette:anthropic:claude-x", {"temperature": 0.0}, "'temperature'"),
+    ("gemini:gemini-x", {"generationConfig": {"temperature": 2.0}},
+     "'generationConfig.temperature'"),
+])
+def test_extra_that_would_replace_the_recorded_model_or_temperature_is_refused(
+        spec, extra, named) -> None:
+    # Merged last into the body: a server was asked for another model, or at another
+    # temperature, than the run's record and report said.
+    config = RunConfig(models=(ModelConfig(spec, extra=extra),), temperature=0.5)
+    with pytest.raises(ConfigError, match=f"model {spec}: extra sets {named}") as info:
+        config.validate()
+    assert info.value.field == "extra"
+
+
 def test_extra_beside_the_conversation_is_accepted() -> None:
     RunConfig(models=(ModelConfig("openai:qwen", base_url="http://127.0.0.1:9/v1",
                                   extra={"top_p": 0.5, "contents": "not an OpenAI field"}),
-                      ModelConfig("gemini:gemini-x", extra={"messages": []}))).validate()
+                      ModelConfig("gemini:gemini-x", extra={
+                          "messages": [], "model": "only openai and anthropic bodies have one",
+                          "generationConfig": {"thinkingConfig": {"thinkingBudget": 0}}}))
+              ).validate()
 
 
 @pytest.mark.parametrize(("spec", "base_url", "meant"), [

@@ -117,6 +117,17 @@ BAD_INPUTS = {
                        "'reference:blind' given more than once"),
     # Not a list, as --settings is: one model named "a,openai:b" was asked for.
     "comma in a model": (["--model", "openai:a,openai:b"], "holds a comma"),
+    # Sent as typed: the API refused it, or a server that trims it answered for a model the
+    # record names otherwise; a newline also split the run's line on the terminal.
+    "space after a model name": (["--model", "openai:gpt-4o "], "spaces at an end"),
+    "newline in a model name": (["--model", "openai:gpt-x\nfoo"], "a control character"),
+    "a number among the specs": (["--config", "{tmp}/models_item.toml"],
+                                 "item 2 of models is 5, neither a spec"),
+    # The log, the store's name with .log, was appended to the dataset it names.
+    "log over the dataset": (["--dataset", "jsonl:{tmp}/data.log", "--store", "{tmp}/data"],
+                             "which is the --dataset file"),
+    "log over the config": (["--config", "{tmp}/exp.log", "--store", "{tmp}/exp.lmdb"],
+                            "which is the --config file"),
 }
 
 
@@ -131,6 +142,10 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     (tmp_path / "models_table.toml").write_text('[models]\nspec = "reference:blind"\n')
     (tmp_path / "models_int.toml").write_text("models = 5\n")
     (tmp_path / "no_models.toml").write_text("models = []\n")
+    (tmp_path / "models_item.toml").write_text('models = ["reference:blind", 5]\n')
+    (tmp_path / "data.log").write_text('{"id": "a", "image": "a.png", "question": "q", '
+                                       '"answer": "1"}\n')
+    (tmp_path / "exp.log").write_text('dataset = "synthetic:1"\n')
     (tmp_path / "zero_steps.toml").write_text("# a comment\nmax_steps = 0\n")
     (tmp_path / "typed.toml").write_text('concurrency = "8"\n')
     (tmp_path / "reference_temperature.toml").write_text(
@@ -152,6 +167,9 @@ def test_bad_input_is_one_line_and_exit_code_2(case, tmp_path) -> None:
     assert named in lines[0]
     assert "sk-abc123secret" not in done.stdout + done.stderr  # a key given by mistake is not echoed
     assert not store.exists(), "a bad input created the store"
+    assert not (tmp_path / "data").exists()
+    assert (tmp_path / "data.log").read_text().count("\n") == 1, "a log line went into an input"
+    assert (tmp_path / "exp.log").read_text() == 'dataset = "synthetic:1"\n'
 
 
 def test_a_mistyped_flag_is_named_by_its_command_with_the_flag_meant(capsys) -> None:

@@ -367,6 +367,26 @@ def test_odd_ids_and_paths_are_skipped_rows_not_crashes(tmp_path: Path) -> None:
     assert "NUL byte" in reasons[1]
 
 
+def test_a_group_or_task_label_that_is_not_text_is_a_skipped_row(tmp_path: Path) -> None:
+    # Dropped before, the sample was scored under no group ("-"), out of its own row.
+    (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
+    write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png", "answer": "a"}])
+    write_array(tmp_path / "tasks.json", [
+        {**task("data.json", 0), "category": ["Real"]},
+        {**task("data.json", 0), "target_task": {"t": 1}},
+        {**task("data.json", 0), "category": True},
+        {**task("data.json", 0), "category": " real ", "target_task": 7},
+    ])
+    loader = See2ThinkLoader(tmp_path / "tasks.json")
+    [sample] = loader.samples()
+    assert (sample.group, sample.category) == ("Real", "7")  # numbers written out, as in JSONL
+    assert [(r.line, r.reason) for r in loader.skipped] == [
+        (2, "'category' is an array; it must be a string or a number (task entry 1)"),
+        (3, "'target_task' is an object; it must be a string or a number (task entry 2)"),
+        (4, "'category' is a boolean; it must be a string or a number (task entry 3)"),
+    ]
+
+
 def test_a_task_entry_without_an_id_is_said_to_have_none(tmp_path: Path) -> None:
     (tmp_path / "ok.png").write_bytes(png((1, 2, 3)))
     write_array(tmp_path / "data.json", [{"question": "q", "image_path": "ok.png", "answer": "a"}])
