@@ -216,11 +216,13 @@ def test_workers_make_no_new_call_once_their_run_is_killed(reaper, tmp_path):
         assert not _gone(workers), "workers outlived their run"
     late = [at - killed_at for at in (json.loads(line)["received_at"]
                                       for line in log.read_text().splitlines()) if at > killed_at]
-    # At most one per slot (8) was on its way; a few more may have left in the instant before
-    # a worker heard. Before: 24 to 62, the last 130 to 360 ms after the kill. Counted, not
-    # timed: a loaded host's server may stamp a request sent before the kill much later (a
-    # bound of 0.25 s on the last one failed so while the suite shared the machine).
-    assert len(late) <= 12, f"{len(late)} requests reached the server after the kill"
+    # At most one per slot (8) was on its way, and each slot may send one more in the instant
+    # before its worker hears (a reply that came in meanwhile): 16. Before: 24 to 62, the last
+    # 130 to 360 ms after the kill. Counted, not timed: a loaded host's server may stamp a
+    # request sent before the kill much later (a bound of 0.25 s on the last one failed so
+    # while the suite shared the machine; a bound of 12 failed with 15 on a host running two
+    # other workloads beside the suite, where 2 to 7 is usual).
+    assert len(late) <= 16, f"{len(late)} requests reached the server after the kill"
 
 
 def test_a_killed_run_not_yet_collected_takes_its_workers_down_and_a_rerun_waits(tmp_path):
