@@ -110,6 +110,11 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 )
         if not self.settings:
             raise ConfigError("--settings: at least one setting is needed")
+        if self.cot_max_tokens is not None and "cot" not in self.settings:
+            # Part of the run's identity while no call used it: rerun with it, a run went on
+            # as another run and asked every trajectory again.
+            raise ConfigError("--cot-max-tokens: only the cot setting uses it, and --settings "
+                              f"({','.join(self.settings)}) has no cot; leave it out")
         # A trajectory's id comes from (run, model, sample, setting, epoch): a repeated setting
         # or model would drive the same trajectory twice at once.
         for flag, names in (("--settings", self.settings),

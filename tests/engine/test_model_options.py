@@ -130,9 +130,6 @@ def test_anthropic_thinking_the_api_would_refuse_is_said_before_the_run(extra, r
 @pytest.mark.parametrize(("model", "run"), [
     (ModelConfig("anthropic:claude-x", extra=_THINKING), {"max_tokens": 8192}),
     (ModelConfig("anthropic:claude-x", extra=_THINKING), {"max_tokens": 8192, "temperature": 1.0}),
-    # --cot-max-tokens binds only where cot is run.
-    (ModelConfig("anthropic:claude-x", extra=_THINKING),
-     {"max_tokens": 8192, "cot_max_tokens": 2048, "settings": ("vaot",)}),
     (ModelConfig("anthropic:claude-x", extra={"thinking": {"type": "disabled"}}),
      {"temperature": 0.2}),
     # Another server behind the protocol (a proxy, a local model) sets its own rules.

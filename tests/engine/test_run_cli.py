@@ -117,6 +117,9 @@ BAD_INPUTS = {
                        "'reference:blind' given more than once"),
     # Not a list, as --settings is: one model named "a,openai:b" was asked for.
     "comma in a model": (["--model", "openai:a,openai:b"], "holds a comma"),
+    # No call uses it, yet it is part of the run's identity: another run asked everything again.
+    "cot cap, no cot": (["--settings", "vaot,no_render", "--cot-max-tokens", "5"],
+                        "--cot-max-tokens: only the cot setting uses it"),
     # Sent as typed: the API refused it, or a server that trims it answered for a model the
     # record names otherwise; a newline also split the run's line on the terminal.
     "space after a model name": (["--model", "openai:gpt-4o "], "spaces at an end"),
