@@ -161,6 +161,8 @@ async def _drive(job: TrajectoryJob, rt: Runtime) -> tuple[Outcome, PendingWrite
                                           tokens)
             _keep_reply(rt, job, writes, reply, key, draw_key(draw, request_hash), replace)
             calls += 1
+        elif rt.spend is not None:
+            rt.spend.paid_earlier(job.model, step_no, reply.usage)
         # A reply the model must not be asked after is still recorded (it was paid for).
         unpriced = _check_usage(rt, job, reply, from_cache)
         empty = _check_text(rt, job, reply, request, from_cache)

@@ -2,8 +2,9 @@
 
 Counted over the trajectories the command runs, in every invocation of it (as the summary's cost
 line counts them): what their steps already in the log cost (their recorded usage at the price
-table's prices), plus each reply this invocation pays for (a reply served from the reply cache
-was paid for before, and is in neither).
+table's prices), plus each reply this invocation pays for, plus each reply served from the reply
+cache (paid for by an invocation that stopped before its step was in the log) as its step is
+recorded.
 
 Before a paid call starts it reserves what it is expected to cost, and it starts only if what was
 spent, what the calls in flight reserved and its own reservation together stay within the cap.
@@ -281,6 +282,16 @@ class SpendCap:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout)
         return held
+
+    def paid_earlier(self, model: str, step: int, usage: Usage) -> None:
+        """A reply of ``model`` at ``step`` served from the reply cache: paid for by an earlier
+        invocation that stopped before its step was in the log, so in neither sum until now;
+        counted as it is recorded, as the summary's cost line counts it."""
+        cost = self.cost(model, usage)
+        if cost:
+            self._own_spent.value += cost
+            self._learn(model, step, cost)
+            self._wake()
 
     def _admit(self, model: str, step: int) -> Reservation | None:
         """The call's reservation if it fits now; None to wait for the calls in flight."""

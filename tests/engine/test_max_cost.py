@@ -23,7 +23,7 @@ from engine.config import ConfigError, ModelConfig, RunConfig
 from engine.cost import PriceTable
 from engine.runner import open_run_store, run_jobs
 from engine.spend import FIRST_CALLS, POLL_S, SpendCap, SpendShare
-from store import Step, TrajectoryFinished, TrajectoryStarted
+from store import MemoryStore, Step, StoreError, TrajectoryFinished, TrajectoryStarted
 
 SPEC = "scripted:priced"
 PRICES = {"scripted:*": {"input_per_mtok": 10.0, "output_per_mtok": 50.0}}
@@ -403,3 +403,46 @@ async def test_processes_sharing_the_cells_share_the_first_calls_and_expect_thei
     assert not done
     held.release()  # its call failed: room again
     assert (await asyncio.wait_for(third, 30)).amount == pytest.approx(PER_CALL)
+
+
+class _DiesAtTheFirstStep(MemoryStore):
+    """The process dies after the first reply is in the reply cache, before its step is."""
+
+    armed = True
+
+    def append_nowait(self, events):
+        if self.armed and any(isinstance(e, Step) for e in events):
+            raise _Crash
+        return super().append_nowait(events)
+
+    async def append(self, events):
+        if self.armed and any(isinstance(e, Step) for e in events):
+            raise _Crash
+        return await super().append(events)
+
+
+class _Crash(StoreError):
+    """A StoreError, so the run stops rather than failing one trajectory."""
+
+
+async def test_a_reply_from_the_reply_cache_counts_against_the_cap(tmp_path) -> None:
+    # Paid for by the invocation that died, and not in the log's steps when the rerun started:
+    # left out of what was spent, the rerun paid for one call more than the cap allowed, and
+    # its "spent" line was less than its own cost line (found by killing runs mid-call).
+    config = _config(tmp_path / "unused.lmdb", max_cost=1.0)
+    samples, _ = load_dataset(config.dataset, limit=config.limit, seed=config.seed)
+    store = _DiesAtTheFirstStep()
+    first = FixedUsage()
+    with pytest.raises(ExceptionGroup) as crashed:
+        await run_jobs(config, store, samples, adapters={SPEC: first})
+    assert crashed.group_contains(_Crash)
+    assert first.calls == 1
+
+    store.armed = False
+    again = FixedUsage()
+    capped = _config(tmp_path / "unused.lmdb", max_cost=3 * PER_CALL)
+    result = await run_jobs(capped, store, samples, adapters={SPEC: again})
+    steps = [e.event for e in store.iter_events() if isinstance(e.event, Step)]
+    assert [s.from_cache for s in steps] == [True, False, False]
+    assert again.calls == 2
+    assert result.spent == pytest.approx(3 * PER_CALL)
