@@ -122,7 +122,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cot-max-tokens", type=int, metavar="N",
                    help="output tokens of the cot setting's one call, which writes the whole "
                    "solution (default: --max-tokens, one step's worth; the other settings make "
-                   "up to --max-steps calls of --max-tokens). Part of the run's identity")
+                   "up to --max-steps calls of --max-tokens). Part of the run's identity; refused when "
+                   "--settings has no cot")
     p.add_argument("--token-budget", type=int, metavar="N",
                    help="tokens (input + output, as the API reports them) one trajectory may "
                    "spend; once its recorded steps reach it, it asks nothing more and ends as "
