@@ -289,8 +289,7 @@ class SpendCap:
         counted as it is recorded, as the summary's cost line counts it."""
         cost = self.cost(model, usage)
         if cost:
-            self._own_spent.value += cost
-            self._learn(model, step, cost)
+            self._count(model, step, cost)
             self._wake()
 
     def _admit(self, model: str, step: int) -> Reservation | None:
@@ -372,8 +371,7 @@ class SpendCap:
     def _settle(self, held: Reservation, cost: float | None) -> None:
         """``held``'s call ended: paid ``cost`` (None: no reply, nothing paid)."""
         if cost is not None:
-            self._own_spent.value += cost
-            self._learn(held.model, held.step, cost)
+            self._count(held.model, held.step, cost)
         if held.amount > 0:
             self._hold(-held.amount, -1)
         if held.probe:
@@ -382,6 +380,11 @@ class SpendCap:
             if shared is not None:
                 shared.own_probing.value = float(left)
         self._wake()
+
+    def _count(self, model: str, step: int, cost: float) -> None:
+        """A reply of ``model`` at ``step`` cost ``cost``: spent, and what its next calls expect."""
+        self._own_spent.value += cost
+        self._learn(model, step, cost)
 
     def _learn(self, model: str, step: int, cost: float) -> None:
         largest = self._largest[model] = max(cost, self._largest.get(model, 0.0))

@@ -153,16 +153,15 @@ def _refuse_a_log_over_an_input(args: argparse.Namespace, config: RunConfig) -> 
     if log_file is None or not log_file.is_file():
         return
     kind, _, path = config.dataset.strip().partition(":")
-    inputs = [("--config", args.config)] if args.config else []
+    inputs = [("--config", args.config, args.config)] if args.config else []
     if kind in ("jsonl", "see2think") and path.strip():
-        inputs.append(("--dataset", f"{kind}:{path.strip()}"))
-    for flag, value in inputs:
-        file = Path(value.partition(":")[2] if flag == "--dataset" else value).expanduser()
+        inputs.append(("--dataset", config.dataset.strip(), path.strip()))
+    for flag, given, file in inputs:
         with contextlib.suppress(OSError):
-            if file.is_file() and os.path.samefile(file, log_file):
+            if os.path.samefile(Path(file).expanduser(), log_file):
                 raise ConfigError(
                     f"--store {config.store}: the run's log beside it would be {log_file}, "
-                    f"which is the {flag} file {value}: its lines would be appended to it; "
+                    f"which is the {flag} file {given}: its lines would be appended to it; "
                     "give the store another name")
 
 
